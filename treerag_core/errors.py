@@ -1,0 +1,31 @@
+"""The project's named errors; every module raises these, the edges (CLI, UI) print them."""
+
+from __future__ import annotations
+
+
+class TreeRAGError(Exception):
+    """Base class: an expected failure with a message a user can act on."""
+
+
+class InputDocumentError(TreeRAGError):
+    """A document cannot be read: empty, binary, undecodable, too large or missing."""
+
+
+class IndexFormatError(TreeRAGError):
+    """An index folder is missing, corrupt, of another schema version or another embedder."""
+
+
+class EmbedderError(TreeRAGError):
+    """An embedder cannot be loaded or does not match the index."""
+
+
+class QueryError(TreeRAGError):
+    """A question that cannot be answered as asked (empty, only stop words, too long)."""
+
+
+class LLMError(TreeRAGError):
+    """The language model call failed; `reason` is a short machine-readable cause."""
+
+    def __init__(self, message: str, reason: str = "error") -> None:
+        super().__init__(message)
+        self.reason = reason

@@ -1,0 +1,179 @@
+"""The shared types every module speaks: tree nodes, chunks, scored hits and the query trace."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+Language = Literal["en", "zh"]
+
+
+@dataclass(frozen=True)
+class TreeNode:
+    """One section of a document tree.
+
+    `content` is the node's own text (what stands under its heading before the first child
+    heading, or everything below it when deeper headings were folded in by the depth cap),
+    and `source_text[start:end] == content` holds exactly. Root nodes (one per document)
+    have level 0 and an empty span at the document start.
+    """
+
+    node_id: str
+    doc_id: str
+    heading: str
+    level: int
+    content: str
+    start: int
+    end: int
+    heading_path: str
+    parent_id: str | None = None
+    children: tuple[str, ...] = ()
+    summary: str = ""
+    synthetic: bool = False  # an "(intro)" leaf made from a parent's own text
+
+    @property
+    def is_leaf(self) -> bool:
+        return not self.children
+
+    @property
+    def is_root(self) -> bool:
+        return self.parent_id is None
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A retrievable passage; `doc_text[start:end] == text` exactly."""
+
+    chunk_id: str
+    text: str
+    source_node_id: str
+    heading_path: str
+    doc_id: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class DocumentInfo:
+    """A document inside an index: its id, name, language and content hash."""
+
+    doc_id: str
+    name: str
+    title: str
+    language: Language
+    sha256: str
+    size_chars: int
+    root_id: str
+
+
+@dataclass(frozen=True)
+class LocatedLeaf:
+    """A leaf picked by step 1, with the refined sub-query to search it with."""
+
+    node_id: str
+    heading_path: str
+    sub_query: str
+    score: float | None = None
+    source: str = "local"  # llm | local | keyword | manual | oracle | all
+
+
+@dataclass(frozen=True)
+class RetrievedChunk:
+    """A chunk with every score it received and its rank at each stage (1-based)."""
+
+    chunk: Chunk
+    dense: float
+    bm25: float
+    dense_norm: float
+    bm25_norm: float
+    fused: float
+    leaf_rank: int
+    pooled_rank: int = 0
+    rerank: float | None = None
+    final_rank: int = 0
+    minmax_forced: bool = False  # min-max made this the leaf's 1.0 on a 1-2 chunk leaf
+    sub_query: str = ""
+
+    @property
+    def score(self) -> float:
+        return self.rerank if self.rerank is not None else self.fused
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token usage and estimated cost of LLM calls in one stage."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: float = 0.0
+    model: str = ""
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_read_tokens + other.cache_read_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+            self.cost_usd + other.cost_usd,
+            self.model or other.model,
+        )
+
+
+@dataclass(frozen=True)
+class Fallback:
+    """A step that did not go the preferred way, and why."""
+
+    stage: str
+    reason: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class LocateResult:
+    """Step 1's output."""
+
+    leaves: tuple[LocatedLeaf, ...]
+    thinking: str = ""
+    locator: str = "local"
+    usage: Usage = field(default_factory=Usage)
+    seconds: float = 0.0
+    notes: tuple[str, ...] = ()  # e.g. what a prompt budget cut
+
+
+@dataclass(frozen=True)
+class Citation:
+    """A `[Source: path]` marker in the answer, mapped to node ids."""
+
+    text: str
+    heading_path: str
+    node_ids: tuple[str, ...]
+    supported: bool
+
+
+@dataclass
+class Trace:
+    """Everything one question produced; every view (UI, CLI, eval, audit) reads this."""
+
+    question: str
+    strategy: str
+    settings: dict[str, Any]
+    provider: dict[str, Any]
+    language: Language = "en"
+    locate: LocateResult | None = None
+    retrieved: dict[str, list[RetrievedChunk]] = field(default_factory=dict)  # leaf id -> hits
+    retrieve_seconds: float = 0.0
+    reranked: list[RetrievedChunk] = field(default_factory=list)
+    rerank_seconds: float = 0.0
+    reranker: str = ""
+    answer: str = ""
+    answer_usage: Usage = field(default_factory=Usage)
+    synthesize_seconds: float = 0.0
+    citations: list[Citation] = field(default_factory=list)
+    fallbacks: list[Fallback] = field(default_factory=list)
+    error: str = ""
+    created_at: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
