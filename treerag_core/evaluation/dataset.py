@@ -1,0 +1,221 @@
+"""Load an eval question set and locate each gold evidence's first verbatim span in its doc."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from treerag_core.errors import TreeRAGError
+
+UNANSWERABLE = "unanswerable"
+NO_EVIDENCE = "no evidence found verbatim"
+QUESTIONS_FILE = "questions.jsonl"
+DOCS_DIR = "docs"
+
+DocReader = Callable[[str, str], str]  # (doc name, where to blame) -> its text
+
+
+class EvalDataError(TreeRAGError):
+    """An eval question set is missing, malformed, or points at a document it does not ship."""
+
+
+@dataclass(frozen=True)
+class GoldEvidence:
+    """One gold evidence located verbatim: `doc_text[start:end] == text`."""
+
+    doc: str
+    text: str
+    start: int
+    end: int
+    section: str | None = None
+
+
+@dataclass(frozen=True)
+class EvalQuestion:
+    """One eval question with its located evidence; `left_out_reason` is set when unusable."""
+
+    id: str
+    question: str
+    doc: str
+    docs: tuple[str, ...]
+    answers: tuple[str, ...]
+    evidences: tuple[GoldEvidence, ...]
+    n_evidence_missing: int
+    evidence_sections: tuple[str, ...]
+    unanswerable: bool = False
+    qtype: str | None = None
+    left_out_reason: str | None = None
+
+    @property
+    def usable(self) -> bool:
+        """True when the question counts in the metric means."""
+        return self.left_out_reason is None
+
+
+@dataclass(frozen=True)
+class EvalDataset:
+    """A question set over a folder of documents, with the left-out questions counted."""
+
+    name: str
+    docs_dir: Path
+    doc_names: tuple[str, ...]
+    questions: tuple[EvalQuestion, ...]
+    left_out: dict[str, int]
+
+    @property
+    def usable_questions(self) -> tuple[EvalQuestion, ...]:
+        return tuple(q for q in self.questions if q.usable)
+
+    @property
+    def n_evidence_found(self) -> int:
+        return sum(len(q.evidences) for q in self.questions)
+
+    @property
+    def n_evidence_missing(self) -> int:
+        return sum(q.n_evidence_missing for q in self.questions)
+
+
+def load_dataset(folder: Path) -> EvalDataset:
+    """Read `folder/questions.jsonl` and `folder/docs/*.md` and locate every gold evidence.
+
+    Raises:
+        EvalDataError: the folder, its questions file or a referenced document is missing, or a
+            line is not a JSON object with the expected fields (the message names file and line).
+    """
+    folder = Path(folder)
+    questions_path = folder / QUESTIONS_FILE
+    docs_dir = folder / DOCS_DIR
+    if not questions_path.is_file():
+        raise EvalDataError(f"No {QUESTIONS_FILE} in {folder}: is this an eval dataset folder?")
+    if not docs_dir.is_dir():
+        raise EvalDataError(f"No {DOCS_DIR}/ folder in {folder}: the questions need their docs.")
+    doc_names = tuple(sorted(p.name for p in docs_dir.glob("*.md") if p.is_file()))
+    texts: dict[str, str] = {}
+
+    def doc_text(name: str, where: str) -> str:
+        if name not in texts:
+            path = docs_dir / name
+            if not path.is_file():
+                raise EvalDataError(f"{where}: document {name!r} is not in {docs_dir}")
+            texts[name] = path.read_text(encoding="utf-8")
+        return texts[name]
+
+    questions: list[EvalQuestion] = []
+    seen_ids: dict[str, int] = {}
+    # split("\n"), not splitlines(): U+2028 and friends may sit raw inside JSON strings.
+    lines = questions_path.read_text(encoding="utf-8").split("\n")
+    for line_no, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue  # a trailing blank line is not a question
+        where = f"{questions_path}, line {line_no}"
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise EvalDataError(f"{where}: not valid JSON ({e.msg} at column {e.colno})") from e
+        question = _parse_question(row, where, doc_text)
+        if question.id in seen_ids:
+            raise EvalDataError(
+                f"{where}: question id {question.id!r} already used on line {seen_ids[question.id]}"
+            )
+        seen_ids[question.id] = line_no
+        questions.append(question)
+
+    left_out: dict[str, int] = {UNANSWERABLE: 0, NO_EVIDENCE: 0}
+    for q in questions:
+        if q.left_out_reason is not None:
+            left_out[q.left_out_reason] += 1
+    return EvalDataset(folder.name, docs_dir, doc_names, tuple(questions), left_out)
+
+
+def _parse_question(row: Any, where: str, doc_text: DocReader) -> EvalQuestion:
+    if not isinstance(row, dict):
+        raise EvalDataError(f"{where}: expected a JSON object, got {type(row).__name__}")
+    qid = _require_str(row, "id", where)
+    text = _require_str(row, "question", where)
+    doc = _require_str(row, "doc", where)
+    docs = _str_list(row, "docs", where)
+    answers = _str_list(row, "answers", where)
+    evidence = _str_list(row, "evidence", where)
+    evidence_docs = _str_list(row, "evidence_docs", where)
+    sections = _optional_str_list(row, "evidence_sections", where)
+    unanswerable = bool(row.get("unanswerable", False))
+    qtype = row.get("type")
+    if qtype is not None and not isinstance(qtype, str):
+        raise EvalDataError(f"{where}: field 'type' must be a string, got {qtype!r}")
+
+    # README: try evidence_docs in order; `doc` and `docs` are the fallback for older rows.
+    candidates = tuple(dict.fromkeys((*evidence_docs, doc, *docs)))
+    parallel = len(sections) == len(evidence)
+    found: list[GoldEvidence] = []
+    missing = 0
+    for i, ev in enumerate(evidence):
+        section = sections[i] if parallel and sections[i] and sections[i].strip() else None
+        span = _locate(ev, candidates, where, doc_text)
+        if span is None:
+            missing += 1
+        else:
+            found.append(GoldEvidence(span[0], ev, span[1], span[1] + len(ev), section))
+
+    if unanswerable:
+        reason: str | None = UNANSWERABLE
+    elif not found:
+        reason = NO_EVIDENCE
+    else:
+        reason = None
+    gold_paths = tuple(dict.fromkeys(s for s in sections if s and s.strip()))
+    return EvalQuestion(
+        id=qid,
+        question=text,
+        doc=doc,
+        docs=tuple(dict.fromkeys((doc, *docs, *evidence_docs))),
+        answers=answers,
+        evidences=tuple(found),
+        n_evidence_missing=missing,
+        evidence_sections=gold_paths,
+        unanswerable=unanswerable,
+        qtype=qtype,
+        left_out_reason=reason,
+    )
+
+
+def _locate(
+    evidence: str, candidates: tuple[str, ...], where: str, doc_text: DocReader
+) -> tuple[str, int] | None:
+    if not evidence:
+        return None  # an empty string "occurs" everywhere; it cannot be gold
+    for name in candidates:
+        pos = doc_text(name, where).find(evidence)
+        if pos >= 0:
+            return name, pos
+    return None
+
+
+def _require_str(row: dict[str, Any], key: str, where: str) -> str:
+    value = row.get(key)
+    if not isinstance(value, str) or not value:
+        raise EvalDataError(f"{where}: field {key!r} must be a non-empty string, got {value!r}")
+    return value
+
+
+def _str_list(row: dict[str, Any], key: str, where: str) -> tuple[str, ...]:
+    value = row.get(key)
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise EvalDataError(f"{where}: field {key!r} must be a list of strings, got {value!r}")
+    return tuple(value)
+
+
+def _optional_str_list(row: dict[str, Any], key: str, where: str) -> tuple[str | None, ...]:
+    # evidence_sections holds null where a quote's section is unknown (gitlab_handbook).
+    value = row.get(key)
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(v is None or isinstance(v, str) for v in value):
+        raise EvalDataError(
+            f"{where}: field {key!r} must be a list of strings or nulls, got {value!r}"
+        )
+    return tuple(value)

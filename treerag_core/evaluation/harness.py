@@ -1,0 +1,221 @@
+"""Run strategies over an eval question set and score them with the README's metrics."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from treerag_core.config import IndexSettings, QuerySettings
+from treerag_core.embedders import get_embedder
+from treerag_core.errors import IndexFormatError, QueryError
+from treerag_core.evaluation.dataset import EvalDataset, EvalQuestion, load_dataset
+from treerag_core.evaluation.metrics import Passage, aggregate, question_metrics
+from treerag_core.index import CorpusIndex, SourceDocument, build_index
+from treerag_core.pipeline import STRATEGIES, Engine, run
+from treerag_core.store import load_index, save_index
+from treerag_core.types import Trace
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """What to run: strategies, scope, limits, settings, and whether the LLM may be called."""
+
+    strategies: tuple[str, ...] = ("treerag", "flat-hybrid")
+    scope: str = "doc"  # doc: each question against its own document(s); corpus: all documents
+    limit: int | None = None
+    use_llm: bool = False
+    index_settings: IndexSettings = IndexSettings()
+    query_settings: QuerySettings = QuerySettings(final_top_k=10)
+
+    def __post_init__(self) -> None:
+        unknown = [s for s in self.strategies if s not in STRATEGIES]
+        if unknown:
+            raise ValueError(f"unknown strategies {unknown}; choose from {', '.join(STRATEGIES)}")
+        if self.scope not in ("doc", "corpus"):
+            raise ValueError(f"scope must be doc or corpus, but got {self.scope!r}")
+
+
+def index_cache_key(dataset: EvalDataset, settings: IndexSettings) -> str:
+    """Content hash of the documents and the index settings: the cached index's folder name."""
+    digest = hashlib.sha256(json.dumps(settings.to_dict(), sort_keys=True).encode())
+    for name in dataset.doc_names:
+        digest.update(name.encode())
+        digest.update((dataset.docs_dir / name).read_bytes())
+    return f"{dataset.name}-{digest.hexdigest()[:16]}"
+
+
+def dataset_index(
+    dataset: EvalDataset, settings: IndexSettings, cache_dir: Path | None
+) -> CorpusIndex:
+    """One index over all the set's documents (doc scope restricts each query to its docs),
+    built once and cached by content hash."""
+    folder = cache_dir / index_cache_key(dataset, settings) if cache_dir else None
+    if folder is not None and (folder / "manifest.json").is_file():
+        try:
+            return load_index(folder, expect_embedder=settings.embedder)
+        except IndexFormatError:
+            pass  # stale or broken cache: rebuild below
+    sources = [
+        SourceDocument(name, (dataset.docs_dir / name).read_text(encoding="utf-8"))
+        for name in dataset.doc_names
+    ]
+    index = build_index(sources, settings, get_embedder(settings.embedder))
+    if folder is not None:
+        save_index(index, folder)
+    return index
+
+
+def oracle_leaves(index: CorpusIndex, question: EvalQuestion) -> list[str]:
+    """The leaves whose span holds a gold evidence: what a perfect locator would pick."""
+    picked: list[str] = []
+    for evidence in question.evidences:
+        for leaf in index.leaves(evidence.doc):
+            if (
+                leaf.start < evidence.end
+                and evidence.start < leaf.end
+                and leaf.node_id not in picked
+            ):
+                picked.append(leaf.node_id)
+    return picked[:5]
+
+
+def passages_of(trace: Trace) -> list[Passage]:
+    return [Passage(h.chunk.doc_id, h.chunk.start, h.chunk.end) for h in trace.reranked]
+
+
+def picked_paths(trace: Trace) -> list[str] | None:
+    if trace.locate is None or trace.strategy.startswith("flat-"):
+        return None
+    return [leaf.heading_path for leaf in trace.locate.leaves]
+
+
+def _explain(metrics: dict[str, float], paths: list[str] | None) -> str:
+    if metrics.get("hit@5", 0.0) >= 1.0:
+        return "hit"
+    if paths is None:
+        return "miss"
+    if "section_hit@5" not in metrics:
+        return "miss (gold section unknown)"
+    if metrics["section_hit@5"] >= 1.0:
+        return "right section, wrong chunk"
+    return "wrong section picked"
+
+
+def question_record(question: EvalQuestion, trace: Trace, metrics: dict[str, float]) -> dict:
+    """What is kept per question so a miss can be explained without rerunning it."""
+    paths = picked_paths(trace)
+    return {
+        "id": question.id,
+        "question": question.question,
+        "doc": question.doc,
+        "gold_sections": list(question.evidence_sections),
+        "picked": [
+            {"node_id": leaf.node_id, "path": leaf.heading_path, "score": leaf.score}
+            for leaf in (trace.locate.leaves if trace.locate else ())
+        ],
+        "top": [
+            {
+                "chunk_id": h.chunk.chunk_id,
+                "path": h.chunk.heading_path,
+                "start": h.chunk.start,
+                "end": h.chunk.end,
+                "fused": round(h.fused, 4),
+                "rerank": None if h.rerank is None else round(h.rerank, 4),
+            }
+            for h in trace.reranked[:5]
+        ],
+        "fallbacks": [f"{f.stage}:{f.reason}" for f in trace.fallbacks],
+        "outcome": _explain(metrics, paths),
+        "metrics": {k: round(v, 4) for k, v in metrics.items()},
+    }
+
+
+def evaluate(
+    data_dir: Path,
+    config: EvalConfig,
+    cache_dir: Path | None = None,
+    progress: Progress | None = None,
+    api_key: str | None = None,
+    index: CorpusIndex | None = None,
+) -> dict[str, Any]:
+    """Run every strategy on every usable question; Ctrl-C returns a partial, valid report."""
+    dataset = load_dataset(Path(data_dir))
+    questions = list(dataset.usable_questions)
+    if config.limit is not None:
+        questions = questions[: config.limit]
+    if index is None:
+        index = dataset_index(dataset, config.index_settings, cache_dir)
+    engine = Engine(index, get_embedder(index.embedder_name), api_key if config.use_llm else None)
+    settings = config.query_settings.with_(use_llm=config.use_llm)
+    per: dict[str, list[dict[str, float]]] = {s: [] for s in config.strategies}
+    records: dict[str, list[dict]] = {s: [] for s in config.strategies}
+    latency: dict[str, dict[str, list[float]]] = {
+        s: {"locate": [], "retrieve": [], "rerank": [], "total": []} for s in config.strategies
+    }
+    skipped: dict[str, int] = {}
+    total = len(questions) * len(config.strategies)
+    done = 0
+    partial = False
+    try:
+        for question in questions:
+            scope = list(question.docs) if config.scope == "doc" else None
+            for strategy in config.strategies:
+                leaves = oracle_leaves(index, question) if strategy == "oracle-sections" else None
+                started = time.perf_counter()
+                try:
+                    trace = run(
+                        engine,
+                        question.question,
+                        settings,
+                        strategy=strategy,
+                        scope=scope,
+                        leaves=leaves,
+                        synthesize=config.use_llm,
+                    )
+                except QueryError as exc:
+                    key = f"{strategy}: {exc}"
+                    skipped[key] = skipped.get(key, 0) + 1
+                    continue
+                finally:
+                    done += 1
+                    if progress:
+                        progress(done, total)
+                elapsed = time.perf_counter() - started
+                metrics = question_metrics(question, passages_of(trace), picked_paths(trace))
+                per[strategy].append(metrics)
+                records[strategy].append(question_record(question, trace, metrics))
+                lat = latency[strategy]
+                lat["locate"].append((trace.locate.seconds if trace.locate else 0.0) * 1000)
+                lat["retrieve"].append(trace.retrieve_seconds * 1000)
+                lat["rerank"].append(trace.rerank_seconds * 1000)
+                lat["total"].append(elapsed * 1000)
+    except KeyboardInterrupt:
+        partial = True
+    n_left_out = len(dataset.questions) - len(dataset.usable_questions)
+    strategies = {}
+    for strategy in config.strategies:
+        if not per[strategy]:
+            continue
+        strategies[strategy] = aggregate(per[strategy], latency[strategy], n_left_out=n_left_out)
+    return {
+        "dataset": dataset.name,
+        "scope": config.scope,
+        "partial": partial,
+        "settings": {
+            "index": config.index_settings.to_dict(),
+            "query": settings.to_dict(),
+            "embedder": index.embedder_name,
+        },
+        "left_out": dict(dataset.left_out),
+        "skipped": skipped,
+        "evidence_missing": dataset.n_evidence_missing,
+        "strategies": strategies,
+        "questions": records,
+    }

@@ -1,0 +1,117 @@
+"""Eval reports: atomic JSON on disk and a Markdown table of the headline numbers."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from treerag_core.evaluation.dataset import EvalDataError
+
+HEADLINE_KEYS: tuple[str, ...] = (
+    "recall@1000c",
+    "recall@2000c",
+    "hit@5",
+    "recall@5",
+    "mrr@10",
+    "ctx_chars@5",
+    "section_hit@5",
+    "latency_ms.total.p50",
+)
+MISSING = "—"
+
+
+def _lookup(metrics: Mapping[str, Any], key: str) -> Any:
+    # Metric names hold no dots, so a dot always means a nested key (latency_ms.total.p50).
+    value: Any = metrics
+    for part in key.split("."):
+        if not isinstance(value, Mapping) or part not in value:
+            return None
+        value = value[part]
+    return value
+
+
+def _header(key: str) -> str:
+    if key.startswith("latency_ms."):
+        parts = key.split(".")
+        if len(parts) == 3:
+            return f"{parts[2]} {parts[1]} ms"
+    return key
+
+
+def _format(key: str, value: Any) -> str:
+    if value is None or isinstance(value, bool) or not isinstance(value, int | float):
+        return MISSING
+    if key.startswith(("ctx_chars", "latency_ms", "n_")):
+        return f"{value:.0f}"
+    return f"{value:.3f}"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_table(report: Mapping[str, Any], keys: Sequence[str] = HEADLINE_KEYS) -> str:
+    """One row per strategy with `n` (questions scored), `left out`, then `keys`.
+
+    `keys` are metric names or dotted paths into a strategy's entry; a value the report
+    lacks is shown as "—".
+    """
+    strategies = report.get("strategies") or {}
+    header = ["strategy", "n", "left out", *(_header(k) for k in keys)]
+    lines = [
+        "| " + " | ".join(_cell(h) for h in header) + " |",
+        "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|",
+    ]
+    for name, metrics in strategies.items():
+        row = [
+            _cell(str(name)),
+            _format("n_questions", _lookup(metrics, "n_questions")),
+            _format("n_left_out", _lookup(metrics, "n_left_out")),
+            *(_format(k, _lookup(metrics, k)) for k in keys),
+        ]
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def write_report(path: Path, report: Mapping[str, Any]) -> None:
+    """Write `report` as UTF-8 JSON; a reader never sees a half-written file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # allow_nan=False: NaN is not JSON, and a metric that is NaN is a bug to surface now.
+    text = json.dumps(report, ensure_ascii=False, indent=2, allow_nan=False) + "\n"
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def load_report(path: Path) -> dict[str, Any]:
+    """Read a report written by `write_report`.
+
+    Raises:
+        EvalDataError: the file is missing, not JSON, or not a JSON object.
+    """
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as e:
+        raise EvalDataError(f"No eval report at {path}") from e
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise EvalDataError(f"Eval report {path} is not valid UTF-8 JSON: {e}") from e
+    if not isinstance(data, dict):
+        raise EvalDataError(
+            f"Eval report {path} must hold a JSON object, got {type(data).__name__}"
+        )
+    return data
