@@ -62,7 +62,7 @@ class QuerySettings:
     rerank_chinese: bool = False
     use_llm: bool = True
     locate_model: str = "claude-haiku-4-5"
-    answer_model: str = "claude-sonnet-4-5"
+    answer_model: str = "claude-sonnet-4-6"  # 4-5 is retired on 2026-11-30 (SDK notice)
     llm_timeout: float = 30.0
     llm_max_retries: int = 2
     max_question_chars: int = 2000

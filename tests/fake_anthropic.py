@@ -1,0 +1,395 @@
+"""A scriptable local fake of Anthropic's Messages API (JSON and SSE streaming), loopback only.
+
+Use it with the real SDK, through `base_url=` or the ANTHROPIC_BASE_URL environment variable:
+
+    with FakeAnthropicServer(reply("Hello"), status(500)) as server:
+        client = anthropic.Anthropic(api_key="test", base_url=server.base_url, max_retries=0)
+        ...
+        server.requests[0].body["messages"]
+
+Each request takes the next scripted behaviour; when the script is empty, `responder(body)`
+decides (if given), else `default` (a short fixed reply). Usage is computed from the prompt
+(about 4 characters per token) and prompt caching is simulated: the first request with a
+`cache_control` block reports `cache_creation_input_tokens`, a later identical prefix
+reports `cache_read_input_tokens`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    529: "overloaded_error",
+}
+
+
+@dataclass(frozen=True)
+class Behaviour:
+    """What the server does with one request; build it with reply/stream/status/delay/..."""
+
+    kind: str  # reply | status | delay | stream_error
+    chunks: tuple[str, ...] = ()
+    usage: Mapping[str, int] | None = None
+    stop_reason: str = "end_turn"
+    pause: float = 0.0  # seconds between streamed deltas
+    status: int = 200
+    body: Any = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    seconds: float = 0.0
+    then: Behaviour | None = None
+    error_type: str = "overloaded_error"
+
+
+def _split(text: str, size: int = 8) -> tuple[str, ...]:
+    return tuple(text[i : i + size] for i in range(0, len(text), size)) or ("",)
+
+
+def reply(
+    text: str,
+    *,
+    usage: Mapping[str, int] | None = None,
+    stop_reason: str = "end_turn",
+    pause: float = 0.0,
+) -> Behaviour:
+    """Answer with `text` (split into 8-character deltas when the request streams).
+
+    `usage` overrides any of input_tokens, output_tokens, cache_read_input_tokens,
+    cache_creation_input_tokens.
+    """
+    return Behaviour("reply", _split(text), usage, stop_reason, pause)
+
+
+def stream(
+    chunks: Iterable[str],
+    *,
+    usage: Mapping[str, int] | None = None,
+    stop_reason: str = "end_turn",
+    pause: float = 0.0,
+) -> Behaviour:
+    """Answer with exactly these text deltas (joined for a non-streaming request)."""
+    return Behaviour("reply", tuple(chunks), usage, stop_reason, pause)
+
+
+def status(code: int, body: Any = None, *, headers: Mapping[str, str] | None = None) -> Behaviour:
+    """An HTTP error in Anthropic's error shape; 429 gets `retry-after: 0` by default."""
+    if body is None:
+        kind = ERROR_TYPES.get(code, "api_error")
+        body = {"type": "error", "error": {"type": kind, "message": f"fake {kind} ({code})"}}
+    default_headers = {"retry-after": "0", "retry-after-ms": "1"} if code == 429 else {}
+    return Behaviour(
+        "status", status=code, body=body, headers={**default_headers, **(headers or {})}
+    )
+
+
+def delay(seconds: float, then: Behaviour | None = None) -> Behaviour:
+    """Wait before answering (with `then`, default a short reply): forces client timeouts."""
+    return Behaviour("delay", seconds=seconds, then=then)
+
+
+def stream_error(
+    chunks: Iterable[str] = (), *, error_type: str = "overloaded_error", message: str = "Overloaded"
+) -> Behaviour:
+    """Start a 200 stream, send these deltas, then an SSE `error` event (as the API can)."""
+    return Behaviour(
+        "stream_error",
+        tuple(chunks),
+        body={"type": "error", "error": {"type": error_type, "message": message}},
+        error_type=error_type,
+    )
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One request the server received."""
+
+    method: str
+    path: str
+    headers: dict[str, str]  # lower-case names
+    body: Any  # parsed JSON, or the raw text when it was not JSON
+
+    @property
+    def api_key(self) -> str | None:
+        """The key the client sent (SDK 2.x: `Authorization: Bearer`; older: `x-api-key`)."""
+        auth = self.headers.get("authorization", "")
+        if auth.lower().startswith("bearer "):
+            return auth[7:].strip()
+        return self.headers.get("x-api-key")
+
+    @property
+    def prompt_text(self) -> str:
+        """All text blocks of all messages, joined: what the model would read."""
+        if not isinstance(self.body, dict):
+            return ""
+        texts: list[str] = []
+        for message in self.body.get("messages", []):
+            content = message.get("content", "")
+            if isinstance(content, str):
+                texts.append(content)
+            else:
+                texts.extend(b.get("text", "") for b in content if isinstance(b, dict))
+        return "".join(texts)
+
+
+def _tokens(text: str) -> int:
+    return max(1, len(text) // 4) if text else 0
+
+
+class FakeAnthropicServer:
+    """A ThreadingHTTPServer on 127.0.0.1 (free port) in a daemon thread; a context manager."""
+
+    def __init__(
+        self,
+        *script: Behaviour,
+        responder: Callable[[Any], Behaviour] | None = None,
+        default: Behaviour | None = None,
+        api_key: str | None = None,
+    ) -> None:
+        self._script: list[Behaviour] = list(script)
+        self.responder = responder
+        self.default = default or reply("Fake answer.")
+        self.api_key = api_key  # when set, a request with any other key gets a 401
+        self._requests: list[RecordedRequest] = []
+        self._cache: set[str] = set()
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> FakeAnthropicServer:
+        self._stopping.clear()
+        handler = type("_BoundHandler", (_Handler,), {"fake": self})
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._httpd.daemon_threads = True
+        self._httpd.block_on_close = False
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": 0.05},  # stop() returns within 50 ms
+            name="fake-anthropic",
+            daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()  # wakes handlers sleeping in delay()
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> FakeAnthropicServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def base_url(self) -> str:
+        if self._httpd is None:
+            raise RuntimeError("FakeAnthropicServer is not running: use start() or `with`")
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    # script and records --------------------------------------------------------------------
+
+    def push(self, *behaviours: Behaviour) -> None:
+        """Append behaviours to the script (consumed first in, first out)."""
+        with self._lock:
+            self._script.extend(behaviours)
+
+    @property
+    def pending(self) -> int:
+        with self._lock:
+            return len(self._script)
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def bodies(self) -> list[Any]:
+        return [r.body for r in self.requests]
+
+    def _next_behaviour(self, request: RecordedRequest) -> Behaviour:
+        with self._lock:
+            self._requests.append(request)
+            if self._script:
+                return self._script.pop(0)
+        if self.responder is not None:
+            return self.responder(request.body)
+        return self.default
+
+    def _usage(self, body: Any, text: str, override: Mapping[str, int] | None) -> dict[str, int]:
+        """Input tokens split into cached/uncached as the API reports them."""
+        cache_read = cache_write = uncached = 0
+        prefix_hash = hashlib.sha256()
+        pending = 0  # tokens seen since the last cache breakpoint
+        for message in body.get("messages", []) if isinstance(body, dict) else []:
+            content = message.get("content", "")
+            blocks = [{"text": content}] if isinstance(content, str) else content
+            for block in blocks:
+                block_text = block.get("text", "") if isinstance(block, dict) else ""
+                prefix_hash.update(block_text.encode())
+                pending += _tokens(block_text)
+                if isinstance(block, dict) and block.get("cache_control"):
+                    key = prefix_hash.hexdigest()
+                    with self._lock:
+                        hit = key in self._cache
+                        self._cache.add(key)
+                    if hit:
+                        cache_read += pending
+                    else:
+                        cache_write += pending
+                    pending = 0
+        uncached += pending
+        usage = {
+            "input_tokens": uncached,
+            "output_tokens": _tokens(text),
+            "cache_read_input_tokens": cache_read,
+            "cache_creation_input_tokens": cache_write,
+        }
+        usage.update(override or {})
+        return usage
+
+
+class _Handler(BaseHTTPRequestHandler):
+    fake: FakeAnthropicServer
+    server_version = "FakeAnthropic/1.0"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # keep test output clean
+
+    def do_GET(self) -> None:
+        self._record_and_answer()
+
+    def do_POST(self) -> None:
+        self._record_and_answer()
+
+    def _record_and_answer(self) -> None:
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length).decode("utf-8", "replace") if length else ""
+        try:
+            body: Any = json.loads(raw) if raw else None
+        except json.JSONDecodeError:
+            body = raw
+        request = RecordedRequest(
+            self.command,
+            self.path,
+            {k.lower(): v for k, v in self.headers.items()},
+            body,
+        )
+        try:
+            if self.command != "POST" or self.path.split("?")[0] != "/v1/messages":
+                with self.fake._lock:
+                    self.fake._requests.append(request)
+                self._act(status(404), body)
+            elif self.fake.api_key is not None and request.api_key != self.fake.api_key:
+                with self.fake._lock:
+                    self.fake._requests.append(request)
+                self._act(status(401), body)
+            else:
+                self._act(self.fake._next_behaviour(request), body)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (timeout): nothing left to answer
+
+    def _act(self, behaviour: Behaviour, body: Any) -> None:
+        if behaviour.kind == "delay":
+            if self.fake._stopping.wait(behaviour.seconds):
+                return
+            self._act(behaviour.then or reply("Late answer."), body)
+        elif behaviour.kind == "status":
+            self._send_json(behaviour.status, behaviour.body, behaviour.headers)
+        elif isinstance(body, dict) and body.get("stream"):
+            self._send_sse(behaviour, body)
+        elif behaviour.kind == "stream_error":
+            self._send_json(529, behaviour.body, {})
+        else:
+            self._send_json(200, self._message(behaviour, body), {})
+
+    def _message(self, behaviour: Behaviour, body: dict[str, Any]) -> dict[str, Any]:
+        text = "".join(behaviour.chunks)
+        return {
+            "id": "msg_fake",
+            "type": "message",
+            "role": "assistant",
+            "model": body.get("model", "claude-fake"),
+            "content": [{"type": "text", "text": text}],
+            "stop_reason": behaviour.stop_reason,
+            "stop_sequence": None,
+            "usage": self.fake._usage(body, text, behaviour.usage),
+        }
+
+    def _send_json(self, code: int, payload: Any, headers: Mapping[str, str]) -> None:
+        data = (payload if isinstance(payload, str) else json.dumps(payload)).encode()
+        self.send_response(code)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.send_header("request-id", "req_fake")
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _event(self, name: str, data: dict[str, Any]) -> None:
+        self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
+        self.wfile.flush()
+
+    def _send_sse(self, behaviour: Behaviour, body: dict[str, Any]) -> None:
+        message = self._message(behaviour, body)
+        usage = message["usage"]
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("cache-control", "no-cache")
+        self.send_header("request-id", "req_fake")
+        self.end_headers()
+        start = {**message, "content": [], "stop_reason": None}
+        start["usage"] = {**usage, "output_tokens": 1}
+        self._event("message_start", {"type": "message_start", "message": start})
+        self._event(
+            "content_block_start",
+            {
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": {"type": "text", "text": ""},
+            },
+        )
+        self._event("ping", {"type": "ping"})
+        for i, chunk in enumerate(behaviour.chunks):
+            if i and behaviour.pause and self.fake._stopping.wait(behaviour.pause):
+                return
+            delta = {"type": "text_delta", "text": chunk}
+            self._event(
+                "content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}
+            )
+        if behaviour.kind == "stream_error":
+            self._event("error", behaviour.body)
+            return
+        self._event("content_block_stop", {"type": "content_block_stop", "index": 0})
+        self._event(
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": behaviour.stop_reason, "stop_sequence": None},
+                "usage": {"output_tokens": usage["output_tokens"]},
+            },
+        )
+        self._event("message_stop", {"type": "message_stop"})
