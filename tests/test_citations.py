@@ -233,7 +233,7 @@ def test_chinese_several_paths_and_unsupported(law: dict[str, str]) -> None:
 def test_citing_a_parent_finds_its_intro_leaf() -> None:
     paths = tree_paths("zh_sample.md")
     parent = node_id(paths, "第二章 安装与部署")
-    intro = node_id(paths, "第二章 安装与部署 > 第二章 安装与部署（引言）")
+    intro = next(i for i, p in paths.items() if p == "第二章 安装与部署" and i != parent)
     [citation] = parse_citations("见[来源: 第二章 安装与部署]", [hit_from(intro, "x")], paths)
     assert citation.node_ids == (parent, intro)
     assert citation.supported

@@ -1,0 +1,104 @@
+"""Tests for treerag_core.loading: decoding, size limits and folder expansion."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from treerag_core.errors import InputDocumentError
+from treerag_core.loading import collect_inputs, decode_document, read_document
+
+EVAL_DIR = Path(__file__).resolve().parents[2] / "shared" / "eval"
+MB = 1024 * 1024
+
+
+def test_decodes_utf8_and_strips_a_bom() -> None:
+    assert decode_document("# Título\n".encode(), "a.md", MB) == "# Título\n"
+    assert decode_document(b"\xef\xbb\xbf# Title\n", "a.md", MB) == "# Title\n"
+
+
+def test_decodes_gb18030_chinese() -> None:
+    text = "# 第一章 总则\n\n第一条 为了保护民事主体的合法权益，制定本法。\n"
+    data = text.encode("gb18030")
+    with pytest.raises(UnicodeDecodeError):
+        data.decode("utf-8")
+    assert decode_document(data, "law.md", MB) == text
+
+
+def test_newlines_match_python_text_mode(tmp_path: Path) -> None:
+    data = b"# A\r\n\r\nline one\rline two\n\nend\r"
+    path = tmp_path / "mixed.md"
+    path.write_bytes(data)
+    expected = path.read_text(encoding="utf-8")
+    assert decode_document(data, "mixed.md", MB) == expected == "# A\n\nline one\nline two\n\nend\n"
+    assert read_document(path, MB) == expected
+
+
+@pytest.mark.parametrize("data", [b"", b" \n\t\r\n", b"\xef\xbb\xbf", "\u3000\n".encode()])
+def test_empty_or_blank_is_rejected(data: bytes) -> None:
+    with pytest.raises(InputDocumentError, match=r"^empty\.md: the file is empty"):
+        decode_document(data, "empty.md", MB)
+
+
+def test_binary_is_rejected_with_a_utf16_hint() -> None:
+    with pytest.raises(InputDocumentError, match=r"^img\.png: looks binary") as err:
+        decode_document(b"\x89PNG\r\n\x1a\n\x00\x00", "img.png", MB)
+    assert "UTF-16" not in str(err.value)
+    with pytest.raises(InputDocumentError, match="UTF-16"):
+        decode_document("# Hi\n".encode("utf-16"), "u16.md", MB)
+
+
+def test_too_large_names_size_limit_and_how_to_raise_it() -> None:
+    with pytest.raises(InputDocumentError) as err:
+        decode_document(b"x" * 2000, "big.md", 1000)
+    message = str(err.value)
+    assert message.startswith("big.md: 2,000 bytes")
+    assert "1,000 bytes" in message
+    assert "TREERAG_MAX_FILE_MB" in message and "--max-file-mb" in message
+    assert "\n" not in message
+
+
+def test_undecodable_lists_the_encodings_tried() -> None:
+    data = b"caf\xe9 au lait \xff\xfe end"  # Latin-1 plus bytes invalid in all three
+    with pytest.raises(InputDocumentError) as err:
+        decode_document(data, "latin1.md", MB)
+    assert str(err.value) == (
+        "latin1.md: cannot decode the text (tried utf-8, utf-8-sig, gb18030); save it as UTF-8"
+    )
+
+
+def test_read_document_errors(tmp_path: Path) -> None:
+    with pytest.raises(InputDocumentError, match="no such file"):
+        read_document(tmp_path / "missing.md", MB)
+    with pytest.raises(InputDocumentError, match="is a folder"):
+        read_document(tmp_path, MB)
+    big = tmp_path / "big.md"
+    big.write_bytes(b"y" * 5000)
+    with pytest.raises(InputDocumentError, match=r"5,000 bytes .* larger than the limit"):
+        read_document(big, 4999)
+    assert read_document(big, 5000) == "y" * 5000
+
+
+def test_eval_docs_read_exactly_like_read_text() -> None:
+    docs = sorted(EVAL_DIR.glob("*/docs/*.md"))
+    if not docs:
+        pytest.skip(f"eval docs not found under {EVAL_DIR}")
+    for doc in docs:
+        assert read_document(doc, 20 * MB) == doc.read_text(encoding="utf-8"), doc.name
+
+
+def test_collect_inputs_expands_folders_sorted(tmp_path: Path) -> None:
+    (tmp_path / "b").mkdir()
+    (tmp_path / ".git").mkdir()
+    for name in ("z.md", "a.txt", "b/c.markdown", "b/d.MD", "notes.py", ".git/e.md", "b/f.pdf"):
+        (tmp_path / name).write_text("x", encoding="utf-8")
+    single = tmp_path / "notes.py"
+    found = collect_inputs([tmp_path, single, tmp_path / "z.md"])
+    rel = [p.relative_to(tmp_path).as_posix() for p in found]
+    assert rel == ["a.txt", "b/c.markdown", "b/d.MD", "z.md", "notes.py"]
+
+
+def test_collect_inputs_missing_path(tmp_path: Path) -> None:
+    with pytest.raises(InputDocumentError, match=r"nope\.md: no such file or folder"):
+        collect_inputs([tmp_path / "nope.md"])

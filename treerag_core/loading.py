@@ -1,0 +1,106 @@
+"""Read documents from disk or uploads into text, rejecting bad inputs with a clear reason."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from treerag_core.errors import InputDocumentError
+
+ENCODINGS = ("utf-8", "utf-8-sig", "gb18030")
+TEXT_SUFFIXES = frozenset({".md", ".markdown", ".txt"})
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+
+
+def _too_large(name: str, size: int, max_bytes: int) -> InputDocumentError:
+    return InputDocumentError(
+        f"{name}: {size:,} bytes ({size / 1024 / 1024:.1f} MB) is larger than the limit of "
+        f"{max_bytes:,} bytes ({max_bytes / 1024 / 1024:.1f} MB); raise it with "
+        "TREERAG_MAX_FILE_MB or --max-file-mb"
+    )
+
+
+def normalize_newlines(text: str) -> str:
+    """Turn \\r\\n and lone \\r into \\n, exactly like Python's universal-newlines read."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def decode_document(data: bytes, name: str, max_bytes: int) -> str:
+    """Decode one document's bytes to text (BOM stripped, newlines normalised).
+
+    Raises:
+        InputDocumentError: the bytes are empty or blank, binary, too large or undecodable.
+    """
+    if len(data) > max_bytes:
+        raise _too_large(name, len(data), max_bytes)
+    if not data.strip():
+        raise InputDocumentError(f"{name}: the file is empty (or only whitespace)")
+    if b"\x00" in data:
+        hint = " (it looks like UTF-16; save it as UTF-8)" if data.startswith(_UTF16_BOMS) else ""
+        raise InputDocumentError(f"{name}: looks binary (contains NUL bytes){hint}")
+    for encoding in ENCODINGS:
+        try:
+            text = data.decode(encoding)
+        except UnicodeDecodeError:
+            continue
+        # utf-8 keeps a BOM as U+FEFF; strip it so offsets start at the first real character.
+        text = normalize_newlines(text.removeprefix("\ufeff"))
+        if not text.strip():
+            raise InputDocumentError(f"{name}: the file is empty (or only whitespace)")
+        return text
+    raise InputDocumentError(
+        f"{name}: cannot decode the text (tried {', '.join(ENCODINGS)}); save it as UTF-8"
+    )
+
+
+def read_document(path: Path, max_bytes: int) -> str:
+    """Read and decode one file, checking its size before reading it.
+
+    Raises:
+        InputDocumentError: the path is missing, a folder, unreadable, or a bad document.
+    """
+    if not path.exists():
+        raise InputDocumentError(f"{path}: no such file")
+    if path.is_dir():
+        raise InputDocumentError(f"{path}: is a folder, not a file")
+    try:
+        size = path.stat().st_size
+        if size > max_bytes:
+            raise _too_large(str(path), size, max_bytes)
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputDocumentError(f"{path}: cannot read the file ({exc.strerror or exc})") from exc
+    return decode_document(data, str(path), max_bytes)
+
+
+def _folder_documents(folder: Path) -> list[Path]:
+    found = []
+    for path in folder.rglob("*"):
+        relative = path.relative_to(folder)
+        # Hidden folders (.git, .venv, ...) hold no documents the user meant to index.
+        if any(part.startswith(".") for part in relative.parts):
+            continue
+        if path.is_file() and path.suffix.lower() in TEXT_SUFFIXES:
+            found.append(path)
+    return sorted(found, key=lambda p: p.relative_to(folder).as_posix())
+
+
+def collect_inputs(paths: Sequence[Path]) -> list[Path]:
+    """Files as given, folders expanded recursively to *.md, *.markdown and *.txt (sorted).
+
+    A file named twice is kept once, at its first position.
+
+    Raises:
+        InputDocumentError: a path does not exist.
+    """
+    out: list[Path] = []
+    seen: set[Path] = set()
+    for path in paths:
+        if not path.exists():
+            raise InputDocumentError(f"{path}: no such file or folder")
+        for item in _folder_documents(path) if path.is_dir() else [path]:
+            key = item.resolve()
+            if key not in seen:
+                seen.add(key)
+                out.append(item)
+    return out
