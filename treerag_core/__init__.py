@@ -1,1 +1,1 @@
-"""TreeRAG engine: tree-routed hybrid retrieval over long structured documents. No Streamlit here."""
+"""TreeRAG engine: tree-routed hybrid retrieval over long structured documents (no Streamlit)."""

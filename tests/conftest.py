@@ -1,0 +1,58 @@
+"""Shared fixtures: sample corpora indexed once per test session."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLES = REPO / "sample_docs"
+EVAL_DIR = REPO.parent / "shared" / "eval"
+
+
+def sample_sources(names: list[str] | None = None):
+    from treerag_core.index import SourceDocument
+
+    paths = sorted(SAMPLES.glob("*.md"))
+    return [
+        SourceDocument(p.name, p.read_text(encoding="utf-8"))
+        for p in paths
+        if names is None or p.name in names
+    ]
+
+
+@pytest.fixture(scope="session")
+def eval_dir() -> Path:
+    if not EVAL_DIR.is_dir():
+        pytest.skip(f"eval data not found beside the repo ({EVAL_DIR.name} missing)")
+    return EVAL_DIR
+
+
+@pytest.fixture(scope="session")
+def hashing_index():
+    """All sample documents, indexed with the deterministic hashing embedder."""
+    from treerag_core.config import IndexSettings
+    from treerag_core.embedders import get_embedder
+    from treerag_core.index import build_index
+
+    settings = IndexSettings(embedder="hashing")
+    return build_index(sample_sources(), settings, get_embedder("hashing"))
+
+
+@pytest.fixture(scope="session")
+def paper_engine():
+    """The AdaRouter test paper with the real default (multilingual) embedder, no API key."""
+    from treerag_core.config import IndexSettings
+    from treerag_core.embedders import get_embedder
+    from treerag_core.index import build_index
+    from treerag_core.pipeline import Engine
+
+    settings = IndexSettings()
+    embedder = get_embedder(settings.embedder)
+    index = build_index(sample_sources(["test_paper.md"]), settings, embedder)
+    return Engine(index=index, embedder=embedder, api_key=None)

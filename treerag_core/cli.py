@@ -1,0 +1,314 @@
+"""Command line: `python -m treerag_core index|query|interactive|eval`; errors become exit codes."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from tqdm import tqdm
+
+from treerag_core.config import IndexSettings, QuerySettings, anthropic_api_key
+from treerag_core.errors import TreeRAGError
+
+STRATEGY_CHOICES = ("treerag", "flat-hybrid", "flat-dense", "flat-bm25")
+EMBEDDER_HELP = (
+    "multilingual (bundled Universal Sentence Encoder, zh+en), minilm (bundled "
+    "all-MiniLM-L6-v2, English), hashing (deterministic, for --mock/tests), "
+    "or st:FOLDER (a local sentence-transformers model)"
+)
+
+
+def _progress_bars():
+    bars: dict[str, tqdm] = {}
+
+    def update(stage: str, done: int, total: int) -> None:
+        bar = bars.get(stage)
+        if bar is None:
+            label = {"parse": "parsing", "embed": "embedding", "index": "indexing"}[stage]
+            bar = bars[stage] = tqdm(
+                total=total,
+                desc=label,
+                unit="doc" if stage == "parse" else "chunk",
+                file=sys.stderr,
+                leave=False,
+            )
+        bar.total = total
+        bar.n = done
+        bar.refresh()
+
+    def close() -> None:
+        for bar in bars.values():
+            bar.close()
+
+    return update, close
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    from treerag_core.embedders import get_embedder
+    from treerag_core.index import build_index, corpus_stats
+    from treerag_core.ingest import sources_from_paths
+    from treerag_core.store import load_index, save_index
+
+    embedder_name = "hashing" if args.mock and not args.embedder else args.embedder
+    settings = IndexSettings(
+        max_depth=args.max_depth,
+        chunk_size=args.chunk_size,
+        chunk_overlap=args.chunk_overlap,
+        embedder=embedder_name or IndexSettings().embedder,
+        max_file_bytes=int(args.max_file_mb * 1024 * 1024),
+    )
+    started = time.perf_counter()
+    sources, rejected = sources_from_paths(args.input, settings.max_file_bytes)
+    for bad in rejected:
+        print(f"skipped {bad.name}: {bad.reason}", file=sys.stderr)
+    if not sources:
+        print("error: no readable document among the inputs", file=sys.stderr)
+        return 2
+    previous = None
+    output = Path(args.output)
+    if (output / "manifest.json").is_file():
+        try:
+            previous = load_index(output)
+        except TreeRAGError as exc:
+            print(f"note: rebuilding from scratch ({exc})", file=sys.stderr)
+    embedder = get_embedder(settings.embedder)
+    update, close = _progress_bars()
+    try:
+        index = build_index(sources, settings, embedder, previous=previous, progress=update)
+    finally:
+        close()
+    save_index(index, output)
+    stats = corpus_stats(index)
+    seconds = time.perf_counter() - started
+    print(
+        f"indexed {stats['documents']} documents: {stats['nodes']} nodes, "
+        f"{stats['leaves']} leaves, {stats['chunks']} chunks, longest leaf "
+        f"{stats['longest_leaf_chars']} chars, embedder {index.embedder_name}, "
+        f"{seconds:.1f} s -> {output}"
+    )
+    if rejected:
+        print(f"{len(rejected)} file(s) skipped (see above)")
+    return 0
+
+
+def _query_settings(args: argparse.Namespace) -> QuerySettings:
+    base = QuerySettings()
+    changes: dict = {"use_llm": not args.mock}
+    for name in ("top_k", "dense_weight", "fusion", "locator", "strategy", "max_leaves"):
+        value = getattr(args, name, None)
+        if value is not None:
+            changes["final_top_k" if name == "top_k" else name] = value
+    if args.no_rerank:
+        changes["rerank"] = False
+    return base.with_(**changes)
+
+
+def _engine(args: argparse.Namespace):
+    from treerag_core.pipeline import load_engine
+
+    return load_engine(args.index, api_key=None if args.mock else anthropic_api_key())
+
+
+def _answer(engine, question: str, settings: QuerySettings, leaves, as_json: bool) -> None:
+    from treerag_core.pipeline import run_stream
+    from treerag_core.render import render_footer, render_header, render_retrieval
+    from treerag_core.trace_io import trace_to_json
+
+    trace = None
+    for event in run_stream(engine, question, settings, leaves=leaves):
+        trace = event.trace
+        if as_json:
+            continue
+        if event.kind == "located":
+            print(render_header(trace), end="", flush=True)
+        elif event.kind == "reranked":
+            print(render_retrieval(trace), end="", flush=True)
+        elif event.kind == "delta":
+            print(event.delta, end="", flush=True)
+    assert trace is not None
+    print(trace_to_json(trace) if as_json else render_footer(trace), end="\n" if as_json else "")
+
+
+def cmd_query(args: argparse.Namespace) -> int:
+    engine = _engine(args)
+    leaves = [x.strip() for x in args.leaves.split(",") if x.strip()] if args.leaves else None
+    _answer(engine, args.query, _query_settings(args), leaves, args.json)
+    return 0
+
+
+def cmd_interactive(args: argparse.Namespace) -> int:
+    engine = _engine(args)
+    settings = _query_settings(args)
+    history: list[str] = []
+    print(
+        "TreeRAG interactive: ask a question; :history lists past ones; :q, Ctrl-D or Ctrl-C ends."
+    )
+    while True:
+        try:
+            line = input("treerag> ").strip()
+        except (EOFError, KeyboardInterrupt):
+            print()
+            return 0
+        if line in (":q", ":quit", "exit"):
+            return 0
+        if not line:
+            continue
+        if line == ":history":
+            for n, past in enumerate(history, start=1):
+                print(f"{n:3d}  {past}")
+            continue
+        history.append(line)
+        try:
+            _answer(engine, line, settings, None, args.json)
+        except TreeRAGError as exc:  # a bad question must not end the session
+            print(f"error: {exc}")
+        except KeyboardInterrupt:
+            print("\n(interrupted)")
+
+
+def _add_query_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--index", required=True, help="index folder made by `index`")
+    p.add_argument("--mock", action="store_true", help="no LLM call at all; everything else real")
+    p.add_argument("--json", action="store_true", help="print the trace as JSON")
+    p.add_argument("--top-k", type=int, default=None, help="chunks kept after rerank (default 5)")
+    p.add_argument("--dense-weight", type=float, default=None, help="0..1; BM25 gets 1 - this")
+    p.add_argument("--fusion", choices=("weighted", "rrf", "dbsf"), default=None)
+    p.add_argument("--locator", choices=("auto", "llm", "local", "keyword"), default=None)
+    p.add_argument("--strategy", choices=STRATEGY_CHOICES, default=None)
+    p.add_argument("--max-leaves", type=int, default=None)
+    p.add_argument("--no-rerank", action="store_true", help="keep the fused order")
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from treerag_core.evaluation.harness import EvalConfig, evaluate
+    from treerag_core.evaluation.report import markdown_table, write_report
+
+    strategies = tuple(s.strip() for s in args.strategy.split(",") if s.strip())
+    index_settings = IndexSettings(
+        max_depth=args.max_depth,
+        chunk_size=args.chunk_size,
+        chunk_overlap=args.chunk_overlap,
+        embedder=args.embedder or IndexSettings().embedder,
+    )
+    query = QuerySettings(final_top_k=10).with_(
+        **{
+            k: v
+            for k, v in (
+                ("fusion", args.fusion),
+                ("dense_weight", args.dense_weight),
+                ("locate_cutoff", args.locate_cutoff),
+                ("max_leaves", args.max_leaves),
+            )
+            if v is not None
+        }
+    )
+    if args.no_rerank:
+        query = query.with_(rerank=False)
+    config = EvalConfig(
+        strategies=strategies,
+        scope=args.scope,
+        limit=args.limit,
+        use_llm=args.llm,
+        index_settings=index_settings,
+        query_settings=query,
+    )
+    bar = tqdm(total=0, desc="evaluating", unit="run", file=sys.stderr)
+
+    def progress(done: int, total: int) -> None:
+        bar.total = total
+        bar.n = done
+        bar.refresh()
+
+    try:
+        report = evaluate(
+            Path(args.data),
+            config,
+            cache_dir=Path(args.cache),
+            progress=progress,
+            api_key=anthropic_api_key() if args.llm else None,
+        )
+    finally:
+        bar.close()
+    if args.out:
+        write_report(Path(args.out), report)
+    print(markdown_table(report))
+    if report["partial"]:
+        print("(interrupted: partial report)")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m treerag_core",
+        description="TreeRAG: locate sections on the heading tree, retrieve inside them, answer.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("index", help="build or update an index folder from documents")
+    p.add_argument(
+        "--input", nargs="+", required=True, help="files or folders (.md .markdown .txt)"
+    )
+    p.add_argument("--output", required=True, help="index folder (updated in place, atomically)")
+    p.add_argument("--mock", action="store_true", help="hashing embedder: no model load")
+    p.add_argument("--embedder", default=None, help=EMBEDDER_HELP)
+    p.add_argument("--max-depth", type=int, default=IndexSettings().max_depth)
+    p.add_argument("--chunk-size", type=int, default=IndexSettings().chunk_size)
+    p.add_argument("--chunk-overlap", type=int, default=IndexSettings().chunk_overlap)
+    p.add_argument(
+        "--max-file-mb",
+        type=float,
+        default=IndexSettings().max_file_bytes / 1024 / 1024,
+        help="skip files larger than this (default 20)",
+    )
+    p.set_defaults(func=cmd_index)
+
+    p = sub.add_parser("query", help="answer one question, printing every step")
+    p.add_argument("--query", required=True, help="the question")
+    p.add_argument("--leaves", default=None, help="override step 1: comma-separated leaf ids")
+    _add_query_options(p)
+    p.set_defaults(func=cmd_query)
+
+    p = sub.add_parser("eval", help="measure retrieval quality on a question set")
+    p.add_argument("--data", required=True, help="a folder with docs/ and questions.jsonl")
+    p.add_argument(
+        "--strategy",
+        default="treerag,flat-hybrid",
+        help="comma-separated: treerag, flat-hybrid, flat-dense, flat-bm25, oracle-sections",
+    )
+    p.add_argument("--scope", choices=("doc", "corpus"), default="doc")
+    p.add_argument("--limit", type=int, default=None, help="only the first N usable questions")
+    p.add_argument("--out", default=None, help="write the JSON report here")
+    p.add_argument("--llm", action="store_true", help="allow LLM calls (needs ANTHROPIC_API_KEY)")
+    p.add_argument("--cache", default="data/eval-cache", help="where built indexes are cached")
+    p.add_argument("--embedder", default=None, help=EMBEDDER_HELP)
+    p.add_argument("--max-depth", type=int, default=IndexSettings().max_depth)
+    p.add_argument("--chunk-size", type=int, default=IndexSettings().chunk_size)
+    p.add_argument("--chunk-overlap", type=int, default=IndexSettings().chunk_overlap)
+    p.add_argument("--fusion", choices=("weighted", "rrf", "dbsf"), default=None)
+    p.add_argument("--dense-weight", type=float, default=None)
+    p.add_argument("--locate-cutoff", type=float, default=None)
+    p.add_argument("--max-leaves", type=int, default=None)
+    p.add_argument("--no-rerank", action="store_true")
+    p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("interactive", help="ask questions in a loop (history kept)")
+    _add_query_options(p)
+    p.set_defaults(func=cmd_interactive)
+
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except TreeRAGError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,321 @@
+"""The in-memory corpus index (trees, chunks, vectors, per-leaf FAISS and BM25) and its build."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+
+import faiss
+import numpy as np
+
+from treerag_core.bm25 import BM25Stats, LeafBM25
+from treerag_core.chunking import chunk_leaf
+from treerag_core.config import IndexSettings
+from treerag_core.embedders import Embedder
+from treerag_core.parsing import document_language, parse_document
+from treerag_core.summaries import content_key, summarize_tree
+from treerag_core.text import tokenize
+from treerag_core.types import Chunk, DocumentInfo, TreeNode
+
+# progress(stage, done, total): stage is "parse", "embed" or "index".
+ProgressFn = Callable[[str, int, int], None]
+
+
+@dataclass(frozen=True)
+class SourceDocument:
+    """A document to index: a unique name (the doc id) and its decoded text."""
+
+    name: str
+    text: str
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
+
+
+@dataclass
+class CorpusIndex:
+    """Everything a query needs, held in memory. Build with `build_index`, persist with `store`."""
+
+    settings: IndexSettings
+    embedder_name: str
+    dim: int
+    documents: list[DocumentInfo]
+    texts: dict[str, str]
+    nodes: dict[str, TreeNode]
+    chunks: list[Chunk]
+    embeddings: np.ndarray
+    tokens: list[list[str]]
+    summary_cache: dict[str, str] = field(default_factory=dict)
+    _leaf_rows: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    _faiss: dict[str, faiss.Index] = field(default_factory=dict, repr=False)
+    _bm25: dict[str, LeafBM25] = field(default_factory=dict, repr=False)
+    _doc_stats: dict[str, BM25Stats] = field(default_factory=dict, repr=False)
+    _scopes: dict[str, tuple] = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def __post_init__(self) -> None:
+        rows: dict[str, list[int]] = {}
+        for row, chunk in enumerate(self.chunks):
+            rows.setdefault(chunk.source_node_id, []).append(row)
+        self._leaf_rows = {k: np.asarray(v, dtype=np.int64) for k, v in rows.items()}
+
+    # ---- structure -------------------------------------------------------------------
+    def leaves(self, doc_id: str | None = None) -> list[TreeNode]:
+        return [
+            n for n in self.nodes.values() if n.is_leaf and (doc_id is None or n.doc_id == doc_id)
+        ]
+
+    def document(self, doc_id: str) -> DocumentInfo:
+        for doc in self.documents:
+            if doc.doc_id == doc_id:
+                return doc
+        raise KeyError(doc_id)
+
+    def leaf_rows(self, leaf_id: str) -> np.ndarray:
+        """Row numbers (into chunks/embeddings) of a leaf's chunks; empty for an empty leaf."""
+        return self._leaf_rows.get(leaf_id, np.zeros(0, dtype=np.int64))
+
+    def ancestors(self, node_id: str) -> list[str]:
+        out: list[str] = []
+        parent = self.nodes[node_id].parent_id
+        while parent is not None:
+            out.append(parent)
+            parent = self.nodes[parent].parent_id
+        return out
+
+    # ---- search primitives -----------------------------------------------------------
+    def leaf_faiss(self, leaf_id: str) -> faiss.Index:
+        """The leaf's flat inner-product index (rows normalised: cosine); built once, lazily."""
+        with self._lock:
+            index = self._faiss.get(leaf_id)
+            if index is None:
+                index = faiss.IndexFlatIP(self.dim)
+                rows = self.leaf_rows(leaf_id)
+                if len(rows):
+                    index.add(np.ascontiguousarray(self.embeddings[rows]))
+                self._faiss[leaf_id] = index
+            return index
+
+    def leaf_bm25(self, leaf_id: str) -> LeafBM25:
+        """The leaf's BM25, scoring only its chunks but with IDF over its whole document."""
+        with self._lock:
+            scorer = self._bm25.get(leaf_id)
+            if scorer is None:
+                doc_id = self.nodes[leaf_id].doc_id
+                stats = self._doc_stats.get(doc_id)
+                if stats is None:
+                    doc_rows = [i for i, c in enumerate(self.chunks) if c.doc_id == doc_id]
+                    stats = BM25Stats.from_tokens([self.tokens[i] for i in doc_rows])
+                    self._doc_stats[doc_id] = stats
+                rows = self.leaf_rows(leaf_id)
+                scorer = LeafBM25.from_tokens([self.tokens[i] for i in rows], stats)
+                self._bm25[leaf_id] = scorer
+            return scorer
+
+    def score_leaf(
+        self, leaf_id: str, query_vector: np.ndarray, query_tokens: list[str]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Dense and BM25 scores of every chunk of one leaf, as (rows, dense, bm25)."""
+        rows = self.leaf_rows(leaf_id)
+        if not len(rows):
+            empty = np.zeros(0, dtype=np.float32)
+            return rows, empty, empty
+        dense = _dense_scores(self.leaf_faiss(leaf_id), query_vector, len(rows))
+        bm25 = self.leaf_bm25(leaf_id).scores(query_tokens).astype(np.float32)
+        return rows, dense, bm25
+
+    def scope_rows(self, scope: Sequence[str] | None) -> np.ndarray:
+        """Rows of every chunk in the given documents (all documents when scope is None)."""
+        if scope is None:
+            return np.arange(len(self.chunks), dtype=np.int64)
+        wanted = set(scope)
+        return np.asarray(
+            [i for i, c in enumerate(self.chunks) if c.doc_id in wanted], dtype=np.int64
+        )
+
+    def score_scope(
+        self, scope: Sequence[str] | None, query_vector: np.ndarray, query_tokens: list[str]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Flat scores over every chunk in scope: one FAISS index and one BM25 for the scope."""
+        key = "*" if scope is None else "*" + "\x1f".join(sorted(scope))
+        with self._lock:
+            cached = self._scopes.get(key)
+            if cached is None:
+                rows = self.scope_rows(scope)
+                index = faiss.IndexFlatIP(self.dim)
+                if len(rows):
+                    index.add(np.ascontiguousarray(self.embeddings[rows]))
+                tokens = [self.tokens[i] for i in rows]
+                scorer = LeafBM25.from_tokens(tokens, BM25Stats.from_tokens(tokens))
+                cached = self._scopes[key] = (rows, index, scorer)
+        rows, index, scorer = cached
+        if not len(rows):
+            empty = np.zeros(0, dtype=np.float32)
+            return rows, empty, empty
+        dense = _dense_scores(index, query_vector, len(rows))
+        return rows, dense, scorer.scores(query_tokens).astype(np.float32)
+
+    def memory_bytes(self) -> int:
+        return int(self.embeddings.nbytes)
+
+
+def _dense_scores(index: faiss.Index, query_vector: np.ndarray, n: int) -> np.ndarray:
+    """Cosine of the query with all n vectors of a flat index, in the index's row order."""
+    sims, positions = index.search(query_vector.reshape(1, -1).astype(np.float32), n)
+    dense = np.zeros(n, dtype=np.float32)
+    valid = positions[0] >= 0  # FAISS ids are positions in the group
+    dense[positions[0][valid]] = sims[0][valid]
+    return dense
+
+
+def _unique_names(sources: Sequence[SourceDocument]) -> list[SourceDocument]:
+    """Make document names unique (two `README.md` from different folders stay apart)."""
+    seen: dict[str, int] = {}
+    out = []
+    for src in sources:
+        count = seen.get(src.name, 0)
+        seen[src.name] = count + 1
+        out.append(src if count == 0 else replace(src, name=f"{src.name}#{count + 1}"))
+    return out
+
+
+def build_index(
+    sources: Sequence[SourceDocument],
+    settings: IndexSettings,
+    embedder: Embedder,
+    previous: CorpusIndex | None = None,
+    progress: ProgressFn | None = None,
+    summary_overrides: dict[str, str] | None = None,
+) -> CorpusIndex:
+    """Parse, summarise, chunk, tokenise and embed `sources` into a CorpusIndex.
+
+    With `previous` (an index built with the same settings and embedder), documents whose
+    content hash is unchanged reuse their embeddings: only changed documents hit the model.
+    """
+    notify = progress or (lambda stage, done, total: None)
+    sources = _unique_names(sources)
+    reusable = _reusable_embeddings(previous, settings, embedder)
+
+    documents: list[DocumentInfo] = []
+    nodes: dict[str, TreeNode] = {}
+    chunks: list[Chunk] = []
+    next_id = 1
+    overrides = dict(previous.summary_cache) if previous else {}
+    overrides.update(summary_overrides or {})
+    for done, src in enumerate(sources):
+        doc_nodes = parse_document(
+            src.text, doc_id=src.name, name=src.name, max_depth=settings.max_depth, first_id=next_id
+        )
+        doc_nodes = summarize_tree(
+            doc_nodes, max_chars=settings.summary_chars, overrides=overrides or None
+        )
+        next_id += len(doc_nodes)
+        root = doc_nodes[0]
+        documents.append(
+            DocumentInfo(
+                doc_id=src.name,
+                name=src.name,
+                title=root.heading,
+                language=document_language(src.text),
+                sha256=src.sha256,
+                size_chars=len(src.text),
+                root_id=root.node_id,
+            )
+        )
+        for node in doc_nodes:
+            nodes[node.node_id] = node
+            if node.is_leaf:
+                chunks.extend(
+                    chunk_leaf(
+                        node,
+                        src.text,
+                        chunk_size=settings.chunk_size,
+                        overlap=settings.chunk_overlap,
+                        min_chars=settings.min_chunk_chars,
+                    )
+                )
+        notify("parse", done + 1, len(sources))
+
+    tokens = [tokenize(c.text) for c in chunks]
+    embeddings = _embed_with_reuse(chunks, documents, embedder, reusable, notify)
+    summary_cache = {
+        content_key(n): n.summary for n in nodes.values() if content_key(n) in overrides
+    }
+    index = CorpusIndex(
+        settings=settings,
+        embedder_name=embedder.name,
+        dim=embedder.dim,
+        documents=documents,
+        texts={src.name: src.text for src in sources},
+        nodes=nodes,
+        chunks=chunks,
+        embeddings=embeddings,
+        tokens=tokens,
+        summary_cache=summary_cache,
+    )
+    notify("index", 1, 1)
+    return index
+
+
+def _reusable_embeddings(
+    previous: CorpusIndex | None, settings: IndexSettings, embedder: Embedder
+) -> dict[str, tuple[list[str], np.ndarray]]:
+    """sha256 -> (chunk texts, their vectors) from a compatible previous index."""
+    if previous is None or previous.embedder_name != embedder.name:
+        return {}
+    same_chunking = (
+        previous.settings.chunk_size == settings.chunk_size
+        and previous.settings.chunk_overlap == settings.chunk_overlap
+        and previous.settings.min_chunk_chars == settings.min_chunk_chars
+        and previous.settings.max_depth == settings.max_depth
+    )
+    if not same_chunking:
+        return {}
+    out = {}
+    for doc in previous.documents:
+        rows = [i for i, c in enumerate(previous.chunks) if c.doc_id == doc.doc_id]
+        out[doc.sha256] = ([previous.chunks[i].text for i in rows], previous.embeddings[rows])
+    return out
+
+
+def _embed_with_reuse(
+    chunks: list[Chunk],
+    documents: list[DocumentInfo],
+    embedder: Embedder,
+    reusable: dict[str, tuple[list[str], np.ndarray]],
+    notify: ProgressFn,
+) -> np.ndarray:
+    embeddings = np.zeros((len(chunks), embedder.dim), dtype=np.float32)
+    todo: list[int] = []
+    for doc in documents:
+        rows = [i for i, c in enumerate(chunks) if c.doc_id == doc.doc_id]
+        cached = reusable.get(doc.sha256)
+        # Reuse only when the chunk texts match one to one (same parse, same chunking).
+        if cached is not None and cached[0] == [chunks[i].text for i in rows]:
+            embeddings[rows] = cached[1]
+        else:
+            todo.extend(rows)
+    if todo:
+        vectors = embedder.embed(
+            [chunks[i].text for i in todo],
+            progress=lambda done, total: notify("embed", done, total),
+        )
+        embeddings[todo] = vectors
+    notify("embed", len(todo), len(todo))
+    return embeddings
+
+
+def corpus_stats(index: CorpusIndex) -> dict[str, int]:
+    """Counts for the CLI summary and the UI."""
+    leaves = index.leaves()
+    longest = max((n.end - n.start for n in leaves), default=0)
+    return {
+        "documents": len(index.documents),
+        "nodes": len(index.nodes),
+        "leaves": len(leaves),
+        "chunks": len(index.chunks),
+        "longest_leaf_chars": longest,
+    }
