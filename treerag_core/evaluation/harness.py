@@ -5,8 +5,8 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +31,8 @@ class EvalConfig:
     scope: str = "doc"  # doc: each question against its own document(s); corpus: all documents
     limit: int | None = None
     use_llm: bool = False
-    index_settings: IndexSettings = IndexSettings()
-    query_settings: QuerySettings = QuerySettings(final_top_k=10)
+    index_settings: IndexSettings = field(default_factory=IndexSettings)
+    query_settings: QuerySettings = field(default_factory=lambda: QuerySettings(final_top_k=10))
 
     def __post_init__(self) -> None:
         unknown = [s for s in self.strategies if s not in STRATEGIES]

@@ -1,0 +1,125 @@
+"""The three-step pipeline on the seed's test paper without an LLM (local locator, extractive)."""
+
+from __future__ import annotations
+
+import pytest
+
+from treerag_core.config import QuerySettings
+from treerag_core.errors import QueryError
+from treerag_core.pipeline import rerun_from_locate, run, run_stream
+from treerag_core.trace_io import trace_from_json, trace_to_json
+
+pytestmark = pytest.mark.slow
+
+MOCK = QuerySettings(use_llm=False)
+
+
+def picked_headings(trace) -> list[str]:
+    return [leaf.heading_path.split(" > ")[-1] for leaf in trace.locate.leaves]
+
+
+@pytest.mark.parametrize(
+    ("question", "expected_leaf"),
+    [
+        ("AdaRouter使用什么算法？", "3.2.2 Router Design"),
+        ("AdaRouter在EUR/USD上的准确率是多少？", "4.2 Performance"),
+        ("训练用了多少个epoch？", "3.3 Training Procedure"),
+        ("How many epochs was the model trained for?", "3.3 Training Procedure"),
+    ],
+)
+def test_seed_questions_locate_the_answer_leaf(paper_engine, question, expected_leaf):
+    trace = run(paper_engine, question, MOCK)
+    assert trace.locate.locator == "local"
+    assert expected_leaf in picked_headings(trace)
+    assert trace.reranked, "retrieval returned nothing"
+    assert any(h.chunk.heading_path.endswith(expected_leaf) for h in trace.reranked[:3])
+
+
+def test_multi_hop_question_picks_several_leaves(paper_engine):
+    trace = run(paper_engine, "为什么AdaRouter比baseline表现好？", MOCK)
+    assert len(trace.locate.leaves) > 1
+    assert len({h.chunk.source_node_id for h in trace.reranked}) > 1
+
+
+def test_no_key_falls_back_to_local_locator_and_says_why(paper_engine):
+    trace = run(paper_engine, "训练用了多少个epoch？", QuerySettings())
+    assert [f.reason for f in trace.fallbacks if f.stage == "locate"] == ["no_api_key"]
+    assert "50" in trace.answer  # the extractive answer quotes the epoch count
+    assert "[来源:" in trace.answer  # in the question's language, with its source path
+    assert trace.citations and all(c.supported for c in trace.citations)
+
+
+def test_english_question_gets_english_extractive_answer(paper_engine):
+    trace = run(paper_engine, "What accuracy does AdaRouter reach on EUR/USD?", MOCK)
+    assert "73.2" in trace.answer
+    assert "[Source:" in trace.answer
+
+
+def test_every_hit_carries_all_scores_and_ranks(paper_engine):
+    trace = run(paper_engine, "How does the router choose a route?", MOCK)
+    for leaf_hits in trace.retrieved.values():
+        assert [h.leaf_rank for h in leaf_hits] == list(range(1, len(leaf_hits) + 1))
+        for hit in leaf_hits:
+            assert 0.0 <= hit.dense_norm <= 1.0 and 0.0 <= hit.bm25_norm <= 1.0
+    assert [h.final_rank for h in trace.reranked] == list(range(1, len(trace.reranked) + 1))
+    assert all(h.pooled_rank >= 1 for h in trace.reranked)
+    assert all(h.rerank is not None for h in trace.reranked)  # English question: reranked
+    scores = [h.rerank for h in trace.reranked]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_chinese_question_keeps_fused_order_by_default(paper_engine):
+    trace = run(paper_engine, "AdaRouter使用什么算法？", MOCK)
+    assert all(h.rerank is None for h in trace.reranked)
+    assert any(f.stage == "rerank" for f in trace.fallbacks)
+
+
+def test_manual_leaves_override_step_one(paper_engine):
+    leaves = [n.node_id for n in paper_engine.index.leaves()][:2]
+    trace = run(paper_engine, "What is the dataset?", MOCK, leaves=leaves)
+    assert trace.locate.locator == "manual"
+    assert [leaf.node_id for leaf in trace.locate.leaves] == leaves
+    assert {h.chunk.source_node_id for h in trace.reranked} <= set(leaves)
+
+
+def test_rerun_reuses_step_one_and_changes_scores(paper_engine):
+    first = run(paper_engine, "How does the router choose a route?", MOCK)
+    again = rerun_from_locate(paper_engine, first, MOCK.with_(fusion="rrf", rerank=False))
+    assert again.locate is first.locate
+    assert again.settings["fusion"] == "rrf"
+    fused_first = [h.fused for hits in first.retrieved.values() for h in hits]
+    fused_again = [h.fused for hits in again.retrieved.values() for h in hits]
+    assert fused_first != fused_again
+
+
+def test_stream_yields_each_stage_in_order(paper_engine):
+    kinds = [e.kind for e in run_stream(paper_engine, "What is AdaRouter?", MOCK)]
+    assert kinds[:3] == ["located", "retrieved", "reranked"]
+    assert "delta" in kinds and kinds[-1] == "done"
+
+
+@pytest.mark.parametrize("strategy", ["flat-hybrid", "flat-dense", "flat-bm25"])
+def test_flat_strategies_search_every_chunk(paper_engine, strategy):
+    trace = run(paper_engine, "EUR/USD accuracy of AdaRouter", MOCK, strategy=strategy)
+    assert list(trace.retrieved) == ["*"]
+    assert trace.reranked
+
+
+@pytest.mark.parametrize(
+    ("question", "message"),
+    [
+        ("   ", "empty"),
+        ("the of and is?", "no searchable words"),
+        ("的了吗？", "no searchable"),
+        ("x" * 5000, "limit"),
+    ],
+)
+def test_bad_questions_are_refused_before_any_work(paper_engine, question, message):
+    with pytest.raises(QueryError, match=message):
+        run(paper_engine, question, MOCK)
+
+
+def test_trace_round_trips_through_json(paper_engine):
+    trace = run(paper_engine, "为什么AdaRouter比baseline表现好？", MOCK)
+    again = trace_from_json(trace_to_json(trace))
+    assert again == trace

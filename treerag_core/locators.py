@@ -1,0 +1,242 @@
+"""Step 1: pick 1-5 leaf sections for a question (LLM on the serialized tree, or local)."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from treerag_core.config import QuerySettings
+from treerag_core.errors import LLMError
+from treerag_core.fusion import fuse
+from treerag_core.index import CorpusIndex
+from treerag_core.prompts import (
+    build_locate_prompt,
+    estimate_tokens,
+    parse_locate_response,
+    serialize_tree,
+)
+from treerag_core.types import Fallback, Language, LocatedLeaf, LocateResult, TreeNode
+
+Tokenize = Callable[[str], list[str]]
+
+
+@dataclass(frozen=True)
+class LeafScores:
+    """The local locator's view of every leaf in scope, best first."""
+
+    leaf_ids: list[str]
+    scores: np.ndarray  # combined score per leaf
+    chunk_part: np.ndarray  # best fused chunk score in the leaf (min-max over the scope)
+    heading_part: np.ndarray  # IDF-weighted share of question terms in heading path + summary
+
+
+def score_leaves(
+    index: CorpusIndex,
+    question: str,
+    query_vector: np.ndarray,
+    tokenize: Tokenize,
+    settings: QuerySettings,
+    scope: Sequence[str] | None = None,
+) -> LeafScores:
+    """Score each non-empty leaf: its best chunk's hybrid score plus its heading/summary match.
+
+    Chunk scores come from one flat hybrid pass over the scope (the same fusion settings as
+    step 2), so a leaf is strong when it holds a passage that matches, by meaning or words.
+    """
+    rows, dense, bm25 = index.score_scope(scope, query_vector, tokenize(question))
+    fused = fuse(dense, bm25, settings.fusion, settings.dense_weight, settings.rrf_k).fused
+    best: dict[str, float] = {}
+    for row, value in zip(rows.tolist(), fused.tolist(), strict=True):
+        leaf = index.chunks[row].source_node_id
+        if value > best.get(leaf, -math.inf):
+            best[leaf] = value
+    leaf_ids = list(best)
+    if not leaf_ids:
+        empty = np.zeros(0)
+        return LeafScores([], empty, empty, empty)
+    chunk_part = np.asarray([best[i] for i in leaf_ids], dtype=np.float64)
+    span = chunk_part.max() - chunk_part.min()
+    chunk_part = (chunk_part - chunk_part.min()) / span if span > 0 else np.ones_like(chunk_part)
+    heading_part = _heading_match(index, leaf_ids, tokenize(question), tokenize)
+    w = settings.heading_weight
+    scores = (1.0 - w) * chunk_part + w * heading_part
+    order = np.argsort(-scores, kind="stable")
+    return LeafScores(
+        [leaf_ids[i] for i in order], scores[order], chunk_part[order], heading_part[order]
+    )
+
+
+def _heading_match(
+    index: CorpusIndex, leaf_ids: list[str], q_tokens: list[str], tokenize: Tokenize
+) -> np.ndarray:
+    """Share of the question's terms (IDF-weighted over leaves) found in path + summary."""
+    terms = set(q_tokens)
+    if not terms:
+        return np.zeros(len(leaf_ids))
+    leaf_terms = []
+    for leaf_id in leaf_ids:
+        node = index.nodes[leaf_id]
+        leaf_terms.append(set(tokenize(f"{node.heading_path} {node.summary}")))
+    n = len(leaf_ids)
+    idf = {t: math.log(1 + n / (1 + sum(t in lt for lt in leaf_terms))) for t in terms}
+    total = sum(idf.values()) or 1.0
+    return np.asarray([sum(idf[t] for t in terms & lt) / total for lt in leaf_terms])
+
+
+def local_locate(
+    index: CorpusIndex,
+    question: str,
+    query_vector: np.ndarray,
+    tokenize: Tokenize,
+    settings: QuerySettings,
+    scope: Sequence[str] | None = None,
+) -> LocateResult:
+    """Keep the top leaves whose score is within `locate_cutoff` of the best (1..max_leaves)."""
+    started = time.perf_counter()
+    scored = score_leaves(index, question, query_vector, tokenize, settings, scope)
+    picked: list[LocatedLeaf] = []
+    top = float(scored.scores[0]) if len(scored.scores) else 0.0
+    for leaf_id, score in zip(scored.leaf_ids, scored.scores.tolist(), strict=True):
+        if len(picked) >= settings.max_leaves:
+            break
+        if picked and score < settings.locate_cutoff * top:
+            break
+        node = index.nodes[leaf_id]
+        picked.append(LocatedLeaf(leaf_id, node.heading_path, question, round(score, 4), "local"))
+    thinking = (
+        f"Local locator: {len(scored.leaf_ids)} leaves scored by best chunk (hybrid) and "
+        f"heading/summary match; kept {len(picked)} within {settings.locate_cutoff:.2f} "
+        "of the best."
+    )
+    return LocateResult(tuple(picked), thinking, "local", seconds=time.perf_counter() - started)
+
+
+def keyword_locate(
+    index: CorpusIndex,
+    question: str,
+    tokenize: Tokenize,
+    settings: QuerySettings,
+    scope: Sequence[str] | None = None,
+) -> LocateResult:
+    """The seed's mock: question terms matched against each leaf's heading and summary, top 3."""
+    started = time.perf_counter()
+    terms = set(tokenize(question))
+    candidates = [n for n in index.leaves() if scope is None or n.doc_id in scope]
+    scored = []
+    for order, node in enumerate(candidates):
+        overlap = len(terms & set(tokenize(f"{node.heading} {node.summary}")))
+        scored.append((-overlap, order, node))
+    scored.sort(key=lambda item: (item[0], item[1]))
+    keep = min(3, settings.max_leaves)
+    picked = tuple(
+        LocatedLeaf(node.node_id, node.heading_path, question, float(-neg), "keyword")
+        for neg, _, node in scored[:keep]
+    )
+    thinking = "Keyword locator: question terms matched against leaf headings and summaries."
+    return LocateResult(picked, thinking, "keyword", seconds=time.perf_counter() - started)
+
+
+def manual_locate(
+    index: CorpusIndex, question: str, leaf_ids: Sequence[str], source: str = "manual"
+) -> LocateResult:
+    """Use the caller's leaves (UI override, oracle sections); a non-leaf id is an error."""
+    leaves = []
+    for leaf_id in dict.fromkeys(leaf_ids):
+        node = index.nodes.get(leaf_id)
+        if node is None or not node.is_leaf:
+            raise ValueError(f"{leaf_id!r} is not a leaf of this index")
+        leaves.append(LocatedLeaf(leaf_id, node.heading_path, question, None, source))
+    if not leaves:
+        raise ValueError("pick at least one leaf")
+    return LocateResult(tuple(leaves), f"Leaves chosen by the {source} override.", source)
+
+
+def tree_for_prompt(
+    index: CorpusIndex,
+    scope: Sequence[str] | None,
+    budget_tokens: int,
+    ranked_docs: Sequence[str],
+    language: Language,
+) -> tuple[str, list[str]]:
+    """Serialize the scope's forest; past the token budget keep the most relevant documents.
+
+    Returns the text and the names of documents cut. At least one document is always sent.
+    """
+    docs = [d.doc_id for d in index.documents if scope is None or d.doc_id in scope]
+    order = [d for d in ranked_docs if d in docs] + [d for d in docs if d not in ranked_docs]
+    kept: list[str] = []
+    text = ""
+    for doc_id in order:
+        trial = [*kept, doc_id]
+        candidate = serialize_tree(_nodes_of(index, trial), language)
+        if kept and estimate_tokens(candidate) > budget_tokens:
+            continue
+        kept, text = trial, candidate
+    cut = [d for d in docs if d not in kept]
+    return text, cut
+
+
+def _nodes_of(index: CorpusIndex, doc_ids: Sequence[str]) -> list[TreeNode]:
+    wanted = set(doc_ids)
+    return [n for n in index.nodes.values() if n.doc_id in wanted]
+
+
+def llm_locate(
+    index: CorpusIndex,
+    question: str,
+    client,
+    settings: QuerySettings,
+    language: Language,
+    local: LeafScores,
+    scope: Sequence[str] | None = None,
+) -> LocateResult:
+    """Ask the LLM to pick leaves on the serialized tree; raises LLMError on any failure.
+
+    A picked parent is expanded to its best-scoring leaves (by the local scores) rather than
+    dropped, since the model clearly meant that part of the document; unknown ids are dropped
+    and noted. No valid id at all raises LLMError(reason="no_valid_ids").
+    """
+    started = time.perf_counter()
+    ranked_docs = list(dict.fromkeys(index.nodes[i].doc_id for i in local.leaf_ids))
+    tree_text, cut = tree_for_prompt(
+        index, scope, settings.locate_budget_tokens, ranked_docs, language
+    )
+    prefix, rest = build_locate_prompt(question, tree_text, language, settings.max_leaves)
+    text, usage = client.complete(prefix, rest, settings.locate_model, max_tokens=1024)
+    thinking, picks = parse_locate_response(text)
+    notes = [f"prompt budget: left out {len(cut)} document(s): {', '.join(cut)}"] if cut else []
+    allowed = {d.doc_id for d in index.documents if scope is None or d.doc_id in scope}
+    local_rank = {leaf: i for i, leaf in enumerate(local.leaf_ids)}
+    leaves: dict[str, LocatedLeaf] = {}
+    for node_id, sub_query in picks:
+        node = index.nodes.get(node_id)
+        if node is None or node.doc_id not in allowed:
+            notes.append(f"dropped unknown id {node_id}")
+            continue
+        targets = [node_id]
+        if not node.is_leaf:
+            below = [leaf_id for leaf_id in local.leaf_ids if node_id in index.ancestors(leaf_id)]
+            targets = sorted(below, key=lambda i: local_rank[i])[:2]
+            notes.append(f"expanded parent {node_id} to leaves {', '.join(targets) or 'none'}")
+        for leaf_id in targets:
+            if leaf_id not in leaves and len(leaves) < settings.max_leaves:
+                path = index.nodes[leaf_id].heading_path
+                leaves[leaf_id] = LocatedLeaf(leaf_id, path, sub_query or question, None, "llm")
+    if not leaves:
+        raise LLMError("the LLM picked no valid leaf id", reason="no_valid_ids")
+    return LocateResult(
+        tuple(leaves.values()),
+        thinking,
+        "llm",
+        usage=usage,
+        seconds=time.perf_counter() - started,
+        notes=tuple(notes),
+    )
+
+
+def fallback_reason(exc: LLMError) -> Fallback:
+    return Fallback("locate", exc.reason, f"{exc}; used the local locator")

@@ -1,0 +1,75 @@
+"""The seed's terminal format for a Trace (the `>>> Step 1/2/3` blocks)."""
+
+from __future__ import annotations
+
+from treerag_core.trace_io import stage_summary
+from treerag_core.types import RetrievedChunk, Trace
+
+RULE = "=" * 60
+
+
+def _preview(text: str, width: int = 90) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 3] + "..."
+
+
+def _scores(hit: RetrievedChunk) -> str:
+    rerank = f"{hit.rerank:.2f}" if hit.rerank is not None else "-"
+    forced = "  (min-max 1.0 on a tiny leaf)" if hit.minmax_forced else ""
+    return (
+        f"dense={hit.dense:.2f}  bm25={hit.bm25:.2f}  fused={hit.fused:.2f}  "
+        f"rerank={rerank}{forced}"
+    )
+
+
+def render_header(trace: Trace) -> str:
+    return f"{RULE}\nQuery: {trace.question}\n{RULE}\n"
+
+
+def render_retrieval(trace: Trace) -> str:
+    """Steps 1 and 2 as text (everything before the answer)."""
+    lines = ["", ">>> Step 1: Node Locating"]
+    locate = trace.locate
+    if locate is not None:
+        lines.append(f"Locator: {locate.locator}")
+        if locate.thinking:
+            lines.append(f"Thinking: {locate.thinking}")
+        for note in locate.notes:
+            lines.append(f"Note: {note}")
+        lines.append(f"Located {len(locate.leaves)} leaf nodes:")
+        for leaf in locate.leaves:
+            score = f"  (score {leaf.score:.3f})" if leaf.score is not None else ""
+            lines.append(f"  [{leaf.node_id}] {leaf.heading_path}{score}")
+            lines.append(f'    sub_query: "{leaf.sub_query}"')
+    for fallback in trace.fallbacks:
+        lines.append(f"Fallback ({fallback.stage}): {fallback.reason} - {fallback.detail}")
+    lines += ["", ">>> Step 2: Hybrid Retrieval + Rerank"]
+    leaves = len([k for k, v in trace.retrieved.items() if v])
+    lines.append(f"Retrieved {len(trace.reranked)} chunks (from {leaves} nodes):")
+    for hit in trace.reranked:
+        move = hit.pooled_rank - hit.final_rank
+        arrow = f"  (up {move})" if move > 0 else f"  (down {-move})" if move < 0 else ""
+        lines.append(
+            f"  #{hit.final_rank} [{hit.chunk.source_node_id}] {hit.chunk.heading_path}{arrow}"
+        )
+        lines.append(f'     "{_preview(hit.chunk.text)}"')
+        lines.append(f"     {_scores(hit)}")
+        lines.append("")
+    lines += [">>> Step 3: Answer"]
+    return "\n".join(lines) + "\n"
+
+
+def render_footer(trace: Trace) -> str:
+    lines = [""]
+    unsupported = [c for c in trace.citations if not c.supported]
+    if unsupported:
+        lines.append("Unsupported citations: " + "; ".join(c.heading_path for c in unsupported))
+    timing = ", ".join(f"{row['stage']} {row['ms']:.0f} ms" for row in stage_summary(trace))
+    cost = sum(row["cost_usd"] for row in stage_summary(trace))
+    lines.append(f"Timing: {timing}" + (f"; cost ${cost:.4f}" if cost else ""))
+    lines.append(RULE)
+    return "\n".join(lines) + "\n"
+
+
+def render_trace(trace: Trace) -> str:
+    return render_header(trace) + render_retrieval(trace) + trace.answer + render_footer(trace)

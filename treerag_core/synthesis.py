@@ -1,0 +1,69 @@
+"""Step 3: the answer. Streamed from the LLM with cited sections, or a cited extractive answer."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+
+import numpy as np
+
+from treerag_core.prompts import build_synthesis_prompt
+from treerag_core.text import sentence_spans
+from treerag_core.types import Language, RetrievedChunk
+
+EmbedMany = Callable[[Sequence[str]], np.ndarray]
+
+NO_EVIDENCE = {
+    "en": "No evidence was retrieved for this question, so there is nothing to answer from.",
+    "zh": "没有检索到与该问题相关的证据，无法作答。",
+}
+
+
+def evidence_pairs(hits: Sequence[RetrievedChunk]) -> list[tuple[str, str]]:
+    return [(hit.chunk.heading_path, hit.chunk.text) for hit in hits]
+
+
+def synthesis_prompt(question: str, hits: Sequence[RetrievedChunk], language: Language) -> str:
+    return build_synthesis_prompt(question, evidence_pairs(hits), language)
+
+
+def extractive_answer(
+    question_vector: np.ndarray,
+    hits: Sequence[RetrievedChunk],
+    language: Language,
+    embed_many: EmbedMany,
+    max_sentences: int = 3,
+) -> str:
+    """The most relevant sentences of the top chunks, each with its source path.
+
+    Sentences are ranked by cosine with the question (the embedder is multilingual, so a
+    Chinese question still picks the right English sentence) and shown in document order of
+    their rank; the frame text follows the question's language.
+    """
+    if not hits:
+        return NO_EVIDENCE[language]
+    candidates: list[tuple[str, str]] = []
+    for hit in hits[:3]:
+        text = hit.chunk.text
+        for start, end in sentence_spans(text) or [(0, len(text))]:
+            sentence = text[start:end].strip()
+            if len(sentence) >= 12:
+                candidates.append((sentence, hit.chunk.heading_path))
+    if not candidates:
+        candidates = [(hit.chunk.text.strip(), hit.chunk.heading_path) for hit in hits[:3]]
+    vectors = embed_many([sentence for sentence, _ in candidates])
+    sims = vectors @ question_vector.astype(np.float32)
+    order = sorted(range(len(candidates)), key=lambda i: -float(sims[i]))[:max_sentences]
+    header = "根据检索结果:" if language == "zh" else "From the retrieved evidence:"
+    label = "来源" if language == "zh" else "Source"
+    lines = [header]
+    for n, i in enumerate(order, start=1):
+        sentence, path = candidates[i]
+        lines.append(f'[{n}] "{sentence}" [{label}: {path}]')
+    return "\n".join(lines)
+
+
+def stream_llm_answer(
+    client, question: str, hits: Sequence[RetrievedChunk], language: Language, model: str
+) -> Iterator[str]:
+    """Text deltas from the LLM; the caller reads `.usage` of the returned stream afterwards."""
+    return client.stream(synthesis_prompt(question, hits, language), model, max_tokens=1024)

@@ -1,0 +1,88 @@
+"""Trace <-> JSON, so a run can be exported, stored in the audit log and replayed."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from treerag_core.types import (
+    Chunk,
+    Citation,
+    Fallback,
+    LocatedLeaf,
+    LocateResult,
+    RetrievedChunk,
+    Trace,
+    Usage,
+)
+
+TRACE_FORMAT = "treerag-trace/1"
+
+
+def trace_to_json(trace: Trace, indent: int | None = 2) -> str:
+    data = {"format": TRACE_FORMAT, **trace.to_dict()}
+    return json.dumps(data, ensure_ascii=False, indent=indent)
+
+
+def _hit(data: dict[str, Any]) -> RetrievedChunk:
+    return RetrievedChunk(**{**data, "chunk": Chunk(**data["chunk"])})
+
+
+def _locate(data: dict[str, Any] | None) -> LocateResult | None:
+    if data is None:
+        return None
+    return LocateResult(
+        leaves=tuple(LocatedLeaf(**leaf) for leaf in data["leaves"]),
+        thinking=data.get("thinking", ""),
+        locator=data.get("locator", ""),
+        usage=Usage(**data.get("usage", {})),
+        seconds=data.get("seconds", 0.0),
+        notes=tuple(data.get("notes", ())),
+    )
+
+
+def trace_from_dict(data: dict[str, Any]) -> Trace:
+    """Rebuild a Trace from its dict form; raises ValueError on another format."""
+    if data.get("format", TRACE_FORMAT) != TRACE_FORMAT:
+        raise ValueError(f"not a {TRACE_FORMAT} document (format={data.get('format')!r})")
+    data = {k: v for k, v in data.items() if k != "format"}
+    return Trace(
+        **{
+            **data,
+            "locate": _locate(data.get("locate")),
+            "retrieved": {k: [_hit(h) for h in v] for k, v in data.get("retrieved", {}).items()},
+            "reranked": [_hit(h) for h in data.get("reranked", [])],
+            "answer_usage": Usage(**data.get("answer_usage", {})),
+            "citations": [
+                Citation(**{**c, "node_ids": tuple(c["node_ids"])})
+                for c in data.get("citations", [])
+            ],
+            "fallbacks": [Fallback(**f) for f in data.get("fallbacks", [])],
+        }
+    )
+
+
+def trace_from_json(text: str) -> Trace:
+    return trace_from_dict(json.loads(text))
+
+
+def stage_summary(trace: Trace) -> list[dict[str, Any]]:
+    """Time, tokens and cost per stage: the table every view shows."""
+    locate = trace.locate
+    zero = Usage()
+    rows = [
+        ("locate", locate.seconds if locate else 0.0, locate.usage if locate else zero),
+        ("retrieve", trace.retrieve_seconds, zero),
+        ("rerank", trace.rerank_seconds, zero),
+        ("synthesize", trace.synthesize_seconds, trace.answer_usage),
+    ]
+    return [
+        {
+            "stage": name,
+            "ms": round(seconds * 1000, 1),
+            "input_tokens": usage.input_tokens,
+            "output_tokens": usage.output_tokens,
+            "cost_usd": round(usage.cost_usd, 6),
+        }
+        for name, seconds, usage in rows
+    ]
