@@ -1,0 +1,144 @@
+"""The command line, run as a user would: `python -m treerag_core ...` in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, SAMPLES
+
+pytestmark = pytest.mark.slow
+
+
+def cli(*args: str, stdin: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "ANTHROPIC_API_KEY": ""}
+    return subprocess.run(
+        [sys.executable, "-m", "treerag_core", *args],
+        cwd=REPO,
+        env=env,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+@pytest.fixture(scope="module")
+def index_dir(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("cli") / "index"
+    docs = [str(SAMPLES / "test_paper.md"), str(SAMPLES / "zh_sample.md")]
+    result = cli("index", "--input", *docs, "--output", str(folder), "--mock")
+    assert result.returncode == 0, result.stderr
+    assert "indexed 2 documents" in result.stdout
+    for word in ("nodes", "leaves", "chunks", "longest leaf"):
+        assert word in result.stdout
+    return folder
+
+
+@pytest.mark.parametrize("command", ["index", "query", "interactive", "eval"])
+def test_every_command_has_help(command):
+    result = cli(command, "--help")
+    assert result.returncode == 0 and "usage:" in result.stdout
+
+
+def test_bad_files_in_a_folder_are_reported_and_skipped(tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "good.md").write_text("# Title\n\n## Part\n\nSome real text about routers.\n")
+    (docs / "empty.md").write_text("")
+    (docs / "binary.md").write_bytes(b"\x00\x01\x02 binary")
+    (docs / "latin1.txt").write_bytes("caf\xe9 cr\xe8me".encode("latin-1") + b"\xff\xfe\x81")
+    result = cli("index", "--input", str(docs), "--output", str(tmp_path / "idx"), "--mock")
+    assert result.returncode == 0, result.stderr
+    assert "indexed 1 documents" in result.stdout
+    for name in ("empty.md", "binary.md", "latin1.txt"):
+        assert f"skipped {name}" in result.stderr
+
+
+def test_no_readable_input_is_an_error(tmp_path):
+    (tmp_path / "empty.md").write_text("")
+    result = cli("index", "--input", str(tmp_path / "empty.md"), "--output", str(tmp_path / "i"))
+    assert result.returncode == 2 and "no readable document" in result.stderr
+
+
+def test_query_prints_the_seed_terminal_format(index_dir):
+    result = cli(
+        "query", "--index", str(index_dir), "--query", "How many epochs of training?", "--mock"
+    )
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    for marker in (
+        ">>> Step 1: Node Locating",
+        ">>> Step 2: Hybrid Retrieval + Rerank",
+        ">>> Step 3: Answer",
+    ):
+        assert marker in out
+    assert "sub_query:" in out and "dense=" in out and "fused=" in out and "rerank=" in out
+    assert "Training Procedure" in out
+
+
+def test_query_json_is_the_trace(index_dir):
+    result = cli(
+        "query",
+        "--index",
+        str(index_dir),
+        "--query",
+        "What is the router?",
+        "--mock",
+        "--json",
+        "--fusion",
+        "rrf",
+        "--no-rerank",
+        "--top-k",
+        "3",
+    )
+    assert result.returncode == 0, result.stderr
+    trace = json.loads(result.stdout)
+    assert trace["format"] == "treerag-trace/1"
+    assert trace["settings"]["fusion"] == "rrf" and trace["settings"]["rerank"] is False
+    assert len(trace["reranked"]) <= 3 and trace["answer"]
+
+
+def test_query_with_manual_leaves(index_dir):
+    from treerag_core.store import load_index
+
+    leaf = next(n for n in load_index(index_dir).leaves() if n.heading == "4.2 Performance")
+    result = cli(
+        "query",
+        "--index",
+        str(index_dir),
+        "--query",
+        "accuracy",
+        "--mock",
+        "--json",
+        "--leaves",
+        leaf.node_id,
+    )
+    trace = json.loads(result.stdout)
+    assert [x["node_id"] for x in trace["locate"]["leaves"]] == [leaf.node_id]
+
+
+def test_query_errors_are_one_line_and_exit_2(tmp_path, index_dir):
+    result = cli("query", "--index", str(tmp_path / "missing"), "--query", "x", "--mock")
+    assert result.returncode == 2 and result.stderr.startswith("error: no index at")
+    result = cli("query", "--index", str(index_dir), "--query", "   ", "--mock")
+    assert result.returncode == 2 and "empty" in result.stderr
+
+
+def test_interactive_loop_with_history_and_quit(index_dir):
+    script = "What is the dataset?\n\n:history\nthe of\n:q\n"
+    result = cli("interactive", "--index", str(index_dir), "--mock", stdin=script)
+    assert result.returncode == 0, result.stderr
+    assert ">>> Step 3: Answer" in result.stdout
+    assert "  1  What is the dataset?" in result.stdout
+    assert "error: the question has no searchable words" in result.stdout  # loop survives
+
+
+def test_interactive_ends_cleanly_on_eof(index_dir):
+    result = cli("interactive", "--index", str(index_dir), "--mock", stdin="")
+    assert result.returncode == 0

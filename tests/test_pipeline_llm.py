@@ -1,0 +1,140 @@
+"""The pipeline's LLM path with the real Anthropic SDK against a local fake server."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+from fake_anthropic import FakeAnthropicServer, delay, reply, status, stream
+
+from treerag_core.config import QuerySettings
+from treerag_core.llm import make_client
+from treerag_core.pipeline import Engine, rerun_from_locate, run
+
+pytestmark = pytest.mark.slow
+
+KEY = "sk-ant-test-pipeline"
+
+
+@pytest.fixture
+def server() -> Iterator[FakeAnthropicServer]:
+    with FakeAnthropicServer(api_key=KEY) as fake:
+        yield fake
+
+
+@pytest.fixture
+def engine(paper_engine, server, monkeypatch) -> Engine:
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
+    return Engine(
+        paper_engine.index, paper_engine.embedder, api_key=KEY, client_factory=make_client
+    )
+
+
+def fast() -> QuerySettings:
+    return QuerySettings(llm_timeout=2.0, llm_max_retries=0)
+
+
+def leaf_id(engine: Engine, heading: str) -> str:
+    return next(n.node_id for n in engine.index.leaves() if n.heading == heading)
+
+
+def locate_json(*picks: tuple[str, str]) -> str:
+    results = [{"node_id": node, "sub_query": sub} for node, sub in picks]
+    return json.dumps({"thinking": "the epoch count is in training", "results": results})
+
+
+def test_llm_locates_and_streams_a_cited_answer(engine, server):
+    training = leaf_id(engine, "3.3 Training Procedure")
+    path = engine.index.nodes[training].heading_path
+    server.push(
+        reply("```json\n" + locate_json((training, "number of training epochs")) + "\n```"),
+        stream(["The model was trained for ", "50 epochs ", f"[Source: {path}]."]),
+    )
+    trace = run(engine, "How many epochs was AdaRouter trained for?", fast())
+    assert trace.locate.locator == "llm"
+    assert [leaf.node_id for leaf in trace.locate.leaves] == [training]
+    assert trace.locate.leaves[0].sub_query == "number of training epochs"
+    assert trace.locate.thinking == "the epoch count is in training"
+    assert trace.answer == f"The model was trained for 50 epochs [Source: {path}]."
+    assert [c.node_ids for c in trace.citations] == [(training,)]
+    assert trace.citations[0].supported
+    assert trace.locate.usage.input_tokens > 0 and trace.answer_usage.output_tokens > 0
+    assert trace.locate.usage.cost_usd > 0
+    assert not trace.fallbacks
+    # The tree went out as a prompt-cached block; the answer prompt carries the evidence.
+    first, second = server.requests
+    assert "cache_control" in json.dumps(first.body)
+    assert "[Evidence 1] Source:" in second.prompt_text
+
+
+def test_unsupported_citation_is_flagged(engine, server):
+    training = leaf_id(engine, "3.3 Training Procedure")
+    server.push(
+        reply(locate_json((training, "epochs"))),
+        stream(["It was 50 epochs [Source: 2 Related Work]."]),
+    )
+    trace = run(engine, "How many epochs was AdaRouter trained for?", fast())
+    [citation] = trace.citations
+    assert citation.node_ids and not citation.supported
+
+
+def test_parent_id_is_expanded_and_unknown_id_dropped(engine, server):
+    methods = next(n.node_id for n in engine.index.nodes.values() if n.heading == "3 Methods")
+    server.push(reply(locate_json((methods, "router design"), ("9999", "nothing"))), stream(["ok"]))
+    trace = run(engine, "How does the router decide?", fast())
+    assert trace.locate.locator == "llm"
+    picked = [leaf.node_id for leaf in trace.locate.leaves]
+    assert picked and all(engine.index.nodes[p].is_leaf for p in picked)
+    assert all(methods in engine.index.ancestors(p) for p in picked)
+    notes = " ".join(trace.locate.notes)
+    assert "expanded parent" in notes and "dropped unknown id 9999" in notes
+
+
+@pytest.mark.parametrize(
+    ("behaviour", "reason"),
+    [
+        (reply("I think the answer is in training."), "invalid_json"),
+        (reply('{"thinking": "x", "results": []}'), "empty_results"),
+        (reply(locate_json(("9999", "x"))), "no_valid_ids"),
+        (
+            status(500, {"type": "error", "error": {"type": "api_error", "message": "boom"}}),
+            "api_error",
+        ),
+        (status(429), "rate_limit"),
+        (delay(5.0), "timeout"),
+    ],
+    ids=["invalid-json", "empty", "unknown-ids", "http-500", "http-429", "timeout"],
+)
+def test_locate_failures_fall_back_to_local_with_the_reason(engine, server, behaviour, reason):
+    server.push(behaviour)
+    server.push(stream(["Fifty epochs."]))
+    trace = run(engine, "How many epochs was AdaRouter trained for?", fast())
+    assert trace.locate.locator == "local"
+    assert [(f.stage, f.reason) for f in trace.fallbacks] == [("locate", reason)]
+    assert trace.reranked  # the rest of the pipeline still ran
+    assert trace.answer == "Fifty epochs."
+
+
+def test_answer_failure_falls_back_to_extractive(engine, server):
+    training = leaf_id(engine, "3.3 Training Procedure")
+    server.push(reply(locate_json((training, "epochs"))), status(500))
+    trace = run(engine, "How many epochs was AdaRouter trained for?", fast())
+    assert [(f.stage, f.reason) for f in trace.fallbacks] == [("synthesize", "api_error")]
+    assert "[Source:" in trace.answer and "50" in trace.answer
+
+
+def test_rerun_with_new_fusion_makes_no_llm_call(engine, server):
+    training = leaf_id(engine, "3.3 Training Procedure")
+    server.push(reply(locate_json((training, "epochs"))), stream(["Fifty."]))
+    first = run(engine, "How many epochs was AdaRouter trained for?", fast())
+    calls = len(server.requests)
+    again = rerun_from_locate(engine, first, fast().with_(fusion="rrf"), synthesize=False)
+    assert len(server.requests) == calls
+    assert again.locate == first.locate and again.settings["fusion"] == "rrf"
+
+
+def test_llm_off_makes_no_call_even_with_a_key(engine, server):
+    trace = run(engine, "How many epochs was AdaRouter trained for?", fast().with_(use_llm=False))
+    assert server.requests == []
+    assert trace.locate.locator == "local"
