@@ -64,6 +64,10 @@ class Engine:
             vector = self._vectors[text] = self.embedder.embed_query(text)
         return vector
 
+    def clear_cache(self) -> None:
+        """Forget cached query vectors (benchmarks time each run from a cold start)."""
+        self._vectors.clear()
+
     def client(self, settings: QuerySettings):
         if not settings.use_llm or not self.api_key:
             return None

@@ -168,6 +168,7 @@ def evaluate(
             scope = list(question.docs) if config.scope == "doc" else None
             for strategy in config.strategies:
                 leaves = oracle_leaves(index, question) if strategy == "oracle-sections" else None
+                engine.clear_cache()  # every strategy pays for its own query embedding
                 started = time.perf_counter()
                 try:
                     trace = run(
