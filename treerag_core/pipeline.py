@@ -25,7 +25,7 @@ from treerag_core.locators import (
     score_leaves,
 )
 from treerag_core.rerank import get_reranker, pool_hits, rerank_chunks
-from treerag_core.retrieval import ALL_LEAVES, retrieve_in_leaves
+from treerag_core.retrieval import ALL_LEAVES, pool_across_leaves, retrieve_in_leaves
 from treerag_core.synthesis import extractive_answer, stream_llm_answer
 from treerag_core.text import detect_language, is_stopword_only, tokenize
 from treerag_core.types import Fallback, Language, LocatedLeaf, LocateResult, Trace, Usage
@@ -190,7 +190,7 @@ def rerank_step(engine: Engine, trace: Trace, settings: QuerySettings) -> None:
     """Pool all leaves' hits and rerank them across leaves, or keep the fused order and say why."""
     effective = _retrieval_settings(trace.strategy, settings)
     started = time.perf_counter()
-    pooled = pool_hits([hit for hits in trace.retrieved.values() for hit in hits])
+    pooled = pool_hits(pool_across_leaves(trace.retrieved, effective))
     reranker = None
     if effective.rerank and pooled:
         try:

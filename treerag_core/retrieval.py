@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -67,3 +68,25 @@ def retrieve_in_leaves(
             rows, dense, bm25 = index.score_leaf(leaf.node_id, qvec, qtokens)
         out[leaf.node_id] = hits_from_scores(index, rows, dense, bm25, settings, k, leaf.sub_query)
     return out
+
+
+def pool_across_leaves(
+    retrieved: dict[str, list[RetrievedChunk]], settings: QuerySettings
+) -> list[RetrievedChunk]:
+    """All leaves' hits in one list, ranked by a fusion recomputed over the whole pool.
+
+    Per-leaf min-max makes every leaf's best chunk 1.0, so per-leaf fused scores cannot
+    order chunks from different leaves. Raw cosine and BM25 (with document-wide IDF) can:
+    re-normalising them over the pool gives the cross-leaf order used when no reranker runs.
+    """
+    hits = [hit for group in retrieved.values() for hit in group]
+    if not hits:
+        return []
+    if len(retrieved) == 1:  # one group (a flat search): its own fused order already holds
+        return [replace(hit, pooled_rank=rank) for rank, hit in enumerate(hits, start=1)]
+    dense = np.asarray([h.dense for h in hits], dtype=np.float64)
+    bm25 = np.asarray([h.bm25 for h in hits], dtype=np.float64)
+    fused = fuse(dense, bm25, settings.fusion, settings.dense_weight, settings.rrf_k).fused
+    ranks = rank_positions(fused)
+    ranked = sorted(range(len(hits)), key=lambda i: ranks[i])
+    return [replace(hits[i], pooled_rank=int(ranks[i])) for i in ranked]

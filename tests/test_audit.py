@@ -1,0 +1,52 @@
+"""The SQLite audit log: every query, its settings and every hit, reloadable as a Trace."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+
+import pytest
+
+from treerag_core.audit import AuditLog
+from treerag_core.config import QuerySettings
+from treerag_core.pipeline import Engine, run
+
+
+@pytest.fixture()
+def trace(hashing_index):
+    from treerag_core.embedders import get_embedder
+
+    engine = Engine(hashing_index, get_embedder("hashing"))
+    return run(engine, "router accuracy on EUR/USD", QuerySettings(use_llm=False, rerank=False))
+
+
+def test_record_and_reload(tmp_path, trace):
+    log = AuditLog(tmp_path / "audit.sqlite")
+    query_id = log.record(trace)
+    assert log.load(query_id) == trace
+    [row] = log.recent()
+    assert row["question"] == trace.question and row["strategy"] == "treerag"
+    final = log.hits(query_id, "final")
+    assert [h["chunk_id"] for h in final] == [h.chunk.chunk_id for h in trace.reranked]
+    assert all(h["end_offset"] > h["start_offset"] for h in final)
+    per_leaf = log.hits(query_id, "retrieve")
+    assert len(per_leaf) == sum(len(v) for v in trace.retrieved.values())
+    log.close()
+    # It is a plain SQLite file any tool can read.
+    with sqlite3.connect(tmp_path / "audit.sqlite") as conn:
+        assert conn.execute("SELECT COUNT(*) FROM query").fetchone() == (1,)
+
+
+def test_unknown_id(tmp_path):
+    with pytest.raises(KeyError):
+        AuditLog(tmp_path / "a.sqlite").load(42)
+
+
+def test_concurrent_writers_share_one_log(tmp_path, trace):
+    log = AuditLog(tmp_path / "audit.sqlite")
+    threads = [threading.Thread(target=log.record, args=(trace,)) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(log.recent(limit=100)) == 8
