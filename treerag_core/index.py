@@ -54,6 +54,7 @@ class CorpusIndex:
     _bm25: dict[str, LeafBM25] = field(default_factory=dict, repr=False)
     _doc_stats: dict[str, BM25Stats] = field(default_factory=dict, repr=False)
     _scopes: dict[str, tuple] = field(default_factory=dict, repr=False)
+    _heading_terms: dict[str, frozenset[str]] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self) -> None:
@@ -157,6 +158,15 @@ class CorpusIndex:
             return rows, empty, empty
         dense = _dense_scores(index, query_vector, len(rows))
         return rows, dense, scorer.scores(query_tokens).astype(np.float32)
+
+    def heading_terms(self, leaf_id: str) -> frozenset[str]:
+        """Tokens of a leaf's heading path and summary, tokenised once per index."""
+        terms = self._heading_terms.get(leaf_id)
+        if terms is None:
+            node = self.nodes[leaf_id]
+            terms = frozenset(tokenize(f"{node.heading_path} {node.summary}"))
+            self._heading_terms[leaf_id] = terms  # a racing duplicate computes the same set
+        return terms
 
     def memory_bytes(self) -> int:
         return int(self.embeddings.nbytes)

@@ -61,7 +61,7 @@ def score_leaves(
     chunk_part = np.asarray([best[i] for i in leaf_ids], dtype=np.float64)
     span = chunk_part.max() - chunk_part.min()
     chunk_part = (chunk_part - chunk_part.min()) / span if span > 0 else np.ones_like(chunk_part)
-    heading_part = _heading_match(index, leaf_ids, tokenize(question), tokenize)
+    heading_part = _heading_match(index, leaf_ids, tokenize(question))
     w = settings.heading_weight
     scores = (1.0 - w) * chunk_part + w * heading_part
     order = np.argsort(-scores, kind="stable")
@@ -70,17 +70,12 @@ def score_leaves(
     )
 
 
-def _heading_match(
-    index: CorpusIndex, leaf_ids: list[str], q_tokens: list[str], tokenize: Tokenize
-) -> np.ndarray:
+def _heading_match(index: CorpusIndex, leaf_ids: list[str], q_tokens: list[str]) -> np.ndarray:
     """Share of the question's terms (IDF-weighted over leaves) found in path + summary."""
     terms = set(q_tokens)
     if not terms:
         return np.zeros(len(leaf_ids))
-    leaf_terms = []
-    for leaf_id in leaf_ids:
-        node = index.nodes[leaf_id]
-        leaf_terms.append(set(tokenize(f"{node.heading_path} {node.summary}")))
+    leaf_terms = [index.heading_terms(leaf_id) for leaf_id in leaf_ids]
     n = len(leaf_ids)
     idf = {t: math.log(1 + n / (1 + sum(t in lt for lt in leaf_terms))) for t in terms}
     total = sum(idf.values()) or 1.0

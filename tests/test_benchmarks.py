@@ -1,0 +1,210 @@
+"""Smoke tests of the benchmark scripts on the sample documents with the hashing embedder."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from benchmarks import bench_index, bench_query, run_all
+from treerag_core.config import IndexSettings, QuerySettings
+from treerag_core.embedders import get_embedder
+from treerag_core.index import SourceDocument, build_index
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLES = REPO / "sample_docs"
+DOCS = ("test_paper.md", "zh_sample.md")
+EN_QUESTIONS = (
+    "How many epochs was the model trained for?",
+    "Which routing algorithm does AdaRouter use?",
+    "What accuracy does AdaRouter reach on EUR/USD?",
+)
+
+
+@pytest.fixture(scope="module")
+def sources() -> list[SourceDocument]:
+    return [SourceDocument(n, (SAMPLES / n).read_text(encoding="utf-8")) for n in DOCS]
+
+
+@pytest.fixture(scope="module")
+def index(sources):
+    return build_index(sources, IndexSettings(embedder="hashing"), get_embedder("hashing"))
+
+
+def cases() -> list[bench_query.QueryCase]:
+    return [bench_query.QueryCase(q, ("test_paper.md",)) for q in EN_QUESTIONS]
+
+
+def test_index_bench_reports_rates_ratio_memory_and_stage_split(sources):
+    result = bench_index.run_index_bench(sources, get_embedder("hashing"), repeats=1)
+    assert result["documents"] == 2
+    assert result["chunks"] > 10
+    assert result["order"] == ["build", "embed"]
+    assert result["build_chunks_per_s"] > 0 and result["embed_chunks_per_s"] > 0
+    # model time is nested inside the build's time, so the same-pass ratio is in (0, 1]
+    assert 0 < result["ratio"] <= 1.0
+    assert result["ratio"] == min(result["ratio_in_pass"])
+    assert result["target_met"] == (result["ratio"] >= bench_index.TARGET_RATIO)
+    assert result["ratio_separate_passes"] > 0
+    assert 0 < result["nonmodel_seconds"] < result["build_seconds"][0]
+    stages = result["stages_seconds"]
+    assert set(stages) == {"parse", "summarise", "chunk", "doc_info", "tokenise", "assemble"}
+    assert all(v >= 0 for v in stages.values()) and stages["tokenise"] > 0
+    mem = result["memory_mb"]
+    assert mem["peak_during_build"] >= mem["rss_before_build"] > 0
+    assert mem["embeddings"] >= 0
+    text = bench_index.to_markdown(result)
+    assert "chunks/s" in text and "TARGET" in text and "| tokenise |" in text
+
+
+def test_index_verdict_says_a_miss_plainly():
+    result = {
+        "ratio": 0.8,
+        "target_ratio": 0.85,
+        "target_met": False,
+        "ratio_in_pass": [0.8, 0.82],
+        "ratio_separate_passes": 0.9,
+        "embed_alone_spread": 1.4,
+    }
+    line = bench_index.verdict(result)
+    assert line.startswith("TARGET MISSED")
+    assert "20.0%" in line  # what everything but the model costs
+    assert "separate-pass ratio says 0.900" in line
+
+
+def test_null_embedder_matches_the_embedder_contract():
+    vectors = bench_index.NullEmbedder(16).embed(["a", "b", "c"])
+    assert vectors.shape == (3, 16) and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0)
+
+
+class SleepyReranker:
+    """Takes a known time per call, so the proxy's attribution can be checked."""
+
+    name = "sleepy"
+    seconds = 0.005
+
+    def score(self, query: str, passages: Sequence[str], batch_size: int = 16) -> np.ndarray:
+        time.sleep(self.seconds)
+        return np.arange(len(passages), dtype=np.float64)
+
+
+def test_query_bench_reports_stage_percentiles_and_overhead_share(index):
+    # The real cross-encoder runs in the run_all test; here a fake with a known cost.
+    result = bench_query.run_query_bench(
+        index, get_embedder("hashing"), cases(), reranker_factory=lambda model: SleepyReranker()
+    )
+    assert result["questions"] == 3
+    for scope in ("doc", "corpus"):
+        for strategy in ("treerag", "flat-hybrid"):
+            s = result["summary"][scope][strategy]
+            assert s["n"] == 3
+            for stage in bench_query.STAGES:
+                assert 0 <= s[stage]["p50"] <= s[stage]["p95"], (scope, strategy, stage)
+            assert s["total"]["p50"] > 0
+            assert s["rerank_model"]["p50"] >= SleepyReranker.seconds * 1000
+            assert s["rerank"]["p50"] >= s["rerank_model"]["p50"]  # the stage holds the call
+            assert s["embed_calls_mean"] >= 1 and s["rerank_pairs_mean"] >= 1
+            assert 0 < s["overhead_share"] < 1
+        ratios = result["vs_baseline"][scope]["treerag"]
+        assert ratios["total_p50_ratio"] > 0
+    for rows in result["records"].values():
+        for records in rows.values():
+            for r in records:
+                model = r["embed_model"] + r["rerank_model"]
+                assert r["overhead"] == pytest.approx(r["total"] - model, abs=1e-6)
+                assert r["locate"] + r["retrieve"] + r["rerank"] <= r["total"] + 1e-6
+    text = bench_query.to_markdown(result)
+    assert "| treerag | 3 |" in text and "| flat-hybrid | 3 |" in text
+    assert len(bench_query.verdicts(result)) == 2
+
+
+def test_query_bench_without_rerank_spends_no_cross_encoder_time(index):
+    settings = QuerySettings(use_llm=False, rerank=False)
+    result = bench_query.run_query_bench(
+        index, get_embedder("hashing"), cases()[:2], scopes=("corpus",), settings=settings
+    )
+    s = result["summary"]["corpus"]["treerag"]
+    assert s["rerank_model"]["p95"] == 0 and s["rerank_pairs_mean"] == 0
+    assert s["embed_model"]["p50"] > 0
+
+
+def _tiny_eval(root: Path) -> Path:
+    """Two one-document eval sets named like the dev sets, with verbatim evidence."""
+    paper = (SAMPLES / "test_paper.md").read_text(encoding="utf-8")
+    zh = (SAMPLES / "zh_sample.md").read_text(encoding="utf-8")
+    sets = {
+        "qasper": (
+            "test_paper.md",
+            paper,
+            [
+                ("How many epochs was the model trained for?", "for 50 epochs with the Adam"),
+                ("Which routing algorithm does AdaRouter use?", "LinUCB, to route decisions"),
+            ],
+        ),
+        "lecoqa_laws": (
+            "zh_sample.md",
+            zh,
+            [
+                ("X3 的额定载重是多少？", "X3 的额定载重为 600 公斤"),
+                ("自检需要多长时间？", "自检约需 90 秒"),
+            ],
+        ),
+    }
+    for name, (doc, text, questions) in sets.items():
+        folder = root / name
+        (folder / "docs").mkdir(parents=True)
+        (folder / "docs" / doc).write_text(text, encoding="utf-8")
+        lines = []
+        for i, (question, evidence) in enumerate(questions):
+            assert evidence in text, evidence
+            row = {"id": f"{name}-{i}", "doc": doc, "question": question}
+            row |= {"answers": [evidence], "evidence": [evidence], "evidence_sections": []}
+            lines.append(json.dumps(row, ensure_ascii=False))
+        (folder / "questions.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return root
+
+
+@pytest.mark.slow  # the full script end to end (cross-encoder included) on tiny data
+def test_run_all_writes_one_report_with_every_table(tmp_path):
+    data = _tiny_eval(tmp_path / "eval")
+    out = tmp_path / "out"
+    args = ["--data", str(data), "--out", str(out), "--cache", str(tmp_path / "cache")]
+    assert run_all.main([*args, "--embedder", "hashing", "--quick"]) == 0
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    assert report["mode"] == "quick" and report["limit"] == run_all.QUICK_LIMIT
+    assert report["index"]["chunks"] > 0
+    assert {k: q["questions"] for k, q in report["query"].items()} == {
+        "qasper": 2,
+        "lecoqa_laws": 2,
+    }
+    # the real bundled cross-encoder ran on the English questions, timed by the proxy;
+    # Chinese questions skip it (rerank_chinese is off)
+    assert report["query"]["qasper"]["summary"]["doc"]["treerag"]["rerank_model"]["p50"] > 0
+    assert report["query"]["lecoqa_laws"]["summary"]["doc"]["treerag"]["rerank_model"]["p95"] == 0
+    assert set(report["quality"]) == {
+        "qasper/doc",
+        "qasper/corpus",
+        "lecoqa_laws/doc",
+        "lecoqa_laws/corpus",
+    }
+    for quality in report["quality"].values():
+        assert set(quality["strategies"]) == set(run_all.STRATEGIES)
+        for metrics in quality["strategies"].values():
+            assert metrics["n_questions"] == 2 and 0 <= metrics["hit@5"] <= 1
+    assert 0 < report["timings_s"]["total"] < run_all.TIME_BUDGET_S
+    text = (out / "report.md").read_text(encoding="utf-8")
+    for heading in (
+        "## Index build",
+        "## Query latency (qasper)",
+        "## Query latency (lecoqa_laws)",
+        "### qasper/doc",
+        "### lecoqa_laws/corpus",
+    ):
+        assert heading in text
+    assert text.count("| oracle-sections |") == 8  # headline + detail table, four runs
+    assert "within the 15-minute budget" in text
