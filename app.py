@@ -1,0 +1,25 @@
+"""TreeRAG Explorer: page config and navigation; the pages live in pages/."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from pages import state
+
+st.set_page_config(
+    page_title="TreeRAG Explorer",
+    page_icon="🌳",
+    layout="wide",
+    initial_sidebar_state="expanded",
+)
+state.init_session()
+
+ASK = st.Page("pages/ask.py", title="Ask", icon=":material/forum:", default=True)
+DOCUMENTS = st.Page("pages/documents.py", title="Documents", icon=":material/description:")
+HISTORY = st.Page("pages/history.py", title="History", icon=":material/history:")
+
+navigation = st.navigation([ASK, DOCUMENTS, HISTORY])
+target = st.session_state.pop("open_page", None)  # a deep link that came in before app.py ran
+if target:
+    st.switch_page(target)
+navigation.run()

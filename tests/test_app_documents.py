@@ -1,0 +1,177 @@
+"""AppTest of the Documents page: uploads into a private workspace, bad files, preview, rebuild."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+REPO = Path(__file__).resolve().parents[1]
+APP = REPO / "app.py"
+PAPER = (REPO / "sample_docs" / "test_paper.md").read_bytes()
+HOSTILE = (
+    "# Notes\n\n## <img src=x onerror=alert(1)> **bold** [link](http://evil.example)\n\n"
+    "Text under a hostile heading: ![tracker](http://evil.example/t.png) <b>not bold</b>.\n\n"
+    "## Plain section\n\nSomething ordinary about routers and epochs.\n"
+)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def app_env(tmp_path_factory):
+    with pytest.MonkeyPatch.context() as mp:
+        data = tmp_path_factory.mktemp("docs_data")
+        mp.setenv("TREERAG_EMBEDDER", "hashing")
+        mp.setenv("TREERAG_DATA_DIR", str(data))
+        mp.setenv("HF_HUB_OFFLINE", "1")
+        mp.delenv("ANTHROPIC_API_KEY", raising=False)
+        yield data
+
+
+def documents_page() -> AppTest:
+    at = AppTest.from_file(str(APP), default_timeout=90)
+    at.run()
+    at.switch_page("pages/documents.py").run()
+    assert not at.exception, at.exception
+    return at
+
+
+def upload(at: AppTest, *files: tuple[str, bytes]) -> AppTest:
+    at.file_uploader[0].set_value([(name, data, "text/markdown") for name, data in files]).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def unescape(text: str) -> str:
+    """Page text without the Markdown escapes the app adds around document text."""
+    return re.sub(r"\\(.)", r"\1", text)
+
+
+def graph_nodes(at: AppTest) -> dict[str, dict]:
+    [element] = at.get("component_instance")
+    return {n["id"]: n for n in json.loads(json.loads(element.proto.json_args)["data"])["nodes"]}
+
+
+def outline(at: AppTest):
+    [frame] = [d.value for d in at.dataframe if "kind" in d.value.columns]
+    return frame
+
+
+def test_good_files_go_in_and_bad_files_are_reported(app_env):
+    at = upload(
+        documents_page(),
+        ("paper.md", PAPER),
+        ("empty.md", b"  \n"),
+        ("binary.txt", b"\x00\x01\x02 not text"),
+    )
+    index = at.session_state["ws_index"]
+    assert [d.doc_id for d in index.documents] == ["paper.md"]
+    errors = unescape(" ".join(e.value for e in at.error))
+    assert "empty.md" in errors and "empty" in errors
+    assert "binary.txt" in errors and "binary" in errors
+    assert any("paper.md" in unescape(s.value) for s in at.success)
+    # The finished tree is shown at once: the preview switched to the new document.
+    assert at.session_state["doc_pick"] == "paper.md"
+    nodes = graph_nodes(at)
+    assert set(nodes) <= set(index.nodes)
+    # Wider than the screen allows: the top level is drawn, deeper sections collapsed (+N).
+    methods = next(n for n in nodes.values() if "3 Methods" in n["label"])
+    assert "(+" in methods["label"]
+    assert not any("Router Design" in n["label"] for n in nodes.values())
+    frame = outline(at)
+    paper_nodes = [n for n in index.nodes.values() if n.doc_id == "paper.md"]
+    assert list(frame["node"]) == [n.node_id for n in paper_nodes]
+    assert {"level", "summary", "chunks"} <= set(frame.columns)
+    leaf = next(n for n in paper_nodes if "Training Procedure" in n.heading)
+    assert frame.loc[frame["node"] == leaf.node_id, "chunks"].item() == len(
+        index.leaf_rows(leaf.node_id)
+    )
+    # Saved in this session's own workspace folder.
+    folder = app_env / "workspaces" / at.session_state["workspace_id"] / "index"
+    assert (folder / "manifest.json").is_file()
+
+
+def test_workspaces_are_private_to_a_session():
+    first = upload(documents_page(), ("mine.md", PAPER))
+    second = documents_page()
+    assert first.session_state["workspace_id"] != second.session_state["workspace_id"]
+    assert second.session_state["ws_index"] is None
+    assert not any("mine.md" in m.value for m in second.markdown)
+
+
+def test_clicking_a_node_opens_the_inspector_with_offsets():
+    at = upload(documents_page(), ("paper.md", PAPER))
+    index = at.session_state["ws_index"]
+    leaf = next(n for n in index.leaves() if "Training Procedure" in n.heading)
+    at.session_state[at.session_state["doc_graph_key"]] = leaf.node_id
+    at.run()
+    assert not at.exception, at.exception
+    assert at.session_state["doc_inspect"] == leaf.node_id
+    [chunks] = [d.value for d in at.dataframe if "start" in d.value.columns]
+    text = index.texts["paper.md"]
+    for row in chunks.itertuples():
+        assert text[row.start : row.end] == row.text
+    assert any(leaf.content == t.value for t in at.text)  # content shown as plain text
+
+
+def test_remove_and_rebuild():
+    at = upload(documents_page(), ("paper.md", PAPER), ("notes.md", HOSTILE.encode()))
+    assert len(at.session_state["ws_index"].documents) == 2
+    nodes_before = len(at.session_state["ws_index"].nodes)
+    at.multiselect(key="ws_remove").set_value(["notes.md"]).run()
+    at.button(key="ws_remove_go").click().run()
+    assert not at.exception, at.exception
+    index = at.session_state["ws_index"]
+    assert [d.doc_id for d in index.documents] == ["paper.md"]
+    assert len(index.nodes) < nodes_before
+    # Rebuild with a depth cap of 1: the ## and ### sections fold into their # parents.
+    depth = next(s for s in at.slider if s.label.startswith("Depth cap"))
+    depth.set_value(1)
+    next(b for b in at.button if b.label == "Rebuild").click().run()
+    assert not at.exception, at.exception
+    rebuilt = at.session_state["ws_index"]
+    assert rebuilt.settings.max_depth == 1
+    assert max(n.level for n in rebuilt.nodes.values()) == 1
+    assert len(rebuilt.nodes) < len(index.nodes)
+
+
+def test_document_text_is_never_rendered_as_html_or_markdown():
+    at = upload(documents_page(), ("notes.md", HOSTILE.encode()))
+    index = at.session_state["ws_index"]
+    hostile = next(n for n in index.nodes.values() if "onerror" in n.heading)
+    at.session_state[at.session_state["doc_graph_key"]] = hostile.node_id
+    at.run()
+    assert not at.exception, at.exception
+    header = next(m.value for m in at.markdown if f"`{hostile.node_id}`" in m.value)
+    assert "\\<img" in header  # escaped, so Markdown shows it as text
+    assert re.search(r"(?<!\\)[<\[]", header.split("`")[0]) is None  # no live tag or link
+    assert "**bold**" not in header and "[link](" not in header
+    assert any("![tracker]" in t.value for t in at.text)  # content is plain st.text
+    for element in at.markdown:
+        assert not element.proto.allow_html
+
+
+def test_uploaded_corpus_is_queryable_on_the_ask_page():
+    at = upload(documents_page(), ("paper.md", PAPER))
+    at.switch_page("pages/ask.py").run()
+    at.radio(key="qs_corpus").set_value("uploads").run()
+    at.text_input(key="question").input("How many epochs was the model trained for?")
+    at.button[0].click()
+    at.run()
+    assert not at.exception, at.exception
+    trace = at.session_state["trace"]
+    index = at.session_state["ws_index"]
+    assert all(leaf.node_id in index.nodes for leaf in trace.locate.leaves)
+    assert at.session_state["trace_corpus"].startswith("ws:")
+
+
+def test_copy_the_samples_into_the_workspace():
+    at = documents_page()
+    next(b for b in at.button if b.label.startswith("Copy the sample")).click().run()
+    assert not at.exception, at.exception
+    index = at.session_state["ws_index"]
+    assert index.documents[0].doc_id == "test_paper.md"
+    assert len(index.documents) >= 4
+    assert at.session_state["doc_corpus"] == "uploads"  # the preview shows the copies

