@@ -50,3 +50,26 @@ def test_concurrent_writers_share_one_log(tmp_path, trace):
     for t in threads:
         t.join()
     assert len(log.recent(limit=100)) == 8
+
+
+def test_recent_filters_by_workspace(tmp_path, trace):
+    log = AuditLog(tmp_path / "audit.sqlite")
+    mine = log.record(trace, workspace="ws-a")
+    log.record(trace, workspace="ws-b")
+    assert [r["id"] for r in log.recent(workspace="ws-a")] == [mine]
+    assert len(log.recent()) == 2
+
+
+def test_old_log_without_workspace_column_is_upgraded(tmp_path, trace):
+    path = tmp_path / "old.sqlite"
+    with sqlite3.connect(path) as conn:
+        conn.execute(
+            "CREATE TABLE query (id INTEGER PRIMARY KEY, created_at TEXT NOT NULL,"
+            " question TEXT NOT NULL, strategy TEXT NOT NULL, locator TEXT,"
+            " settings_json TEXT NOT NULL, provider_json TEXT NOT NULL,"
+            " timing_json TEXT NOT NULL, fallbacks_json TEXT NOT NULL,"
+            " answer TEXT NOT NULL, trace_json TEXT NOT NULL)"
+        )
+    log = AuditLog(path)
+    query_id = log.record(trace, workspace="w")
+    assert log.load(query_id) == trace

@@ -123,3 +123,18 @@ def test_trace_round_trips_through_json(paper_engine):
     trace = run(paper_engine, "为什么AdaRouter比baseline表现好？", MOCK)
     again = trace_from_json(trace_to_json(trace))
     assert again == trace
+
+
+def test_candidates_keep_every_pooled_chunk_with_its_rerank_score(paper_engine):
+    trace = run(paper_engine, "How does the router choose a route?", MOCK.with_(final_top_k=3))
+    assert len(trace.reranked) == 3
+    assert trace.candidates[:3] == trace.reranked
+    assert len(trace.candidates) == sum(len(v) for v in trace.retrieved.values())
+    assert all(h.rerank is not None for h in trace.candidates)
+
+
+def test_rerun_keeps_the_scope(paper_engine):
+    doc = paper_engine.index.documents[0].doc_id
+    first = run(paper_engine, "EUR/USD accuracy", MOCK, strategy="flat-hybrid", scope=[doc])
+    again = rerun_from_locate(paper_engine, first, MOCK.with_(dense_weight=0.2))
+    assert again.scope == [doc]

@@ -15,6 +15,7 @@ SCHEMA = """
 CREATE TABLE IF NOT EXISTS query (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     created_at TEXT NOT NULL,
+    workspace TEXT,                 -- who asked (the explorer's browser-session workspace)
     question TEXT NOT NULL,
     strategy TEXT NOT NULL,
     locator TEXT,
@@ -50,18 +51,22 @@ class AuditLog:
         self._conn = sqlite3.connect(self.path, check_same_thread=False)
         self._conn.execute("PRAGMA foreign_keys = ON")
         self._conn.executescript(SCHEMA)
+        columns = {row[1] for row in self._conn.execute("PRAGMA table_info(query)")}
+        if "workspace" not in columns:  # a log written before the column existed
+            self._conn.execute("ALTER TABLE query ADD COLUMN workspace TEXT")
         self._lock = threading.Lock()
 
-    def record(self, trace: Trace) -> int:
+    def record(self, trace: Trace, workspace: str | None = None) -> int:
         """Store a finished trace with its per-stage hits; returns the query id."""
         locate = trace.locate
         with self._lock, self._conn:
             cur = self._conn.execute(
-                "INSERT INTO query (created_at, question, strategy, locator, settings_json,"
-                " provider_json, timing_json, fallbacks_json, answer, trace_json)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO query (created_at, workspace, question, strategy, locator,"
+                " settings_json, provider_json, timing_json, fallbacks_json, answer, trace_json)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     trace.created_at,
+                    workspace,
                     trace.question,
                     trace.strategy,
                     locate.locator if locate else None,
@@ -102,12 +107,14 @@ class AuditLog:
             )
         return query_id
 
-    def recent(self, limit: int = 50) -> list[dict[str, Any]]:
+    def recent(self, limit: int = 50, workspace: str | None = None) -> list[dict[str, Any]]:
+        """Newest first; with `workspace`, only that workspace's queries."""
+        where, args = ("WHERE workspace = ?", (workspace, limit)) if workspace else ("", (limit,))
         with self._lock:
             cur = self._conn.execute(
-                "SELECT id, created_at, question, strategy, locator FROM query"
-                " ORDER BY id DESC LIMIT ?",
-                (limit,),
+                "SELECT id, created_at, workspace, question, strategy, locator FROM query"
+                f" {where} ORDER BY id DESC LIMIT ?",
+                args,
             )
             names = [c[0] for c in cur.description]
             return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]

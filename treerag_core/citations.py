@@ -194,7 +194,8 @@ def parse_citations(
 
     Markers: `[Source: p]`, `[来源: p]`, `[来源：p]`, `(来源: p)`, `（来源：p）`, `【来源：p】`;
     one marker may list paths separated by `;`, `；` or `,`. A citation is `supported` when
-    one of its nodes is the source node of a retrieved chunk; a path that matches no node
+    one of its nodes is the source node of a retrieved chunk, and then names only those
+    nodes (a path can match several documents' "Abstract"); a path that matches no node
     has no node ids and is unsupported. An identical marker repeated later adds nothing.
     `node_paths` maps node id -> heading path; retrieved chunks' own paths fill its gaps.
     """
@@ -214,5 +215,8 @@ def parse_citations(
             if (marker, path) in seen:
                 continue
             seen.add((marker, path))
-            citations.append(Citation(marker, path, ids, any(i in sources for i in ids)))
+            # A path like "Abstract" names a node in every paper: the evidence shown to the
+            # model says which one was meant.
+            retrieved_ids = tuple(i for i in ids if i in sources)
+            citations.append(Citation(marker, path, retrieved_ids or ids, bool(retrieved_ids)))
     return citations

@@ -197,17 +197,19 @@ def rerank_step(engine: Engine, trace: Trace, settings: QuerySettings) -> None:
             reranker = engine.reranker_factory(effective.rerank_model)
         except TreeRAGError as exc:
             trace.fallbacks.append(Fallback("rerank", "load_failed", str(exc)))
+    # Score every pooled candidate (not only the kept top-k) so views can show what fell out.
     hits, reason = rerank_chunks(
         trace.question,
         pooled,
         reranker,
-        settings.final_top_k,
+        max(1, len(pooled)),
         trace.language,
         effective.rerank_chinese,
     )
     if reason and effective.rerank and pooled:
         trace.fallbacks.append(Fallback("rerank", "kept_fused_order", reason))
-    trace.reranked = hits
+    trace.candidates = hits
+    trace.reranked = hits[: settings.final_top_k]
     trace.reranker = getattr(reranker, "name", "") if reason is None else ""
     trace.rerank_seconds = time.perf_counter() - started
 
@@ -270,6 +272,7 @@ def run_stream(
     question = check_question(question, settings)
     client = engine.client(settings)
     trace = new_trace(engine, question, settings, strategy, client is not None)
+    trace.scope = list(scope) if scope is not None else None
     if located is not None:
         trace.locate = located
     else:
@@ -295,9 +298,16 @@ def run(engine: Engine, question: str, settings: QuerySettings | None = None, **
 
 
 def rerun_from_locate(
-    engine: Engine, trace: Trace, settings: QuerySettings, synthesize: bool = True
+    engine: Engine,
+    trace: Trace,
+    settings: QuerySettings,
+    synthesize: bool = True,
+    scope: Sequence[str] | None = None,
 ) -> Trace:
-    """Steps 2-3 again with new settings, reusing the trace's step-1 result (no new LLM call)."""
+    """Steps 2-3 again with new settings, reusing the trace's step-1 result (no new LLM call).
+
+    The scope defaults to the trace's own, so a flat strategy keeps searching the same documents.
+    """
     if trace.locate is None:
         raise QueryError("this trace has no step-1 result to reuse")
     fallbacks = [f for f in trace.fallbacks if f.stage == "locate"]
@@ -308,6 +318,7 @@ def rerun_from_locate(
         strategy=trace.strategy,
         located=trace.locate,
         synthesize=synthesize,
+        scope=scope if scope is not None else trace.scope,
     )
     new.fallbacks = fallbacks + new.fallbacks
     return new

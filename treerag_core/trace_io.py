@@ -52,6 +52,7 @@ def trace_from_dict(data: dict[str, Any]) -> Trace:
             "locate": _locate(data.get("locate")),
             "retrieved": {k: [_hit(h) for h in v] for k, v in data.get("retrieved", {}).items()},
             "reranked": [_hit(h) for h in data.get("reranked", [])],
+            "candidates": [_hit(h) for h in data.get("candidates", [])],
             "answer_usage": Usage(**data.get("answer_usage", {})),
             "citations": [
                 Citation(**{**c, "node_ids": tuple(c["node_ids"])})

@@ -161,10 +161,12 @@ class Trace:
     settings: dict[str, Any]
     provider: dict[str, Any]
     language: Language = "en"
+    scope: list[str] | None = None  # documents searched (None: the whole index)
     locate: LocateResult | None = None
     retrieved: dict[str, list[RetrievedChunk]] = field(default_factory=dict)  # leaf id -> hits
     retrieve_seconds: float = 0.0
-    reranked: list[RetrievedChunk] = field(default_factory=list)
+    reranked: list[RetrievedChunk] = field(default_factory=list)  # the final top-k
+    candidates: list[RetrievedChunk] = field(default_factory=list)  # every pooled chunk, scored
     rerank_seconds: float = 0.0
     reranker: str = ""
     answer: str = ""
