@@ -6,12 +6,13 @@ import argparse
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from tqdm import tqdm
 
 from treerag_core.config import IndexSettings, QuerySettings, anthropic_api_key
-from treerag_core.errors import TreeRAGError
+from treerag_core.errors import LLMError, TreeRAGError
 
 STRATEGY_CHOICES = ("treerag", "flat-hybrid", "flat-dense", "flat-bm25")
 EMBEDDER_HELP = (
@@ -46,6 +47,21 @@ def _progress_bars():
     return update, close
 
 
+def _llm_summarizer(settings: IndexSettings, previous):
+    """The LLM summarizer when asked for; without a key that is an error, not a silent no."""
+    if not settings.llm_summaries:
+        return None
+    from treerag_core.llm import make_client
+    from treerag_core.summaries_llm import make_llm_summarizer
+
+    query = QuerySettings()
+    client = make_client(query, anthropic_api_key())
+    if client is None:
+        raise LLMError("--llm-summaries needs ANTHROPIC_API_KEY", reason="no_api_key")
+    cache = previous.summary_cache if previous is not None else {}
+    return make_llm_summarizer(client, query.locate_model, cache)
+
+
 def cmd_index(args: argparse.Namespace) -> int:
     from treerag_core.embedders import get_embedder
     from treerag_core.index import build_index, corpus_stats
@@ -59,6 +75,7 @@ def cmd_index(args: argparse.Namespace) -> int:
         chunk_overlap=args.chunk_overlap,
         embedder=embedder_name or IndexSettings().embedder,
         max_file_bytes=int(args.max_file_mb * 1024 * 1024),
+        llm_summaries=args.llm_summaries,
     )
     started = time.perf_counter()
     sources, rejected = sources_from_paths(args.input, settings.max_file_bytes)
@@ -75,9 +92,22 @@ def cmd_index(args: argparse.Namespace) -> int:
         except TreeRAGError as exc:
             print(f"note: rebuilding from scratch ({exc})", file=sys.stderr)
     embedder = get_embedder(settings.embedder)
+    summarizer = _llm_summarizer(settings, previous)
     update, close = _progress_bars()
     try:
-        index = build_index(sources, settings, embedder, previous=previous, progress=update)
+        try:
+            index = build_index(
+                sources,
+                settings,
+                embedder,
+                previous=previous,
+                progress=update,
+                summarizer=summarizer,
+            )
+        except LLMError as exc:
+            print(f"note: LLM summaries failed ({exc}); using local summaries", file=sys.stderr)
+            settings = replace(settings, llm_summaries=False)
+            index = build_index(sources, settings, embedder, previous=previous, progress=update)
     finally:
         close()
     save_index(index, output)
@@ -257,6 +287,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-depth", type=int, default=IndexSettings().max_depth)
     p.add_argument("--chunk-size", type=int, default=IndexSettings().chunk_size)
     p.add_argument("--chunk-overlap", type=int, default=IndexSettings().chunk_overlap)
+    p.add_argument(
+        "--llm-summaries",
+        action="store_true",
+        help="one-line section summaries from the LLM (needs ANTHROPIC_API_KEY; cached)",
+    )
     p.add_argument(
         "--max-file-mb",
         type=float,

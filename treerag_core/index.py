@@ -17,7 +17,7 @@ from treerag_core.embedders import Embedder
 from treerag_core.parsing import document_language, parse_document
 from treerag_core.summaries import content_key, summarize_tree
 from treerag_core.text import tokenize
-from treerag_core.types import Chunk, DocumentInfo, TreeNode
+from treerag_core.types import Chunk, DocumentInfo, Language, TreeNode
 
 # progress(stage, done, total): stage is "parse", "embed" or "index".
 ProgressFn = Callable[[str, int, int], None]
@@ -199,11 +199,14 @@ def build_index(
     previous: CorpusIndex | None = None,
     progress: ProgressFn | None = None,
     summary_overrides: dict[str, str] | None = None,
+    summarizer: Callable[[Sequence[TreeNode], Language], dict[str, str]] | None = None,
 ) -> CorpusIndex:
     """Parse, summarise, chunk, tokenise and embed `sources` into a CorpusIndex.
 
     With `previous` (an index built with the same settings and embedder), documents whose
     content hash is unchanged reuse their embeddings: only changed documents hit the model.
+    `summarizer` (LLM summaries) returns {content_key: summary} for a document's nodes; its
+    results are kept in the index's summary cache, so an unchanged section is never resent.
     """
     notify = progress or (lambda stage, done, total: None)
     sources = _unique_names(sources)
@@ -213,12 +216,16 @@ def build_index(
     nodes: dict[str, TreeNode] = {}
     chunks: list[Chunk] = []
     next_id = 1
-    overrides = dict(previous.summary_cache) if previous else {}
+    # LLM summaries of the previous build are reused only while the option stays on.
+    use_cache = previous is not None and settings.llm_summaries
+    overrides = dict(previous.summary_cache) if use_cache else {}
     overrides.update(summary_overrides or {})
     for done, src in enumerate(sources):
         doc_nodes = parse_document(
             src.text, doc_id=src.name, name=src.name, max_depth=settings.max_depth, first_id=next_id
         )
+        if summarizer is not None:
+            overrides.update(summarizer(doc_nodes, document_language(src.text)))
         doc_nodes = summarize_tree(
             doc_nodes, max_chars=settings.summary_chars, overrides=overrides or None
         )
