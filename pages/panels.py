@@ -164,7 +164,10 @@ def step2(trace: Trace) -> None:
 
 def rerank(trace: Trace) -> None:
     """The pooled candidates across leaves: rerank score, final rank and rank change."""
-    pooled = pool_hits([hit for hits in trace.retrieved.values() for hit in hits])
+    # Traces keep every scored candidate; older saved traces only have the final top-k.
+    pooled = sorted(trace.candidates, key=lambda h: h.pooled_rank) or pool_hits(
+        [hit for hits in trace.retrieved.values() for hit in hits]
+    )
     reranked = trace.reranked
     if trace.reranker:
         st.caption(
@@ -175,7 +178,7 @@ def rerank(trace: Trace) -> None:
         reason = next((f.detail for f in trace.fallbacks if f.stage == "rerank"), "rerank off")
         st.caption(f"No rerank ({w.plain(reason)}): the fused order is kept.")
     frame = w.rerank_frame(reranked, pooled)
-    scores = [h.rerank for h in reranked if h.rerank is not None]
+    scores = [h.rerank for h in pooled if h.rerank is not None]
     config: dict[str, Any] = {
         "final": st.column_config.NumberColumn("final rank"),
         "change": st.column_config.TextColumn("change", help="pooled (fused) rank → final rank"),
@@ -190,7 +193,7 @@ def rerank(trace: Trace) -> None:
             "rerank", min_value=low, max_value=high if high > low else low + 1, format="%.2f"
         )
     st.dataframe(frame, hide_index=True, width="stretch", column_config=config, key="rerank_table")
-    if len(pooled) > len(reranked):
+    if len(pooled) > len(reranked) and not trace.candidates:
         st.caption(
             "Dropped candidates show no rerank score: the trace keeps scores of the final "
             "top-k only."

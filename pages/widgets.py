@@ -604,7 +604,7 @@ def rerank_frame(
                 "chunk": cand.chunk.chunk_id,
                 "text": preview(cand.chunk.text),
                 "fused": cand.fused,
-                "rerank": hit.rerank if hit else None,
+                "rerank": hit.rerank if hit else cand.rerank,
                 "forced_1": "⚠ 1.0 forced" if cand.minmax_forced else "",
             }
         )
