@@ -17,8 +17,9 @@ state.init_session()
 ASK = st.Page("pages/ask.py", title="Ask", icon=":material/forum:", default=True)
 DOCUMENTS = st.Page("pages/documents.py", title="Documents", icon=":material/description:")
 HISTORY = st.Page("pages/history.py", title="History", icon=":material/history:")
+EVALUATE = st.Page("pages/evaluate.py", title="Evaluate", icon=":material/analytics:")
 
-navigation = st.navigation([ASK, DOCUMENTS, HISTORY])
+navigation = st.navigation([ASK, DOCUMENTS, HISTORY, EVALUATE])
 target = st.session_state.pop("open_page", None)  # a deep link that came in before app.py ran
 if target:
     st.switch_page(target)

@@ -31,12 +31,16 @@ COMPARE_STRATEGIES = ("treerag", "flat-hybrid", "flat-dense", "flat-bm25")
 
 def _sidebar(doc_options: dict[str, str], scope_key: str) -> None:
     sb = st.sidebar
+    eval_corpus = ss.get("eval_corpus")  # set when a question was opened from Evaluate
+    labels = {state.SAMPLES: "Sample documents", state.UPLOADS: "My uploads"}
+    if eval_corpus is not None:
+        labels[state.EVAL] = eval_corpus.label
     sb.radio(
         "Corpus",
-        [state.SAMPLES, state.UPLOADS],
+        list(labels),
         key="qs_corpus",
         persist_state=KEEP,
-        format_func=lambda k: "Sample documents" if k == state.SAMPLES else "My uploads",
+        format_func=labels.get,
         horizontal=True,
     )
     ss[scope_key] = [d for d in ss.get(scope_key, []) if d in doc_options]
@@ -413,6 +417,8 @@ def _welcome(doc_ids: Sequence[str]) -> None:
 
 
 def main() -> None:
+    if ss.qs_corpus == state.EVAL and ss.get("eval_corpus") is None:
+        ss.qs_corpus = state.SAMPLES  # no eval set opened in this session
     corpus_kind = ss.qs_corpus
     try:
         corpus = state.current_corpus(corpus_kind)

@@ -29,6 +29,7 @@ SAMPLE_DIR = REPO / "sample_docs"
 EMBEDDER_ENV = "TREERAG_EMBEDDER"  # tests set "hashing" for speed; the app default is real
 EMBEDDER_CHOICES = ("multilingual", "minilm", "hashing")
 SAMPLES, UPLOADS = "samples", "uploads"
+EVAL = "eval"  # an eval set's index, opened from the Evaluate page (session key eval_corpus)
 UI_STRATEGIES = ("treerag", "flat-hybrid", "flat-dense", "flat-bm25")  # oracle needs gold
 LOCATORS = ("auto", "llm", "local", "keyword")
 FUSIONS = ("weighted", "rrf", "dbsf")
@@ -249,6 +250,8 @@ def workspace_corpus() -> Corpus | None:
 
 
 def current_corpus(kind: str) -> Corpus | None:
+    if kind == EVAL:
+        return st.session_state.get("eval_corpus")
     return workspace_corpus() if kind == UPLOADS else sample_corpus()
 
 
@@ -448,12 +451,35 @@ def open_from_history(query_id: int) -> Trace:
     trace = audit_log().load(query_id)
     set_trace(trace, entry["corpus"], entry.get("scope"), query_id)
     apply_settings(trace.settings)
-    st.session_state.qs_corpus = UPLOADS if entry["corpus"].startswith("ws:") else SAMPLES
+    kinds = {"ws:": UPLOADS, f"{EVAL}:": EVAL}
+    st.session_state.qs_corpus = next(
+        (k for p, k in kinds.items() if entry["corpus"].startswith(p)), SAMPLES
+    )
     scope_key = f"qs_scope_{st.session_state.qs_corpus}"
     st.session_state[scope_key] = list(entry.get("scope") or [])
     st.session_state.question = trace.question
     st.session_state.inspect = None
     return trace
+
+
+def open_trace(
+    trace: Trace, corpus: Corpus, scope: Sequence[str] | None, inspect: str | None = None
+) -> None:
+    """Show a trace made elsewhere (the Evaluate page) on the Ask view, against `corpus`.
+
+    The corpus (an eval set's index) is kept in session state, so the Ask page can offer it
+    as a third corpus beside the samples and the uploads.
+    """
+    ss = st.session_state
+    ss.eval_corpus = corpus
+    set_trace(trace, corpus.key, scope, None)
+    apply_settings(trace.settings)
+    ss.qs_corpus = corpus.kind
+    ss[f"qs_scope_{corpus.kind}"] = list(scope or [])
+    ss.question = trace.question
+    ss.inspect = inspect
+    ss.expanded = set()
+    ss.trace_origin = "eval"
 
 
 def examples_for(doc_ids: Sequence[str], per_doc: int = 6) -> list[tuple[str, str]]:

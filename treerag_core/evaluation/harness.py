@@ -52,7 +52,10 @@ def index_cache_key(dataset: EvalDataset, settings: IndexSettings) -> str:
 
 
 def dataset_index(
-    dataset: EvalDataset, settings: IndexSettings, cache_dir: Path | None
+    dataset: EvalDataset,
+    settings: IndexSettings,
+    cache_dir: Path | None,
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> CorpusIndex:
     """One index over all the set's documents (doc scope restricts each query to its docs),
     built once and cached by content hash."""
@@ -66,7 +69,7 @@ def dataset_index(
         SourceDocument(name, (dataset.docs_dir / name).read_text(encoding="utf-8"))
         for name in dataset.doc_names
     ]
-    index = build_index(sources, settings, get_embedder(settings.embedder))
+    index = build_index(sources, settings, get_embedder(settings.embedder), progress=progress)
     if folder is not None:
         save_index(index, folder)
     return index

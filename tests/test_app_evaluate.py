@@ -1,0 +1,328 @@
+"""AppTest of the Evaluate page: a limited run, curves, question filters, opening a question's
+trace on Ask, the coverage map, saved reports, and the errors a user can cause."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from streamlit.dataframe_util import convert_arrow_bytes_to_pandas_df
+from streamlit.testing.v1 import AppTest
+
+from pages.widgets import PALETTE
+from treerag_core.config import IndexSettings
+from treerag_core.evaluation.dataset import load_dataset
+from treerag_core.evaluation.harness import dataset_index, oracle_leaves
+from treerag_core.evaluation.report import load_report, write_report
+
+APP = Path(__file__).resolve().parents[1] / "app.py"
+QASPER = Path(__file__).resolve().parents[2] / "shared" / "eval" / "qasper"
+STRATEGIES = ["treerag", "flat-hybrid"]
+LIMIT = 4
+RATES = ["recall@1000c", "recall@2000c", "hit@5", "recall@5", "mrr@10"]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def app_env(tmp_path_factory):
+    """The hashing embedder (speed), a private data dir, and no API key from the machine."""
+    with pytest.MonkeyPatch.context() as mp:
+        data = tmp_path_factory.mktemp("eval_app_data")
+        mp.setenv("TREERAG_EMBEDDER", "hashing")
+        mp.setenv("TREERAG_DATA_DIR", str(data))
+        mp.setenv("HF_HUB_OFFLINE", "1")
+        mp.delenv("ANTHROPIC_API_KEY", raising=False)
+        yield data
+
+
+@pytest.fixture(scope="module")
+def qasper() -> Path:
+    if not (QASPER / "questions.jsonl").is_file():
+        pytest.skip(f"eval data not found beside the repo ({QASPER} missing)")
+    return QASPER
+
+
+def evaluate_page() -> AppTest:
+    at = AppTest.from_file(str(APP), default_timeout=120)
+    at.run()
+    at.switch_page("pages/evaluate.py").run()
+    assert not at.exception, at.exception
+    return at
+
+
+@pytest.fixture(scope="module")
+def ran(qasper) -> AppTest:
+    """The page after a run of treerag and flat-hybrid on the first 4 qasper questions."""
+    at = evaluate_page()
+    at.selectbox(key="ev_dataset").set_value("qasper")
+    at.multiselect(key="ev_strategies").set_value(STRATEGIES)
+    at.radio(key="ev_scope").set_value("doc")
+    at.number_input(key="ev_limit").set_value(LIMIT)
+    at.button(key="ev_run").click().run()
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+    return at
+
+
+@pytest.fixture(scope="module")
+def saved_report(ran, tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("reports") / "qasper-run.json"
+    write_report(path, ran.session_state["eval_report"])
+    return path
+
+
+def table(at: AppTest, column: str) -> pd.DataFrame:
+    """The one dataframe that has `column` (AppTest dataframes carry no key)."""
+    found = [d.value for d in at.dataframe if column in d.value.columns]
+    assert len(found) == 1, f"{len(found)} tables with a {column!r} column"
+    return found[0]
+
+
+def errors(at: AppTest) -> str:
+    """The error messages as a user reads them (without the Markdown escapes)."""
+    return "\n".join(e.value for e in at.error).replace("\\", "")
+
+
+def graph_nodes(at: AppTest) -> dict[str, dict]:
+    [element] = at.get("component_instance")
+    return {n["id"]: n for n in json.loads(json.loads(element.proto.json_args)["data"])["nodes"]}
+
+
+def hit(record: dict) -> bool:
+    return record["metrics"]["hit@5"] >= 1.0
+
+
+def show(at: AppTest, view: str) -> AppTest:
+    at.segmented_control(key="ev_view").set_value(view).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def load_from_path(path: Path | str) -> AppTest:
+    at = evaluate_page()
+    at.text_input(key="ev_report_path").input(str(path))
+    at.button(key="ev_load").click().run()
+    assert not at.exception, at.exception
+    return at
+
+
+# ---- the page ---------------------------------------------------------------------------------
+
+
+def test_page_renders_before_any_run(qasper):
+    at = evaluate_page()
+    assert at.title[0].value == "Evaluate"
+    assert not at.error
+    assert any("Run evaluation" in i.value for i in at.info)
+    usable = len(load_dataset(qasper).usable_questions)
+    assert any(f"{usable} usable of" in c.value for c in at.caption)
+    dev_sets = ["qasper", "lecoqa_laws", "gitlab_handbook"]
+    assert at.selectbox(key="ev_dataset").options[:3] == dev_sets
+
+
+def test_limited_run_fills_the_metric_table_with_the_reports_numbers(ran):
+    report = ran.session_state["eval_report"]
+    show(ran, "Metrics")
+    assert report["dataset"] == "qasper" and report["scope"] == "doc"
+    frame = table(ran, "recall@1000c")
+    assert list(frame["strategy"]) == STRATEGIES
+    assert list(frame["n"]) == [LIMIT, LIMIT]
+    for row in frame.to_dict("records"):
+        metrics = report["strategies"][row["strategy"]]
+        for column in RATES:
+            assert 0.0 <= row[column] <= 1.0, (row["strategy"], column)
+            assert row[column] == pytest.approx(metrics[column])
+        assert row["ctx_chars@5"] > 0
+        assert row["p50 latency (ms)"] == pytest.approx(metrics["latency_ms"]["total"]["p50"])
+        # The mean in the table is the mean of the per-question records.
+        records = report["questions"][row["strategy"]]
+        assert row["hit@5"] == pytest.approx(sum(map(hit, records)) / len(records))
+    tree, flat = frame.set_index("strategy").loc[STRATEGIES, "section_hit@5"]
+    assert 0.0 <= tree <= 1.0
+    assert math.isnan(flat)  # a flat strategy picks no section
+    every = table(ran, "metric").set_index("metric")
+    for k in (1, 3, 5, 10):
+        assert every.loc[f"recall@{k}", "treerag"] == pytest.approx(
+            report["strategies"]["treerag"][f"recall@{k}"]
+        )
+    assert "latency_ms.total.p95" in every.index
+
+
+def chart_frame(at: AppTest) -> pd.DataFrame:
+    [chart] = at.get("vega_lite_chart")
+    spec = json.loads(chart.proto.spec)
+    assert spec["encoding"]["x"]["field"] == "k"
+    [dataset] = chart.proto.datasets
+    return convert_arrow_bytes_to_pandas_df(dataset.data.data)
+
+
+def test_curve_chart_plots_each_strategy_at_k_1_3_5_10(ran):
+    report = ran.session_state["eval_report"]
+    show(ran, "Metrics")
+    for family in ("hit", "recall"):  # ends on the default, for the other tests
+        ran.radio(key="ev_curve").set_value(family).run()
+        data = chart_frame(ran)
+        assert sorted(data["strategy"].unique()) == sorted(STRATEGIES)
+        for row in data.to_dict("records"):
+            assert row["k"] in (1, 3, 5, 10)
+            expected = report["strategies"][row["strategy"]][f"{family}@{row['k']}"]
+            assert row["value"] == pytest.approx(expected)
+        assert len(data) == 4 * len(STRATEGIES)
+
+
+def test_question_filters_change_the_list(ran):
+    records = ran.session_state["eval_report"]["questions"]
+    hits = {s: {r["id"]: hit(r) for r in records[s]} for s in STRATEGIES}
+    ids = [r["id"] for r in records["treerag"]]
+    expected = {
+        "all": ids,
+        "missed by all": [i for i in ids if not any(hits[s][i] for s in STRATEGIES)],
+        "won by treerag": [i for i in ids if hits["treerag"][i] and not hits["flat-hybrid"][i]],
+        "lost by treerag": [i for i in ids if hits["flat-hybrid"][i] and not hits["treerag"][i]],
+    }
+    assert len(ids) == LIMIT
+    show(ran, "Questions")
+    sizes = set()
+    for name, want in expected.items():
+        ran.radio(key="ev_filter").set_value(name).run()
+        assert not ran.exception, ran.exception
+        shown = table(ran, "gold sections")
+        assert list(shown["id"]) == want, name
+        sizes.add(len(shown))
+    assert len(sizes) > 1  # some filter really narrows the list on this run
+    ran.radio(key="ev_filter").set_value("all").run()
+    shown = table(ran, "gold sections").set_index("id")
+    for rec in records["treerag"]:
+        row = shown.loc[rec["id"]]
+        assert row["question"] == rec["question"] and row["doc"] == rec["doc"]
+        assert row["treerag"] == rec["outcome"]
+        assert row["picked sections"] == " · ".join(p["path"] for p in rec["picked"])
+        assert row["gold sections"] == " · ".join(rec["gold_sections"])
+    for rec in records["flat-hybrid"]:
+        assert shown.loc[rec["id"], "flat-hybrid"] == rec["outcome"]
+
+
+def test_coverage_table_has_every_leaf_of_the_document(ran, qasper, app_env):
+    report = ran.session_state["eval_report"]
+    show(ran, "Coverage map")
+    doc = ran.selectbox(key="ev_cov_doc").value
+    frame = table(ran, "pick rate")
+    # The same index, loaded from the page's disk cache.
+    dataset = load_dataset(qasper)
+    index = dataset_index(dataset, IndexSettings(embedder="hashing"), app_env / "eval-cache")
+    leaves = index.leaves(doc)
+    assert list(frame["node"]) == [leaf.node_id for leaf in leaves]
+    assert list(frame["section"]) == [leaf.heading_path for leaf in leaves]
+    # Counts over the run's questions about this document, computed here from the records.
+    by_id = {q.id: q for q in dataset.questions}
+    about = [r for r in report["questions"]["treerag"] if doc in by_id[r["id"]].docs]
+    picked = Counter(p["node_id"] for r in about for p in r["picked"])
+    gold = Counter(i for r in about for i in oracle_leaves(index, by_id[r["id"]]))
+    assert ran.selectbox(key="ev_cov_doc").options[0].endswith(f"{len(about)} question(s)")
+    for row in frame.to_dict("records"):
+        assert row["picked"] == picked[row["node"]]
+        assert row["gold"] == gold[row["node"]]
+        assert row["pick rate"] == pytest.approx(picked[row["node"]] / len(about))
+        assert bool(row["flag"]) == (gold[row["node"]] > 0 and picked[row["node"]] == 0)
+    assert frame["gold"].sum() > 0
+    # The tree: leaves coloured by pick rate, never-picked gold flagged.
+    nodes = graph_nodes(ran)
+    for row in frame.to_dict("records"):
+        node = nodes.get(row["node"])
+        if node is None:
+            continue  # collapsed
+        if row["pick rate"] == 1.0:
+            assert node["color"]["background"] == PALETTE["picked"]
+        if row["picked"] == 0:
+            assert node["color"]["background"] == "#FFFFFF"
+        assert node["label"].startswith("⚠") == bool(row["flag"])
+
+
+def test_opening_a_question_lands_on_ask_with_its_trace(saved_report):
+    report = load_report(saved_report)
+    at = load_from_path(saved_report)
+    record = report["questions"]["treerag"][1]
+    show(at, "Questions")
+    at.selectbox(key="ev_pick").set_value(record["id"])
+    at.button(key="ev_open_button").click().run()
+    assert not at.exception, at.exception
+    assert at.title[0].value == "TreeRAG Explorer"  # the Ask page
+    trace = at.session_state["trace"]
+    assert trace.question == record["question"]
+    assert trace.strategy == "treerag" and trace.provider["llm"] is False
+    assert trace.scope == [record["doc"]]
+    # Re-run on the same index with the same settings: step 1 picks what the eval picked.
+    assert [leaf.node_id for leaf in trace.locate.leaves] == [
+        p["node_id"] for p in record["picked"]
+    ]
+    assert at.session_state["qs_corpus"] == "eval"
+    assert at.session_state["trace_corpus"] == at.session_state["eval_corpus"].key
+    assert "Eval set: qasper" in at.radio(key="qs_corpus").options
+    # The graph draws that document's tree, with the picked leaves coloured.
+    index = at.session_state["eval_corpus"].index
+    nodes = graph_nodes(at)
+    assert {index.nodes[i].doc_id for i in nodes if i in index.nodes} == {record["doc"]}
+    drawn_picked = [i for i in nodes if i in {p["node_id"] for p in record["picked"]}]
+    assert drawn_picked
+    assert all(nodes[i]["color"]["background"] == PALETTE["picked"] for i in drawn_picked)
+    assert at.session_state["inspect"] in index.nodes
+    # The samples are one click away again.
+    at.radio(key="qs_corpus").set_value("samples").run()
+    assert not at.exception, at.exception
+    assert at.session_state["eval_corpus"] is not None
+
+
+def test_a_saved_report_renders_the_same_table(ran, saved_report, app_env):
+    show(ran, "Metrics")
+    expected = table(ran, "recall@1000c")
+    at = load_from_path(saved_report)
+    assert not at.error, errors(at)
+    pd.testing.assert_frame_equal(table(at, "recall@1000c"), expected)
+    assert any("loaded from qasper-run.json" in c.value.replace("\\", "") for c in at.caption)
+    # An uploaded copy renders the same table.
+    at = evaluate_page()
+    at.file_uploader[0].set_value(
+        [("mine.json", saved_report.read_bytes(), "application/json")]
+    ).run()
+    assert not at.exception, at.exception
+    pd.testing.assert_frame_equal(table(at, "recall@1000c"), expected)
+    # Saving on the server writes a report that loads back the same.
+    ran.button(key="ev_save").click().run()
+    [saved] = (app_env / "eval-reports").glob("*.json")
+    assert load_report(saved) == ran.session_state["eval_report"]
+    assert any(saved.name in s.value.replace("\\", "") for s in ran.success)
+
+
+def test_a_missing_folder_shows_an_error_and_runs_nothing(tmp_path):
+    at = evaluate_page()
+    at.selectbox(key="ev_dataset").set_value("other").run()
+    at.text_input(key="ev_folder").input(str(tmp_path / "no-such-set")).run()
+    assert "No questions.jsonl" in errors(at)
+    assert "Pick one of the dev sets" in errors(at)
+    at.button(key="ev_run").click().run()
+    assert not at.exception, at.exception
+    assert "Nothing was run" in errors(at)
+    assert at.session_state["eval_report"] is None
+
+
+def test_bad_report_files_show_an_error(tmp_path):
+    garbage = tmp_path / "garbage.json"
+    garbage.write_text("not json", encoding="utf-8")
+    other = tmp_path / "other.json"
+    other.write_text('{"hello": 1}', encoding="utf-8")
+    for path, message in (
+        (garbage, "not valid UTF-8 JSON"),
+        (other, "is not an eval report"),
+        (tmp_path / "missing.json", "No eval report at"),
+    ):
+        at = load_from_path(path)
+        assert message in errors(at), path.name
+        assert "Run button" in errors(at)  # what to do next
+        assert at.session_state["eval_report"] is None
+    at = evaluate_page()
+    at.file_uploader[0].set_value([("bad.json", b"\xff\xfe", "application/json")]).run()
+    assert not at.exception, at.exception
+    assert "not valid UTF-8 JSON" in errors(at)
