@@ -18,7 +18,7 @@ EVAL_DIR = REPO.parent / "shared" / "eval"
 def sample_sources(names: list[str] | None = None):
     from treerag_core.index import SourceDocument
 
-    paths = sorted(SAMPLES.glob("*.md"))
+    paths = sorted(p for p in SAMPLES.glob("*.md") if p.name != "README.md")
     return [
         SourceDocument(p.name, p.read_text(encoding="utf-8"))
         for p in paths

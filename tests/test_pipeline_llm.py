@@ -138,3 +138,28 @@ def test_llm_off_makes_no_call_even_with_a_key(engine, server):
     trace = run(engine, "How many epochs was AdaRouter trained for?", fast().with_(use_llm=False))
     assert server.requests == []
     assert trace.locate.locator == "local"
+
+
+def test_prompt_budget_narrows_a_corpus_to_the_most_relevant_documents(
+    hashing_index, server, monkeypatch
+):
+    from treerag_core.embedders import get_embedder
+
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
+    engine = Engine(hashing_index, get_embedder("hashing"), api_key=KEY, client_factory=make_client)
+    paper = next(d for d in hashing_index.documents if d.doc_id == "test_paper.md")
+    training = next(
+        n.node_id
+        for n in hashing_index.leaves(paper.doc_id)
+        if n.heading == "3.3 Training Procedure"
+    )
+    server.push(reply(locate_json((training, "epochs"))), stream(["ok"]))
+    settings = fast().with_(locate_budget_tokens=50)  # far too small for four trees
+    trace = run(engine, "AdaRouter training epochs EUR/USD router", settings)
+    assert trace.locate.locator == "llm"
+    [note] = [n for n in trace.locate.notes if n.startswith("prompt budget")]
+    assert "left out 3 document(s)" in note and "test_paper.md" not in note
+    prompt = server.requests[0].prompt_text
+    assert f"[{paper.root_id}]" in prompt  # the most relevant document was kept
+    others = [d.root_id for d in hashing_index.documents if d.doc_id != paper.doc_id]
+    assert not any(f"[{root}]" in prompt for root in others)

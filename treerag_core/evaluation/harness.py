@@ -18,7 +18,7 @@ from treerag_core.evaluation.metrics import Passage, aggregate, question_metrics
 from treerag_core.index import CorpusIndex, SourceDocument, build_index
 from treerag_core.pipeline import STRATEGIES, Engine, run
 from treerag_core.store import load_index, save_index
-from treerag_core.types import Trace
+from treerag_core.types import Trace, Usage
 
 Progress = Callable[[int, int], None]
 
@@ -87,6 +87,11 @@ def oracle_leaves(index: CorpusIndex, question: EvalQuestion) -> list[str]:
             ):
                 picked.append(leaf.node_id)
     return picked[:5]
+
+
+def _usage_of(trace: Trace) -> Usage:
+    locate = trace.locate.usage if trace.locate is not None else Usage()
+    return locate + trace.answer_usage
 
 
 def passages_of(trace: Trace) -> list[Passage]:
@@ -162,6 +167,7 @@ def evaluate(
     latency: dict[str, dict[str, list[float]]] = {
         s: {"locate": [], "retrieve": [], "rerank": [], "total": []} for s in config.strategies
     }
+    spent: dict[str, Usage] = {s: Usage() for s in config.strategies}
     skipped: dict[str, int] = {}
     total = len(questions) * len(config.strategies)
     done = 0
@@ -200,6 +206,7 @@ def evaluate(
                 lat["retrieve"].append(trace.retrieve_seconds * 1000)
                 lat["rerank"].append(trace.rerank_seconds * 1000)
                 lat["total"].append(elapsed * 1000)
+                spent[strategy] = spent[strategy] + _usage_of(trace)
     except KeyboardInterrupt:
         partial = True
     n_left_out = len(dataset.questions) - len(dataset.usable_questions)
@@ -208,6 +215,14 @@ def evaluate(
         if not per[strategy]:
             continue
         strategies[strategy] = aggregate(per[strategy], latency[strategy], n_left_out=n_left_out)
+        if config.use_llm:
+            used = spent[strategy]
+            strategies[strategy]["llm_usage"] = {
+                "input_tokens": used.input_tokens,
+                "output_tokens": used.output_tokens,
+                "cache_read_tokens": used.cache_read_tokens,
+                "cost_usd": round(used.cost_usd, 6),
+            }
     return {
         "dataset": dataset.name,
         "scope": config.scope,

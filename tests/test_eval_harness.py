@@ -1,0 +1,120 @@
+"""The evaluation harness end to end on a few real QASPER questions (hashing embedder)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from fake_anthropic import FakeAnthropicServer, reply
+
+from treerag_core.config import IndexSettings, QuerySettings
+from treerag_core.evaluation.harness import EvalConfig, evaluate, oracle_leaves
+from treerag_core.evaluation.report import load_report, markdown_table, write_report
+
+SETTINGS = IndexSettings(embedder="hashing")
+
+
+def config(**changes) -> EvalConfig:
+    base = {
+        "strategies": ("treerag", "flat-hybrid", "oracle-sections"),
+        "limit": 3,
+        "index_settings": SETTINGS,
+        "query_settings": QuerySettings(final_top_k=10, rerank=False),
+    }
+    return EvalConfig(**{**base, **changes})
+
+
+@pytest.fixture(scope="module")
+def report(eval_dir, tmp_path_factory):
+    cache = tmp_path_factory.mktemp("cache")
+    return evaluate(eval_dir / "qasper", config(), cache_dir=cache)
+
+
+def test_report_has_every_metric_per_strategy(report):
+    assert report["dataset"] == "qasper" and report["scope"] == "doc"
+    assert not report["partial"]
+    for name in ("treerag", "flat-hybrid", "oracle-sections"):
+        metrics = report["strategies"][name]
+        assert metrics["n_questions"] == 3
+        for k in (1, 3, 5, 10):
+            for key in (f"hit@{k}", f"recall@{k}", f"ctx_chars@{k}"):
+                assert key in metrics
+        assert 0.0 <= metrics["recall@1000c"] <= metrics["recall@2000c"] <= 1.0
+        assert metrics["latency_ms"]["total"]["p50"] <= metrics["latency_ms"]["total"]["p95"]
+        assert metrics["n_left_out"] == 6
+    assert "section_hit@5" in report["strategies"]["treerag"]
+    assert "section_hit@5" not in report["strategies"]["flat-hybrid"]
+    # The oracle picks the gold leaves, so its section hit is perfect by construction.
+    assert report["strategies"]["oracle-sections"]["section_hit@1"] == 1.0
+
+
+def test_per_question_records_explain_each_outcome(report):
+    records = report["questions"]["treerag"]
+    assert len(records) == 3
+    for record in records:
+        assert record["outcome"] in {
+            "hit",
+            "wrong section picked",
+            "right section, wrong chunk",
+            "miss (gold section unknown)",
+        }
+        assert record["picked"] and record["gold_sections"]
+
+
+def test_report_round_trips_and_prints(report, tmp_path):
+    path = tmp_path / "r.json"
+    write_report(path, report)
+    assert load_report(path) == json.loads(json.dumps(report))
+    table = markdown_table(report)
+    assert table.count("\n") >= 5 and "treerag" in table
+
+
+def test_ctrl_c_leaves_a_partial_valid_report(eval_dir, tmp_path):
+    def interrupt(done: int, total: int) -> None:
+        if done == 4:
+            raise KeyboardInterrupt
+
+    report = evaluate(eval_dir / "qasper", config(), cache_dir=tmp_path, progress=interrupt)
+    assert report["partial"] is True
+    assert report["strategies"]["treerag"]["n_questions"] == 1
+    json.dumps(report, allow_nan=False)  # still valid JSON
+
+
+def test_oracle_leaves_hold_the_gold_evidence(eval_dir, tmp_path):
+    from treerag_core.evaluation.dataset import load_dataset
+    from treerag_core.evaluation.harness import dataset_index
+
+    dataset = load_dataset(eval_dir / "qasper")
+    index = dataset_index(dataset, SETTINGS, tmp_path)
+    question = dataset.usable_questions[0]
+    leaves = oracle_leaves(index, question)
+    assert leaves
+    for evidence in question.evidences[:1]:
+        assert any(
+            index.nodes[leaf].start < evidence.end and evidence.start < index.nodes[leaf].end
+            for leaf in leaves
+        )
+
+
+def test_llm_runs_report_tokens_and_cost(eval_dir, tmp_path, monkeypatch):
+    def respond(body):
+        text = json.dumps(body)
+        if "thinking" in text:  # the locate prompt asks for JSON with thinking + results
+            ids = re.findall(r"\[(\d{4})\]", text)
+            return reply(
+                json.dumps({"thinking": "t", "results": [{"node_id": ids[-1], "sub_query": "q"}]})
+            )
+        return reply("An answer.")
+
+    with FakeAnthropicServer(responder=respond) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
+        report = evaluate(
+            eval_dir / "qasper",
+            config(strategies=("treerag",), limit=2, use_llm=True),
+            cache_dir=tmp_path,
+            api_key="sk-ant-test",
+        )
+    usage = report["strategies"]["treerag"]["llm_usage"]
+    assert usage["input_tokens"] > 0 and usage["cost_usd"] > 0
+    assert len(server.requests) == 4  # locate + answer, for each of 2 questions
