@@ -32,7 +32,7 @@ def _progress_bars():
             bar = bars[stage] = tqdm(
                 total=total,
                 desc=label,
-                unit="doc" if stage == "parse" else "chunk",
+                unit={"parse": "doc", "embed": "chunk"}.get(stage, "step"),
                 file=sys.stderr,
                 leave=False,
             )
