@@ -603,7 +603,8 @@ def rerank_frame(
                 "leaf": cand.chunk.source_node_id,
                 "chunk": cand.chunk.chunk_id,
                 "text": preview(cand.chunk.text),
-                "fused": cand.fused,
+                # The pooled order's own score (fusion over all leaves), not the per-leaf one.
+                "fused": cand.pool_fused if cand.pool_fused is not None else cand.fused,
                 "rerank": hit.rerank if hit else cand.rerank,
                 "forced_1": "⚠ 1.0 forced" if cand.minmax_forced else "",
             }

@@ -142,3 +142,29 @@ def test_interactive_loop_with_history_and_quit(index_dir):
 def test_interactive_ends_cleanly_on_eof(index_dir):
     result = cli("interactive", "--index", str(index_dir), "--mock", stdin="")
     assert result.returncode == 0
+
+
+def test_index_refuses_to_replace_a_folder_that_is_not_an_index(tmp_path):
+    precious = tmp_path / "precious"
+    precious.mkdir()
+    (precious / "thesis.txt").write_text("my thesis")
+    result = cli(
+        "index", "--input", str(SAMPLES / "test_paper.md"), "--output", str(precious), "--mock"
+    )
+    assert result.returncode == 2 and "is not a TreeRAG index" in result.stderr
+    assert (precious / "thesis.txt").read_text() == "my thesis"
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--leaves", "9999"], "not a leaf"),
+        (["--top-k", "0"], "final_top_k"),
+        (["--dense-weight", "2"], "dense_weight"),
+    ],
+)
+def test_bad_query_flags_are_one_line_errors(index_dir, flags, message):
+    result = cli("query", "--index", str(index_dir), "--query", "router", "--mock", *flags)
+    assert result.returncode == 2
+    assert result.stderr.startswith("error:") and message in result.stderr
+    assert "Traceback" not in result.stderr

@@ -21,6 +21,8 @@ def test_pool_orders_by_raw_scores_not_per_leaf_normalised_ones():
     pooled = pool_across_leaves(retrieved, QuerySettings())
     assert [h.chunk.chunk_id for h in pooled] == ["b1", "b2", "a1"]
     assert [h.pooled_rank for h in pooled] == [1, 2, 3]
+    scores = [h.pool_fused for h in pooled]
+    assert scores == sorted(scores, reverse=True)  # the shown score explains the order
     assert retrieved["A"][0].pooled_rank == 0  # inputs are not mutated
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from treerag_core.config import IndexSettings, QuerySettings, anthropic_api_key
-from treerag_core.errors import LLMError, TreeRAGError
+from treerag_core.errors import LLMError, QueryError, TreeRAGError
 
 STRATEGY_CHOICES = ("treerag", "flat-hybrid", "flat-dense", "flat-bm25")
 EMBEDDER_HELP = (
@@ -35,6 +35,7 @@ def _progress_bars():
                 unit={"parse": "doc", "embed": "chunk"}.get(stage, "step"),
                 file=sys.stderr,
                 leave=False,
+                disable=not sys.stderr.isatty(),
             )
         bar.total = total
         bar.n = done
@@ -133,7 +134,10 @@ def _query_settings(args: argparse.Namespace) -> QuerySettings:
             changes["final_top_k" if name == "top_k" else name] = value
     if args.no_rerank:
         changes["rerank"] = False
-    return base.with_(**changes)
+    try:
+        return base.with_(**changes)
+    except ValueError as exc:  # a flag out of range is the user's to fix, not a traceback
+        raise QueryError(str(exc)) from exc
 
 
 def _engine(args: argparse.Namespace):
@@ -245,7 +249,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
         index_settings=index_settings,
         query_settings=query,
     )
-    bar = tqdm(total=0, desc="evaluating", unit="run", file=sys.stderr)
+    bar = tqdm(
+        total=0, desc="evaluating", unit="run", file=sys.stderr, disable=not sys.stderr.isatty()
+    )
 
     def progress(done: int, total: int) -> None:
         bar.total = total

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from treerag_core.config import QuerySettings
-from treerag_core.errors import LLMError
+from treerag_core.errors import LLMError, QueryError
 from treerag_core.fusion import fuse
 from treerag_core.index import CorpusIndex
 from treerag_core.prompts import (
@@ -104,8 +104,8 @@ def local_locate(
         picked.append(LocatedLeaf(leaf_id, node.heading_path, question, round(score, 4), "local"))
     thinking = (
         f"Local locator: {len(scored.leaf_ids)} leaves scored by best chunk (hybrid) and "
-        f"heading/summary match; kept {len(picked)} within {settings.locate_cutoff:.2f} "
-        "of the best."
+        f"heading/summary match; kept {len(picked)} scoring at least "
+        f"{settings.locate_cutoff:.0%} of the best."
     )
     return LocateResult(tuple(picked), thinking, "local", seconds=time.perf_counter() - started)
 
@@ -143,10 +143,10 @@ def manual_locate(
     for leaf_id in dict.fromkeys(leaf_ids):
         node = index.nodes.get(leaf_id)
         if node is None or not node.is_leaf:
-            raise ValueError(f"{leaf_id!r} is not a leaf of this index")
+            raise QueryError(f"{leaf_id!r} is not a leaf of this index")
         leaves.append(LocatedLeaf(leaf_id, node.heading_path, question, None, source))
     if not leaves:
-        raise ValueError("pick at least one leaf")
+        raise QueryError("pick at least one leaf")
     return LocateResult(tuple(leaves), f"Leaves chosen by the {source} override.", source)
 
 

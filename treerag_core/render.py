@@ -16,8 +16,9 @@ def _preview(text: str, width: int = 90) -> str:
 def _scores(hit: RetrievedChunk) -> str:
     rerank = f"{hit.rerank:.2f}" if hit.rerank is not None else "-"
     forced = "  (min-max 1.0 on a tiny leaf)" if hit.minmax_forced else ""
+    pooled = f"  pooled={hit.pool_fused:.2f}" if hit.pool_fused is not None else ""
     return (
-        f"dense={hit.dense:.2f}  bm25={hit.bm25:.2f}  fused={hit.fused:.2f}  "
+        f"dense={hit.dense:.2f}  bm25={hit.bm25:.2f}  fused={hit.fused:.2f}{pooled}  "
         f"rerank={rerank}{forced}"
     )
 

@@ -83,10 +83,13 @@ def pool_across_leaves(
     if not hits:
         return []
     if len(retrieved) == 1:  # one group (a flat search): its own fused order already holds
-        return [replace(hit, pooled_rank=rank) for rank, hit in enumerate(hits, start=1)]
+        return [
+            replace(hit, pooled_rank=rank, pool_fused=hit.fused)
+            for rank, hit in enumerate(hits, start=1)
+        ]
     dense = np.asarray([h.dense for h in hits], dtype=np.float64)
     bm25 = np.asarray([h.bm25 for h in hits], dtype=np.float64)
     fused = fuse(dense, bm25, settings.fusion, settings.dense_weight, settings.rrf_k).fused
     ranks = rank_positions(fused)
     ranked = sorted(range(len(hits)), key=lambda i: ranks[i])
-    return [replace(hits[i], pooled_rank=int(ranks[i])) for i in ranked]
+    return [replace(hits[i], pooled_rank=int(ranks[i]), pool_fused=float(fused[i])) for i in ranked]

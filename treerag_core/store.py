@@ -58,6 +58,13 @@ def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
 def save_index(index: CorpusIndex, folder: str | Path) -> Path:
     """Write the index to `folder`: written in a temp folder beside it, then renamed into place."""
     target = Path(folder).resolve()
+    if target.exists() and (
+        not target.is_dir() or (any(target.iterdir()) and not (target / MANIFEST).is_file())
+    ):
+        # Replacing the folder deletes it: only ever do that to an index we wrote.
+        raise IndexFormatError(
+            f"{target} exists and is not a TreeRAG index; choose a new or empty folder"
+        )
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
     try:
@@ -90,7 +97,8 @@ def read_manifest(folder: str | Path) -> dict[str, Any]:
     path = Path(folder)
     hint = REBUILD_HINT.format(path=path)
     if not path.is_dir():
-        raise IndexFormatError(f"no index at {path}: {hint}")
+        build = f"build one with `python -m treerag_core index --input DOCS --output {path}`"
+        raise IndexFormatError(f"no index at {path}: {build}")
     manifest_path = path / MANIFEST
     if not manifest_path.is_file():
         raise IndexFormatError(f"{path} is not a TreeRAG index (no {MANIFEST}); {hint}")

@@ -92,6 +92,7 @@ class RetrievedChunk:
     rerank: float | None = None
     final_rank: int = 0
     minmax_forced: bool = False  # min-max made this the leaf's 1.0 on a 1-2 chunk leaf
+    pool_fused: float | None = None  # fusion recomputed over all leaves' hits: the pooled order
     sub_query: str = ""
 
     @property
