@@ -271,6 +271,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.out:
         write_report(Path(args.out), report)
     print(markdown_table(report))
+    left_out = ", ".join(f"{n} {why}" for why, n in report["left_out"].items()) or "none"
+    print(f"n = questions scored; left out of every mean (whole set): {left_out}")
+    for reason, count in report["skipped"].items():
+        print(f"skipped {count}x: {reason}")
     if report["partial"]:
         print("(interrupted: partial report)")
     return 0

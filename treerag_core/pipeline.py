@@ -330,4 +330,8 @@ def load_engine(folder: str, api_key: str | None = None) -> Engine:
     from treerag_core.store import load_index
 
     index = load_index(folder)
-    return Engine(index=index, embedder=get_embedder(index.embedder_name), api_key=api_key)
+    embedder = get_embedder(index.embedder_name)
+    warm_up = getattr(embedder, "warm_up", None)
+    if warm_up is not None:  # load the model now, so the first query's stage times are honest
+        warm_up()
+    return Engine(index=index, embedder=embedder, api_key=api_key)
