@@ -22,7 +22,7 @@ from treerag_core.config import IndexSettings, QuerySettings, data_dir
 from treerag_core.evaluation.dataset import EvalDataError, EvalDataset, EvalQuestion, load_dataset
 from treerag_core.evaluation.harness import dataset_index, index_cache_key, oracle_leaves
 from treerag_core.evaluation.metrics import KS
-from treerag_core.evaluation.report import HEADLINE_KEYS, write_report
+from treerag_core.evaluation.report import HEADLINE_KEYS, lookup, write_report
 from treerag_core.index import CorpusIndex
 from treerag_core.pipeline import Engine, run
 from treerag_core.types import Trace
@@ -218,16 +218,6 @@ def resolve_folder(report: Mapping[str, Any], *candidates: Path | None) -> Path 
 
 
 # ---- metric tables and curves ------------------------------------------------------------
-
-
-def lookup(metrics: Mapping[str, Any], key: str) -> Any:
-    """A metric by name, or a dotted path into nested entries (latency_ms.total.p50)."""
-    value: Any = metrics
-    for part in key.split("."):
-        if not isinstance(value, Mapping) or part not in value:
-            return None
-        value = value[part]
-    return value
 
 
 def number(value: Any) -> float:

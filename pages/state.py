@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import os
 import secrets
@@ -20,7 +21,7 @@ from treerag_core.config import IndexSettings, QuerySettings, anthropic_api_key,
 from treerag_core.embedders import Embedder, get_embedder
 from treerag_core.errors import IndexFormatError
 from treerag_core.index import CorpusIndex, ProgressFn, SourceDocument, build_index
-from treerag_core.pipeline import Engine, rerun_from_locate, run
+from treerag_core.pipeline import Engine, rerun_from_locate
 from treerag_core.store import load_index, save_index
 from treerag_core.types import LocatedLeaf, LocateResult, Trace
 
@@ -357,23 +358,12 @@ def timed_rerun(
 ) -> tuple[Trace, float]:
     """Steps 2-3 again from the stored step 1 (no step-1 call); returns the seconds too.
 
-    `rerun_from_locate` takes no scope, which flat strategies need (they search every chunk
-    in scope), so a scoped rerun goes through `run(..., located=...)` the same way.
+    The sidebar's scope wins over the trace's (None: every document), so flat strategies
+    search what the user now has in scope.
     """
     started = time.perf_counter()
-    if scope is None:
-        new = rerun_from_locate(engine, trace, settings, synthesize=synthesize)
-    else:
-        new = run(
-            engine,
-            trace.question,
-            settings,
-            strategy=trace.strategy,
-            located=trace.locate,
-            scope=scope,
-            synthesize=synthesize,
-        )
-        new.fallbacks = [f for f in trace.fallbacks if f.stage == "locate"] + new.fallbacks
+    scoped = dataclasses.replace(trace, scope=list(scope) if scope is not None else None)
+    new = rerun_from_locate(engine, scoped, settings, synthesize=synthesize)
     return new, time.perf_counter() - started
 
 

@@ -25,7 +25,7 @@ HEADLINE_KEYS: tuple[str, ...] = (
 MISSING = "—"
 
 
-def _lookup(metrics: Mapping[str, Any], key: str) -> Any:
+def lookup(metrics: Mapping[str, Any], key: str) -> Any:
     # Metric names hold no dots, so a dot always means a nested key (latency_ms.total.p50).
     value: Any = metrics
     for part in key.split("."):
@@ -70,9 +70,9 @@ def markdown_table(report: Mapping[str, Any], keys: Sequence[str] = HEADLINE_KEY
     for name, metrics in strategies.items():
         row = [
             _cell(str(name)),
-            _format("n_questions", _lookup(metrics, "n_questions")),
-            _format("n_left_out", _lookup(metrics, "n_left_out")),
-            *(_format(k, _lookup(metrics, k)) for k in keys),
+            _format("n_questions", lookup(metrics, "n_questions")),
+            _format("n_left_out", lookup(metrics, "n_left_out")),
+            *(_format(k, lookup(metrics, k)) for k in keys),
         ]
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines) + "\n"
