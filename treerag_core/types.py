@@ -141,6 +141,38 @@ class LocateResult:
     usage: Usage = field(default_factory=Usage)
     seconds: float = 0.0
     notes: tuple[str, ...] = ()  # e.g. what a prompt budget cut
+    inputs: dict[str, Any] = field(default_factory=dict, compare=False)  # settings it read
+
+    @classmethod
+    def skipped(cls, why: str) -> LocateResult:
+        """The step-1 result of a strategy that does not locate (flat search, graph modes)."""
+        return cls((), why, "none")
+
+
+@dataclass(frozen=True)
+class RetrievalGroup:
+    """One searched group of step 2: a picked leaf, or the whole scope (`leaf_id` None)."""
+
+    label: str  # the leaf's heading path, or e.g. "all sections in scope"
+    hits: tuple[RetrievedChunk, ...]
+    leaf_id: str | None = None
+    sub_query: str = ""
+    kind: str = "leaf"  # leaf | scope | graph | layer
+
+
+@dataclass(frozen=True)
+class ContextSection:
+    """Context a strategy assembles beside the passages (graph paths, summaries, reports).
+
+    `rows` are shown as a table in the explorer; `text` is what synthesis reads; `chunk_ids`
+    are the passages the section was built from, so its claims can be traced and cited.
+    """
+
+    kind: str
+    title: str
+    text: str
+    rows: tuple[dict[str, Any], ...] = ()
+    chunk_ids: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,88 @@
+"""The strategy registry: the one list the CLI, the explorer, the harness and benchmarks read.
+
+Every module in this package is imported on first use, and each registers its strategy
+with `@register`; a plug-in outside the package calls `register` itself.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import threading
+
+from treerag_core.strategies.base import QueryContext, Retrieval, Strategy
+
+__all__ = [
+    "QueryContext",
+    "Retrieval",
+    "Strategy",
+    "all_strategies",
+    "get_strategy",
+    "option_types",
+    "register",
+    "strategy_names",
+    "unregister",
+]
+
+_REGISTRY: dict[str, Strategy] = {}
+_LOADED = False
+_LOCK = threading.Lock()
+_NOT_STRATEGIES = {"base", "common"}  # helper modules of this package
+
+
+def register(cls: type) -> type:
+    """Class decorator: register one instance of a strategy class under its `name`."""
+    name = getattr(cls, "name", "")
+    if not name or not isinstance(name, str):
+        raise ValueError(f"{cls.__name__} has no strategy name")
+    _REGISTRY[name] = cls()
+    return cls
+
+
+def unregister(name: str) -> None:
+    """Remove a strategy (tests that register a temporary one clean up with this)."""
+    _REGISTRY.pop(name, None)
+
+
+def _load_builtins() -> None:
+    global _LOADED
+    with _LOCK:
+        if _LOADED:
+            return
+        for module in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+            if module.name not in _NOT_STRATEGIES:
+                importlib.import_module(f"{__name__}.{module.name}")
+        _LOADED = True
+
+
+def all_strategies() -> list[Strategy]:
+    """Every registered strategy, built-ins first in a fixed order, then plug-ins by name."""
+    _load_builtins()
+    from treerag_core.strategies.common import BUILTIN_ORDER
+
+    def key(s: Strategy) -> tuple[int, str]:
+        rank = BUILTIN_ORDER.index(s.name) if s.name in BUILTIN_ORDER else len(BUILTIN_ORDER)
+        return rank, s.name
+
+    return sorted(_REGISTRY.values(), key=key)
+
+
+def strategy_names(*, runnable: bool = False) -> list[str]:
+    """Registered names; `runnable=True` leaves out those that need gold leaves (oracle)."""
+    return [s.name for s in all_strategies() if not (runnable and s.needs_gold_leaves)]
+
+
+def get_strategy(name: str) -> Strategy:
+    """The strategy registered as `name`, or ValueError listing the valid names."""
+    _load_builtins()
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise ValueError(
+            f"unknown strategy {name!r}; choose one of {', '.join(strategy_names())}"
+        ) from None
+
+
+def option_types() -> dict[str, type]:
+    """Each strategy's own settings class, for QuerySettings.from_dict."""
+    return {s.name: s.options_type for s in all_strategies() if s.options_type is not None}
