@@ -235,6 +235,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
                 ("dense_weight", args.dense_weight),
                 ("locate_cutoff", args.locate_cutoff),
                 ("max_leaves", args.max_leaves),
+                ("candidate_window", args.candidate_window),
             )
             if v is not None
         }
@@ -246,6 +247,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         scope=args.scope,
         limit=args.limit,
         use_llm=args.llm,
+        top_k=args.top_k,
         index_settings=index_settings,
         query_settings=query,
     )
@@ -271,6 +273,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.out:
         write_report(Path(args.out), report)
     print(markdown_table(report))
+    used = report["settings"]
+    print(
+        f"top-k {used['top_k']} passages per question (budget metrics walk them); "
+        f"candidate window {used['candidate_window']} for every strategy"
+    )
     left_out = ", ".join(f"{n} {why}" for why, n in report["left_out"].items()) or "none"
     print(f"n = questions scored; left out of every mean (whole set): {left_out}")
     for reason, count in report["skipped"].items():
@@ -336,6 +343,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dense-weight", type=float, default=None)
     p.add_argument("--locate-cutoff", type=float, default=None)
     p.add_argument("--max-leaves", type=int, default=None)
+    p.add_argument(
+        "--top-k", type=int, default=50, help="passages kept per question (budget metrics: 50)"
+    )
+    p.add_argument(
+        "--candidate-window",
+        type=int,
+        default=None,
+        help="pooled candidates every strategy hands to rerank (default 40)",
+    )
     p.add_argument("--no-rerank", action="store_true")
     p.set_defaults(func=cmd_eval)
 

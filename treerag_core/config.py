@@ -57,6 +57,7 @@ class QuerySettings:
     rrf_k: int = 60
     top_k_per_leaf: int = 8  # measured: 8 beat 3, 5 and 12 on both dev sets
     final_top_k: int = 5
+    candidate_window: int = 40  # pooled candidates every strategy hands to rerank: equal for all
     rerank: bool = True
     rerank_model: str = "bundled-en"  # bundled-en | <sentence-transformers CrossEncoder folder>
     rerank_chinese: bool = False
@@ -81,6 +82,8 @@ class QuerySettings:
             raise ValueError(f"rrf_k must be > 0, but got {self.rrf_k}")
         if self.top_k_per_leaf <= 0 or self.final_top_k <= 0:
             raise ValueError("top_k_per_leaf and final_top_k must be > 0")
+        if self.candidate_window <= 0:
+            raise ValueError(f"candidate_window must be > 0, but got {self.candidate_window}")
 
     @property
     def bm25_weight(self) -> float:

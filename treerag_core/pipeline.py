@@ -177,8 +177,8 @@ def retrieve_step(
     assert trace.locate is not None
     effective = _retrieval_settings(trace.strategy, settings)
     flat = trace.strategy.startswith("flat-")
-    # Flat strategies get the same candidate window a full tree pick would pool.
-    top_k = settings.max_leaves * settings.top_k_per_leaf if flat else None
+    # Every strategy hands the same number of candidates to step 3 (see rerank_step).
+    top_k = settings.candidate_window if flat else None
     started = time.perf_counter()
     trace.retrieved = retrieve_in_leaves(
         engine.index, trace.locate.leaves, effective, engine.query_vector, tokenize, scope, top_k
@@ -191,6 +191,7 @@ def rerank_step(engine: Engine, trace: Trace, settings: QuerySettings) -> None:
     effective = _retrieval_settings(trace.strategy, settings)
     started = time.perf_counter()
     pooled = pool_hits(pool_across_leaves(trace.retrieved, effective))
+    pooled = pooled[: settings.candidate_window]  # the same window for every strategy
     reranker = None
     if effective.rerank and pooled:
         try:

@@ -31,6 +31,7 @@ class EvalConfig:
     scope: str = "doc"  # doc: each question against its own document(s); corpus: all documents
     limit: int | None = None
     use_llm: bool = False
+    top_k: int = 50  # passages kept per question: budget metrics walk up to 50 (eval README)
     index_settings: IndexSettings = field(default_factory=IndexSettings)
     query_settings: QuerySettings = field(default_factory=lambda: QuerySettings(final_top_k=10))
 
@@ -38,6 +39,8 @@ class EvalConfig:
         unknown = [s for s in self.strategies if s not in STRATEGIES]
         if unknown:
             raise ValueError(f"unknown strategies {unknown}; choose from {', '.join(STRATEGIES)}")
+        if self.top_k <= 0:
+            raise ValueError(f"top_k must be > 0, but got {self.top_k}")
         if self.scope not in ("doc", "corpus"):
             raise ValueError(f"scope must be doc or corpus, but got {self.scope!r}")
 
@@ -139,6 +142,7 @@ def question_record(question: EvalQuestion, trace: Trace, metrics: dict[str, flo
             }
             for h in trace.reranked[:5]
         ],
+        "n_passages": len(trace.reranked),
         "fallbacks": [f"{f.stage}:{f.reason}" for f in trace.fallbacks],
         "outcome": _explain(metrics, paths),
         "metrics": {k: round(v, 4) for k, v in metrics.items()},
@@ -161,7 +165,7 @@ def evaluate(
     if index is None:
         index = dataset_index(dataset, config.index_settings, cache_dir)
     engine = Engine(index, get_embedder(index.embedder_name), api_key if config.use_llm else None)
-    settings = config.query_settings.with_(use_llm=config.use_llm)
+    settings = config.query_settings.with_(use_llm=config.use_llm, final_top_k=config.top_k)
     per: dict[str, list[dict[str, float]]] = {s: [] for s in config.strategies}
     records: dict[str, list[dict]] = {s: [] for s in config.strategies}
     latency: dict[str, dict[str, list[float]]] = {
@@ -228,6 +232,8 @@ def evaluate(
         "scope": config.scope,
         "partial": partial,
         "settings": {
+            "top_k": config.top_k,
+            "candidate_window": settings.candidate_window,
             "index": config.index_settings.to_dict(),
             "query": settings.to_dict(),
             "embedder": index.embedder_name,
