@@ -1,0 +1,137 @@
+"""Structure-aware scores: a passage read with its heading path, and its section as a whole.
+
+Two signals a structure-blind search cannot see, both computed over the whole scope with
+one set of statistics (scope-wide IDF), so every chunk's score compares with every other's:
+
+- passage BM25 over `heading path + passage` tokens: a section title is part of what its
+  passages are about (the title field of BM25F, folded into one field);
+- section evidence: BM25 of the question against the section's whole text and path, with
+  IDF over the scope's sections, min-max over the sections in scope; a chunk inherits it.
+  This is passage retrieval with a section prior (Callan 1994: passage + document score).
+
+The dense side is the flat one (the chunk's own vector), so the fused score differs from
+flat hybrid's only by what the headings add.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from treerag_core.bm25 import BM25Stats, LeafBM25
+from treerag_core.fusion import fuse, minmax
+from treerag_core.index import CorpusIndex
+from treerag_core.text import tokenize
+
+_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True, eq=False)
+class ScopeStructure:
+    """Per-scope BM25 over path-aware passages and over whole sections (built once)."""
+
+    rows: np.ndarray  # chunk rows in scope, ascending
+    leaf_ids: tuple[str, ...]  # the scope's non-empty leaves
+    leaf_of_row: np.ndarray  # per row: position in leaf_ids
+    passages: LeafBM25  # heading path + chunk tokens; IDF over the scope's passages
+    sections: LeafBM25  # heading path + all the leaf's chunk tokens; IDF over its sections
+
+
+def _scope_key(scope: Sequence[str] | None) -> str:
+    return "*" if scope is None else "*" + "\x1f".join(sorted(scope))
+
+
+def scope_structure(index: CorpusIndex, scope: Sequence[str] | None) -> ScopeStructure:
+    """The scope's structure-aware BM25 tables, cached on the index."""
+    key = _scope_key(scope)
+    cached = index._structure.get(key)
+    if cached is not None:
+        return cached
+    with _LOCK:
+        cached = index._structure.get(key)
+        if cached is not None:
+            return cached
+        rows = index.scope_rows(scope)
+        leaf_ids: list[str] = []
+        position: dict[str, int] = {}
+        leaf_of_row = np.zeros(len(rows), dtype=np.int64)
+        for i, row in enumerate(rows.tolist()):
+            leaf = index.chunks[row].source_node_id
+            if leaf not in position:
+                position[leaf] = len(leaf_ids)
+                leaf_ids.append(leaf)
+            leaf_of_row[i] = position[leaf]
+        path_tokens = [tokenize(index.nodes[leaf].heading_path) for leaf in leaf_ids]
+        passage_tokens = [
+            path_tokens[leaf_of_row[i]] + index.tokens[row] for i, row in enumerate(rows.tolist())
+        ]
+        section_tokens = [list(p) for p in path_tokens]
+        for i, row in enumerate(rows.tolist()):
+            section_tokens[leaf_of_row[i]].extend(index.tokens[row])
+        cached = ScopeStructure(
+            rows=rows,
+            leaf_ids=tuple(leaf_ids),
+            leaf_of_row=leaf_of_row,
+            passages=LeafBM25.from_tokens(passage_tokens, BM25Stats.from_tokens(passage_tokens)),
+            sections=LeafBM25.from_tokens(section_tokens, BM25Stats.from_tokens(section_tokens)),
+        )
+        index._structure[key] = cached
+        return cached
+
+
+@dataclass(frozen=True, eq=False)
+class StructuredScores:
+    """Every chunk in scope with its structure-aware scores (arrays parallel to `rows`)."""
+
+    rows: np.ndarray
+    dense: np.ndarray  # cosine of the chunk's own vector (as flat search)
+    bm25: np.ndarray  # BM25 of heading path + passage
+    fused: np.ndarray  # weighted fusion of the two (min-max over the scope)
+    section: np.ndarray  # the chunk's section evidence, min-max over the scope's sections
+    score: np.ndarray  # fused + section_weight * section: the order of the window
+    leaf_ids: tuple[str, ...]
+    leaf_of_row: np.ndarray
+    section_raw: np.ndarray  # per leaf (parallel to leaf_ids): raw section BM25
+
+
+def structured_scores(
+    index: CorpusIndex,
+    scope: Sequence[str] | None,
+    query_vector: np.ndarray,
+    query_tokens: list[str],
+    *,
+    dense_weight: float,
+    section_weight: float,
+) -> StructuredScores:
+    """Score every chunk in scope: path-aware hybrid plus its section's evidence."""
+    table = scope_structure(index, scope)
+    rows, dense, _ = index.score_scope(scope, query_vector, [])
+    if not np.array_equal(rows, table.rows):  # both come from scope_rows: a bug if not
+        raise RuntimeError("scope rows of the flat and structure tables differ")
+    bm25 = table.passages.scores(query_tokens)
+    section_raw = table.sections.scores(query_tokens)
+    if not len(rows):
+        empty = np.zeros(0)
+        return StructuredScores(rows, empty, empty, empty, empty, empty, (), rows, section_raw)
+    fused = np.asarray(fuse(dense, bm25, "weighted", dense_weight).fused)
+    section = minmax(section_raw)[table.leaf_of_row]
+    score = fused + section_weight * section
+    return StructuredScores(
+        rows=rows,
+        dense=np.asarray(dense, dtype=np.float64),
+        bm25=bm25,
+        fused=fused,
+        section=section,
+        score=score,
+        leaf_ids=table.leaf_ids,
+        leaf_of_row=table.leaf_of_row,
+        section_raw=section_raw,
+    )
+
+
+def path_passage(heading_path: str, text: str) -> str:
+    """What a structure-aware cross-encoder reads: the section's path, then the passage."""
+    return f"{heading_path}\n{text}" if heading_path else text
