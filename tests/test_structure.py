@@ -82,3 +82,29 @@ def test_an_empty_scope_scores_nothing(hashing_index):
 def test_path_passage_puts_the_path_first():
     assert path_passage("3 Methods > 3.1 Setup", "We train.") == "3 Methods > 3.1 Setup\nWe train."
     assert path_passage("", "We train.") == "We train."
+
+
+def test_window_votes_and_sections_come_from_one_order(hashing_index):
+    from treerag_core.structure import document_votes, section_ranking, window
+
+    index = hashing_index
+    qvec = index.embeddings[0]
+    got = structured_scores(
+        index,
+        None,
+        qvec,
+        tokenize("router training dataset"),
+        dense_weight=0.5,
+        section_weight=0.0,
+    )
+    top = window(got, 10)
+    assert len(top) == 10 and (np.diff(got.score[top]) <= 0).all()
+    votes = document_votes(got, 10)
+    assert abs(sum(v for _, v in votes) - 1.0) < 1e-9
+    assert [v for _, v in votes] == sorted((v for _, v in votes), reverse=True)
+    best_doc = votes[0][0]
+    routed = window(got, 10, [best_doc])
+    assert {got.doc_of_row[p] for p in routed.tolist()} == {best_doc}
+    sections = section_ranking(got, 10)
+    assert sum(n for _, _, n in sections) == 10
+    assert sections[0][0] == got.leaf_ids[got.leaf_of_row[top[0]]]

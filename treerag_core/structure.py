@@ -38,6 +38,7 @@ class ScopeStructure:
     leaf_of_row: np.ndarray  # per row: position in leaf_ids
     passages: LeafBM25  # heading path + chunk tokens; IDF over the scope's passages
     sections: LeafBM25  # heading path + all the leaf's chunk tokens; IDF over its sections
+    doc_of_row: tuple[str, ...]
 
 
 def _scope_key(scope: Sequence[str] | None) -> str:
@@ -77,6 +78,7 @@ def scope_structure(index: CorpusIndex, scope: Sequence[str] | None) -> ScopeStr
             leaf_of_row=leaf_of_row,
             passages=LeafBM25.from_tokens(passage_tokens, BM25Stats.from_tokens(passage_tokens)),
             sections=LeafBM25.from_tokens(section_tokens, BM25Stats.from_tokens(section_tokens)),
+            doc_of_row=tuple(index.chunks[row].doc_id for row in rows.tolist()),
         )
         index._structure[key] = cached
         return cached
@@ -95,6 +97,7 @@ class StructuredScores:
     leaf_ids: tuple[str, ...]
     leaf_of_row: np.ndarray
     section_raw: np.ndarray  # per leaf (parallel to leaf_ids): raw section BM25
+    doc_of_row: tuple[str, ...] = ()
 
 
 def structured_scores(
@@ -115,7 +118,7 @@ def structured_scores(
     section_raw = table.sections.scores(query_tokens)
     if not len(rows):
         empty = np.zeros(0)
-        return StructuredScores(rows, empty, empty, empty, empty, empty, (), rows, section_raw)
+        return StructuredScores(rows, empty, empty, empty, empty, empty, (), rows, section_raw, ())
     fused = np.asarray(fuse(dense, bm25, "weighted", dense_weight).fused)
     section = minmax(section_raw)[table.leaf_of_row]
     score = fused + section_weight * section
@@ -129,9 +132,50 @@ def structured_scores(
         leaf_ids=table.leaf_ids,
         leaf_of_row=table.leaf_of_row,
         section_raw=section_raw,
+        doc_of_row=table.doc_of_row,
     )
 
 
 def path_passage(heading_path: str, text: str) -> str:
     """What a structure-aware cross-encoder reads: the section's path, then the passage."""
     return f"{heading_path}\n{text}" if heading_path else text
+
+
+def window(scores: StructuredScores, size: int, documents: Sequence[str] = ()) -> np.ndarray:
+    """Positions (into `scores.rows`) of the best `size` chunks, best first, ties in row order;
+    with `documents`, only chunks of those documents compete."""
+    score = scores.score
+    if documents:
+        wanted = set(documents)
+        keep = np.asarray([doc in wanted for doc in scores.doc_of_row], dtype=bool)
+        score = np.where(keep, score, -np.inf)
+        size = min(size, int(keep.sum()))
+    return np.argsort(-score, kind="stable")[:size]
+
+
+def document_votes(scores: StructuredScores, size: int) -> list[tuple[str, float]]:
+    """Documents ranked by their share of the unrouted window: each chunk in it votes its
+    score above the window's lowest. Evidence spread over several passages of one document
+    outweighs a single stray match."""
+    top = window(scores, size)
+    if not len(top):
+        return []
+    floor = float(scores.score[top].min())
+    votes: dict[str, float] = {}
+    for pos in top.tolist():
+        doc = scores.doc_of_row[pos]
+        votes[doc] = votes.get(doc, 0.0) + float(scores.score[pos]) - floor + 1e-9
+    total = sum(votes.values())
+    return sorted(((d, v / total) for d, v in votes.items()), key=lambda dv: -dv[1])
+
+
+def section_ranking(scores: StructuredScores, size: int) -> list[tuple[str, float, int]]:
+    """Sections of the window as (leaf id, best chunk score, chunks in the window), best
+    first: what step 1 shows as its section scores."""
+    best: dict[str, float] = {}
+    count: dict[str, int] = {}
+    for pos in window(scores, size).tolist():
+        leaf = scores.leaf_ids[scores.leaf_of_row[pos]]
+        best[leaf] = max(best.get(leaf, -np.inf), float(scores.score[pos]))
+        count[leaf] = count.get(leaf, 0) + 1
+    return sorted(((leaf, best[leaf], count[leaf]) for leaf in best), key=lambda r: -r[1])
