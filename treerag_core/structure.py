@@ -91,6 +91,8 @@ class StructuredScores:
     rows: np.ndarray
     dense: np.ndarray  # cosine of the chunk's own vector (as flat search)
     bm25: np.ndarray  # BM25 of heading path + passage
+    dense_norm: np.ndarray  # the normalised values the fusion combined
+    bm25_norm: np.ndarray
     fused: np.ndarray  # weighted fusion of the two (min-max over the scope)
     section: np.ndarray  # the chunk's section evidence, min-max over the scope's sections
     score: np.ndarray  # fused + section_weight * section: the order of the window
@@ -108,6 +110,8 @@ def structured_scores(
     *,
     dense_weight: float,
     section_weight: float,
+    fusion: str = "weighted",
+    rrf_k: int = 60,
 ) -> StructuredScores:
     """Score every chunk in scope: path-aware hybrid plus its section's evidence."""
     table = scope_structure(index, scope)
@@ -118,14 +122,19 @@ def structured_scores(
     section_raw = table.sections.scores(query_tokens)
     if not len(rows):
         empty = np.zeros(0)
-        return StructuredScores(rows, empty, empty, empty, empty, empty, (), rows, section_raw, ())
-    fused = np.asarray(fuse(dense, bm25, "weighted", dense_weight).fused)
+        return StructuredScores(
+            rows, empty, empty, empty, empty, empty, empty, empty, (), rows, section_raw, ()
+        )
+    result = fuse(dense, bm25, fusion, dense_weight, rrf_k)
+    fused = np.asarray(result.fused)
     section = minmax(section_raw)[table.leaf_of_row]
     score = fused + section_weight * section
     return StructuredScores(
         rows=rows,
         dense=np.asarray(dense, dtype=np.float64),
         bm25=bm25,
+        dense_norm=np.asarray(result.dense_norm),
+        bm25_norm=np.asarray(result.bm25_norm),
         fused=fused,
         section=section,
         score=score,
