@@ -58,6 +58,9 @@ class QuerySettings:
     top_k_per_leaf: int = 8  # measured: 8 beat 3, 5 and 12 on both dev sets
     final_top_k: int = 5
     candidate_window: int = 40  # pooled candidates every strategy hands to rerank: equal for all
+    section_weight: float = 0.0  # structure-aware ranking: section evidence added (measured: off)
+    route_documents: int = 2  # treerag: keep the best N documents when the scope has more
+    rerank_path: bool = True  # structure-aware strategies: the cross-encoder reads path + passage
     rerank: bool = True
     rerank_model: str = "bundled-en"  # bundled-en | <sentence-transformers CrossEncoder folder>
     rerank_chinese: bool = False

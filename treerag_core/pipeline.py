@@ -20,17 +20,25 @@ from treerag_core.locators import (
     fallback_reason,
     keyword_locate,
     llm_locate,
-    local_locate,
     manual_locate,
     score_leaves,
 )
 from treerag_core.rerank import get_reranker, pool_hits, rerank_chunks
 from treerag_core.retrieval import ALL_LEAVES, pool_across_leaves, retrieve_in_leaves
+from treerag_core.structure import StructuredScores, route, structured_scores, window_hits
 from treerag_core.synthesis import extractive_answer, stream_llm_answer
 from treerag_core.text import detect_language, is_stopword_only, tokenize
 from treerag_core.types import Fallback, Language, LocatedLeaf, LocateResult, Trace, Usage
 
-STRATEGIES = ("treerag", "flat-hybrid", "flat-dense", "flat-bm25", "oracle-sections")
+STRATEGIES = (
+    "treerag",
+    "flat-structured",
+    "flat-hybrid",
+    "flat-dense",
+    "flat-bm25",
+    "oracle-sections",
+)
+READS_STRUCTURE = ("treerag", "flat-structured", "oracle-sections")
 
 
 @dataclass(frozen=True)
@@ -121,6 +129,40 @@ def new_trace(
     )
 
 
+def _structured_scores(
+    engine: Engine, question: str, settings: QuerySettings, scope: Sequence[str] | None
+) -> StructuredScores:
+    """Every chunk in scope scored with its heading path, for the original question."""
+    return structured_scores(
+        engine.index,
+        scope,
+        engine.query_vector(question),
+        tokenize(question),
+        dense_weight=settings.dense_weight,
+        section_weight=settings.section_weight,
+        fusion=settings.fusion,
+        rrf_k=settings.rrf_k,
+    )
+
+
+def structured_locate(
+    engine: Engine, question: str, settings: QuerySettings, scope: Sequence[str] | None
+) -> LocateResult:
+    """treerag's local step 1: documents routed (when the scope has more than N), sections
+    ranked by the structure-aware window."""
+    started = time.perf_counter()
+    scores = _structured_scores(engine, question, settings, scope)
+    result = route(
+        engine.index,
+        scores,
+        settings.candidate_window,
+        question,
+        settings.max_leaves,
+        settings.route_documents,
+    )
+    return replace(result, seconds=time.perf_counter() - started)
+
+
 def locate_step(
     engine: Engine,
     trace: Trace,
@@ -133,7 +175,12 @@ def locate_step(
     index, question, strategy = engine.index, trace.question, trace.strategy
     if strategy.startswith("flat-"):
         everything = LocatedLeaf(ALL_LEAVES, "(all sections)", question, None, "all")
-        return LocateResult((everything,), "Flat strategy: no locating.", "none")
+        how = (
+            "no routing, every chunk read with its heading path"
+            if strategy in READS_STRUCTURE
+            else "no locating"
+        )
+        return LocateResult((everything,), f"Flat strategy: {how}.", "none")
     if strategy == "oracle-sections":
         if not leaves:
             raise QueryError("oracle-sections needs the gold leaves (evaluation only)")
@@ -145,12 +192,12 @@ def locate_step(
         return keyword_locate(index, question, tokenize, settings, scope)
     qvec = engine.query_vector(question)
     if locator == "local":
-        return local_locate(index, question, qvec, tokenize, settings, scope)
+        return structured_locate(engine, question, settings, scope)
     if client is None:
         reason = "llm_off" if not settings.use_llm else "no_api_key"
         detail = "LLM switched off" if reason == "llm_off" else "no API key"
         trace.fallbacks.append(Fallback("locate", reason, f"{detail}: local locator"))
-        return local_locate(index, question, qvec, tokenize, settings, scope)
+        return structured_locate(engine, question, settings, scope)
     started = time.perf_counter()
     scores = score_leaves(index, question, qvec, tokenize, settings, scope)
     try:
@@ -158,7 +205,7 @@ def locate_step(
         return llm_locate(index, question, client, settings, language, scores, scope)
     except LLMError as exc:
         trace.fallbacks.append(fallback_reason(exc))
-        result = local_locate(index, question, qvec, tokenize, settings, scope)
+        result = structured_locate(engine, question, settings, scope)
         return replace(result, seconds=time.perf_counter() - started)
 
 
@@ -180,9 +227,30 @@ def retrieve_step(
     # Every strategy hands the same number of candidates to step 3 (see rerank_step).
     top_k = settings.candidate_window if flat else None
     started = time.perf_counter()
-    trace.retrieved = retrieve_in_leaves(
-        engine.index, trace.locate.leaves, effective, engine.query_vector, tokenize, scope, top_k
+    structured = trace.strategy == "flat-structured" or (
+        trace.strategy == "treerag" and trace.locate.locator == "local"
     )
+    if structured:  # one heading-aware order over the scope (or the routed documents)
+        scores = _structured_scores(engine, trace.question, effective, scope)
+        trace.retrieved = {
+            ALL_LEAVES: window_hits(
+                engine.index,
+                scores,
+                settings.candidate_window,
+                trace.question,
+                trace.locate.documents,
+            )
+        }
+    else:
+        trace.retrieved = retrieve_in_leaves(
+            engine.index,
+            trace.locate.leaves,
+            effective,
+            engine.query_vector,
+            tokenize,
+            scope,
+            top_k,
+        )
     trace.retrieve_seconds = time.perf_counter() - started
 
 
@@ -206,6 +274,7 @@ def rerank_step(engine: Engine, trace: Trace, settings: QuerySettings) -> None:
         max(1, len(pooled)),
         trace.language,
         effective.rerank_chinese,
+        read_path=effective.rerank_path and trace.strategy in READS_STRUCTURE,
     )
     if reason and effective.rerank and pooled:
         trace.fallbacks.append(Fallback("rerank", "kept_fused_order", reason))

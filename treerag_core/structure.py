@@ -25,6 +25,7 @@ from treerag_core.bm25 import BM25Stats, LeafBM25
 from treerag_core.fusion import fuse, minmax
 from treerag_core.index import CorpusIndex
 from treerag_core.text import tokenize
+from treerag_core.types import LocatedLeaf, LocateResult, RetrievedChunk
 
 _LOCK = threading.Lock()
 
@@ -178,13 +179,84 @@ def document_votes(scores: StructuredScores, size: int) -> list[tuple[str, float
     return sorted(((d, v / total) for d, v in votes.items()), key=lambda dv: -dv[1])
 
 
-def section_ranking(scores: StructuredScores, size: int) -> list[tuple[str, float, int]]:
+def section_ranking(
+    scores: StructuredScores, size: int, documents: Sequence[str] = ()
+) -> list[tuple[str, float, int]]:
     """Sections of the window as (leaf id, best chunk score, chunks in the window), best
     first: what step 1 shows as its section scores."""
     best: dict[str, float] = {}
     count: dict[str, int] = {}
-    for pos in window(scores, size).tolist():
+    for pos in window(scores, size, documents).tolist():
         leaf = scores.leaf_ids[scores.leaf_of_row[pos]]
         best[leaf] = max(best.get(leaf, -np.inf), float(scores.score[pos]))
         count[leaf] = count.get(leaf, 0) + 1
     return sorted(((leaf, best[leaf], count[leaf]) for leaf in best), key=lambda r: -r[1])
+
+
+def window_hits(
+    index: CorpusIndex,
+    scores: StructuredScores,
+    size: int,
+    question: str,
+    documents: Sequence[str] = (),
+) -> list[RetrievedChunk]:
+    """The window as hits, best first: every score kept, the section evidence as `prior`."""
+    return [
+        RetrievedChunk(
+            chunk=index.chunks[int(scores.rows[p])],
+            dense=float(scores.dense[p]),
+            bm25=float(scores.bm25[p]),
+            dense_norm=float(scores.dense_norm[p]),
+            bm25_norm=float(scores.bm25_norm[p]),
+            fused=float(scores.fused[p]),
+            leaf_rank=rank,
+            pooled_rank=rank,
+            pool_fused=float(scores.score[p]),
+            prior=float(scores.section[p]),
+            sub_query=question,
+        )
+        for rank, p in enumerate(window(scores, size, documents).tolist(), start=1)
+    ]
+
+
+def route(
+    index: CorpusIndex,
+    scores: StructuredScores,
+    size: int,
+    question: str,
+    max_leaves: int,
+    route_documents: int,
+) -> LocateResult:
+    """Step 1 of treerag's local path: the documents to keep and the sections' scores.
+
+    Documents are cut only when the scope holds more than `route_documents` of them (the
+    best by their share of the window); sections are ranked, shown and scored, never cut,
+    because a wrong section costs the evidence a flat search would have found.
+    """
+    votes = document_votes(scores, size)
+    routed: tuple[str, ...] = ()
+    if route_documents and len(votes) > route_documents:
+        routed = tuple(doc for doc, _ in votes[:route_documents])
+    sections = section_ranking(scores, size, routed)
+    leaves = tuple(
+        LocatedLeaf(leaf, index.nodes[leaf].heading_path, question, round(best, 4), "local")
+        for leaf, best, _ in sections[:max_leaves]
+    )
+    names = {d.doc_id: d.name for d in index.documents}
+    notes = []
+    if votes:
+        shares = ", ".join(f"{names.get(d, d)} {share:.0%}" for d, share in votes[:5])
+        notes.append(f"documents by share of the window: {shares}")
+    if routed:
+        kept = ", ".join(names.get(d, d) for d in routed)
+        thinking = (
+            f"Structure-aware locator: every chunk scored with its heading path; kept the "
+            f"{len(routed)} best of {len(votes)} documents in the window ({kept}); sections "
+            "below are ranked by their best chunk and are scores, not a cut."
+        )
+    else:
+        thinking = (
+            "Structure-aware locator: every chunk scored with its heading path; no document "
+            "cut; sections below are ranked by their best chunk and are scores, not a cut."
+        )
+    return LocateResult(leaves, thinking, "local", notes=tuple(notes), documents=routed)

@@ -38,6 +38,7 @@ def _locate(data: dict[str, Any] | None) -> LocateResult | None:
         usage=Usage(**data.get("usage", {})),
         seconds=data.get("seconds", 0.0),
         notes=tuple(data.get("notes", ())),
+        documents=tuple(data.get("documents", ())),
     )
 
 
