@@ -14,9 +14,10 @@ from treerag_core.bm25 import BM25Stats, LeafBM25
 from treerag_core.chunking import chunk_leaf
 from treerag_core.config import IndexSettings
 from treerag_core.embedders import Embedder
-from treerag_core.parsing import document_language, parse_document
+from treerag_core.parsing import parse_document
 from treerag_core.summaries import content_key, summarize_tree
 from treerag_core.text import tokenize
+from treerag_core.text_rules import detect_language as document_language
 from treerag_core.types import Chunk, DocumentInfo, Language, TreeNode
 
 # progress(stage, done, total): stage is "parse", "embed" or "index".

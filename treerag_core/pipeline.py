@@ -27,7 +27,8 @@ from treerag_core.locators import (
 from treerag_core.rerank import get_reranker, pool_hits, rerank_chunks
 from treerag_core.retrieval import ALL_LEAVES, pool_across_leaves, retrieve_in_leaves
 from treerag_core.synthesis import extractive_answer, stream_llm_answer
-from treerag_core.text import detect_language, is_stopword_only, tokenize
+from treerag_core.text import is_stopword_only, tokenize
+from treerag_core.text_rules import detect_language
 from treerag_core.types import Fallback, Language, LocatedLeaf, LocateResult, Trace, Usage
 
 STRATEGIES = ("treerag", "flat-hybrid", "flat-dense", "flat-bm25", "oracle-sections")
