@@ -34,7 +34,15 @@ EMBEDDER_ENV = "TREERAG_EMBEDDER"  # tests set "hashing" for speed; the app defa
 EMBEDDER_CHOICES = ("multilingual", "minilm", "hashing")
 SAMPLES, UPLOADS = "samples", "uploads"
 EVAL = "eval"  # an eval set's index, opened from the Evaluate page (session key eval_corpus)
-UI_STRATEGIES = tuple(strategy_names(runnable=True))  # oracle needs gold: evaluation only
+
+
+def runnable_strategies() -> list[str]:
+    """The registry's strategies a user can run (oracle needs gold: evaluation only).
+
+    Read at render time, so a plug-in registered after import shows up too."""
+    return strategy_names(runnable=True)
+
+
 LOCATORS = Locator.values()
 FUSIONS = Fusion.values()
 
