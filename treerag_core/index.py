@@ -169,9 +169,6 @@ class CorpusIndex:
             self._heading_terms[leaf_id] = terms  # a racing duplicate computes the same set
         return terms
 
-    def memory_bytes(self) -> int:
-        return int(self.embeddings.nbytes)
-
 
 def _dense_scores(index: faiss.Index, query_vector: np.ndarray, n: int) -> np.ndarray:
     """Cosine of the query with all n vectors of a flat index, in the index's row order."""
