@@ -5,12 +5,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from treerag_core.config import QuerySettings
 from treerag_core.embedders import get_embedder
 from treerag_core.pipeline import Engine, run
+from treerag_core.settings import QuerySettings
+from treerag_core.strategies.structured import StructureOptions
 from treerag_core.trace_io import trace_from_json, trace_to_json
 
-MOCK = QuerySettings(use_llm=False, locator="local", final_top_k=40)
+MOCK = (
+    QuerySettings()
+    .set("llm.enabled", False)
+    .set("locate.locator", "local")
+    .set("answer.final_top_k", 40)
+)
 QUESTION = "How many epochs was the router trained for?"
 
 
@@ -50,7 +56,7 @@ def test_structure_strategies_rerank_path_and_passage_flat_stays_blind(engine):
     trace = run(eng, QUESTION, MOCK, strategy="flat-hybrid", scope=paper, synthesize=False)
     assert sorted(reranker.seen) == sorted(h.chunk.text for h in trace.candidates)
     reranker.seen.clear()
-    plain = MOCK.with_(rerank_path=False)
+    plain = MOCK.set("rerank.read_path", False)
     trace = run(eng, QUESTION, plain, strategy="treerag", scope=paper, synthesize=False)
     assert sorted(reranker.seen) == sorted(h.chunk.text for h in trace.candidates)
 
@@ -71,12 +77,20 @@ def test_one_document_is_never_cut_so_treerag_equals_flat_structured(engine):
 def test_a_wide_scope_is_routed_to_the_best_two_documents(engine):
     eng, _ = engine
     assert len(eng.index.documents) > 2
-    wide = MOCK.with_(candidate_window=len(eng.index.chunks))  # every document in the window
+    wide = MOCK.set(
+        "retrieve.candidate_window", len(eng.index.chunks)
+    )  # every document in the window
     trace = run(eng, QUESTION, wide, strategy="treerag", synthesize=False)
     assert len(trace.locate.documents) == 2
     assert {h.chunk.doc_id for h in trace.candidates} <= set(trace.locate.documents)
     assert any("share of the window" in note for note in trace.locate.notes)
-    off = run(eng, QUESTION, wide.with_(route_documents=0), strategy="treerag", synthesize=False)
+    off = run(
+        eng,
+        QUESTION,
+        wide.with_option("treerag", StructureOptions(route_documents=0)),
+        strategy="treerag",
+        synthesize=False,
+    )
     assert off.locate.documents == ()
     back = trace_from_json(trace_to_json(trace))
     assert back.locate.documents == trace.locate.documents
@@ -85,7 +99,7 @@ def test_a_wide_scope_is_routed_to_the_best_two_documents(engine):
 
 def test_every_strategy_hands_the_same_window_to_rerank(engine):
     eng, _ = engine
-    settings = MOCK.with_(candidate_window=7)
+    settings = MOCK.set("retrieve.candidate_window", 7)
     for strategy in ("treerag", "flat-structured", "flat-hybrid"):
         trace = run(eng, QUESTION, settings, strategy=strategy, synthesize=False)
         assert len(trace.candidates) == 7
