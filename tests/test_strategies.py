@@ -84,14 +84,23 @@ def plugin():
 
 def test_builtins_are_registered_in_menu_order():
     names = strategy_names()
-    assert names[:5] == ["treerag", "flat-hybrid", "flat-dense", "flat-bm25", "oracle-sections"]
+    assert names[:6] == [
+        "treerag",
+        "flat-structured",
+        "flat-hybrid",
+        "flat-dense",
+        "flat-bm25",
+        "oracle-sections",
+    ]
     assert "oracle-sections" not in strategy_names(runnable=True)
     assert not get_strategy("flat-hybrid").reads_structure
     assert get_strategy("treerag").reads_structure
+    assert get_strategy("flat-structured").reads_structure  # the same ranking, no routing
+    assert not get_strategy("flat-structured").locates
 
 
 def test_unknown_strategy_lists_the_valid_names():
-    with pytest.raises(ValueError, match="choose one of treerag, flat-hybrid"):
+    with pytest.raises(ValueError, match="choose one of treerag, flat-structured, flat-hybrid"):
         get_strategy("nope")
 
 

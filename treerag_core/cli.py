@@ -256,7 +256,7 @@ def _add_shared_retrieval_options(p: argparse.ArgumentParser) -> None:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     from treerag_core.evaluation.harness import EvalConfig, evaluate
-    from treerag_core.evaluation.report import markdown_table, write_report
+    from treerag_core.evaluation.report import LOCATOR_KEYS, markdown_table, write_report
 
     strategies = tuple(s.strip() for s in args.strategy.split(",") if s.strip())
     index_settings = IndexSettings(
@@ -299,6 +299,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.out:
         write_report(Path(args.out), report)
     print(markdown_table(report))
+    if args.llm:
+        print("Locators on the same questions (local vs LLM):\n")
+        print(markdown_table(report, LOCATOR_KEYS))
     used = report["settings"]
     print(
         f"top-k {used['top_k']} passages per question (budget metrics walk them); "
