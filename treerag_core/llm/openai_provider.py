@@ -37,6 +37,15 @@ def _to_usage(sdk_usage: Any) -> Usage:
     )
 
 
+def _caused_by(err: BaseException, kind: type[BaseException]) -> bool:
+    seen: BaseException | None = err
+    while seen is not None:
+        if isinstance(seen, kind):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 class OpenAIClient:
     """A thin seam over `openai.OpenAI` chat completions: two calls, typed errors, usage.
 
@@ -223,6 +232,12 @@ class OpenAIClient:
                 reason="incomplete",
             ) from err
         except (openai.APIConnectionError, httpx2.TransportError) as err:
+            if _caused_by(err, httpx2.RemoteProtocolError):  # the SDK wraps a cut stream
+                raise LLMError(
+                    f"{where} closed the connection mid-reply: the reply is incomplete and was "
+                    "not used.",
+                    reason="incomplete",
+                ) from err
             raise LLMError(
                 f"Cannot reach the OpenAI-compatible server at {where}: is it running? Check "
                 f"the base URL ({BASE_URL_ENV}).",

@@ -1,0 +1,114 @@
+"""Tests for treerag_core.llm.factory: which client, which key and endpoint, the connection test."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from fake_anthropic import FakeAnthropicServer
+from fake_openai import FakeOpenAIServer, reply, status
+
+from treerag_core.config import QuerySettings as FlatSettings
+from treerag_core.errors import LLMError
+from treerag_core.llm import (
+    api_key_for,
+    base_url_for,
+    llm_configured,
+    llm_settings_of,
+    make_client,
+    test_connection,
+)
+from treerag_core.settings import LLMSettings, QuerySettings
+
+ANTHROPIC = LLMSettings()
+OPENAI = LLMSettings(provider="openai", locate_model="llama3.2", answer_model="llama3.2")
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch):
+    for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.mark.parametrize(
+    ("settings", "key", "env", "expected"),
+    [
+        (ANTHROPIC, None, {}, False),
+        (ANTHROPIC, "sk-ant", {}, True),
+        (ANTHROPIC, None, {"ANTHROPIC_API_KEY": "sk-ant"}, True),
+        (ANTHROPIC, None, {"OPENAI_API_KEY": "sk-oa"}, False),  # the other provider's key
+        (ANTHROPIC.with_(enabled=False), "sk-ant", {}, False),
+        (OPENAI, None, {}, False),  # OpenAI's own API needs a key
+        (OPENAI, None, {"OPENAI_API_KEY": "sk-oa"}, True),
+        (OPENAI, None, {"OPENAI_BASE_URL": "http://127.0.0.1:11434/v1"}, True),  # local, no key
+        (OPENAI.with_(base_url="http://127.0.0.1:8000/v1"), None, {}, True),
+        (ANTHROPIC.with_(base_url="http://127.0.0.1:9/"), None, {}, False),  # Anthropic: key
+    ],
+)
+def test_llm_configured(settings, key, env, expected) -> None:
+    assert llm_configured(settings, key, env) is expected
+
+
+def test_keys_and_endpoints_come_from_the_provider_variables() -> None:
+    env = {"ANTHROPIC_API_KEY": " a ", "OPENAI_API_KEY": "", "OPENAI_BASE_URL": "http://h:1/v1"}
+    assert api_key_for("anthropic", env) == "a" and api_key_for("openai", env) is None
+    assert base_url_for(OPENAI, env) == "http://h:1/v1"
+    assert base_url_for(OPENAI.with_(base_url="http://x/v1"), env) == "http://x/v1"
+    assert base_url_for(ANTHROPIC, env) is None
+
+
+def test_make_client_picks_the_provider(monkeypatch) -> None:
+    assert make_client(ANTHROPIC, None) is None
+    anthropic_client = make_client(ANTHROPIC.with_(timeout=7.5, max_retries=1), "sk-ant")
+    assert anthropic_client.provider == "anthropic" and anthropic_client.timeout == 7.5
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:11434/v1")
+    local = make_client(OPENAI, None)
+    assert local.provider == "openai" and local.name == "openai at http://127.0.0.1:11434/v1"
+    assert make_client(OPENAI.with_(enabled=False), None) is None
+
+
+def test_make_client_reads_any_settings_shape() -> None:
+    nested = QuerySettings().set("llm.provider", "openai").set("llm.base_url", "http://h/v1")
+    assert make_client(nested, None).provider == "openai"
+    flat = FlatSettings(llm_timeout=4.0, llm_max_retries=0, use_llm=True)
+    assert llm_settings_of(flat).timeout == 4.0
+    assert make_client(flat, "sk-ant").max_retries == 0
+    assert make_client(FlatSettings(use_llm=False), "sk-ant") is None
+
+
+def test_connection_says_what_answered() -> None:
+    with FakeOpenAIServer(reply("ok")) as fake:
+        url = fake.base_url
+        said = test_connection(OPENAI.with_(base_url=url, max_retries=0), None)
+    assert said.startswith(f"openai at {url} · model llama3.2 · answered 'ok' in ")
+    assert "tokens" in said
+
+
+def test_connection_accepts_a_reply_cut_by_its_tiny_limit() -> None:
+    with FakeAnthropicServer(reply("ok then", stop_reason="max_tokens")) as fake:
+        url = fake.base_url
+        said = test_connection(ANTHROPIC.with_(base_url=url, max_retries=0), "sk-ant")
+    assert said.startswith(f"anthropic at {url} · model claude-haiku-4-5 · answered 'ok then'")
+
+
+def test_connection_failures_are_llm_errors() -> None:
+    with FakeOpenAIServer(status(404)) as fake, pytest.raises(LLMError) as info:
+        test_connection(OPENAI.with_(base_url=fake.base_url, max_retries=0), None)
+    assert info.value.reason == "model_not_found"
+    with pytest.raises(LLMError, match="no key") as info:
+        test_connection(OPENAI, None)
+    assert info.value.reason == "not_configured"
+
+
+def test_each_sdk_is_imported_only_by_its_provider() -> None:
+    code = (
+        "import sys\n"
+        "from treerag_core.llm import make_client\n"
+        "from treerag_core.settings import LLMSettings\n"
+        "assert 'anthropic' not in sys.modules and 'openai' not in sys.modules\n"
+        "make_client(LLMSettings(), 'k')\n"
+        "assert 'anthropic' in sys.modules and 'openai' not in sys.modules\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
