@@ -46,7 +46,8 @@ class Event:
 class Engine:
     """What a query needs besides the question: the index, its embedder, and the LLM access.
 
-    `client_factory` is the seam tests replace; the default builds the real Anthropic client.
+    `client_factory` is the seam tests replace; the default builds the configured provider's
+    client, or None when no LLM is configured.
     """
 
     index: CorpusIndex
@@ -69,7 +70,8 @@ class Engine:
         self._vectors.clear()
 
     def client(self, settings: QuerySettings):
-        if not settings.use_llm or not self.api_key:
+        # The factory decides whether an LLM is configured (a local server needs no key).
+        if not settings.use_llm:
             return None
         return self.client_factory(settings, self.api_key)
 

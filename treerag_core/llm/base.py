@@ -24,6 +24,7 @@ REASONS: dict[str, str] = {
     "incomplete": "the stream ended before its stop event",
     "truncated": "the answer was cut by the token limit",
     "invalid_json": "the reply holds no usable JSON",
+    "context_too_small": "the model's context cannot hold the prompt",
 }
 
 
