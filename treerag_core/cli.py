@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -13,6 +14,9 @@ from tqdm import tqdm
 
 from treerag_core.config import IndexSettings, QuerySettings, anthropic_api_key
 from treerag_core.errors import LLMError, QueryError, TreeRAGError
+from treerag_core.llm import llm_settings_of
+from treerag_core.names import Provider
+from treerag_core.settings import LLMSettings
 
 STRATEGY_CHOICES = ("treerag", "flat-hybrid", "flat-dense", "flat-bm25")
 EMBEDDER_HELP = (
@@ -48,19 +52,62 @@ def _progress_bars():
     return update, close
 
 
-def _llm_summarizer(settings: IndexSettings, previous):
-    """The LLM summarizer when asked for; without a key that is an error, not a silent no."""
+OPENAI_DEFAULT_MODEL = "gpt-4o-mini"
+
+
+def _llm_settings(args: argparse.Namespace) -> LLMSettings:
+    """The LLM access from --provider, --base-url, --model, --locate-model, --context-tokens.
+
+    Without --provider: openai when only OPENAI_API_KEY or OPENAI_BASE_URL is set, else
+    anthropic. OpenAI's own API defaults to OPENAI_DEFAULT_MODEL; another server needs
+    --model (no default fits every server).
+    """
+    from treerag_core.llm import api_key_for
+
+    provider = getattr(args, "provider", None)
+    if provider is None:
+        openai_env = api_key_for("openai") or os.environ.get("OPENAI_BASE_URL", "").strip()
+        provider = "openai" if openai_env and not api_key_for("anthropic") else "anthropic"
+    changes: dict = {"provider": provider}
+    for flag, name in (
+        ("base_url", "base_url"),
+        ("model", "answer_model"),
+        ("locate_model", "locate_model"),
+        ("context_tokens", "context_tokens"),
+    ):
+        value = getattr(args, flag, None)
+        if value is not None:
+            changes[name] = value
+    if provider == "openai":
+        answer = changes.get("answer_model") or changes.get("locate_model")
+        custom = changes.get("base_url") or os.environ.get("OPENAI_BASE_URL", "").strip()
+        if answer is None and custom:
+            raise QueryError(
+                "an OpenAI-compatible server needs --model (the name it serves, e.g. llama3.2)"
+            )
+        answer = answer or OPENAI_DEFAULT_MODEL
+        changes.setdefault("answer_model", answer)
+        changes.setdefault("locate_model", answer)
+    try:
+        return LLMSettings(**changes)
+    except ValueError as exc:
+        raise QueryError(str(exc)) from exc
+
+
+def _llm_summarizer(settings: IndexSettings, previous, args: argparse.Namespace):
+    """The LLM summarizer when asked for; without an LLM that is an error, not a silent no."""
     if not settings.llm_summaries:
         return None
-    from treerag_core.llm import make_client
+    llm = _llm_settings(args)
+    from treerag_core.llm import KEY_ENV, api_key_for, make_client
     from treerag_core.summaries_llm import make_llm_summarizer
 
-    query = QuerySettings()
-    client = make_client(query, anthropic_api_key())
+    client = make_client(llm, api_key_for(llm.provider))
     if client is None:
-        raise LLMError("--llm-summaries needs ANTHROPIC_API_KEY", reason="no_api_key")
+        need = KEY_ENV[llm.provider] + (" or --base-url" if llm.provider == "openai" else "")
+        raise LLMError(f"--llm-summaries needs {need}", reason="no_api_key")
     cache = previous.summary_cache if previous is not None else {}
-    return make_llm_summarizer(client, query.locate_model, cache)
+    return make_llm_summarizer(client, llm.locate_model, cache)
 
 
 def cmd_index(args: argparse.Namespace) -> int:
@@ -93,7 +140,7 @@ def cmd_index(args: argparse.Namespace) -> int:
         except TreeRAGError as exc:
             print(f"note: rebuilding from scratch ({exc})", file=sys.stderr)
     embedder = get_embedder(settings.embedder)
-    summarizer = _llm_summarizer(settings, previous)
+    summarizer = _llm_summarizer(settings, previous, args)
     update, close = _progress_bars()
     try:
         try:
@@ -128,6 +175,9 @@ def cmd_index(args: argparse.Namespace) -> int:
 def _query_settings(args: argparse.Namespace) -> QuerySettings:
     base = QuerySettings()
     changes: dict = {"use_llm": not args.mock}
+    if not args.mock:
+        llm = _llm_settings(args)
+        changes.update(locate_model=llm.locate_model, answer_model=llm.answer_model)
     for name in ("top_k", "dense_weight", "fusion", "locator", "strategy", "max_leaves"):
         value = getattr(args, name, None)
         if value is not None:
@@ -141,9 +191,24 @@ def _query_settings(args: argparse.Namespace) -> QuerySettings:
 
 
 def _engine(args: argparse.Namespace):
+    from treerag_core.llm import api_key_for, make_client
     from treerag_core.pipeline import load_engine
 
-    return load_engine(args.index, api_key=None if args.mock else anthropic_api_key())
+    if args.mock:
+        return load_engine(args.index, api_key=None)
+    llm = _llm_settings(args)
+    engine = load_engine(args.index, api_key=api_key_for(llm.provider))
+
+    def client(settings: QuerySettings, key: str | None):
+        # The flags' provider and endpoint; time-out, retries and on/off from the settings.
+        flat = llm_settings_of(settings)
+        return make_client(
+            llm.with_(enabled=flat.enabled, timeout=flat.timeout, max_retries=flat.max_retries),
+            key,
+        )
+
+    engine.client_factory = client
+    return engine
 
 
 def _answer(engine, question: str, settings: QuerySettings, leaves, as_json: bool) -> None:
@@ -203,6 +268,31 @@ def cmd_interactive(args: argparse.Namespace) -> int:
             print("\n(interrupted)")
 
 
+def _add_llm_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--provider",
+        choices=Provider.values(),
+        default=None,
+        help="LLM API: anthropic (ANTHROPIC_API_KEY) or openai, i.e. any OpenAI-compatible "
+        "server (OPENAI_API_KEY, may be empty for a local one). Default: openai when only "
+        "OpenAI variables are set, else anthropic",
+    )
+    p.add_argument(
+        "--base-url",
+        default=None,
+        help="the server, e.g. http://127.0.0.1:11434/v1 for Ollama "
+        "(default: OPENAI_BASE_URL / ANTHROPIC_BASE_URL, else the provider's API)",
+    )
+    p.add_argument("--model", default=None, help="the answer model (openai: also locates)")
+    p.add_argument("--locate-model", default=None, help="the model that picks sections")
+    p.add_argument(
+        "--context-tokens",
+        type=int,
+        default=None,
+        help="the model's context window; the locate prompt is cut to fit it (default 200000)",
+    )
+
+
 def _add_query_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--index", required=True, help="index folder made by `index`")
     p.add_argument("--mock", action="store_true", help="no LLM call at all; everything else real")
@@ -214,6 +304,7 @@ def _add_query_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--strategy", choices=STRATEGY_CHOICES, default=None)
     p.add_argument("--max-leaves", type=int, default=None)
     p.add_argument("--no-rerank", action="store_true", help="keep the fused order")
+    _add_llm_options(p)
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -300,7 +391,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--llm-summaries",
         action="store_true",
-        help="one-line section summaries from the LLM (needs ANTHROPIC_API_KEY; cached)",
+        help="one-line section summaries from the LLM (the --provider's key or a local "
+        "--base-url; cached)",
     )
     p.add_argument(
         "--max-file-mb",
@@ -308,6 +400,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=IndexSettings().max_file_bytes / 1024 / 1024,
         help="skip files larger than this (default 20)",
     )
+    _add_llm_options(p)
     p.set_defaults(func=cmd_index)
 
     p = sub.add_parser("query", help="answer one question, printing every step")

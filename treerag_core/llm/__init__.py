@@ -11,6 +11,8 @@ from typing import Any
 from treerag_core.errors import LLMError
 from treerag_core.llm.base import REASONS, LLMClient, TextStream, structured_output_note
 from treerag_core.llm.factory import (
+    BASE_URL_ENV,
+    KEY_ENV,
     api_key_for,
     base_url_for,
     llm_configured,
@@ -30,6 +32,8 @@ from treerag_core.llm.prices import (
 from treerag_core.llm.summaries import SUMMARY_INPUT_CHARS, summarize_batch
 
 __all__ = [
+    "BASE_URL_ENV",
+    "KEY_ENV",
     "PRICES",
     "REASONS",
     "SUMMARY_INPUT_CHARS",
