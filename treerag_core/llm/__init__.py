@@ -12,6 +12,7 @@ from treerag_core.errors import LLMError
 from treerag_core.llm.base import REASONS, LLMClient, TextStream, structured_output_note
 from treerag_core.llm.factory import (
     BASE_URL_ENV,
+    DEFAULT_BASE_URL,
     KEY_ENV,
     api_key_for,
     base_url_for,
@@ -33,6 +34,7 @@ from treerag_core.llm.summaries import SUMMARY_INPUT_CHARS, summarize_batch
 
 __all__ = [
     "BASE_URL_ENV",
+    "DEFAULT_BASE_URL",
     "KEY_ENV",
     "PRICES",
     "REASONS",
