@@ -206,3 +206,19 @@ def test_small_context_cuts_the_tree_and_the_trace_says_so(hashing_index, monkey
     assert "set by the model's context (2,000 tokens" in notes
     assert "the tree was cut after" in notes
     assert estimate_tokens(prompt) < 2000 - 1024
+
+
+def test_tokens_without_a_price_are_shown_as_unknown_never_as_zero(hashing_index) -> None:
+    from treerag_core.render import render_footer
+    from treerag_core.trace_io import stage_summary, trace_from_json, trace_to_json
+
+    with fake_openai.FakeOpenAIServer(include_usage=False) as server:  # reports no tokens
+        engine = _engine(hashing_index, "openai", server.base_url)
+        server.push(fake_openai.reply(locate_json(engine)), fake_openai.stream(["Fifty."]))
+        trace = run(engine, QUESTION, fast("openai"))
+    assert not trace.fallbacks and not trace.answer_usage.cost_known
+    rows = {row["stage"]: row for row in stage_summary(trace)}
+    assert not rows["locate"]["cost_known"] and rows["retrieve"]["cost_known"]
+    assert "cost unknown" in render_footer(trace) and "$0.0000" not in render_footer(trace)
+    again = trace_from_json(trace_to_json(trace))
+    assert not again.locate.usage.cost_known and not again.answer_usage.cost_known
