@@ -17,6 +17,7 @@ from treerag_core.llm import (
     llm_configured,
     llm_settings_of,
     make_client,
+    settings_from_env,
     test_connection,
 )
 from treerag_core.settings import LLMSettings, QuerySettings
@@ -27,7 +28,8 @@ OPENAI = LLMSettings(provider="openai", locate_model="llama3.2", answer_model="l
 
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch):
-    for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"):
+    names = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL")
+    for name in (*names, "TREERAG_LLM_MODEL"):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -112,3 +114,21 @@ def test_each_sdk_is_imported_only_by_its_provider() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize(
+    ("env", "provider", "model"),
+    [
+        ({}, "anthropic", "claude-haiku-4-5"),
+        ({"OPENAI_API_KEY": "k"}, "openai", "gpt-4o-mini"),
+        (
+            {"OPENAI_BASE_URL": "http://127.0.0.1:11434/v1", "TREERAG_LLM_MODEL": "llama3.2"},
+            "openai",
+            "llama3.2",
+        ),
+        ({"OPENAI_API_KEY": "k", "ANTHROPIC_API_KEY": "a"}, "anthropic", "claude-haiku-4-5"),
+    ],
+)
+def test_settings_from_env(env, provider, model) -> None:
+    settings = settings_from_env(env)
+    assert settings.provider == provider and settings.locate_model == model

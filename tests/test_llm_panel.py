@@ -21,7 +21,8 @@ def panel_app() -> None:
 
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch):
-    for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"):
+    names = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL")
+    for name in (*names, "TREERAG_LLM_MODEL"):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -93,3 +94,13 @@ def test_llm_off_is_returned_and_said() -> None:
     widget(at, "toggle", "llm_enabled").set_value(False).run()
     settings, _ = at.session_state["out"]
     assert not settings.enabled and "LLM off" in captions(at)
+
+
+def test_an_openai_endpoint_in_the_environment_preselects_it(monkeypatch) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:11434/v1")
+    monkeypatch.setenv("TREERAG_LLM_MODEL", "qwen2.5:7b")
+    at = app()
+    settings, _ = at.session_state["out"]
+    assert settings.provider == "openai" and settings.base_url == ""  # the env's is used
+    assert settings.locate_model == settings.answer_model == "qwen2.5:7b"
+    assert "Using http://127.0.0.1:11434/v1 with no key" in captions(at)

@@ -52,23 +52,25 @@ def _progress_bars():
     return update, close
 
 
-OPENAI_DEFAULT_MODEL = "gpt-4o-mini"
-
-
 def _llm_settings(args: argparse.Namespace) -> LLMSettings:
-    """The LLM access from --provider, --base-url, --model, --locate-model, --context-tokens.
+    """The LLM access: the environment's (`settings_from_env`), then the flags.
 
-    Without --provider: openai when only OPENAI_API_KEY or OPENAI_BASE_URL is set, else
-    anthropic. OpenAI's own API defaults to OPENAI_DEFAULT_MODEL; another server needs
-    --model (no default fits every server).
+    --provider, --base-url, --model (answer; for openai also locate unless --locate-model),
+    --locate-model, --context-tokens. A custom OpenAI-compatible server needs a model name,
+    from --model or TREERAG_LLM_MODEL (no default fits every server).
     """
-    from treerag_core.llm import api_key_for
+    from treerag_core.llm import MODEL_ENV, base_url_for, settings_from_env
 
-    provider = getattr(args, "provider", None)
-    if provider is None:
-        openai_env = api_key_for("openai") or os.environ.get("OPENAI_BASE_URL", "").strip()
-        provider = "openai" if openai_env and not api_key_for("anthropic") else "anthropic"
+    env_settings = settings_from_env()
+    provider = getattr(args, "provider", None) or env_settings.provider
     changes: dict = {"provider": provider}
+    if provider == env_settings.provider:
+        changes.update(
+            locate_model=env_settings.locate_model, answer_model=env_settings.answer_model
+        )
+    elif provider == "openai":
+        changes.update(locate_model="gpt-4o-mini", answer_model="gpt-4o-mini")
+    named = {}
     for flag, name in (
         ("base_url", "base_url"),
         ("model", "answer_model"),
@@ -77,21 +79,21 @@ def _llm_settings(args: argparse.Namespace) -> LLMSettings:
     ):
         value = getattr(args, flag, None)
         if value is not None:
-            changes[name] = value
-    if provider == "openai":
-        answer = changes.get("answer_model") or changes.get("locate_model")
-        custom = changes.get("base_url") or os.environ.get("OPENAI_BASE_URL", "").strip()
-        if answer is None and custom:
-            raise QueryError(
-                "an OpenAI-compatible server needs --model (the name it serves, e.g. llama3.2)"
-            )
-        answer = answer or OPENAI_DEFAULT_MODEL
-        changes.setdefault("answer_model", answer)
-        changes.setdefault("locate_model", answer)
+            named[name] = value
+    if provider == "openai" and "answer_model" in named:
+        named.setdefault("locate_model", named["answer_model"])
+    changes.update(named)
     try:
-        return LLMSettings(**changes)
+        llm = LLMSettings(**changes)
     except ValueError as exc:
         raise QueryError(str(exc)) from exc
+    custom = llm.provider == "openai" and base_url_for(llm) is not None
+    if custom and "answer_model" not in named and not os.environ.get(MODEL_ENV, "").strip():
+        raise QueryError(
+            "an OpenAI-compatible server needs --model (the name it serves, e.g. llama3.2) "
+            f"or {MODEL_ENV}"
+        )
+    return llm
 
 
 def _llm_summarizer(settings: IndexSettings, previous, args: argparse.Namespace):

@@ -16,6 +16,7 @@ from treerag_core.llm import (
     api_key_for,
     base_url_for,
     llm_configured,
+    settings_from_env,
     test_connection,
 )
 from treerag_core.names import Provider
@@ -59,6 +60,8 @@ def llm_panel(
     env = os.environ if env is None else env
     ss = st.session_state
     base = base or LLMSettings()
+    start = settings_from_env(env)  # e.g. OPENAI_BASE_URL alone selects openai
+    ss.setdefault(f"{prefix}provider", start.provider.value)
     box.subheader("LLM")
     enabled = box.toggle("Use an LLM", key=f"{prefix}enabled", value=True, persist_state=KEEP)
     provider = Provider.parse(
@@ -84,7 +87,8 @@ def llm_panel(
     models = {}
     for field, label in (("locate_model", "Locate model"), ("answer_model", "Answer model")):
         widget = f"{prefix}{field}_{provider}"
-        ss.setdefault(widget, DEFAULTS[provider][field])
+        default = getattr(start, field) if provider == start.provider else None
+        ss.setdefault(widget, default or DEFAULTS[provider][field])
         models[field] = box.text_input(
             label, key=widget, disabled=not enabled, persist_state=KEEP
         ).strip()

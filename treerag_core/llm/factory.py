@@ -36,6 +36,31 @@ def llm_settings_of(settings: Any) -> LLMSettings:
     )
 
 
+MODEL_ENV = "TREERAG_LLM_MODEL"  # the model a custom server serves (it has no default)
+OPENAI_DEFAULT_MODEL = "gpt-4o-mini"
+
+
+def settings_from_env(env: Mapping[str, str] | None = None) -> LLMSettings:
+    """LLMSettings as the environment suggests, before any flag or widget changes them.
+
+    The provider is openai when only OpenAI variables (OPENAI_API_KEY, OPENAI_BASE_URL) are
+    set, else anthropic. TREERAG_LLM_MODEL names both models (for openai: else gpt-4o-mini).
+    """
+    env = os.environ if env is None else env
+    has_openai = bool(api_key_for(Provider.OPENAI, env) or env.get(BASE_URL_ENV[Provider.OPENAI]))
+    provider = (
+        Provider.OPENAI
+        if has_openai and not api_key_for(Provider.ANTHROPIC, env)
+        else Provider.ANTHROPIC
+    )
+    model = env.get(MODEL_ENV, "").strip()
+    if provider == Provider.OPENAI:
+        model = model or OPENAI_DEFAULT_MODEL
+    if not model:
+        return LLMSettings(provider=provider)
+    return LLMSettings(provider=provider, locate_model=model, answer_model=model)
+
+
 def api_key_for(provider: Provider | str, env: Mapping[str, str] | None = None) -> str | None:
     """The provider's key from the environment (ANTHROPIC_API_KEY / OPENAI_API_KEY), or None."""
     env = os.environ if env is None else env
