@@ -17,6 +17,7 @@ from treerag_core.llm import (
     llm_configured,
     llm_settings_of,
     make_client,
+    resolve_key,
     settings_from_env,
     test_connection,
 )
@@ -58,6 +59,13 @@ def test_keys_and_endpoints_come_from_the_provider_variables() -> None:
     assert base_url_for(OPENAI, env) == "http://h:1/v1"
     assert base_url_for(OPENAI.with_(base_url="http://x/v1"), env) == "http://x/v1"
     assert base_url_for(ANTHROPIC, env) is None
+
+
+def test_make_client_uses_the_key_it_is_given_not_the_environments(monkeypatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-env")
+    assert make_client(ANTHROPIC, None) is None  # an engine without a key stays local
+    assert resolve_key(ANTHROPIC, None) == "sk-env" and resolve_key(ANTHROPIC, " t ") == "t"
+    assert make_client(ANTHROPIC, resolve_key(ANTHROPIC, None)).provider == "anthropic"
 
 
 def test_make_client_picks_the_provider(monkeypatch) -> None:

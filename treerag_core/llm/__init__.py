@@ -20,6 +20,7 @@ from treerag_core.llm.factory import (
     llm_configured,
     llm_settings_of,
     make_client,
+    resolve_key,
     settings_from_env,
     test_connection,
 )
@@ -58,6 +59,7 @@ __all__ = [
     "make_client",
     "price_for",
     "priced",
+    "resolve_key",
     "settings_from_env",
     "structured_output_note",
     "summarize_batch",

@@ -91,16 +91,26 @@ def llm_configured(
     return llm.provider == Provider.OPENAI and base_url_for(llm, env) is not None
 
 
+def resolve_key(llm: Any, typed: str | None, env: Mapping[str, str] | None = None) -> str | None:
+    """The key to use: one typed in the UI, else the provider's from the environment."""
+    return (typed or "").strip() or api_key_for(llm_settings_of(llm).provider, env)
+
+
 def make_client(llm: Any, api_key: str | None) -> LLMClient | None:
     """A client for `llm` (LLMSettings; a QuerySettings is read for its LLM part), or None.
 
-    None when the LLM is switched off or not configured (no key, and for OpenAI no custom
-    endpoint either): callers then take their local path. A key given here wins over the
-    environment's. Only the chosen provider's SDK is imported.
+    None when the LLM is switched off or not configured (no key, and for OpenAI no endpoint
+    either): callers then take their local path. `api_key` is used as given, never looked
+    up here (pass `resolve_key(...)` for "typed, else the environment's"), so an engine
+    built without a key never picks one up by surprise. The endpoint does come from the
+    settings or the provider's *_BASE_URL variable. Only the chosen provider's SDK is
+    imported.
     """
     llm = llm_settings_of(llm)
-    key = (api_key or "").strip() or api_key_for(llm.provider)
-    if not llm_configured(llm, key):
+    key = (api_key or "").strip() or None
+    if not llm.enabled or not (
+        key or (llm.provider == Provider.OPENAI and base_url_for(llm) is not None)
+    ):
         return None
     base_url = base_url_for(llm)
     if llm.provider == Provider.OPENAI:
@@ -122,13 +132,15 @@ PING_PROMPT = "Reply with the single word: ok"
 def test_connection(llm: LLMSettings, api_key: str | None) -> str:
     """Ask the locate model for one word and say what answered, e.g. for the sidebar button.
 
+    `api_key` is the typed key, or None for the provider's environment key.
+
     Returns "openai at http://127.0.0.1:11434/v1 · model llama3.2 · answered 'ok' in 412 ms
     · 9 in / 2 out tokens". A reply cut by the tiny token limit still proves the connection.
 
     Raises:
         LLMError: reason not_configured, or why the call failed.
     """
-    client = make_client(llm, api_key)
+    client = make_client(llm, resolve_key(llm, api_key))
     if client is None:
         need = KEY_ENV[llm.provider]
         extra = " or a base URL" if llm.provider == Provider.OPENAI else ""

@@ -46,6 +46,14 @@ def _caused_by(err: BaseException, kind: type[BaseException]) -> bool:
     return False
 
 
+def _json_mode_refused(exc: LLMError) -> bool:
+    """A 400/422 (or an error naming response_format): the server may not know JSON mode."""
+    text = str(exc)
+    return exc.reason == "api_error" and (
+        "response_format" in text or "HTTP 400" in text or "HTTP 422" in text
+    )
+
+
 class OpenAIClient:
     """A thin seam over `openai.OpenAI` chat completions: two calls, typed errors, usage.
 
@@ -134,9 +142,7 @@ class OpenAIClient:
                 self._note_json(model, "openai: response_format json_object")
                 return text, stream.usage
             except LLMError as exc:
-                if exc.reason not in ("api_error", "not_found") or "response_format" not in str(
-                    exc
-                ):
+                if not _json_mode_refused(exc):
                     raise
                 self._note_json(
                     model,
