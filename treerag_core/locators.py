@@ -212,7 +212,9 @@ def llm_locate(
     started = time.perf_counter()
     ranked_docs = list(dict.fromkeys(index.nodes[i].doc_id for i in local.leaf_ids))
     llm = llm_settings_of(settings)
-    frame = estimate_tokens("".join(build_locate_prompt(question, "", language, 5)))
+    frame = estimate_tokens(
+        "".join(build_locate_prompt(question, "", language, settings.max_leaves))
+    )
     budget = locate_tree_budget(settings.locate_budget_tokens, llm.context_tokens, frame)
     tree_text, cut = tree_for_prompt(index, scope, budget.tokens, ranked_docs, language)
     tree_text, trimmed = cut_to_budget(tree_text, budget.tokens)
