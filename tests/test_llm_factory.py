@@ -9,7 +9,6 @@ import pytest
 from fake_anthropic import FakeAnthropicServer
 from fake_openai import FakeOpenAIServer, reply, status
 
-from treerag_core.config import QuerySettings as FlatSettings
 from treerag_core.errors import LLMError
 from treerag_core.llm import (
     api_key_for,
@@ -78,13 +77,12 @@ def test_make_client_picks_the_provider(monkeypatch) -> None:
     assert make_client(OPENAI.with_(enabled=False), None) is None
 
 
-def test_make_client_reads_any_settings_shape() -> None:
+def test_make_client_reads_llm_or_query_settings() -> None:
     nested = QuerySettings().set("llm.provider", "openai").set("llm.base_url", "http://h/v1")
     assert make_client(nested, None).provider == "openai"
-    flat = FlatSettings(llm_timeout=4.0, llm_max_retries=0, use_llm=True)
-    assert llm_settings_of(flat).timeout == 4.0
-    assert make_client(flat, "sk-ant").max_retries == 0
-    assert make_client(FlatSettings(use_llm=False), "sk-ant") is None
+    assert llm_settings_of(nested) is nested.llm
+    with pytest.raises(TypeError, match="LLMSettings"):
+        llm_settings_of({"provider": "openai"})
 
 
 def test_connection_says_what_answered() -> None:

@@ -16,11 +16,11 @@ import fake_anthropic
 import fake_openai
 import pytest
 
-from treerag_core.config import QuerySettings
 from treerag_core.embedders import get_embedder
-from treerag_core.llm import llm_settings_of, make_client
+from treerag_core.llm import make_client
 from treerag_core.pipeline import Engine, run
 from treerag_core.prompts import estimate_tokens
+from treerag_core.settings import LLMSettings, QuerySettings
 
 pytestmark = pytest.mark.slow
 
@@ -38,16 +38,10 @@ class Setup:
     engine: Engine
 
 
-def _engine(hashing_index, provider: str, base_url: str) -> Engine:
-    def factory(settings: QuerySettings, key: str | None):
-        llm = llm_settings_of(settings).with_(provider=provider, base_url=base_url)
-        if provider == "openai":
-            llm = llm.with_(locate_model="llama3.2", answer_model="llama3.2")
-        return make_client(llm, key)
-
+def _engine(hashing_index, provider: str) -> Engine:
     key = "sk-test" if provider == "anthropic" else None  # a local OpenAI server needs none
     embedder = get_embedder("hashing")  # model quality does not matter here: speed does
-    return Engine(hashing_index, embedder, api_key=key, client_factory=factory)
+    return Engine(hashing_index, embedder, api_key=key, client_factory=make_client)
 
 
 @pytest.fixture(params=["anthropic", "openai"])
@@ -58,14 +52,15 @@ def setup(request, hashing_index) -> Iterator[Setup]:
     else:
         module, server = fake_openai, fake_openai.FakeOpenAIServer()
     with server:
-        yield Setup(provider, module, server, _engine(hashing_index, provider, server.base_url))
+        yield Setup(provider, module, server, _engine(hashing_index, provider))
 
 
-def fast(provider: str = "anthropic") -> QuerySettings:
-    settings = QuerySettings(llm_timeout=1.0, llm_max_retries=0, rerank=False)
+def fast(provider: str, base_url: str) -> QuerySettings:
+    """Settings pointing at the fake server: short time-out, no retries, no rerank (speed)."""
+    llm = LLMSettings(provider=provider, base_url=base_url, timeout=1.0, max_retries=0)
     if provider == "openai":
-        settings = settings.with_(locate_model="llama3.2", answer_model="llama3.2")
-    return settings
+        llm = llm.with_(locate_model="llama3.2", answer_model="llama3.2")
+    return QuerySettings(llm=llm).set("rerank.enabled", False)
 
 
 def locate_json(engine: Engine) -> str:
@@ -82,7 +77,7 @@ def check_falls_back(setup: Setup, stage: str, fault, reason: str) -> None:
         server.push(fault, fake.stream(["Fifty epochs."]))
     else:
         server.push(fake.reply(locate_json(engine)), fault)
-    trace = run(engine, QUESTION, fast(setup.provider))
+    trace = run(engine, QUESTION, fast(setup.provider, server.base_url))
     label = "synthesize" if stage == "answer" else "locate"
     assert [(f.stage, f.reason) for f in trace.fallbacks] == [(label, reason)]
     detail = trace.fallbacks[0].detail
@@ -153,8 +148,8 @@ def test_connection_refused_falls_back_in_both_steps(hashing_index, provider) ->
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     suffix = "/v1" if provider == "openai" else ""
-    engine = _engine(hashing_index, provider, f"http://127.0.0.1:{port}{suffix}")
-    trace = run(engine, QUESTION, fast(provider))
+    engine = _engine(hashing_index, provider)
+    trace = run(engine, QUESTION, fast(provider, f"http://127.0.0.1:{port}{suffix}"))
     assert [(f.stage, f.reason) for f in trace.fallbacks] == [
         ("locate", "connection"),
         ("synthesize", "connection"),
@@ -164,11 +159,11 @@ def test_connection_refused_falls_back_in_both_steps(hashing_index, provider) ->
 
 def test_openai_local_model_locates_and_answers_with_tokens_at_no_cost(hashing_index) -> None:
     with fake_openai.FakeOpenAIServer() as server:
-        engine = _engine(hashing_index, "openai", server.base_url)
+        engine = _engine(hashing_index, "openai")
         server.push(
             fake_openai.reply(locate_json(engine)), fake_openai.stream(["Fifty ", "epochs."])
         )
-        trace = run(engine, QUESTION, fast("openai"))
+        trace = run(engine, QUESTION, fast("openai", server.base_url))
         bodies = server.bodies
     assert not trace.fallbacks and trace.locate.locator == "llm"
     assert trace.answer == "Fifty epochs."
@@ -181,26 +176,20 @@ def test_openai_local_model_locates_and_answers_with_tokens_at_no_cost(hashing_i
 
 def test_openai_without_json_mode_parses_text_and_notes_why(hashing_index) -> None:
     with fake_openai.FakeOpenAIServer(json_mode=False) as server:
-        engine = _engine(hashing_index, "openai", server.base_url)
+        engine = _engine(hashing_index, "openai")
         server.push(fake_openai.reply("```json\n" + locate_json(engine) + "\n```"))
-        trace = run(engine, QUESTION, fast("openai"))
+        trace = run(engine, QUESTION, fast("openai", server.base_url))
     assert trace.locate.locator == "llm" and not trace.fallbacks
     [note] = [n for n in trace.locate.notes if n.startswith("structured output")]
     assert "unsupported" in note and "parsed from the reply text" in note
 
 
-def test_small_context_cuts_the_tree_and_the_trace_says_so(hashing_index, monkeypatch) -> None:
-    import treerag_core.locators as locators
-
-    # The context size is an LLM setting; with the flat settings it reaches locate here.
-    original = locators.llm_settings_of
-    monkeypatch.setattr(
-        locators, "llm_settings_of", lambda s: original(s).with_(context_tokens=2000)
-    )
+def test_small_context_cuts_the_tree_and_the_trace_says_so(hashing_index) -> None:
     with fake_openai.FakeOpenAIServer() as server:
-        engine = _engine(hashing_index, "openai", server.base_url)
+        engine = _engine(hashing_index, "openai")
         server.push(fake_openai.reply(locate_json(engine)))
-        trace = run(engine, QUESTION, fast("openai"), scope=["test_paper.md"])
+        settings = fast("openai", server.base_url).set("llm.context_tokens", 2000)
+        trace = run(engine, QUESTION, settings, scope=["test_paper.md"])
         prompt = server.requests[0].prompt_text
     notes = " | ".join(trace.locate.notes)
     assert "set by the model's context (2,000 tokens" in notes
@@ -213,9 +202,9 @@ def test_tokens_without_a_price_are_shown_as_unknown_never_as_zero(hashing_index
     from treerag_core.trace_io import stage_summary, trace_from_json, trace_to_json
 
     with fake_openai.FakeOpenAIServer(include_usage=False) as server:  # reports no tokens
-        engine = _engine(hashing_index, "openai", server.base_url)
+        engine = _engine(hashing_index, "openai")
         server.push(fake_openai.reply(locate_json(engine)), fake_openai.stream(["Fifty."]))
-        trace = run(engine, QUESTION, fast("openai"))
+        trace = run(engine, QUESTION, fast("openai", server.base_url))
     assert not trace.fallbacks and not trace.answer_usage.cost_known
     rows = {row["stage"]: row for row in stage_summary(trace)}
     assert not rows["locate"]["cost_known"] and rows["retrieve"]["cost_known"]

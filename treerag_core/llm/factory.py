@@ -21,19 +21,13 @@ DEFAULT_BASE_URL = {
 
 
 def llm_settings_of(settings: Any) -> LLMSettings:
-    """LLMSettings from LLMSettings, the nested QuerySettings (`.llm`) or the flat legacy one."""
+    """LLMSettings itself, or the `.llm` part of a QuerySettings."""
     if isinstance(settings, LLMSettings):
         return settings
     nested = getattr(settings, "llm", None)
     if isinstance(nested, LLMSettings):
         return nested
-    return LLMSettings(  # config.QuerySettings (flat) until the plug-in refactor lands
-        enabled=bool(getattr(settings, "use_llm", True)),
-        locate_model=getattr(settings, "locate_model", LLMSettings.locate_model),
-        answer_model=getattr(settings, "answer_model", LLMSettings.answer_model),
-        timeout=float(getattr(settings, "llm_timeout", LLMSettings.timeout)),
-        max_retries=int(getattr(settings, "llm_max_retries", LLMSettings.max_retries)),
-    )
+    raise TypeError(f"expected LLMSettings or QuerySettings, got {type(settings).__name__}")
 
 
 MODEL_ENV = "TREERAG_LLM_MODEL"  # the model a custom server serves (it has no default)
