@@ -13,6 +13,7 @@ from treerag_core.errors import LLMError
 from treerag_core.llm import (
     api_key_for,
     base_url_for,
+    endpoint_of,
     llm_configured,
     llm_settings_of,
     make_client,
@@ -138,3 +139,14 @@ def test_each_sdk_is_imported_only_by_its_provider() -> None:
 def test_settings_from_env(env, provider, model) -> None:
     settings = settings_from_env(env)
     assert settings.provider == provider and settings.locate_model == model
+
+
+def test_an_endpoint_password_is_never_shown() -> None:
+    url = "http://user:s3cret@127.0.0.1:9/v1"
+    assert endpoint_of(OPENAI.with_(base_url=url)) == "http://127.0.0.1:9/v1"
+    assert endpoint_of(ANTHROPIC) == "https://api.anthropic.com"
+    client = make_client(OPENAI.with_(base_url=url, max_retries=0, timeout=1.0), None)
+    assert "s3cret" not in client.name and "s3cret" not in repr(client)
+    with pytest.raises(LLMError) as info:
+        client.complete("", "q", "llama3.2", 5)
+    assert info.value.reason == "connection" and "s3cret" not in str(info.value)

@@ -163,13 +163,16 @@ def test_openai_local_model_locates_and_answers_with_tokens_at_no_cost(hashing_i
         server.push(
             fake_openai.reply(locate_json(engine)), fake_openai.stream(["Fifty ", "epochs."])
         )
-        trace = run(engine, QUESTION, fast("openai", server.base_url))
+        server_url = server.base_url
+        trace = run(engine, QUESTION, fast("openai", server_url))
         bodies = server.bodies
     assert not trace.fallbacks and trace.locate.locator == "llm"
     assert trace.answer == "Fifty epochs."
     assert bodies[0]["response_format"] == {"type": "json_object"}  # locate asks for JSON
     assert "response_format" not in bodies[1]
     assert "structured output: openai: response_format json_object" in trace.locate.notes
+    assert trace.provider["llm_provider"] == "openai"
+    assert trace.provider["llm_endpoint"] == server_url
     for usage in (trace.locate.usage, trace.answer_usage):
         assert usage.input_tokens > 0 and usage.cost_known and usage.cost_usd == 0.0
 

@@ -19,7 +19,7 @@ from treerag_core.citations import parse_citations
 from treerag_core.embedders import Embedder
 from treerag_core.errors import LLMError, QueryError, TreeRAGError
 from treerag_core.index import CorpusIndex
-from treerag_core.llm import make_client
+from treerag_core.llm import endpoint_of, make_client
 from treerag_core.names import Locator
 from treerag_core.rerank import get_reranker, rerank_chunks
 from treerag_core.settings import AnswerSettings, LLMSettings, QuerySettings
@@ -99,6 +99,7 @@ def _provider(engine: Engine, settings: QuerySettings, llm: bool) -> dict[str, A
         "reranker": settings.rerank.model if settings.rerank.enabled else "off",
         "llm": llm,
         "llm_provider": str(settings.llm.provider) if llm else "",
+        "llm_endpoint": endpoint_of(settings.llm) if llm else "",
         "locate_model": settings.llm.locate_model if llm else "",
         "answer_model": settings.llm.answer_model if llm else "",
     }

@@ -14,7 +14,7 @@ import httpx2
 
 from treerag_core.errors import LLMError
 from treerag_core.llm.base import TextStream, check_call, check_finished
-from treerag_core.llm.errors import clean_detail, scrub, status_error
+from treerag_core.llm.errors import clean_detail, public_url, scrub, status_error
 from treerag_core.llm.prices import priced
 from treerag_core.types import Usage
 
@@ -65,12 +65,17 @@ class AnthropicClient:
         self._lock = threading.Lock()
 
     @property
+    def where(self) -> str:
+        """The endpoint as shown in names, messages and traces (no user:password)."""
+        return public_url(self.base_url or DEFAULT_BASE_URL)
+
+    @property
     def name(self) -> str:
-        return f"anthropic at {self.base_url or DEFAULT_BASE_URL}"
+        return f"anthropic at {self.where}"
 
     def __repr__(self) -> str:
         return (
-            f"AnthropicClient(base_url={self.base_url or DEFAULT_BASE_URL!r}, "
+            f"AnthropicClient(base_url={self.where!r}, "
             f"timeout={self.timeout}, max_retries={self.max_retries})"
         )
 
@@ -160,7 +165,7 @@ class AnthropicClient:
                 out.usage = priced(out.usage, out.model, self.base_url, reported)
                 self.add_usage(out.usage)
         check_finished(
-            f"Anthropic at {self.base_url or DEFAULT_BASE_URL}",
+            f"Anthropic at {self.where}",
             events=events,
             stopped=stopped,
             stop_reason=out.stop_reason,
@@ -174,7 +179,7 @@ class AnthropicClient:
     @contextlib.contextmanager
     def translate_errors(self) -> Iterator[None]:
         """Turn SDK and transport errors into LLMError with a short `reason`."""
-        where = self.base_url or DEFAULT_BASE_URL
+        where = self.where
         try:
             yield
         except anthropic.APIStatusError as err:
@@ -218,7 +223,7 @@ class AnthropicClient:
                 kind, "api_error"
             )
             return LLMError(f"Anthropic stream failed ({kind or 'error'}): {detail}", reason=reason)
-        label = f"Anthropic at {self.base_url or DEFAULT_BASE_URL}"
+        label = f"Anthropic at {self.where}"
         model = ""
         if err.request is not None:
             with contextlib.suppress(ValueError, AttributeError):

@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 import re
+from urllib.parse import urlsplit, urlunsplit
 
 from treerag_core.errors import LLMError
 
 _TAGS = re.compile(r"<[^>]+>")
+
+
+def public_url(url: str) -> str:
+    """`url` safe to show and record: any user:password part removed."""
+    parts = urlsplit(url)
+    if not (parts.username or parts.password):
+        return url
+    netloc = (parts.hostname or "") + (f":{parts.port}" if parts.port else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 def scrub(text: str, secret: str) -> str:

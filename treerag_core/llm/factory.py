@@ -9,6 +9,7 @@ from typing import Any
 
 from treerag_core.errors import LLMError
 from treerag_core.llm.base import LLMClient
+from treerag_core.llm.errors import public_url
 from treerag_core.names import Provider
 from treerag_core.settings import LLMSettings
 
@@ -67,6 +68,11 @@ def base_url_for(llm: LLMSettings, env: Mapping[str, str] | None = None) -> str 
     env = os.environ if env is None else env
     url = llm.base_url.strip() or env.get(BASE_URL_ENV[llm.provider], "").strip()
     return url or None
+
+
+def endpoint_of(llm: LLMSettings, env: Mapping[str, str] | None = None) -> str:
+    """The server a client for `llm` talks to, safe to show and record (no user:password)."""
+    return public_url(base_url_for(llm, env) or DEFAULT_BASE_URL[llm.provider])
 
 
 def llm_configured(

@@ -14,7 +14,7 @@ import openai
 
 from treerag_core.errors import LLMError
 from treerag_core.llm.base import TextStream, check_call, check_finished
-from treerag_core.llm.errors import clean_detail, scrub, status_error
+from treerag_core.llm.errors import clean_detail, public_url, scrub, status_error
 from treerag_core.llm.prices import priced
 from treerag_core.types import Usage
 
@@ -89,12 +89,17 @@ class OpenAIClient:
         self._lock = threading.Lock()
 
     @property
+    def where(self) -> str:
+        """The endpoint as shown in names, messages and traces (no user:password)."""
+        return public_url(self.base_url or DEFAULT_BASE_URL)
+
+    @property
     def name(self) -> str:
-        return f"openai at {self.base_url or DEFAULT_BASE_URL}"
+        return f"openai at {self.where}"
 
     def __repr__(self) -> str:
         return (
-            f"OpenAIClient(base_url={self.base_url or DEFAULT_BASE_URL!r}, "
+            f"OpenAIClient(base_url={self.where!r}, "
             f"timeout={self.timeout}, max_retries={self.max_retries})"
         )
 
@@ -104,7 +109,7 @@ class OpenAIClient:
             if self._sdk is None:
                 self._sdk = openai.OpenAI(
                     api_key=self._api_key or NO_KEY,
-                    base_url=self.base_url or DEFAULT_BASE_URL,
+                    base_url=self.base_url or DEFAULT_BASE_URL,  # SDK: the real URL
                     timeout=self.timeout,
                     max_retries=self.max_retries,
                 )
@@ -206,7 +211,7 @@ class OpenAIClient:
             out.usage = priced(out.usage, out.model, self.base_url, reported)
             self.add_usage(out.usage)
         check_finished(
-            f"OpenAI-compatible server at {self.base_url or DEFAULT_BASE_URL}",
+            f"OpenAI-compatible server at {self.where}",
             events=events,
             stopped=finish is not None,
             stop_reason=finish,
@@ -220,7 +225,7 @@ class OpenAIClient:
     @contextlib.contextmanager
     def translate_errors(self) -> Iterator[None]:
         """Turn SDK and transport errors into LLMError with a short `reason`."""
-        where = self.base_url or DEFAULT_BASE_URL
+        where = self.where
         try:
             yield
         except openai.APIStatusError as err:
@@ -276,5 +281,5 @@ class OpenAIClient:
         model = ""
         with contextlib.suppress(ValueError, AttributeError, TypeError):
             model = json.loads(err.request.content or b"{}").get("model", "")
-        label = f"OpenAI-compatible server at {self.base_url or DEFAULT_BASE_URL}"
+        label = f"OpenAI-compatible server at {self.where}"
         return status_error(label, err.status_code, kind, detail, model, KEY_ENV)
