@@ -25,7 +25,8 @@ from treerag_core.rerank import get_reranker, rerank_chunks
 from treerag_core.settings import AnswerSettings, LLMSettings, QuerySettings
 from treerag_core.strategies import QueryContext, Strategy, get_strategy
 from treerag_core.synthesis import extractive_answer, stream_llm_answer
-from treerag_core.text import detect_language, is_stopword_only, tokenize
+from treerag_core.text import is_stopword_only, tokenize
+from treerag_core.text_rules import detect_language
 from treerag_core.types import Fallback, LocateResult, RetrievedChunk, Trace, Usage
 
 QUERY_VECTOR_CACHE = 512  # entries per engine: a long interactive session must not grow

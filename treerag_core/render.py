@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
+from treerag_core.text_rules import preview
 from treerag_core.trace_io import stage_summary
 from treerag_core.types import RetrievedChunk, Trace
 
 RULE = "=" * 60
-
-
-def _preview(text: str, width: int = 90) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 3] + "..."
 
 
 def _scores(hit: RetrievedChunk) -> str:
@@ -53,7 +49,7 @@ def render_retrieval(trace: Trace) -> str:
         lines.append(
             f"  #{hit.final_rank} [{hit.chunk.source_node_id}] {hit.chunk.heading_path}{arrow}"
         )
-        lines.append(f'     "{_preview(hit.chunk.text)}"')
+        lines.append(f'     "{preview(hit.chunk.text, 90)}"')
         lines.append(f"     {_scores(hit)}")
         lines.append("")
     for section in trace.sections:

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator, Sequence
 import numpy as np
 
 from treerag_core.prompts import build_synthesis_prompt
-from treerag_core.text import sentence_spans
+from treerag_core.text_rules import sentence_spans
 from treerag_core.types import ContextSection, Language, RetrievedChunk
 
 EmbedMany = Callable[[Sequence[str]], np.ndarray]
