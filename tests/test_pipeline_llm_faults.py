@@ -214,3 +214,15 @@ def test_tokens_without_a_price_are_shown_as_unknown_never_as_zero(hashing_index
     assert "cost unknown" in render_footer(trace) and "$0.0000" not in render_footer(trace)
     again = trace_from_json(trace_to_json(trace))
     assert not again.locate.usage.cost_known and not again.answer_usage.cost_known
+
+
+def test_answer_prompt_beyond_the_context_falls_back_without_a_call(hashing_index) -> None:
+    with fake_openai.FakeOpenAIServer() as server:
+        engine = _engine(hashing_index, "openai")
+        leaf = json.loads(locate_json(engine))["results"][0]["node_id"]
+        settings = fast("openai", server.base_url).set("llm.context_tokens", 1200)
+        trace = run(engine, QUESTION, settings, leaves=[leaf])  # step 1 by hand: no call
+        calls = len(server.requests)
+    assert [(f.stage, f.reason) for f in trace.fallbacks] == [("synthesize", "context_too_small")]
+    assert calls == 0  # the answer prompt was never sent
+    assert trace.answer.startswith("From the retrieved evidence:")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from treerag_core.errors import LLMError
-from treerag_core.prompt_budget import fit_blocks, locate_tree_budget
+from treerag_core.prompt_budget import check_fits, fit_blocks, locate_tree_budget
 from treerag_core.prompts import estimate_tokens
 
 
@@ -35,3 +35,10 @@ def test_fit_blocks_keeps_whole_node_blocks_within_budget() -> None:
     assert kept_text == "\n\n".join(blocks[:kept]) and estimate_tokens(kept_text) <= 100
     assert fit_blocks(text, 1)[1] == 1  # one block always goes
     assert fit_blocks(text, 10**6) == (text, 20, 20)
+
+
+def test_a_prompt_too_big_for_the_context_is_refused_before_sending() -> None:
+    check_fits("word " * 100, 1024, 200_000, "answer")  # fits: nothing raised
+    with pytest.raises(LLMError, match="answer prompt needs about") as info:
+        check_fits("word " * 4000, 1024, 4096, "answer")
+    assert info.value.reason == "context_too_small"

@@ -183,6 +183,7 @@ def synthesize_step(engine: Engine, trace: Trace, settings: QuerySettings, clien
                 trace.language,
                 settings.llm.answer_model,
                 trace.sections,
+                settings.llm.context_tokens,
             )
             for delta in stream:
                 parts.append(delta)

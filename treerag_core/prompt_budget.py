@@ -8,6 +8,7 @@ from treerag_core.errors import LLMError
 from treerag_core.prompts import estimate_tokens
 
 LOCATE_REPLY_TOKENS = 1024  # room kept for the locator's JSON reply
+ANSWER_REPLY_TOKENS = 1024  # room kept for the streamed answer
 CONTEXT_MARGIN = 0.1  # our token estimate is rough: keep a tenth of the window free
 
 
@@ -63,3 +64,23 @@ def fit_blocks(text: str, budget: int) -> tuple[str, int, int]:
         used += cost
         kept += 1
     return "\n\n".join(blocks[:kept]), kept, len(blocks)
+
+
+def check_fits(prompt: str, reply_tokens: int, context_tokens: int, what: str) -> None:
+    """Raise rather than send a prompt the model's context cannot hold with its reply.
+
+    Some local servers (Ollama) silently drop the start of a prompt that is too long; an
+    answer from half the evidence must not pass for a real one.
+
+    Raises:
+        LLMError: reason "context_too_small".
+    """
+    need = estimate_tokens(prompt) + reply_tokens
+    room = int(context_tokens * (1 - CONTEXT_MARGIN))
+    if need > room:
+        raise LLMError(
+            f"the {what} prompt needs about {need:,} tokens with its reply, more than the "
+            f"model's context ({context_tokens:,} tokens, {CONTEXT_MARGIN:.0%} kept free): "
+            "raise the context size setting, or lower top-k / context chars",
+            reason="context_too_small",
+        )
