@@ -355,6 +355,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         scope=args.scope,
         limit=args.limit,
         use_llm=args.llm,
+        top_k=args.top_k,
         index_settings=index_settings,
         query_settings=query,
     )
@@ -380,6 +381,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.out:
         write_report(Path(args.out), report)
     print(markdown_table(report))
+    used = report["settings"]
+    print(
+        f"top-k {used['top_k']} passages per question (budget metrics walk them); "
+        f"candidate window {used['candidate_window']} for every strategy"
+    )
     left_out = ", ".join(f"{n} {why}" for why, n in report["left_out"].items()) or "none"
     print(f"n = questions scored; left out of every mean (whole set): {left_out}")
     for reason, count in report["skipped"].items():
@@ -444,6 +450,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--chunk-size", type=int, default=IndexSettings().chunk_size)
     p.add_argument("--chunk-overlap", type=int, default=IndexSettings().chunk_overlap)
     _add_shared_retrieval_options(p)
+    p.add_argument(
+        "--top-k", type=int, default=50, help="passages kept per question (budget metrics: 50)"
+    )
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("interactive", help="ask questions in a loop (history kept)")

@@ -142,9 +142,17 @@ def answer_context(hits: Sequence[RetrievedChunk], answer: AnswerSettings) -> li
 
 
 def rerank_step(
-    engine: Engine, trace: Trace, candidates: Sequence[RetrievedChunk], settings: QuerySettings
+    engine: Engine,
+    trace: Trace,
+    candidates: Sequence[RetrievedChunk],
+    settings: QuerySettings,
+    reads_structure: bool = False,
 ) -> None:
-    """Order the pooled candidates by the cross-encoder, or keep the fused order and say why."""
+    """Order the pooled candidates by the cross-encoder, or keep the fused order and say why.
+
+    A strategy that reads structure has the model read `heading path + passage`
+    (`rerank.read_path`); structure-blind baselines always give it the passage alone.
+    """
     started = time.perf_counter()
     pooled = list(candidates)
     reranker = None
@@ -161,6 +169,7 @@ def rerank_step(
         max(1, len(pooled)),
         trace.language,
         settings.rerank.chinese,
+        read_path=reads_structure and settings.rerank.read_path,
     )
     if reason and settings.rerank.enabled and pooled:
         trace.fallbacks.append(Fallback("rerank", "kept_fused_order", reason))
@@ -269,7 +278,7 @@ def run_stream(
     trace.sections = list(retrieval.sections)
     trace.retrieve_seconds = time.perf_counter() - started
     yield Event("retrieved", trace)
-    rerank_step(engine, trace, retrieval.candidates, effective)
+    rerank_step(engine, trace, retrieval.candidates, effective, plugin.reads_structure)
     yield Event("reranked", trace)
     if synthesize:
         for delta in synthesize_step(engine, trace, effective, client):

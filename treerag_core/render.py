@@ -13,8 +13,9 @@ def _scores(hit: RetrievedChunk) -> str:
     rerank = f"{hit.rerank:.2f}" if hit.rerank is not None else "-"
     forced = "  (min-max 1.0 on a tiny leaf)" if hit.minmax_forced else ""
     pooled = f"  pooled={hit.pool_fused:.2f}" if hit.pool_fused is not None else ""
+    prior = f"  section={hit.prior:.2f}" if hit.prior is not None else ""
     return (
-        f"dense={hit.dense:.2f}  bm25={hit.bm25:.2f}  fused={hit.fused:.2f}{pooled}  "
+        f"dense={hit.dense:.2f}  bm25={hit.bm25:.2f}  fused={hit.fused:.2f}{pooled}{prior}  "
         f"rerank={rerank}{forced}"
     )
 
@@ -33,6 +34,8 @@ def render_retrieval(trace: Trace) -> str:
             lines.append(f"Thinking: {locate.thinking}")
         for note in locate.notes:
             lines.append(f"Note: {note}")
+        if locate.documents:
+            lines.append(f"Routed to documents: {', '.join(locate.documents)}")
         lines.append(f"Located {len(locate.leaves)} leaf nodes:")
         for leaf in locate.leaves:
             score = f"  (score {leaf.score:.3f})" if leaf.score is not None else ""

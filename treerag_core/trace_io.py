@@ -45,6 +45,7 @@ def _locate(data: dict[str, Any] | None) -> LocateResult | None:
         seconds=data.get("seconds", 0.0),
         notes=tuple(data.get("notes", ())),
         inputs=dict(data.get("inputs", {})),
+        documents=tuple(data.get("documents", ())),
     )
 
 
