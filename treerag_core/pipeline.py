@@ -19,7 +19,7 @@ from treerag_core.citations import parse_citations
 from treerag_core.embedders import Embedder
 from treerag_core.errors import LLMError, QueryError, TreeRAGError
 from treerag_core.index import CorpusIndex
-from treerag_core.llm import make_client
+from treerag_core.llm import endpoint_of, make_client
 from treerag_core.names import Locator
 from treerag_core.rerank import get_reranker, rerank_chunks
 from treerag_core.settings import AnswerSettings, LLMSettings, QuerySettings
@@ -45,7 +45,8 @@ class Event:
 class Engine:
     """What a query needs besides the question: the index, its embedder, and the LLM access.
 
-    `client_factory` is the seam tests replace; the default builds the real LLM client.
+    `client_factory` is the seam tests replace; the default builds the configured provider's
+    client, or None when no LLM is configured.
     """
 
     index: CorpusIndex
@@ -68,7 +69,8 @@ class Engine:
         self._vectors.clear()
 
     def client(self, settings: QuerySettings):
-        if not settings.llm.enabled or not self.api_key:
+        # The factory decides whether an LLM is configured (a local server needs no key).
+        if not settings.llm.enabled:
             return None
         return self.client_factory(settings.llm, self.api_key)
 
@@ -98,6 +100,7 @@ def _provider(engine: Engine, settings: QuerySettings, llm: bool) -> dict[str, A
         "reranker": settings.rerank.model if settings.rerank.enabled else "off",
         "llm": llm,
         "llm_provider": str(settings.llm.provider) if llm else "",
+        "llm_endpoint": endpoint_of(settings.llm) if llm else "",
         "locate_model": settings.llm.locate_model if llm else "",
         "answer_model": settings.llm.answer_model if llm else "",
     }
@@ -189,6 +192,7 @@ def synthesize_step(engine: Engine, trace: Trace, settings: QuerySettings, clien
                 trace.language,
                 settings.llm.answer_model,
                 trace.sections,
+                settings.llm.context_tokens,
             )
             for delta in stream:
                 parts.append(delta)

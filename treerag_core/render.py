@@ -69,8 +69,12 @@ def render_footer(trace: Trace) -> str:
     if unsupported:
         lines.append("Unsupported citations: " + "; ".join(c.heading_path for c in unsupported))
     timing = ", ".join(f"{row['stage']} {row['ms']:.0f} ms" for row in stage_summary(trace))
-    cost = sum(row["cost_usd"] for row in stage_summary(trace))
-    lines.append(f"Timing: {timing}" + (f"; cost ${cost:.4f}" if cost else ""))
+    rows = stage_summary(trace)
+    cost = sum(row["cost_usd"] for row in rows)
+    if not all(row["cost_known"] for row in rows):
+        lines.append(f"Timing: {timing}; cost unknown (no price for this model)")
+    else:
+        lines.append(f"Timing: {timing}" + (f"; cost ${cost:.4f}" if cost else ""))
     lines.append(RULE)
     return "\n".join(lines) + "\n"
 

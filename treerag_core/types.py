@@ -107,6 +107,9 @@ class Usage:
     cache_write_tokens: int = 0
     cost_usd: float = 0.0
     model: str = ""
+    # False when no price is known (an unknown hosted model, or tokens not reported):
+    # cost_usd is then 0.0 but means "not estimated", never "free".
+    cost_known: bool = True
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -116,6 +119,7 @@ class Usage:
             self.cache_write_tokens + other.cache_write_tokens,
             self.cost_usd + other.cost_usd,
             self.model or other.model,
+            self.cost_known and other.cost_known,
         )
 
 

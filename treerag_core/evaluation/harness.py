@@ -257,6 +257,7 @@ def evaluate(
                     "output_tokens": used.output_tokens,
                     "cache_read_tokens": used.cache_read_tokens,
                     "cost_usd": round(used.cost_usd, 6),
+                    "cost_known": used.cost_known,  # False: no price for the model
                 }
     return {
         "dataset": dataset.name,
