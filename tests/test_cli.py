@@ -168,3 +168,17 @@ def test_bad_query_flags_are_one_line_errors(index_dir, flags, message):
     assert result.returncode == 2
     assert result.stderr.startswith("error:") and message in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_treerag_max_file_mb_is_read_by_index(tmp_path, monkeypatch, capsys):
+    from treerag_core.cli import main
+
+    monkeypatch.setenv("TREERAG_MAX_FILE_MB", "0.0001")  # ~104 bytes
+    doc = tmp_path / "big.md"
+    doc.write_text("# Big\n\n" + "word " * 100, encoding="utf-8")
+    code = main(["index", "--input", str(doc), "--output", str(tmp_path / "ix"), "--mock"])
+    err = capsys.readouterr().err
+    assert code != 0 and "larger than the limit" in err
+    monkeypatch.setenv("TREERAG_MAX_FILE_MB", "lots")
+    assert main(["index", "--input", str(doc), "--output", str(tmp_path / "ix")]) == 2
+    assert "TREERAG_MAX_FILE_MB" in capsys.readouterr().err

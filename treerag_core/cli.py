@@ -11,7 +11,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from treerag_core.config import IndexSettings, QuerySettings, anthropic_api_key
+from treerag_core.config import IndexSettings, QuerySettings, anthropic_api_key, max_file_bytes
 from treerag_core.errors import LLMError, QueryError, TreeRAGError
 
 STRATEGY_CHOICES = ("treerag", "flat-hybrid", "flat-dense", "flat-bm25")
@@ -63,6 +63,18 @@ def _llm_summarizer(settings: IndexSettings, previous):
     return make_llm_summarizer(client, query.locate_model, cache)
 
 
+def _max_file_bytes(flag_mb: float | None) -> int:
+    """--max-file-mb, else TREERAG_MAX_FILE_MB, else the default; a bad value is an error."""
+    if flag_mb is not None:
+        if not flag_mb > 0:
+            raise TreeRAGError(f"--max-file-mb must be > 0, but got {flag_mb}")
+        return int(flag_mb * 1024 * 1024)
+    try:
+        return max_file_bytes()
+    except ValueError as exc:
+        raise TreeRAGError(str(exc)) from exc
+
+
 def cmd_index(args: argparse.Namespace) -> int:
     from treerag_core.embedders import get_embedder
     from treerag_core.index import build_index, corpus_stats
@@ -75,7 +87,7 @@ def cmd_index(args: argparse.Namespace) -> int:
         chunk_size=args.chunk_size,
         chunk_overlap=args.chunk_overlap,
         embedder=embedder_name or IndexSettings().embedder,
-        max_file_bytes=int(args.max_file_mb * 1024 * 1024),
+        max_file_bytes=_max_file_bytes(args.max_file_mb),
         llm_summaries=args.llm_summaries,
     )
     started = time.perf_counter()
@@ -305,8 +317,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--max-file-mb",
         type=float,
-        default=IndexSettings().max_file_bytes / 1024 / 1024,
-        help="skip files larger than this (default 20)",
+        default=None,
+        help="skip files larger than this (default: TREERAG_MAX_FILE_MB, else 20)",
     )
     p.set_defaults(func=cmd_index)
 
@@ -347,7 +359,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    try:
+        parser = build_parser()
+    except ValueError as exc:  # a bad TREERAG_* variable read for a default
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     args = parser.parse_args(argv)
     try:
         return int(args.func(args))
