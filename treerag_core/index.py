@@ -49,6 +49,7 @@ class CorpusIndex:
     embeddings: np.ndarray
     tokens: list[list[str]]
     summary_cache: dict[str, str] = field(default_factory=dict)
+    embedder_fingerprint: tuple[float, ...] = ()  # the embedder's vector of a probe text
     _leaf_rows: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
     _faiss: dict[str, faiss.Index] = field(default_factory=dict, repr=False)
     _bm25: dict[str, LeafBM25] = field(default_factory=dict, repr=False)
@@ -272,9 +273,16 @@ def build_index(
         embeddings=embeddings,
         tokens=tokens,
         summary_cache=summary_cache,
+        embedder_fingerprint=_fingerprint(embedder),
     )
     notify("index", 1, 1)
     return index
+
+
+def _fingerprint(embedder: Embedder) -> tuple[float, ...]:
+    from treerag_core.store import embedder_fingerprint  # store imports this module
+
+    return embedder_fingerprint(embedder)
 
 
 def _reusable_embeddings(
