@@ -13,6 +13,7 @@ from tqdm import tqdm
 
 from treerag_core.config import IndexSettings, QuerySettings, anthropic_api_key, max_file_bytes
 from treerag_core.errors import LLMError, QueryError, TreeRAGError
+from treerag_core.fusion import FUSION_METHODS
 
 STRATEGY_CHOICES = ("treerag", "flat-hybrid", "flat-dense", "flat-bm25")
 EMBEDDER_HELP = (
@@ -221,7 +222,7 @@ def _add_query_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the trace as JSON")
     p.add_argument("--top-k", type=int, default=None, help="chunks kept after rerank (default 5)")
     p.add_argument("--dense-weight", type=float, default=None, help="0..1; BM25 gets 1 - this")
-    p.add_argument("--fusion", choices=("weighted", "rrf", "dbsf"), default=None)
+    p.add_argument("--fusion", choices=FUSION_METHODS, default=None)
     p.add_argument("--locator", choices=("auto", "llm", "local", "keyword"), default=None)
     p.add_argument("--strategy", choices=STRATEGY_CHOICES, default=None)
     p.add_argument("--max-leaves", type=int, default=None)
@@ -344,7 +345,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-depth", type=int, default=IndexSettings().max_depth)
     p.add_argument("--chunk-size", type=int, default=IndexSettings().chunk_size)
     p.add_argument("--chunk-overlap", type=int, default=IndexSettings().chunk_overlap)
-    p.add_argument("--fusion", choices=("weighted", "rrf", "dbsf"), default=None)
+    p.add_argument("--fusion", choices=FUSION_METHODS, default=None)
     p.add_argument("--dense-weight", type=float, default=None)
     p.add_argument("--locate-cutoff", type=float, default=None)
     p.add_argument("--max-leaves", type=int, default=None)

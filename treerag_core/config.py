@@ -72,7 +72,7 @@ class QuerySettings:
     max_leaves: int = 5
     locate_cutoff: float = 0.3  # local locator keeps leaves scoring >= cutoff * best (measured)
     heading_weight: float = 0.2  # local locator: weight of heading/summary match vs chunks
-    fusion: str = "weighted"  # weighted | rrf | dbsf
+    fusion: str = "weighted"  # weighted | rrf | dbsf | union
     dense_weight: float = 0.5
     rrf_k: int = 60
     top_k_per_leaf: int = 8  # measured: 8 beat 3, 5 and 12 on both dev sets
@@ -93,8 +93,10 @@ class QuerySettings:
             raise ValueError(f"max_leaves must be in 1..5, but got {self.max_leaves}")
         if not 0.0 <= self.locate_cutoff <= 1.0:
             raise ValueError(f"locate_cutoff must be in [0, 1], but got {self.locate_cutoff}")
-        if self.fusion not in ("weighted", "rrf", "dbsf"):
-            raise ValueError(f"fusion must be weighted, rrf or dbsf, but got {self.fusion!r}")
+        if self.fusion not in ("weighted", "rrf", "dbsf", "union"):
+            raise ValueError(
+                f"fusion must be weighted, rrf, dbsf or union, but got {self.fusion!r}"
+            )
         if not 0.0 <= self.dense_weight <= 1.0:
             raise ValueError(f"dense_weight must be in [0, 1], but got {self.dense_weight}")
         if self.rrf_k <= 0:

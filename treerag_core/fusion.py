@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-FUSION_METHODS = ("weighted", "rrf", "dbsf")
+FUSION_METHODS = ("weighted", "rrf", "dbsf", "union")
 SMALL_LEAF = 2  # a leaf of at most this many chunks gets the minmax_forced warning
 
 
@@ -89,7 +89,7 @@ def rank_positions(scores: np.ndarray) -> np.ndarray:
 
 def _check_args(method: str, dense_weight: float, rrf_k: float) -> None:
     if method not in FUSION_METHODS:
-        raise ValueError(f"fusion method must be weighted, rrf or dbsf, but got {method!r}")
+        raise ValueError(f"fusion method must be {', '.join(FUSION_METHODS)}, but got {method!r}")
     if not _is_real(dense_weight) or not 0.0 <= float(dense_weight) <= 1.0:
         raise ValueError(f"dense_weight must be in [0, 1], but got {dense_weight!r}")
     if not _is_real(rrf_k) or float(rrf_k) <= 0.0:
@@ -122,6 +122,10 @@ def fuse(
     - "rrf": sum of w / (rrf_k + rank), ranks 1-based; a BM25 score of exactly 0 means "no
       match" and adds nothing. The normalised columns are the min-max values, for display.
     - "dbsf": the weighted sum of `dbsf_normalize` values.
+    - "union": every chunk found by either retriever, once (the group is already one entry
+      per chunk: deduplicated by chunk), scored by the better of its min-max values
+      (CombMAX), so a chunk one retriever ranks first is never pushed down by the other. A
+      retriever with weight 0 takes no part; a BM25 score of 0 (no match) contributes nothing.
     """
     _check_args(method, dense_weight, rrf_k)
     d = _as_scores(dense, "dense")
@@ -138,6 +142,10 @@ def fuse(
     if method == "rrf":
         fused = w_dense / (rrf_k + rank_positions(d)) + np.where(
             b != 0.0, w_bm25 / (rrf_k + rank_positions(b)), 0.0
+        )
+    elif method == "union":
+        fused = np.maximum(
+            d_norm if w_dense > 0 else 0.0, np.where(b != 0.0, b_norm, 0.0) if w_bm25 > 0 else 0.0
         )
     else:
         fused = w_dense * d_norm + w_bm25 * b_norm
