@@ -310,3 +310,17 @@ def test_killed_indexer_always_leaves_a_loadable_index(tmp_path, hashing_index):
         assert load_index(target).chunks == hashing_index.chunks
     assert recover_index(target)
     assert not [p for p in tmp_path.iterdir() if ".tmp-" in p.name or ".old-" in p.name]
+
+
+def test_scope_caches_are_bounded_lru(hashing_index):
+    from treerag_core.index import MAX_SCOPE_CACHE
+    from treerag_core.text import tokenize
+
+    qvec = get_embedder("hashing").embed_query("router")
+    docs = [d.doc_id for d in hashing_index.documents]
+    scopes = [[docs[0]], None] + [[docs[i % len(docs)], f"ghost-{i}"] for i in range(20)]
+    for scope in scopes:
+        hashing_index.score_scope(scope, qvec, tokenize("router"))
+        hashing_index.score_scope([docs[0]], qvec, tokenize("router"))  # kept: used often
+    assert len(hashing_index._scopes) <= MAX_SCOPE_CACHE
+    assert "*" + docs[0] in hashing_index._scopes

@@ -14,6 +14,7 @@ from tqdm import tqdm
 from treerag_core.config import IndexSettings, QuerySettings, anthropic_api_key, max_file_bytes
 from treerag_core.errors import LLMError, QueryError, TreeRAGError
 from treerag_core.fusion import FUSION_METHODS
+from treerag_core.render import terminal_safe
 
 STRATEGY_CHOICES = ("treerag", "flat-hybrid", "flat-dense", "flat-bm25")
 EMBEDDER_HELP = (
@@ -94,7 +95,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     sources, rejected = sources_from_paths(args.input, settings.max_file_bytes)
     for bad in rejected:
-        print(f"skipped {bad.name}: {bad.reason}", file=sys.stderr)
+        print(terminal_safe(f"skipped {bad.name}: {bad.reason}"), file=sys.stderr)
     if not sources:
         print("error: no readable document among the inputs", file=sys.stderr)
         return 2
@@ -161,7 +162,12 @@ def _engine(args: argparse.Namespace):
 
 def _answer(engine, question: str, settings: QuerySettings, leaves, as_json: bool) -> None:
     from treerag_core.pipeline import run_stream
-    from treerag_core.render import render_footer, render_header, render_retrieval
+    from treerag_core.render import (
+        json_terminal_safe,
+        render_footer,
+        render_header,
+        render_retrieval,
+    )
     from treerag_core.trace_io import trace_to_json
 
     trace = None
@@ -174,9 +180,12 @@ def _answer(engine, question: str, settings: QuerySettings, leaves, as_json: boo
         elif event.kind == "reranked":
             print(render_retrieval(trace), end="", flush=True)
         elif event.kind == "delta":
-            print(event.delta, end="", flush=True)
+            print(terminal_safe(event.delta), end="", flush=True)
     assert trace is not None
-    print(trace_to_json(trace) if as_json else render_footer(trace), end="\n" if as_json else "")
+    if as_json:  # json escapes C0 controls itself; C1 and bidi controls need the same
+        print(json_terminal_safe(trace_to_json(trace)))
+    else:
+        print(render_footer(trace), end="")
 
 
 def cmd_query(args: argparse.Namespace) -> int:
@@ -205,13 +214,13 @@ def cmd_interactive(args: argparse.Namespace) -> int:
             continue
         if line == ":history":
             for n, past in enumerate(history, start=1):
-                print(f"{n:3d}  {past}")
+                print(f"{n:3d}  {terminal_safe(past)}")
             continue
         history.append(line)
         try:
             _answer(engine, line, settings, None, args.json)
         except TreeRAGError as exc:  # a bad question must not end the session
-            print(f"error: {exc}")
+            print(f"error: {terminal_safe(str(exc))}")
         except KeyboardInterrupt:
             print("\n(interrupted)")
 
@@ -363,13 +372,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         parser = build_parser()
     except ValueError as exc:  # a bad TREERAG_* variable read for a default
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {terminal_safe(str(exc))}", file=sys.stderr)
         return 2
     args = parser.parse_args(argv)
     try:
         return int(args.func(args))
     except TreeRAGError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {terminal_safe(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
