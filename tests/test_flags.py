@@ -65,12 +65,12 @@ def test_sensitive_rules_are_configurable(tmp_path, monkeypatch):
 
 
 def test_question_flags_of_a_trace(hashing_index):
-    from treerag_core.config import QuerySettings
     from treerag_core.embedders import get_embedder
     from treerag_core.pipeline import Engine, run
+    from treerag_core.settings import QuerySettings
 
     engine = Engine(hashing_index, get_embedder("hashing"))
-    settings = QuerySettings(use_llm=False, rerank=False)
+    settings = QuerySettings().set("llm.enabled", False).set("rerank.enabled", False)
     trace = run(engine, "What is the API key of the router?", settings, synthesize=False)
     flags = question_flags(trace)
     assert flags.sensitive == ("credentials",) and flags.to_dict()["is_sensitive"]
@@ -78,11 +78,11 @@ def test_question_flags_of_a_trace(hashing_index):
 
 
 def test_stopword_only_question_keeps_its_clear_refusal(hashing_index):
-    from treerag_core.config import QuerySettings
     from treerag_core.embedders import get_embedder
     from treerag_core.errors import QueryError
     from treerag_core.pipeline import Engine, run
+    from treerag_core.settings import QuerySettings
 
     engine = Engine(hashing_index, get_embedder("hashing"))
     with pytest.raises(QueryError, match="only stop words"):
-        run(engine, "what is the of and", QuerySettings(use_llm=False))
+        run(engine, "what is the of and", QuerySettings().set("llm.enabled", False))

@@ -95,8 +95,8 @@ def test_unchanged_rebuild_does_not_rewrite_the_index(tmp_path, paper_index):
 
 
 def test_idle_workspace_expires_with_its_audit_rows(tmp_path, paper_index):
-    from treerag_core.config import QuerySettings
     from treerag_core.pipeline import Engine, run
+    from treerag_core.settings import QuerySettings
 
     log = AuditLog(tmp_path / "audit.sqlite")
     spaces = Workspaces(tmp_path / "ws", WorkspaceLimits(idle_hours=1), log.forget_workspace)
@@ -106,7 +106,7 @@ def test_idle_workspace_expires_with_its_audit_rows(tmp_path, paper_index):
         trace = run(
             Engine(paper_index, get_embedder("hashing")),
             "router",
-            QuerySettings(use_llm=False, rerank=False),
+            QuerySettings().set("llm.enabled", False).set("rerank.enabled", False),
             synthesize=False,
         )
         log.record(trace, workspace=ws)

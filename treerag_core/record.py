@@ -184,8 +184,8 @@ def audit_record(trace: Trace, flags: QuestionFlags | None = None) -> AuditRecor
     """The seed-004 record of a finished trace."""
     settings = QuerySettings.from_dict(trace.settings)
     per_group = settings.retrieve.top_k_per_leaf
-    if trace.strategy.startswith("flat-"):  # one scope group, as wide as a full tree pick
-        per_group = settings.locate.max_leaves * per_group
+    if any(getattr(g, "leaf_id", "") is None for g in trace.retrieved):
+        per_group = settings.retrieve.candidate_window  # flat search: one group, the whole scope
     reason = next((f.detail for f in trace.fallbacks if f.stage == "rerank"), "")
     if trace.reranker:
         rerank = f"cross-encoder:{trace.reranker}"

@@ -70,8 +70,8 @@ def render_retrieval(trace: Trace) -> str:
     for fallback in trace.fallbacks:
         lines.append(f"Fallback ({fallback.stage}): {fallback.reason} - {fallback.detail}")
     lines += ["", ">>> Step 2: Hybrid Retrieval + Rerank"]
-    leaves = len([k for k, v in trace.retrieved.items() if v])
-    lines.append(f"Retrieved {len(trace.reranked)} chunks (from {leaves} nodes):")
+    groups = len([g for g in trace.retrieved if g.hits])
+    lines.append(f"Retrieved {len(trace.reranked)} chunks (from {groups} searched groups):")
     for hit in trace.reranked:
         move = hit.pooled_rank - hit.final_rank
         arrow = f"  (up {move})" if move > 0 else f"  (down {-move})" if move < 0 else ""
@@ -80,6 +80,10 @@ def render_retrieval(trace: Trace) -> str:
         )
         lines.append(f'     "{_preview(hit.chunk.text)}"')
         lines.append(f"     {_scores(hit)}")
+        lines.append("")
+    for section in trace.sections:
+        lines.append(f"Context: {section.title}")
+        lines.extend(f"  {line}" for line in section.text.splitlines()[:8])
         lines.append("")
     lines += [">>> Step 3: Answer"]
     return terminal_safe("\n".join(lines) + "\n")
