@@ -25,3 +25,12 @@ def test_render_trace_escapes_question_and_answer():
     trace = Trace("why \x1b[2J?", "treerag", {}, {}, answer="ok \x1b]52;c;eA==\x07")
     out = render_trace(trace)
     assert "\x1b" not in out and "\x07" not in out and "\\x1b[2J" in out
+
+
+def test_footer_shows_the_question_flags():
+    from treerag_core.render import render_footer
+
+    trace = Trace("what is the admin password?", "treerag", {}, {})
+    footer = render_footer(trace)
+    assert "Flag: out of scope" in footer  # nothing was found at all
+    assert "Flag: sensitive (credentials)" in footer

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from treerag_core.flags import question_flags
 from treerag_core.trace_io import stage_summary
 from treerag_core.types import RetrievedChunk, Trace
 
@@ -97,6 +98,11 @@ def render_footer(trace: Trace) -> str:
     timing = ", ".join(f"{row['stage']} {row['ms']:.0f} ms" for row in stage_summary(trace))
     cost = sum(row["cost_usd"] for row in stage_summary(trace))
     lines.append(f"Timing: {timing}" + (f"; cost ${cost:.4f}" if cost else ""))
+    flags = question_flags(trace)
+    if flags.out_of_scope:
+        lines.append("Flag: out of scope (the evidence found is weak)")
+    if flags.sensitive:
+        lines.append(f"Flag: sensitive ({', '.join(flags.sensitive)})")
     lines.append(RULE)
     return terminal_safe("\n".join(lines) + "\n")
 
