@@ -17,12 +17,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from treerag_core.config import IndexSettings, QuerySettings
+from treerag_core.config import IndexSettings
 from treerag_core.embedders import get_embedder
 from treerag_core.evaluation.dataset import load_dataset
 from treerag_core.evaluation.harness import dataset_index
-from treerag_core.flags import evidence_scores
+from treerag_core.flags import WEAK_DENSE_COSINE, WEAK_RERANK_LOGIT, evidence_scores
 from treerag_core.pipeline import Engine, run
+from treerag_core.settings import QuerySettings
 
 # (questions from, asked of the corpus of, in scope?)
 PAIRS = (
@@ -36,13 +37,46 @@ PAIRS = (
 )
 
 
+def best_threshold(rows: list[dict], key: str) -> tuple[float, float]:
+    """The threshold on `key` (weak below it) with the best balanced accuracy, and that value."""
+    usable = [r for r in rows if r.get(key) is not None]
+    best = (0.0, 0.0)
+    for cut in sorted({r[key] for r in usable}):
+        inside = [r[key] >= cut for r in usable if r["in_scope"]]
+        outside = [r[key] < cut for r in usable if not r["in_scope"]]
+        if inside and outside:
+            score = (sum(inside) / len(inside) + sum(outside) / len(outside)) / 2
+            if score > best[1]:
+                best = (cut, score)
+    return best
+
+
+def verdict_table(rows: list[dict], rerank_cut: float, dense_cut: float) -> list[str]:
+    """How often `evidence_is_weak` with these thresholds is right, per pair of sets."""
+    out = ["| questions -> corpus | in scope | n | verdict right |", "|---|---|---:|---:|"]
+    groups: dict[tuple, list[bool]] = {}
+    for r in rows:
+        if r["top_rerank"] is not None:
+            weak = r["top_rerank"] < rerank_cut
+        else:
+            weak = r["top_dense"] is None or r["top_dense"] < dense_cut
+        groups.setdefault((r["from"], r["corpus"], r["in_scope"]), []).append(weak != r["in_scope"])
+    for (src, corpus, inside), right in groups.items():
+        share = sum(right) / len(right)
+        out.append(f"| {src} -> {corpus} | {inside} | {len(right)} | {share:.2f} |")
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--eval", type=Path, required=True)
     parser.add_argument("--cache", type=Path, required=True)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--limit", type=int, default=60)
+    parser.add_argument("--analyse", action="store_true", help="only analyse an earlier --out")
     args = parser.parse_args()
+    if args.analyse:
+        return analyse(json.loads(args.out.read_text(encoding="utf-8")))
     settings = IndexSettings()
     embedder = get_embedder(settings.embedder)
     sets = {n: load_dataset(args.eval / n) for n in {p[0] for p in PAIRS} | {p[1] for p in PAIRS}}
@@ -50,7 +84,7 @@ def main() -> int:
         n: Engine(index=dataset_index(d, settings, args.cache), embedder=embedder)
         for n, d in sets.items()
     }
-    query = QuerySettings(use_llm=False, final_top_k=10)
+    query = QuerySettings().set("llm.enabled", False).set("answer.final_top_k", 10)
     rows = []
     for source, corpus, in_scope in PAIRS:
         questions = list(sets[source].questions)
@@ -77,6 +111,19 @@ def main() -> int:
         print(f"{source} -> {corpus}: {len(picked)} questions", file=sys.stderr)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(rows, indent=1), encoding="utf-8")
+    return analyse(rows)
+
+
+def analyse(rows: list[dict]) -> int:
+    reranked = [r for r in rows if r["top_rerank"] is not None]
+    plain = [r for r in rows if r["top_rerank"] is None]
+    rerank_cut, rerank_acc = best_threshold(reranked, "top_rerank")
+    dense_cut, dense_acc = best_threshold(plain, "top_dense")
+    print(
+        f"rerank logit cut {rerank_cut:.3f}: balanced accuracy {rerank_acc:.3f} ({len(reranked)})"
+    )
+    print(f"dense cosine cut {dense_cut:.3f}: balanced accuracy {dense_acc:.3f} ({len(plain)})")
+    print("\n".join(verdict_table(rows, WEAK_RERANK_LOGIT, WEAK_DENSE_COSINE)))
     return 0
 
 
