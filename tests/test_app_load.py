@@ -31,6 +31,7 @@ PEAK_LIMIT_MB = 3072
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     _require_chromium()
+    _require_idle_machine()
     data = tmp_path_factory.mktemp("load_data")
     port = _free_port()
     env = {
@@ -150,7 +151,6 @@ def _require_idle_machine() -> None:
 
 
 def test_eight_concurrent_sessions_upload_and_ask_without_leaks(server, tmp_path):
-    _require_idle_machine()
     url, pid, data = server
     results, seconds = asyncio.run(run_sessions(url, tmp_path))
     peak = peak_rss_mb(pid)
