@@ -15,7 +15,6 @@ from treerag_core.errors import TreeRAGError
 from treerag_core.llm import PRICES
 from treerag_core.pipeline import Engine, Event, run, run_stream
 from treerag_core.settings import QuerySettings
-from treerag_core.strategies import strategy_names
 from treerag_core.trace_io import trace_to_json
 from treerag_core.types import Trace
 
@@ -23,7 +22,6 @@ ss = st.session_state
 state.require_app("pages/ask.py")
 GRAPH_KEY = "ask_graph"
 KEEP = "session"  # sidebar values survive a visit to another page
-COMPARE_STRATEGIES = tuple(strategy_names(runnable=True))
 
 
 # ---- sidebar -------------------------------------------------------------------------------
@@ -93,7 +91,7 @@ def _sidebar(doc_options: dict[str, str], scope_key: str) -> None:
     )
     sb.selectbox(
         "Strategy",
-        state.UI_STRATEGIES,
+        state.runnable_strategies(),
         key="qs_strategy",
         persist_state=KEEP,
         help="treerag: locate leaves, then search inside them. flat-*: search every chunk.",
@@ -333,7 +331,7 @@ def _compare(trace: Trace, engine, settings) -> None:
     if st.button("Compare strategies", icon=":material/compare_arrows:", key="compare_run"):
         results: dict[str, tuple[Trace, float]] = {}
         local = settings.set("llm.enabled", False)  # comparing never calls the LLM
-        for strategy in COMPARE_STRATEGIES:
+        for strategy in state.runnable_strategies():
             # The tree strategy reuses this trace's step 1 when it has one.
             located = trace.locate if strategy == trace.strategy == "treerag" else None
             started = time.perf_counter()

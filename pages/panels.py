@@ -10,6 +10,7 @@ import streamlit as st
 
 from pages import widgets as w
 from treerag_core.index import CorpusIndex
+from treerag_core.text_rules import path_leaf
 from treerag_core.trace_io import stage_summary
 from treerag_core.types import Trace
 
@@ -30,7 +31,7 @@ def citations(trace: Trace, index: CorpusIndex, on_select: Callable[[str | None]
             # A path can name several nodes ("Abstract" of two papers): prefer the retrieved one.
             ids = [nid for nid in cite.node_ids if nid in index.nodes]
             target = next((nid for nid in ids if nid in sources), ids[0] if ids else None)
-            leaf = cite.heading_path.split(" > ")[-1]
+            leaf = path_leaf(cite.heading_path)
             icon = ":material/link:" if cite.supported else ":material/warning: unsupported:"
             st.button(
                 f"{icon} {w.plain(leaf)}" + (f" · {target}" if target else ""),

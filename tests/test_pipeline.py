@@ -7,6 +7,7 @@ import pytest
 from treerag_core.errors import QueryError
 from treerag_core.pipeline import rerun, run, run_stream
 from treerag_core.settings import QuerySettings
+from treerag_core.text_rules import path_leaf
 from treerag_core.trace_io import trace_from_json, trace_to_json
 
 pytestmark = pytest.mark.slow
@@ -15,7 +16,7 @@ MOCK = QuerySettings().set("llm.enabled", False)
 
 
 def picked_headings(trace) -> list[str]:
-    return [leaf.heading_path.split(" > ")[-1] for leaf in trace.locate.leaves]
+    return [path_leaf(leaf.heading_path) for leaf in trace.locate.leaves]
 
 
 @pytest.mark.parametrize(

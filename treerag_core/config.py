@@ -11,6 +11,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from treerag_core.names import EmbedderName
+
 DEFAULT_MAX_FILE_BYTES = 20 * 1024 * 1024
 
 
@@ -40,7 +42,7 @@ class IndexSettings:
     chunk_size: int = 200
     chunk_overlap: int = 50
     min_chunk_chars: int = 20
-    embedder: str = "multilingual"  # multilingual | minilm | hashing | st:<folder path>
+    embedder: str = EmbedderName.MULTILINGUAL.value  # a names.EmbedderName or st:<folder>
     max_file_bytes: int = field(default_factory=max_file_bytes)  # TREERAG_MAX_FILE_MB
     summary_chars: int = 160
     llm_summaries: bool = False
