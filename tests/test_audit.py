@@ -175,7 +175,10 @@ def test_retrieval_gate_seed_004(tmp_path, hashing_index):
     params = log.record_params(query_id)
     assert params["fusion_strategy"] == "weighted"
     assert params["rerank_strategy"].startswith("cross-encoder:")
-    assert params["keyword_top_k"] == params["vector_top_k"] == 8 and params["rerank_top_k"] == 5
+    # Per searched group: a leaf keeps top_k_per_leaf (8), a whole-scope group candidate_window.
+    window = 40 if any(g.leaf_id is None for g in trace.retrieved) else 8
+    assert params["keyword_top_k"] == params["vector_top_k"] == window
+    assert params["fusion_top_k"] == 40 and params["rerank_top_k"] == 5
     assert {"embedder", "reranker", "versions"} <= set(params["provider_snapshot"])
     assert {"retrieve", "rerank", "total"} <= set(params["timing_ms"])
     assert set(params["flags"]) >= {"is_out_of_scope", "is_sensitive"}
