@@ -19,6 +19,7 @@ class IndexSettings:
     min_chunk_chars: int = 20
     embedder: str = "multilingual"  # multilingual | minilm | hashing | st:<folder path>
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    max_pages: int = 2000  # a PDF with more pages is rejected with a clear message
     summary_chars: int = 160
     llm_summaries: bool = False
 
@@ -31,6 +32,8 @@ class IndexSettings:
             raise ValueError(
                 f"chunk_overlap must be in [0, chunk_size), but got {self.chunk_overlap}"
             )
+        if self.max_pages <= 0:
+            raise ValueError(f"max_pages must be > 0, but got {self.max_pages}")
         if self.max_file_bytes <= 0:
             raise ValueError(f"max_file_bytes must be > 0, but got {self.max_file_bytes}")
 

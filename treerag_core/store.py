@@ -79,6 +79,10 @@ def save_index(index: CorpusIndex, folder: str | Path) -> Path:
         (tmp / MANIFEST).write_text(
             json.dumps(manifest_of(index), ensure_ascii=False, indent=2), encoding="utf-8"
         )
+        # Tree edits are the user's corrections, kept with the index across rebuilds.
+        edits = target / "tree_edits.json"
+        if edits.is_file():
+            shutil.copy2(edits, tmp / edits.name)
         backup = None
         if target.exists():
             backup = target.with_name(f".{target.name}.old-{os.getpid()}")
@@ -141,7 +145,7 @@ def load_index(folder: str | Path, expect_embedder: str | None = None) -> Corpus
         current = "texts.json"
         texts = json.loads((path / current).read_text(encoding="utf-8"))
         current = MANIFEST
-        documents = [DocumentInfo(**d) for d in manifest["documents"]]
+        documents = [_document(d) for d in manifest["documents"]]
         settings = IndexSettings.from_dict(manifest["settings"])
         dim = int(embedder["dim"])
         name = str(embedder["name"])
@@ -184,3 +188,9 @@ def _node(row: dict[str, Any]) -> TreeNode:
     row = dict(row)
     row["children"] = tuple(row.get("children", ()))
     return TreeNode(**row)
+
+
+def _document(row: dict[str, Any]) -> DocumentInfo:
+    row = dict(row)
+    row["page_starts"] = tuple(row.get("page_starts", ()))  # absent before PDF support
+    return DocumentInfo(**row)
