@@ -168,3 +168,27 @@ def test_bad_query_flags_are_one_line_errors(index_dir, flags, message):
     assert result.returncode == 2
     assert result.stderr.startswith("error:") and message in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_index_converts_pdf_docx_html_and_query_shows_pages(tmp_path):
+    import docx
+
+    from tests.pdf_factory import report_pdf
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "report.pdf").write_bytes(report_pdf(3))
+    (docs / "scan.pdf").write_bytes(b"%PDF-1.4 broken")
+    (docs / "page.html").write_text("<h1>Guide</h1><p>Some guide text about trains.</p>")
+    document = docx.Document()
+    document.add_heading("Memo", level=1)
+    document.add_paragraph("A memo paragraph about hotels and budgets.")
+    document.save(docs / "memo.docx")
+    folder = tmp_path / "idx"
+    result = cli("index", "--input", str(docs), "--output", str(folder), "--mock")
+    assert result.returncode == 0, result.stderr
+    assert "indexed 3 documents" in result.stdout
+    assert "skipped scan.pdf: " in result.stderr and "not a readable PDF" in result.stderr
+    result = cli("query", "--index", str(folder), "--query", "net income page 2", "--mock")
+    assert result.returncode == 0, result.stderr
+    assert "(p. " in result.stdout  # hits from the PDF name their page
