@@ -2,6 +2,7 @@
 
 from treerag_core.convert.base import ConvertedDocument, InferredHeading
 from treerag_core.convert.dispatch import (
+    CONVERTER_VERSION,
     DEFAULT_MAX_PAGES,
     SUPPORTED_SUFFIXES,
     UPLOAD_TYPES,
@@ -10,6 +11,7 @@ from treerag_core.convert.dispatch import (
 )
 
 __all__ = [
+    "CONVERTER_VERSION",
     "DEFAULT_MAX_PAGES",
     "SUPPORTED_SUFFIXES",
     "UPLOAD_TYPES",

@@ -8,6 +8,8 @@ from treerag_core.convert.base import ConvertedDocument
 from treerag_core.errors import CorruptDocumentError, InputDocumentError, UnsupportedFormatError
 
 DEFAULT_MAX_PAGES = 2000
+# Bump when a converter's output changes: cached indexes of converted files are keyed by it.
+CONVERTER_VERSION = "1"
 MARKDOWN_SUFFIXES = frozenset({".md", ".markdown"})
 TEXT_SUFFIXES = frozenset({".txt"})
 HTML_SUFFIXES = frozenset({".html", ".htm", ".xhtml"})

@@ -21,10 +21,13 @@ CELL_GAP = 1.6  # a horizontal gap wider than this many font sizes separates tab
 MARGIN = 0.09  # running headers and footers live in the top and bottom 9% of a page
 HEADING_MAX_CHARS = 150
 _BOLD_NAME = re.compile(r"bold|black|heavy|semibold|demi", re.I)
+_MONO_NAME = re.compile(r"mono|courier|code|consol", re.I)
+SIZE_RATIO = 1.1  # a line this much larger than the body type is set as a heading
 _PAGE_NUMBER = re.compile(
     r"^(?:page\s+)?[-–—]?\s*(?:\d{1,4}|[ivxlcdm]{1,6})\s*[-–—]?(?:\s*(?:of|/)\s*\d{1,4})?$", re.I
 )
 # A table-of-contents line: "Item 7. Management's Discussion ..... 23" or "... | 23".
+_SENTENCE = re.compile(r"[。；，;]|, ")
 _TRAILING_PAGE_REF = re.compile(r"(?:\.{2,}|\|)\s*\d{1,4}$")
 
 
@@ -35,12 +38,13 @@ class _Line:
     bottom: float
     size: float
     bold: bool
+    font: str  # the line's main font: its name, or an id when the PDF gives none
     cells: int  # how many table cells the line was cut into (1: running text)
     chars: int
 
 
-def _font_style(textpage, index: int, cache: dict[int, tuple[bool, float]], raw):
-    """(bold, effective size in points) of the char's text object, cached per object.
+def _font_style(textpage, index: int, cache: dict[int, tuple[bool, float, str]], raw):
+    """(bold, effective size in points, font key) of the char's text object, cached.
 
     pdfium's per-char font size ignores the object's matrix (some filings draw 416-pt text
     scaled by 0.021), so the size is the object's font size times the matrix scale.
@@ -49,20 +53,23 @@ def _font_style(textpage, index: int, cache: dict[int, tuple[bool, float]], raw)
     key = ctypes.cast(obj, ctypes.c_void_p).value or 0
     style = cache.get(key)
     if style is None:
-        bold, size = False, 0.0
+        bold, size, font_key = False, 0.0, ""
         if obj:
             font = raw.FPDFTextObj_GetFont(obj)
             if font:
                 buf = ctypes.create_string_buffer(256)
                 raw.FPDFFont_GetBaseFontName(font, buf, 256)
-                name = buf.value.decode("latin-1", "replace")
+                name = buf.value.decode("latin-1", "replace").split("+")[-1]
                 bold = bool(_BOLD_NAME.search(name)) or raw.FPDFFont_GetWeight(font) >= 600
+                # Chromium embeds synthetic-bold faces with no name: the font's id tells
+                # them apart from the body font.
+                font_key = name or f"#{ctypes.cast(font, ctypes.c_void_p).value}"
             points = ctypes.c_float()
             matrix = raw.FS_MATRIX()
             if raw.FPDFTextObj_GetFontSize(obj, points) and raw.FPDFPageObj_GetMatrix(obj, matrix):
                 size = points.value * abs(matrix.a * matrix.d - matrix.b * matrix.c) ** 0.5
         bold = bold or raw.FPDFText_GetFontWeight(textpage, index) >= 600
-        style = cache[key] = (bold, size)
+        style = cache[key] = (bold, size, font_key)
     return style
 
 
@@ -73,7 +80,7 @@ def _page_lines(page, raw) -> list[_Line]:
         count = textpage.count_chars()
         box = raw.FS_RECTF()  # the loose box spans the glyph's advance: no false gaps
         ox, oy = ctypes.c_double(), ctypes.c_double()
-        fonts: dict[int, tuple[bool, float]] = {}
+        fonts: dict[int, tuple[bool, float, str]] = {}
         chars: list[tuple[float, float, float, float, str, bool, bool]] = []
         space = False
         for i in range(count):
@@ -86,10 +93,10 @@ def _page_lines(page, raw) -> list[_Line]:
                 ch = "-"
             raw.FPDFText_GetLooseCharBox(textpage, i, box)
             raw.FPDFText_GetCharOrigin(textpage, i, ox, oy)
-            bold, size = _font_style(textpage, i, fonts, raw)
+            bold, size, font = _font_style(textpage, i, fonts, raw)
             if size <= 0:
                 size = max(box.top - box.bottom, 1.0)
-            chars.append((oy.value, box.left, box.right, size, ch, bold, space))
+            chars.append((oy.value, box.left, box.right, size, ch, bold, space, font))
             space = False
     finally:
         textpage.close()
@@ -126,11 +133,12 @@ def _group_lines(chars) -> list[_Line]:
         text = "".join(parts).strip()
         if not text:
             continue
-        sizes = Counter(round(c[3] * 2) / 2 for c in group)
+        sizes = Counter(round(c[3] * 4) / 4 for c in group)
         size = sizes.most_common(1)[0][0]
+        font = Counter(c[7] for c in group).most_common(1)[0][0]
         bold = all(c[5] for c in group if c[4].isalnum()) and any(c[4].isalpha() for c in group)
         baseline = group[0][0]
-        lines.append(_Line(text, baseline + size, baseline, size, bold, cells, len(group)))
+        lines.append(_Line(text, baseline + size, baseline, size, bold, font, cells, len(group)))
     return lines
 
 
@@ -173,7 +181,11 @@ def _blocks(lines: list[_Line]) -> list[list[_Line]]:
         if blocks:
             prev = blocks[-1][-1]
             gap = prev.bottom - line.top  # space between the previous baseline and this top
-            same_style = prev.bold == line.bold and abs(prev.size - line.size) < 0.75
+            same_style = (
+                prev.bold == line.bold
+                and prev.font == line.font
+                and abs(prev.size - line.size) < 0.75
+            )
             if gap < 0.8 * max(line.size, prev.size) and same_style:
                 blocks[-1].append(line)
                 continue
@@ -185,7 +197,24 @@ def heading_text(block: list[_Line]) -> str:
     return " ".join(line.text.replace(" | ", " ") for line in block)
 
 
-def _heading_signals(block: list[_Line], body: float) -> tuple[str, ...] | None:
+def _other_font(block: list[_Line], body_font: str) -> bool:
+    return block[0].font != body_font and not _MONO_NAME.search(block[0].font)
+
+
+def _title_shape(text: str) -> bool:
+    """Short, no sentence punctuation inside, no punctuation at the end."""
+    return len(text) <= 80 and not _SENTENCE.search(text) and text[-1] not in ".:：,，;；。"
+
+
+def _bare_title(text: str, num) -> bool:
+    """A numbered line in body type reads as a heading only when it is a short title:
+    no sentence punctuation, and not an article or list item (第二条 …。, （一）…；)."""
+    if len(text) > 60 or _SENTENCE.search(text) or text[-1] in ".:：":
+        return False
+    return not (num.family == "zh" and num.rank >= 4)
+
+
+def _heading_signals(block: list[_Line], body: float, body_font: str) -> tuple[str, ...] | None:
     text = heading_text(block)
     numbered = structural_numbering(text) is not None
     # "Item 1. | Business": a numbered heading set in two columns is still one heading.
@@ -197,17 +226,26 @@ def _heading_signals(block: list[_Line], body: float) -> tuple[str, ...] | None:
         return None
     why = []
     size = block[0].size
-    if size >= body * 1.15:
+    if size >= body * SIZE_RATIO:
         why.append(f"size {size:g} > body {body:g}")
     if block[0].bold:
         why.append("bold")
+    elif _other_font(block, body_font) and len(block) == 1 and _title_shape(text):
+        # Only another font (often a CJK or symbol subset without a name): titles only.
+        why.append("font")
     num = structural_numbering(text)
     toc_line = _TRAILING_PAGE_REF.search(block[0].text)
-    if num is not None and len(block) == 1 and not toc_line and (why or size >= body):
+    if num is not None and len(block) == 1 and not toc_line and (why or _bare_title(text, num)):
         why.append(f"numbering {num.label}")
     if why and text[-1] == "." and not why[-1].startswith("numbering") and len(text) > 60:
         return None  # a bold sentence ending in a period reads as body text
     return tuple(why) or None
+
+
+def _style(block: list[_Line], body_font: str) -> tuple[float, bool]:
+    """Sort key of a heading's look: larger first, then emphasised (bold or another font)."""
+    line = block[0]
+    return -line.size, not (line.bold or line.font != body_font)
 
 
 def convert_pdf(name: str, data: bytes, max_pages: int) -> ConvertedDocument:
@@ -262,22 +300,25 @@ def convert_pdf(name: str, data: bytes, max_pages: int) -> ConvertedDocument:
         for line in lines:
             sizes[line.size] += line.chars
     body = sizes.most_common(1)[0][0] if sizes else 10.0
+    fonts: Counter[str] = Counter()
+    for lines in kept_pages:
+        for line in lines:
+            fonts[line.font] += line.chars
+    body_font = fonts.most_common(1)[0][0] if fonts else ""
 
     page_blocks = [_blocks(lines) for lines in kept_pages]
     found: list[tuple[int, int, tuple[str, ...]]] = []
     for p, blocks in enumerate(page_blocks):
         for b, block in enumerate(blocks):
-            signals = _heading_signals(block, body)
+            signals = _heading_signals(block, body, body_font)
             if signals is not None:
                 found.append((p, b, signals))
-    styles = sorted(
-        {(-page_blocks[p][b][0].size, not page_blocks[p][b][0].bold) for p, b, _ in found}
-    )
+    styles = sorted({_style(page_blocks[p][b], body_font) for p, b, _ in found})
     cands = []
     for p, b, _ in found:
         block = page_blocks[p][b]
         text = heading_text(block)
-        rank = styles.index((-block[0].size, not block[0].bold))
+        rank = styles.index(_style(block, body_font))
         cands.append(Candidate(text, rank, structural_numbering(text)))
     levels = {(p, b): lv for (p, b, _), lv in zip(found, assign_levels(cands), strict=True)}
     signals_of = {(p, b): s for p, b, s in found}
