@@ -8,9 +8,10 @@ import re
 import pytest
 from fake_anthropic import FakeAnthropicServer, reply
 
-from treerag_core.config import IndexSettings, QuerySettings
+from treerag_core.config import IndexSettings
 from treerag_core.evaluation.harness import EvalConfig, evaluate, oracle_leaves
 from treerag_core.evaluation.report import load_report, markdown_table, write_report
+from treerag_core.settings import QuerySettings
 
 SETTINGS = IndexSettings(embedder="hashing")
 
@@ -20,7 +21,9 @@ def config(**changes) -> EvalConfig:
         "strategies": ("treerag", "flat-hybrid", "oracle-sections"),
         "limit": 3,
         "index_settings": SETTINGS,
-        "query_settings": QuerySettings(final_top_k=10, rerank=False),
+        "query_settings": QuerySettings()
+        .set("answer.final_top_k", 10)
+        .set("rerank.enabled", False),
     }
     return EvalConfig(**{**base, **changes})
 
@@ -47,6 +50,31 @@ def test_report_has_every_metric_per_strategy(report):
     assert "section_hit@5" not in report["strategies"]["flat-hybrid"]
     # The oracle picks the gold leaves, so its section hit is perfect by construction.
     assert report["strategies"]["oracle-sections"]["section_hit@1"] == 1.0
+
+
+def test_budget_metrics_walk_the_whole_ranked_list(report):
+    # Top-k 50 and one 40-candidate window for every strategy, both named in the report.
+    assert report["settings"]["top_k"] == 50
+    assert report["settings"]["candidate_window"] == 40
+    flat = report["questions"]["flat-hybrid"]
+    assert all(r["n_passages"] == 40 for r in flat)  # papers hold far more than 40 chunks
+    assert all(r["n_passages"] <= 40 for r in report["questions"]["treerag"])
+    assert max(r["n_passages"] for r in report["questions"]["treerag"]) > 10
+
+
+def test_top_k_and_window_are_settings(eval_dir, tmp_path):
+    small = config(strategies=("flat-hybrid",), limit=1, top_k=7)
+    small = EvalConfig(
+        **{
+            **small.__dict__,
+            "query_settings": small.query_settings.set("retrieve.candidate_window", 5),
+        }
+    )
+    got = evaluate(eval_dir / "qasper", small, cache_dir=tmp_path)
+    assert got["settings"]["top_k"] == 7 and got["settings"]["candidate_window"] == 5
+    assert got["questions"]["flat-hybrid"][0]["n_passages"] == 5
+    with pytest.raises(ValueError, match="top_k"):
+        config(top_k=0)
 
 
 def test_per_question_records_explain_each_outcome(report):

@@ -9,16 +9,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from treerag_core.config import QuerySettings
 from treerag_core.errors import LLMError, QueryError
 from treerag_core.fusion import fuse
 from treerag_core.index import CorpusIndex
+from treerag_core.llm import structured_output_note
+from treerag_core.prompt_budget import LOCATE_REPLY_TOKENS, fit_blocks, locate_tree_budget
 from treerag_core.prompts import (
     build_locate_prompt,
     estimate_tokens,
     parse_locate_response,
     serialize_tree,
 )
+from treerag_core.settings import LocateSettings, QuerySettings, RetrieveSettings
 from treerag_core.types import Fallback, Language, LocatedLeaf, LocateResult, TreeNode
 
 Tokenize = Callable[[str], list[str]]
@@ -39,7 +41,8 @@ def score_leaves(
     question: str,
     query_vector: np.ndarray,
     tokenize: Tokenize,
-    settings: QuerySettings,
+    locate: LocateSettings,
+    retrieve: RetrieveSettings,
     scope: Sequence[str] | None = None,
 ) -> LeafScores:
     """Score each non-empty leaf: its best chunk's hybrid score plus its heading/summary match.
@@ -48,7 +51,7 @@ def score_leaves(
     step 2), so a leaf is strong when it holds a passage that matches, by meaning or words.
     """
     rows, dense, bm25 = index.score_scope(scope, query_vector, tokenize(question))
-    fused = fuse(dense, bm25, settings.fusion, settings.dense_weight, settings.rrf_k).fused
+    fused = fuse(dense, bm25, retrieve.fusion, retrieve.dense_weight, retrieve.rrf_k).fused
     best: dict[str, float] = {}
     for row, value in zip(rows.tolist(), fused.tolist(), strict=True):
         leaf = index.chunks[row].source_node_id
@@ -62,7 +65,7 @@ def score_leaves(
     span = chunk_part.max() - chunk_part.min()
     chunk_part = (chunk_part - chunk_part.min()) / span if span > 0 else np.ones_like(chunk_part)
     heading_part = _heading_match(index, leaf_ids, tokenize(question))
-    w = settings.heading_weight
+    w = locate.heading_weight
     scores = (1.0 - w) * chunk_part + w * heading_part
     order = np.argsort(-scores, kind="stable")
     return LeafScores(
@@ -87,25 +90,26 @@ def local_locate(
     question: str,
     query_vector: np.ndarray,
     tokenize: Tokenize,
-    settings: QuerySettings,
+    locate: LocateSettings,
+    retrieve: RetrieveSettings,
     scope: Sequence[str] | None = None,
 ) -> LocateResult:
     """Keep the top leaves whose score is within `locate_cutoff` of the best (1..max_leaves)."""
     started = time.perf_counter()
-    scored = score_leaves(index, question, query_vector, tokenize, settings, scope)
+    scored = score_leaves(index, question, query_vector, tokenize, locate, retrieve, scope)
     picked: list[LocatedLeaf] = []
     top = float(scored.scores[0]) if len(scored.scores) else 0.0
     for leaf_id, score in zip(scored.leaf_ids, scored.scores.tolist(), strict=True):
-        if len(picked) >= settings.max_leaves:
+        if len(picked) >= locate.max_leaves:
             break
-        if picked and score < settings.locate_cutoff * top:
+        if picked and score < locate.cutoff * top:
             break
         node = index.nodes[leaf_id]
         picked.append(LocatedLeaf(leaf_id, node.heading_path, question, round(score, 4), "local"))
     thinking = (
         f"Local locator: {len(scored.leaf_ids)} leaves scored by best chunk (hybrid) and "
         f"heading/summary match; kept {len(picked)} scoring at least "
-        f"{settings.locate_cutoff:.0%} of the best."
+        f"{locate.cutoff:.0%} of the best."
     )
     return LocateResult(tuple(picked), thinking, "local", seconds=time.perf_counter() - started)
 
@@ -114,7 +118,7 @@ def keyword_locate(
     index: CorpusIndex,
     question: str,
     tokenize: Tokenize,
-    settings: QuerySettings,
+    locate: LocateSettings,
     scope: Sequence[str] | None = None,
 ) -> LocateResult:
     """The seed's mock: question terms matched against each leaf's heading and summary, top 3."""
@@ -126,7 +130,7 @@ def keyword_locate(
         overlap = len(terms & set(tokenize(f"{node.heading} {node.summary}")))
         scored.append((-overlap, order, node))
     scored.sort(key=lambda item: (item[0], item[1]))
-    keep = min(3, settings.max_leaves)
+    keep = min(3, locate.max_leaves)
     picked = tuple(
         LocatedLeaf(node.node_id, node.heading_path, question, float(-neg), "keyword")
         for neg, _, node in scored[:keep]
@@ -159,7 +163,8 @@ def tree_for_prompt(
 ) -> tuple[str, list[str]]:
     """Serialize the scope's forest; past the token budget keep the most relevant documents.
 
-    Returns the text and the names of documents cut. At least one document is always sent.
+    Returns the text and the names of documents cut. At least one document is always sent
+    (`cut_to_budget` then trims its tree).
     """
     docs = [d.doc_id for d in index.documents if scope is None or d.doc_id in scope]
     order = [d for d in ranked_docs if d in docs] + [d for d in docs if d not in ranked_docs]
@@ -173,6 +178,17 @@ def tree_for_prompt(
         kept, text = trial, candidate
     cut = [d for d in docs if d not in kept]
     return text, cut
+
+
+def cut_to_budget(text: str, budget_tokens: int) -> tuple[str, str]:
+    """A tree text still over budget (one big document) cut after its last whole node block.
+
+    Returns the text and a note for the trace ("" when nothing was cut).
+    """
+    if estimate_tokens(text) <= budget_tokens:
+        return text, ""
+    kept_text, kept, total = fit_blocks(text, budget_tokens)
+    return kept_text, f"prompt budget: the tree was cut after {kept} of {total} nodes"
 
 
 def _nodes_of(index: CorpusIndex, doc_ids: Sequence[str]) -> list[TreeNode]:
@@ -197,13 +213,25 @@ def llm_locate(
     """
     started = time.perf_counter()
     ranked_docs = list(dict.fromkeys(index.nodes[i].doc_id for i in local.leaf_ids))
-    tree_text, cut = tree_for_prompt(
-        index, scope, settings.locate_budget_tokens, ranked_docs, language
+    frame = estimate_tokens(
+        "".join(build_locate_prompt(question, "", language, settings.locate.max_leaves))
     )
-    prefix, rest = build_locate_prompt(question, tree_text, language, settings.max_leaves)
-    text, usage = client.complete(prefix, rest, settings.locate_model, max_tokens=1024)
+    budget = locate_tree_budget(settings.locate.budget_tokens, settings.llm.context_tokens, frame)
+    tree_text, cut = tree_for_prompt(index, scope, budget.tokens, ranked_docs, language)
+    tree_text, trimmed = cut_to_budget(tree_text, budget.tokens)
+    prefix, rest = build_locate_prompt(question, tree_text, language, settings.locate.max_leaves)
+    notes = [budget.why]
+    if cut:
+        notes.append(f"prompt budget: left out {len(cut)} document(s): {', '.join(cut)}")
+    if trimmed:
+        notes.append(trimmed)
+    text, usage = client.complete(
+        prefix, rest, settings.llm.locate_model, max_tokens=LOCATE_REPLY_TOKENS, json_mode=True
+    )
+    structured = structured_output_note(client, settings.llm.locate_model)
+    if structured:
+        notes.append(f"structured output: {structured}")
     thinking, picks = parse_locate_response(text)
-    notes = [f"prompt budget: left out {len(cut)} document(s): {', '.join(cut)}"] if cut else []
     allowed = {d.doc_id for d in index.documents if scope is None or d.doc_id in scope}
     local_rank = {leaf: i for i, leaf in enumerate(local.leaf_ids)}
     leaves: dict[str, LocatedLeaf] = {}
@@ -218,7 +246,7 @@ def llm_locate(
             targets = sorted(below, key=lambda i: local_rank[i])[:2]
             notes.append(f"expanded parent {node_id} to leaves {', '.join(targets) or 'none'}")
         for leaf_id in targets:
-            if leaf_id not in leaves and len(leaves) < settings.max_leaves:
+            if leaf_id not in leaves and len(leaves) < settings.locate.max_leaves:
                 path = index.nodes[leaf_id].heading_path
                 leaves[leaf_id] = LocatedLeaf(leaf_id, path, sub_query or question, None, "llm")
     if not leaves:

@@ -3,23 +3,20 @@
 from __future__ import annotations
 
 from treerag_core.pagemap import format_pages
+from treerag_core.text_rules import preview
 from treerag_core.trace_io import stage_summary
 from treerag_core.types import RetrievedChunk, Trace
 
 RULE = "=" * 60
 
 
-def _preview(text: str, width: int = 90) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 3] + "..."
-
-
 def _scores(hit: RetrievedChunk) -> str:
     rerank = f"{hit.rerank:.2f}" if hit.rerank is not None else "-"
     forced = "  (min-max 1.0 on a tiny leaf)" if hit.minmax_forced else ""
     pooled = f"  pooled={hit.pool_fused:.2f}" if hit.pool_fused is not None else ""
+    prior = f"  section={hit.prior:.2f}" if hit.prior is not None else ""
     return (
-        f"dense={hit.dense:.2f}  bm25={hit.bm25:.2f}  fused={hit.fused:.2f}{pooled}  "
+        f"dense={hit.dense:.2f}  bm25={hit.bm25:.2f}  fused={hit.fused:.2f}{pooled}{prior}  "
         f"rerank={rerank}{forced}"
     )
 
@@ -38,6 +35,8 @@ def render_retrieval(trace: Trace) -> str:
             lines.append(f"Thinking: {locate.thinking}")
         for note in locate.notes:
             lines.append(f"Note: {note}")
+        if locate.documents:
+            lines.append(f"Routed to documents: {', '.join(locate.documents)}")
         lines.append(f"Located {len(locate.leaves)} leaf nodes:")
         for leaf in locate.leaves:
             score = f"  (score {leaf.score:.3f})" if leaf.score is not None else ""
@@ -46,8 +45,8 @@ def render_retrieval(trace: Trace) -> str:
     for fallback in trace.fallbacks:
         lines.append(f"Fallback ({fallback.stage}): {fallback.reason} - {fallback.detail}")
     lines += ["", ">>> Step 2: Hybrid Retrieval + Rerank"]
-    leaves = len([k for k, v in trace.retrieved.items() if v])
-    lines.append(f"Retrieved {len(trace.reranked)} chunks (from {leaves} nodes):")
+    groups = len([g for g in trace.retrieved if g.hits])
+    lines.append(f"Retrieved {len(trace.reranked)} chunks (from {groups} searched groups):")
     for hit in trace.reranked:
         move = hit.pooled_rank - hit.final_rank
         arrow = f"  (up {move})" if move > 0 else f"  (down {-move})" if move < 0 else ""
@@ -57,8 +56,12 @@ def render_retrieval(trace: Trace) -> str:
             f"  #{hit.final_rank} [{hit.chunk.source_node_id}] {hit.chunk.heading_path}{where}"
             f"{arrow}"
         )
-        lines.append(f'     "{_preview(hit.chunk.text)}"')
+        lines.append(f'     "{preview(hit.chunk.text, 90)}"')
         lines.append(f"     {_scores(hit)}")
+        lines.append("")
+    for section in trace.sections:
+        lines.append(f"Context: {section.title}")
+        lines.extend(f"  {line}" for line in section.text.splitlines()[:8])
         lines.append("")
     lines += [">>> Step 3: Answer"]
     return "\n".join(lines) + "\n"
@@ -70,8 +73,12 @@ def render_footer(trace: Trace) -> str:
     if unsupported:
         lines.append("Unsupported citations: " + "; ".join(c.heading_path for c in unsupported))
     timing = ", ".join(f"{row['stage']} {row['ms']:.0f} ms" for row in stage_summary(trace))
-    cost = sum(row["cost_usd"] for row in stage_summary(trace))
-    lines.append(f"Timing: {timing}" + (f"; cost ${cost:.4f}" if cost else ""))
+    rows = stage_summary(trace)
+    cost = sum(row["cost_usd"] for row in rows)
+    if not all(row["cost_known"] for row in rows):
+        lines.append(f"Timing: {timing}; cost unknown (no price for this model)")
+    else:
+        lines.append(f"Timing: {timing}" + (f"; cost ${cost:.4f}" if cost else ""))
     lines.append(RULE)
     return "\n".join(lines) + "\n"
 

@@ -233,25 +233,10 @@ def get_reranker(model: str) -> Reranker:
     return SentenceTransformersCrossEncoder(model.strip())
 
 
-def pool_hits(hits: Sequence[RetrievedChunk]) -> list[RetrievedChunk]:
-    """Hits of all leaves in fused order (pooled_rank ascending), one per chunk id.
-
-    pooled_rank is kept when every hit has one, else assigned by fused score, descending,
-    ties in input order. A chunk seen twice keeps its better-ranked copy.
-    """
-    items = list(hits)
-    if any(h.pooled_rank <= 0 for h in items):
-        order = sorted(range(len(items)), key=lambda i: (-items[i].fused, i))
-        items = [replace(items[i], pooled_rank=r) for r, i in enumerate(order, start=1)]
-    else:
-        items = sorted(items, key=lambda h: h.pooled_rank)  # sorted() is stable
-    seen: set[str] = set()
-    pooled: list[RetrievedChunk] = []
-    for hit in items:
-        if hit.chunk.chunk_id not in seen:
-            seen.add(hit.chunk.chunk_id)
-            pooled.append(hit)
-    return pooled
+def _passage(hit: RetrievedChunk, read_path: bool) -> str:
+    if read_path and hit.chunk.heading_path:
+        return f"{hit.chunk.heading_path}\n{hit.chunk.text}"
+    return hit.chunk.text
 
 
 def _skip_reason(reranker: Reranker | None, language: str, rerank_chinese: bool) -> str | None:
@@ -269,21 +254,25 @@ def rerank_chunks(
     top_k: int,
     language: str,
     rerank_chinese: bool,
+    read_path: bool = False,
 ) -> tuple[list[RetrievedChunk], str | None]:
-    """Pool the hits, rerank them and keep the top_k, each with final_rank 1..top_k.
+    """Rerank the pooled candidates (best first, one per chunk) and keep the top_k.
+
+    Each kept hit gets final_rank 1..top_k.
 
     Returns the hits and None, or (when rerank is off, skipped for Chinese, or the model
     fails) the top_k in fused order with `rerank` cleared and the reason as a short string.
     Inputs are never mutated: every returned hit is a `dataclasses.replace` copy.
+    With `read_path` the model reads `heading path + passage` (strategies that read structure).
     """
     if top_k <= 0:
         raise ValueError(f"top_k must be > 0, but got {top_k}")
-    pooled = pool_hits(hits)
+    pooled = list(hits)
     reason = _skip_reason(reranker, language, rerank_chinese)
     if reason is None and reranker is not None and pooled:
         try:
             scores = np.asarray(
-                reranker.score(query, [h.chunk.text for h in pooled]), dtype=np.float64
+                reranker.score(query, [_passage(h, read_path) for h in pooled]), dtype=np.float64
             )
             if scores.shape != (len(pooled),):
                 raise ValueError(f"{scores.size} scores for {len(pooled)} passages")

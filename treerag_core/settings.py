@@ -63,7 +63,7 @@ class LocateSettings(_Step):
             0.0 <= self.heading_weight <= 1.0,
             f"heading_weight must be in [0, 1], but got {self.heading_weight}",
         )
-        _check(self.budget_tokens >= 500, f"budget_tokens must be >= 500, got {self.budget_tokens}")
+        _check(self.budget_tokens > 0, f"budget_tokens must be > 0, but got {self.budget_tokens}")
 
 
 @dataclass(frozen=True)
@@ -101,6 +101,7 @@ class RerankSettings(_Step):
     enabled: bool = True
     model: str = "bundled-en"  # bundled-en | <sentence-transformers CrossEncoder folder>
     chinese: bool = False  # the bundled model is English: measured to hurt Chinese questions
+    read_path: bool = True  # strategies that read structure: the model reads path + passage
 
     def __post_init__(self) -> None:
         _check(bool(self.model.strip()), "rerank model must not be empty")

@@ -98,10 +98,7 @@ class RetrievedChunk:
     minmax_forced: bool = False  # min-max made this the leaf's 1.0 on a 1-2 chunk leaf
     pool_fused: float | None = None  # fusion recomputed over all leaves' hits: the pooled order
     sub_query: str = ""
-
-    @property
-    def score(self) -> float:
-        return self.rerank if self.rerank is not None else self.fused
+    prior: float | None = None  # structure-aware strategies: the section evidence (0-1) it got
 
 
 @dataclass(frozen=True)
@@ -114,6 +111,9 @@ class Usage:
     cache_write_tokens: int = 0
     cost_usd: float = 0.0
     model: str = ""
+    # False when no price is known (an unknown hosted model, or tokens not reported):
+    # cost_usd is then 0.0 but means "not estimated", never "free".
+    cost_known: bool = True
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -123,6 +123,7 @@ class Usage:
             self.cache_write_tokens + other.cache_write_tokens,
             self.cost_usd + other.cost_usd,
             self.model or other.model,
+            self.cost_known and other.cost_known,
         )
 
 
@@ -146,6 +147,7 @@ class LocateResult:
     seconds: float = 0.0
     notes: tuple[str, ...] = ()  # e.g. what a prompt budget cut
     inputs: dict[str, Any] = field(default_factory=dict, compare=False)  # settings it read
+    documents: tuple[str, ...] = ()  # documents step 2 is routed to (empty: every one in scope)
 
     @classmethod
     def skipped(cls, why: str) -> LocateResult:
@@ -195,14 +197,15 @@ class Trace:
 
     question: str
     strategy: str
-    settings: dict[str, Any]
+    settings: dict[str, Any]  # the effective settings (QuerySettings.to_dict of what ran)
     provider: dict[str, Any]
     language: Language = "en"
     scope: list[str] | None = None  # documents searched (None: the whole index)
     locate: LocateResult | None = None
-    retrieved: dict[str, list[RetrievedChunk]] = field(default_factory=dict)  # leaf id -> hits
+    retrieved: list[RetrievalGroup] = field(default_factory=list)  # step 2, per searched group
+    sections: list[ContextSection] = field(default_factory=list)  # a strategy's extra context
     retrieve_seconds: float = 0.0
-    reranked: list[RetrievedChunk] = field(default_factory=list)  # the final top-k
+    reranked: list[RetrievedChunk] = field(default_factory=list)  # what the answer reads
     candidates: list[RetrievedChunk] = field(default_factory=list)  # every pooled chunk, scored
     rerank_seconds: float = 0.0
     reranker: str = ""

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from treerag_core.config import IndexSettings, QuerySettings
+from treerag_core.config import IndexSettings
 from treerag_core.convert import CONVERTER_VERSION
 from treerag_core.embedders import get_embedder
 from treerag_core.errors import IndexFormatError, QueryError
@@ -22,8 +22,10 @@ from treerag_core.evaluation.dataset import (
 )
 from treerag_core.evaluation.metrics import Passage, aggregate, question_metrics
 from treerag_core.index import CorpusIndex, build_index
-from treerag_core.pipeline import STRATEGIES, Engine, run
+from treerag_core.pipeline import Engine, run
+from treerag_core.settings import QuerySettings
 from treerag_core.store import load_index, save_index
+from treerag_core.strategies import get_strategy, strategy_names
 from treerag_core.types import Trace, Usage
 
 Progress = Callable[[int, int], None]
@@ -37,13 +39,20 @@ class EvalConfig:
     scope: str = "doc"  # doc: each question against its own document(s); corpus: all documents
     limit: int | None = None
     use_llm: bool = False
+    top_k: int = 50  # passages kept per question: budget metrics walk up to 50 (eval README)
     index_settings: IndexSettings = field(default_factory=IndexSettings)
-    query_settings: QuerySettings = field(default_factory=lambda: QuerySettings(final_top_k=10))
+    query_settings: QuerySettings = field(
+        default_factory=lambda: QuerySettings().set("answer.final_top_k", 10)
+    )
 
     def __post_init__(self) -> None:
-        unknown = [s for s in self.strategies if s not in STRATEGIES]
+        unknown = [s for s in self.strategies if s not in strategy_names()]
         if unknown:
-            raise ValueError(f"unknown strategies {unknown}; choose from {', '.join(STRATEGIES)}")
+            raise ValueError(
+                f"unknown strategies {unknown}; choose from {', '.join(strategy_names())}"
+            )
+        if self.top_k <= 0:
+            raise ValueError(f"top_k must be > 0, but got {self.top_k}")
         if self.scope not in ("doc", "corpus"):
             raise ValueError(f"scope must be doc or corpus, but got {self.scope!r}")
 
@@ -104,7 +113,7 @@ def passages_of(trace: Trace) -> list[Passage]:
 
 
 def picked_paths(trace: Trace) -> list[str] | None:
-    if trace.locate is None or trace.strategy.startswith("flat-"):
+    if trace.locate is None or not get_strategy(trace.strategy).locates:
         return None
     return [leaf.heading_path for leaf in trace.locate.leaves]
 
@@ -145,6 +154,7 @@ def question_record(question: EvalQuestion, trace: Trace, metrics: dict[str, flo
             }
             for h in trace.reranked[:5]
         ],
+        "n_passages": len(trace.reranked),
         "fallbacks": [f"{f.stage}:{f.reason}" for f in trace.fallbacks],
         "outcome": _explain(metrics, paths),
         "metrics": {k: round(v, 4) for k, v in metrics.items()},
@@ -168,7 +178,8 @@ def evaluate(
         index = dataset_index(dataset, config.index_settings, cache_dir)
     engine = Engine(index, get_embedder(index.embedder_name), api_key if config.use_llm else None)
     page_map = {d.doc_id: d.page_starts for d in index.documents if d.page_starts}
-    settings = config.query_settings.with_(use_llm=config.use_llm)
+    settings = config.query_settings.set("llm.enabled", config.use_llm)
+    settings = settings.set("answer.final_top_k", config.top_k)
     per: dict[str, list[dict[str, float]]] = {s: [] for s in config.strategies}
     records: dict[str, list[dict]] = {s: [] for s in config.strategies}
     latency: dict[str, dict[str, list[float]]] = {
@@ -183,7 +194,8 @@ def evaluate(
         for question in questions:
             scope = list(question.docs) if config.scope == "doc" else None
             for strategy in config.strategies:
-                leaves = oracle_leaves(index, question) if strategy == "oracle-sections" else None
+                needs_gold = get_strategy(strategy).needs_gold_leaves
+                leaves = oracle_leaves(index, question) if needs_gold else None
                 engine.clear_cache()  # every strategy pays for its own query embedding
                 started = time.perf_counter()
                 try:
@@ -231,12 +243,15 @@ def evaluate(
                 "output_tokens": used.output_tokens,
                 "cache_read_tokens": used.cache_read_tokens,
                 "cost_usd": round(used.cost_usd, 6),
+                "cost_known": used.cost_known,  # False: no price for the model
             }
     return {
         "dataset": dataset.name,
         "scope": config.scope,
         "partial": partial,
         "settings": {
+            "top_k": config.top_k,
+            "candidate_window": settings.retrieve.candidate_window,
             "index": config.index_settings.to_dict(),
             "query": settings.to_dict(),
             "embedder": index.embedder_name,

@@ -1,0 +1,138 @@
+"""TreeRAG: pick 1-5 leaves on the document tree (LLM or local), then hybrid search inside them."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from treerag_core.errors import LLMError
+from treerag_core.index import CorpusIndex
+from treerag_core.locators import (
+    fallback_reason,
+    keyword_locate,
+    llm_locate,
+    manual_locate,
+    score_leaves,
+)
+from treerag_core.names import Locator, StrategyName
+from treerag_core.retrieval import pool, search_leaf
+from treerag_core.settings import QuerySettings
+from treerag_core.strategies import register
+from treerag_core.strategies.base import QueryContext, Retrieval
+from treerag_core.strategies.structured import (
+    StructureOptions,
+    score_scope,
+    structure_options,
+    structured_retrieval,
+)
+from treerag_core.structure import route
+from treerag_core.types import Fallback, Language, LocateResult
+
+# Which settings each locator reads: a stored step 1 is reused while these are unchanged.
+_LOCAL_INPUTS = ("max_leaves",)
+_FUSION_INPUTS = ("fusion", "dense_weight", "rrf_k", "candidate_window")
+
+
+def corpus_language(index: CorpusIndex, scope: Sequence[str] | None) -> Language:
+    """The majority language of the documents in scope (the locate prompt's language)."""
+    langs = [d.language for d in index.documents if scope is None or d.doc_id in scope]
+    return "zh" if langs.count("zh") > len(langs) / 2 else "en"
+
+
+def _local(ctx: QueryContext) -> LocateResult:
+    """The local step 1: documents routed when the scope holds more than `route_documents`,
+    sections ranked by the heading-aware window (scores shown, never a cut)."""
+    started = time.perf_counter()
+    options = structure_options(ctx.settings, TreeRAG.name)
+    scores = score_scope(ctx, options)
+    result = route(
+        ctx.index,
+        scores,
+        ctx.settings.retrieve.candidate_window,
+        ctx.question,
+        ctx.settings.locate.max_leaves,
+        options.route_documents,
+    )
+    return replace(result, seconds=time.perf_counter() - started)
+
+
+@register
+class TreeRAG:
+    name = StrategyName.TREERAG.value
+    label = (
+        "Heading-aware ranking of every chunk, routed to the best documents; an LLM or manual "
+        "pick searches inside the picked leaves"
+    )
+    reads_structure = True
+    locates = True
+    needs_gold_leaves = False
+    options_type = StructureOptions
+
+    def effective_settings(self, settings: QuerySettings) -> QuerySettings:
+        return settings.with_(strategy=self.name)
+
+    def locate_inputs(self, settings: QuerySettings, locator: str) -> dict[str, Any]:
+        loc, ret, llm = settings.locate, settings.retrieve, settings.llm
+        if locator == Locator.LOCAL:
+            options = structure_options(settings, self.name)
+            return {
+                **{k: getattr(loc, k) for k in _LOCAL_INPUTS},
+                **{k: getattr(ret, k) for k in _FUSION_INPUTS},
+                "section_weight": options.section_weight,
+                "route_documents": options.route_documents,
+            }
+        if locator == Locator.KEYWORD:
+            return {"max_leaves": loc.max_leaves}
+        if locator == Locator.LLM:
+            return {
+                "max_leaves": loc.max_leaves,
+                "budget_tokens": loc.budget_tokens,
+                "provider": str(llm.provider),
+                "base_url": llm.base_url,
+                "locate_model": llm.locate_model,
+                "context_tokens": llm.context_tokens,
+            }
+        return {}  # manual / oracle picks read no settings
+
+    def locate(self, ctx: QueryContext) -> LocateResult:
+        index, question, s = ctx.index, ctx.question, ctx.settings
+        if ctx.leaves:
+            return manual_locate(index, question, ctx.leaves)
+        locator = s.locate.locator
+        if locator == Locator.KEYWORD:
+            return keyword_locate(index, question, ctx.tokenize, s.locate, ctx.scope)
+        if locator == Locator.LOCAL:
+            return _local(ctx)
+        if ctx.client is None:
+            reason = "llm_off" if not s.llm.enabled else "no_api_key"
+            detail = "LLM switched off" if reason == "llm_off" else "no API key"
+            ctx.fallbacks.append(Fallback("locate", reason, f"{detail}: local locator"))
+            return _local(ctx)
+        started = time.perf_counter()
+        qvec = ctx.query_vector(question)
+        scores = score_leaves(index, question, qvec, ctx.tokenize, s.locate, s.retrieve, ctx.scope)
+        try:
+            language = corpus_language(index, ctx.scope)
+            return llm_locate(index, question, ctx.client, s, language, scores, ctx.scope)
+        except LLMError as exc:
+            ctx.fallbacks.append(fallback_reason(exc))
+            return replace(_local(ctx), seconds=time.perf_counter() - started)
+
+    def retrieve(self, ctx: QueryContext, located: LocateResult) -> Retrieval:
+        if located.locator == Locator.LOCAL:  # the heading-aware window, routed by documents
+            scores = score_scope(ctx, structure_options(ctx.settings, self.name))
+            return structured_retrieval(ctx, scores, located.documents)
+        groups = tuple(
+            search_leaf(
+                ctx.index,
+                leaf.node_id,
+                leaf.sub_query,
+                ctx.settings.retrieve,
+                ctx.query_vector,
+                ctx.tokenize,
+            )
+            for leaf in located.leaves
+        )
+        return Retrieval(groups, pool(groups, ctx.settings.retrieve))

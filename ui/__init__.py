@@ -1,0 +1,1 @@
+"""Streamlit building blocks the pages compose (the engine never imports these)."""
