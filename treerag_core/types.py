@@ -189,6 +189,7 @@ class Citation:
     heading_path: str
     node_ids: tuple[str, ...]
     supported: bool
+    pages: tuple[int, ...] = ()  # PDF pages of the retrieved passages of the cited nodes
 
 
 @dataclass
