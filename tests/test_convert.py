@@ -214,3 +214,28 @@ def test_markdown_passes_through_unchanged() -> None:
     doc = convert_bytes("a.md", text.encode(), MB)
     assert doc.text == text and _levels(doc) == [(1, "A"), (2, "B")]
     assert detect_format("x.markdown", b"# hi") == "markdown"
+
+
+def test_small_dev_filings_convert_with_exact_offsets_and_pages(eval_dir) -> None:
+    """The two short FinanceBench filings (4 and 5 pages): real PDFs end to end."""
+    from treerag_core.pagemap import chars_on_page
+
+    pdfs = eval_dir / "financebench_pdf" / "pdfs"
+    names = ["FOOTLOCKER_2022_8K_dated-2022-05-20.pdf", "PEPSICO_2023_8K_dated-2023-05-05.pdf"]
+    uploads = [(n, (pdfs / n).read_bytes()) for n in names]
+    sources, rejected = sources_from_uploads(uploads, 50 * MB)
+    assert not rejected
+    index = build_index(sources, IndexSettings(embedder="hashing"), get_embedder("hashing"))
+    for doc in index.documents:
+        assert doc.source_format == "pdf" and len(doc.page_starts) in (4, 5)
+        text = index.texts[doc.doc_id]
+        assert "Table of Contents" not in text.split("\n")  # running header removed
+        chunks = [c for c in index.chunks if c.doc_id == doc.doc_id]
+        assert chunks
+        for c in chunks:
+            assert text[c.start : c.end] == c.text
+            on_pages = sum(
+                chars_on_page(doc.page_starts, c.start, c.end, p)
+                for p in range(c.page_start, c.page_end + 1)
+            )
+            assert on_pages == len(c.text)
