@@ -194,6 +194,12 @@ def test_page_spans_and_page_map_survive_save_and_load(tmp_path):
     assert all(c.page_start is None for c in loaded.chunks if c.doc_id == "n.md")
 
 
+def test_sources_of_an_index_keep_page_maps():
+    index = _pdf_index()
+    again = build_index(index.sources(), index.settings, get_embedder("hashing"))
+    assert again.chunks == index.chunks and again.documents == index.documents
+
+
 def test_index_without_page_fields_still_loads(tmp_path):
     folder = save_index(_pdf_index(), tmp_path / "idx")
     # An index written before PDF support: no page fields on chunks or documents.

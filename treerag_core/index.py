@@ -75,6 +75,14 @@ class CorpusIndex:
             n for n in self.nodes.values() if n.is_leaf and (doc_id is None or n.doc_id == doc_id)
         ]
 
+    def sources(self) -> list[SourceDocument]:
+        """The documents as SourceDocuments again (texts, page maps and formats kept), to
+        rebuild with other settings or add files without losing a PDF's pages."""
+        return [
+            SourceDocument(d.doc_id, self.texts[d.doc_id], d.page_starts, d.source_format)
+            for d in self.documents
+        ]
+
     def document(self, doc_id: str) -> DocumentInfo:
         for doc in self.documents:
             if doc.doc_id == doc_id:
