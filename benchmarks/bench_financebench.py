@@ -26,10 +26,11 @@ def main() -> int:
     parser.add_argument("--data", default=str(REPO.parent / "shared" / "eval" / "financebench_pdf"))
     parser.add_argument("--embedder", default=IndexSettings().embedder)
     parser.add_argument("--strategy", default="treerag,flat-hybrid")
+    parser.add_argument("--max-depth", type=int, default=IndexSettings().max_depth)
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
     data = Path(args.data)
-    settings = IndexSettings(embedder=args.embedder)
+    settings = IndexSettings(embedder=args.embedder, max_depth=args.max_depth)
     embedder = get_embedder(settings.embedder)
     embedder.embed(["warm up"])  # model load is not ingest time
 
