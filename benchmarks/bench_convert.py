@@ -56,8 +56,9 @@ def to_html(markdown: str, title: str) -> str:
     )
 
 
-def to_docx(markdown: str) -> bytes:
-    """Markdown to DOCX with python-docx's real heading styles (Heading 1..6)."""
+def to_docx(markdown: str, styled: bool = True) -> bytes:
+    """Markdown to DOCX with python-docx's real heading styles (Heading 1..6), or with
+    `styled=False` as plain bold paragraphs sized by level (what many real files look like)."""
     import io
 
     import docx
@@ -89,8 +90,14 @@ def to_docx(markdown: str) -> bytes:
             text = _INLINE.sub(lambda m: m.group(1) or "", tok.content)
             if row is not None:
                 row.append(text)
-            elif heading is not None:
+            elif heading is not None and styled:
                 document.add_heading(text, level=heading)
+            elif heading is not None:
+                from docx.shared import Pt
+
+                run = document.add_paragraph().add_run(text)
+                run.bold = True
+                run.font.size = Pt(20 - 2 * heading)
             elif tokens[i - 1].type == "paragraph_open":
                 document.add_paragraph(text)
         elif tok.type in ("fence", "code_block"):
@@ -98,6 +105,11 @@ def to_docx(markdown: str) -> bytes:
     out = io.BytesIO()
     document.save(out)
     return out.getvalue()
+
+
+def to_text(markdown: str) -> str:
+    """The Markdown with its `#` marks removed: headings become bare lines of plain text."""
+    return re.sub(r"(?m)^ {0,3}#{1,6}[ \t]+", "", markdown)
 
 
 def to_pdf(html_path: Path, pdf_path: Path, chromium: str) -> None:
@@ -144,13 +156,19 @@ def headings(data: Path, work: Path, chromium: str | None) -> dict[str, Any]:
             html = to_html(markdown, path.stem)
             html_path = work / f"{dataset}-{len(per_doc)}.html"
             html_path.write_text(html, encoding="utf-8")
-            files = {"html": html.encode(), "docx": to_docx(markdown)}
+            files = {
+                "html": html.encode(),
+                "docx": to_docx(markdown),
+                "docx, no heading styles": to_docx(markdown, styled=False),
+                "txt (headings as bare lines)": to_text(markdown).encode(),
+            }
             if chromium:
                 pdf_path = html_path.with_suffix(".pdf")
                 to_pdf(html_path, pdf_path, chromium)
                 files["pdf"] = pdf_path.read_bytes()
             for fmt, data_bytes in files.items():
-                doc = convert_bytes(f"{path.stem}.{fmt}", data_bytes, 50 * MB)
+                suffix = fmt.split(",")[0].split(" ")[0]
+                doc = convert_bytes(f"{path.stem}.{suffix}", data_bytes, 50 * MB)
                 got = [(h.level, h.text) for h in doc.headings]
                 c = score(truth, got)
                 per_doc.append({"doc": f"{dataset}/{name}", "format": fmt, **c})
