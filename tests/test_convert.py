@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import zipfile
 
 import pytest
 from pdf_factory import make_pdf, report_pdf
@@ -95,6 +96,12 @@ def test_corrupt_and_mislabelled_files() -> None:
         convert_bytes("fake.pdf", b"just some text", MB)
     with pytest.raises(CorruptDocumentError, match="not a readable DOCX"):
         convert_bytes("bad.docx", b"PK\x03\x04" + b"\x00" * 50, MB)
+    damaged = io.BytesIO()
+    with zipfile.ZipFile(damaged, "w") as z:
+        z.writestr("[Content_Types].xml", "<x/>")
+        z.writestr("word/document.xml", "<bad")
+    with pytest.raises(CorruptDocumentError, match="DOCX file is damaged"):
+        convert_bytes("damaged.docx", damaged.getvalue(), MB)
     with pytest.raises(UnsupportedFormatError, match="legacy Office"):
         convert_bytes("old.doc", b"\xd0\xcf\x11\xe0" + b"\x00" * 50, MB)
     with pytest.raises(UnsupportedFormatError, match=r"unsupported file type '\.png'"):

@@ -84,14 +84,17 @@ def convert_docx(name: str, data: bytes) -> ConvertedDocument:
         CorruptDocumentError: not a readable DOCX package.
     """
     import docx
+    from docx.opc.exceptions import PackageNotFoundError
     from docx.table import Table
     from docx.text.paragraph import Paragraph
+    from lxml.etree import XMLSyntaxError
 
     try:
         document = docx.Document(io.BytesIO(data))
-    except (zipfile.BadZipFile, KeyError, ValueError) as exc:
+    except (zipfile.BadZipFile, PackageNotFoundError, KeyError, ValueError) as exc:
         raise CorruptDocumentError(f"{name}: not a readable DOCX file ({exc})") from exc
-    except Exception as exc:  # lxml and python-docx raise several types for damaged parts
+    except (XMLSyntaxError, AttributeError, TypeError) as exc:
+        # python-docx trips over damaged package parts with these (e.g. bad [Content_Types])
         raise CorruptDocumentError(f"{name}: the DOCX file is damaged ({exc})") from exc
     blocks: list[_Block] = []
     for element in document.element.body.iterchildren():
