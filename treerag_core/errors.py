@@ -49,3 +49,15 @@ class NeedsOCRError(InputDocumentError):
 
 class TooManyPagesError(InputDocumentError):
     """A PDF with more pages than the configured limit."""
+
+
+class UnsafePathError(TreeRAGError):
+    """A path the server refuses to read: outside the allowed folders, not a file, too large."""
+
+
+class IndexBusyError(TreeRAGError):
+    """Another process is writing the same index folder; retry when it has finished."""
+
+
+class WorkspaceLimitError(TreeRAGError):
+    """An upload would take a session's workspace over one of its limits."""

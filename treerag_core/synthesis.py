@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
@@ -32,6 +33,21 @@ def _label(hit: RetrievedChunk) -> str:
     """The passage's heading path, with its PDF pages when it has them: `path (p. 38)`."""
     pages = format_pages(hit.chunk.page_start, hit.chunk.page_end)
     return f"{hit.chunk.heading_path} ({pages})" if pages else hit.chunk.heading_path
+
+
+_LINK_BRACKETS = re.compile(r"([\[\]<>])")
+_BARE_URL = re.compile(r"(?i)(?<=:)//|\bwww\.")
+
+
+def inert_links(text: str) -> str:
+    """Document text quoted into a Markdown answer, with every link made inert.
+
+    Brackets and angle brackets are backslash-escaped (no `[text](url)`, `![img](url)`,
+    `<url>` or raw HTML), and `://` and `www.` get backslashes too, so no bare URL is
+    auto-linked: a document cannot put a clickable link into an extractive answer.
+    """
+    text = _LINK_BRACKETS.sub(r"\\\1", text)
+    return _BARE_URL.sub(lambda m: m.group(0).replace("/", "\\/").replace(".", "\\."), text)
 
 
 def synthesis_prompt(
@@ -75,7 +91,7 @@ def extractive_answer(
     lines = [header]
     for n, i in enumerate(order, start=1):
         sentence, path = candidates[i]
-        lines.append(f'[{n}] "{sentence}" [{label}: {path}]')
+        lines.append(f'[{n}] "{inert_links(sentence)}" [{label}: {path}]')
     return "\n".join(lines)
 
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from treerag_core.errors import TreeRAGError
+from treerag_core.safepaths import read_bytes_checked, resolve_inside
 
 UNANSWERABLE = "unanswerable"
 NO_EVIDENCE = "no evidence found verbatim"
@@ -16,6 +17,7 @@ QUESTIONS_FILE = "questions.jsonl"
 DOCS_DIR = "docs"
 PDFS_DIR = "pdfs"  # a PDF set (financebench_pdf): page-level gold in `evidence_pages`
 NO_PAGES = "no evidence pages"
+MAX_FILE_BYTES = 64 * 1024 * 1024  # per questions file or document
 
 DocReader = Callable[[str, str], str]  # (doc name, where to blame) -> its text
 
@@ -90,20 +92,37 @@ class EvalDataset:
         return sum(q.n_evidence_missing for q in self.questions)
 
 
-def load_dataset(folder: Path) -> EvalDataset:
+def load_dataset(
+    folder: Path, roots: Sequence[str | Path] | None = None, max_bytes: int = MAX_FILE_BYTES
+) -> EvalDataset:
     """Read `folder/questions.jsonl` and `folder/docs/*.md` and locate every gold evidence.
+
+    With `roots` (the explorer passes `safepaths.allowed_roots()` for a typed folder), the
+    folder and every file read must resolve inside them. Every file must be a regular file of
+    at most `max_bytes` (no device or FIFO is ever opened).
 
     Raises:
         EvalDataError: the folder, its questions file or a referenced document is missing, or a
             line is not a JSON object with the expected fields (the message names file and line).
+        UnsafePathError: a path outside `roots`, not a regular file, or too large.
     """
     folder = Path(folder)
+    if roots is not None:
+        resolve_inside(folder, roots)
+
+    def read(path: Path) -> str:
+        checked = resolve_inside(path, roots) if roots is not None else path
+        try:
+            return read_bytes_checked(checked, max_bytes).decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise EvalDataError(f"{path} is not UTF-8 text ({e})") from e
+
     questions_path = folder / QUESTIONS_FILE
     docs_dir = folder / DOCS_DIR
     if not questions_path.is_file():
         raise EvalDataError(f"No {QUESTIONS_FILE} in {folder}: is this an eval dataset folder?")
     if not docs_dir.is_dir() and (folder / PDFS_DIR).is_dir():
-        return _load_pdf_dataset(folder, questions_path, folder / PDFS_DIR)
+        return _load_pdf_dataset(folder, questions_path, folder / PDFS_DIR, read)
     if not docs_dir.is_dir():
         raise EvalDataError(f"No {DOCS_DIR}/ folder in {folder}: the questions need their docs.")
     doc_names = tuple(sorted(p.name for p in docs_dir.glob("*.md") if p.is_file()))
@@ -114,13 +133,13 @@ def load_dataset(folder: Path) -> EvalDataset:
             path = docs_dir / name
             if not path.is_file():
                 raise EvalDataError(f"{where}: document {name!r} is not in {docs_dir}")
-            texts[name] = path.read_text(encoding="utf-8")
+            texts[name] = read(path)
         return texts[name]
 
     questions: list[EvalQuestion] = []
     seen_ids: dict[str, int] = {}
     # split("\n"), not splitlines(): U+2028 and friends may sit raw inside JSON strings.
-    lines = questions_path.read_text(encoding="utf-8").split("\n")
+    lines = read(questions_path).split("\n")
     for line_no, line in enumerate(lines, start=1):
         if not line.strip():
             continue  # a trailing blank line is not a question
@@ -144,12 +163,14 @@ def load_dataset(folder: Path) -> EvalDataset:
     return EvalDataset(folder.name, docs_dir, doc_names, tuple(questions), left_out)
 
 
-def _load_pdf_dataset(folder: Path, questions_path: Path, pdfs_dir: Path) -> EvalDataset:
+def _load_pdf_dataset(
+    folder: Path, questions_path: Path, pdfs_dir: Path, read: Callable[[Path], str]
+) -> EvalDataset:
     """A PDF set: each question's `evidence_pages` (0-based in the file) become GoldPages."""
     doc_names = tuple(sorted(p.name for p in pdfs_dir.glob("*.pdf") if p.is_file()))
     questions: list[EvalQuestion] = []
     left_out = {UNANSWERABLE: 0, NO_PAGES: 0}
-    for line_no, line in enumerate(questions_path.read_text(encoding="utf-8").split("\n"), 1):
+    for line_no, line in enumerate(read(questions_path).split("\n"), 1):
         if not line.strip():
             continue
         where = f"{questions_path}, line {line_no}"
@@ -199,7 +220,9 @@ def dataset_sources(dataset: EvalDataset, max_bytes: int = 100 * 1024 * 1024) ->
             SourceDocument(name, (dataset.docs_dir / name).read_text(encoding="utf-8"))
             for name in dataset.doc_names
         ]
-    uploads = [(name, (dataset.docs_dir / name).read_bytes()) for name in dataset.doc_names]
+    uploads = [
+        (name, read_bytes_checked(dataset.docs_dir / name, max_bytes)) for name in dataset.doc_names
+    ]
     sources, rejected = sources_from_uploads(uploads, max_bytes)
     if rejected:
         raise EvalDataError("; ".join(r.reason for r in rejected))
