@@ -144,6 +144,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     from treerag_core.index import build_index, corpus_stats
     from treerag_core.ingest import sources_from_paths
     from treerag_core.store import load_index, save_index
+    from treerag_core.tree_edits import load_edits
 
     embedder_name = "hashing" if args.mock and not args.embedder else args.embedder
     settings = IndexSettings(
@@ -152,12 +153,20 @@ def cmd_index(args: argparse.Namespace) -> int:
         chunk_overlap=args.chunk_overlap,
         embedder=embedder_name or IndexSettings().embedder,
         max_file_bytes=_max_file_bytes(args.max_file_mb),
+        max_pages=args.max_pages,
         llm_summaries=args.llm_summaries,
     )
     started = time.perf_counter()
-    sources, rejected = sources_from_paths(args.input, settings.max_file_bytes)
+    # Tree corrections kept beside the index (tree_edits.json) are applied on every re-index.
+    edits = load_edits(args.output)
+    notes: list[str] = []
+    sources, rejected = sources_from_paths(
+        args.input, settings.max_file_bytes, edits, settings.max_pages, notes
+    )
     for bad in rejected:
         print(terminal_safe(f"skipped {bad.name}: {bad.reason}"), file=sys.stderr)
+    for note in notes:
+        print(terminal_safe(f"note: {note}"), file=sys.stderr)
     if not sources:
         print("error: no readable document among the inputs", file=sys.stderr)
         return 2
@@ -428,7 +437,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("index", help="build or update an index folder from documents")
     p.add_argument(
-        "--input", nargs="+", required=True, help="files or folders (.md .markdown .txt)"
+        "--input",
+        nargs="+",
+        required=True,
+        help="files or folders (.md .markdown .txt .pdf .docx .html .htm)",
     )
     p.add_argument("--output", required=True, help="index folder (updated in place, atomically)")
     p.add_argument("--mock", action="store_true", help="hashing embedder: no model load")
@@ -447,6 +459,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=None,
         help="skip files larger than this (default: TREERAG_MAX_FILE_MB, else 20)",
+    )
+    p.add_argument(
+        "--max-pages",
+        type=int,
+        default=IndexSettings().max_pages,
+        help=f"skip PDFs with more pages than this (default {IndexSettings().max_pages})",
     )
     _add_llm_options(p)
     p.set_defaults(func=cmd_index)

@@ -44,6 +44,7 @@ class IndexSettings:
     min_chunk_chars: int = 20
     embedder: str = EmbedderName.MULTILINGUAL.value  # a names.EmbedderName or st:<folder>
     max_file_bytes: int = field(default_factory=max_file_bytes)  # TREERAG_MAX_FILE_MB
+    max_pages: int = 2000  # a PDF with more pages is rejected with a clear message
     summary_chars: int = 160
     llm_summaries: bool = False
 
@@ -56,6 +57,8 @@ class IndexSettings:
             raise ValueError(
                 f"chunk_overlap must be in [0, chunk_size), but got {self.chunk_overlap}"
             )
+        if self.max_pages <= 0:
+            raise ValueError(f"max_pages must be > 0, but got {self.max_pages}")
         if self.max_file_bytes <= 0:
             raise ValueError(f"max_file_bytes must be > 0, but got {self.max_file_bytes}")
 

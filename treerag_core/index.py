@@ -15,6 +15,7 @@ from treerag_core.bm25 import BM25Stats, LeafBM25
 from treerag_core.chunking import chunk_leaf
 from treerag_core.config import IndexSettings
 from treerag_core.embedders import Embedder
+from treerag_core.pagemap import page_span
 from treerag_core.parsing import parse_document
 from treerag_core.summaries import content_key, summarize_tree
 from treerag_core.text import tokenize
@@ -32,6 +33,8 @@ class SourceDocument:
 
     name: str
     text: str
+    page_starts: tuple[int, ...] = ()  # from a PDF conversion: where each page begins
+    source_format: str = ""
 
     @property
     def sha256(self) -> str:
@@ -72,6 +75,14 @@ class CorpusIndex:
     def leaves(self, doc_id: str | None = None) -> list[TreeNode]:
         return [
             n for n in self.nodes.values() if n.is_leaf and (doc_id is None or n.doc_id == doc_id)
+        ]
+
+    def sources(self) -> list[SourceDocument]:
+        """The documents as SourceDocuments again (texts, page maps and formats kept), to
+        rebuild with other settings or add files without losing a PDF's pages."""
+        return [
+            SourceDocument(d.doc_id, self.texts[d.doc_id], d.page_starts, d.source_format)
+            for d in self.documents
         ]
 
     def document(self, doc_id: str) -> DocumentInfo:
@@ -247,20 +258,21 @@ def build_index(
                 sha256=src.sha256,
                 size_chars=len(src.text),
                 root_id=root.node_id,
+                page_starts=tuple(src.page_starts),
+                source_format=src.source_format,
             )
         )
         for node in doc_nodes:
             nodes[node.node_id] = node
             if node.is_leaf:
-                chunks.extend(
-                    chunk_leaf(
-                        node,
-                        src.text,
-                        chunk_size=settings.chunk_size,
-                        overlap=settings.chunk_overlap,
-                        min_chars=settings.min_chunk_chars,
-                    )
+                leaf_chunks = chunk_leaf(
+                    node,
+                    src.text,
+                    chunk_size=settings.chunk_size,
+                    overlap=settings.chunk_overlap,
+                    min_chars=settings.min_chunk_chars,
                 )
+                chunks.extend(with_pages(leaf_chunks, src.page_starts))
         notify("parse", done + 1, len(sources))
 
     tokens = [tokenize(c.text) for c in chunks]
@@ -283,6 +295,17 @@ def build_index(
     )
     notify("index", 1, 1)
     return index
+
+
+def with_pages(chunks: Sequence[Chunk], page_starts: Sequence[int]) -> list[Chunk]:
+    """The chunks with their first and last page set (unchanged when there are no pages)."""
+    if not page_starts:
+        return list(chunks)
+    return [
+        replace(c, page_start=first, page_end=last)
+        for c in chunks
+        for first, last in [page_span(page_starts, c.start, c.end)]
+    ]
 
 
 def _fingerprint(embedder: Embedder) -> tuple[float, ...]:

@@ -216,6 +216,10 @@ def save_index(index: CorpusIndex, folder: str | Path, lock_timeout: float = LOC
         tmp = Path(tempfile.mkdtemp(prefix=_side(target, "tmp"), dir=target.parent))
         try:
             _write_files(index, tmp)
+            # Tree edits are the user's corrections, kept with the index across rebuilds.
+            edits = target / "tree_edits.json"
+            if edits.is_file():
+                shutil.copy2(edits, tmp / edits.name)
             _fsync_tree(tmp)
             if not target.exists():
                 tmp.rename(target)
@@ -299,7 +303,7 @@ def load_index(
         current = "chunks.jsonl"
         chunks = [Chunk(**row) for row in _read_jsonl(path / current)]
         current = MANIFEST
-        documents = [DocumentInfo(**d) for d in manifest["documents"]]
+        documents = [_document(d) for d in manifest["documents"]]
         settings = IndexSettings.from_dict(manifest["settings"])
         dim = int(info["dim"])
         name = str(info["name"])
@@ -446,3 +450,9 @@ def _node(row: dict[str, Any]) -> TreeNode:
     row = dict(row)
     row["children"] = tuple(row.get("children", ()))
     return TreeNode(**row)
+
+
+def _document(row: dict[str, Any]) -> DocumentInfo:
+    row = dict(row)
+    row["page_starts"] = tuple(row.get("page_starts", ()))  # absent before PDF support
+    return DocumentInfo(**row)
