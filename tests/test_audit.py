@@ -77,3 +77,10 @@ def test_old_log_without_workspace_column_is_upgraded(tmp_path, trace):
     log = AuditLog(path)
     query_id = log.record(trace, workspace="w")
     assert log.load(query_id) == trace
+
+
+def test_the_corpus_a_query_ran_on_is_recorded(tmp_path, trace):
+    log = AuditLog(tmp_path / "audit.sqlite")
+    log.record(trace, workspace="ws-a", corpus="samples:hashing:abc")
+    [row] = log.recent(workspace="ws-a")
+    assert row["corpus"] == "samples:hashing:abc" and row["workspace"] == "ws-a"

@@ -36,7 +36,7 @@ ARGS = [
 ]
 CONSOLE_ERRORS: list[str] = []
 MISSING: list[str] = []  # URLs answered 404
-PICKED = "#EA580C"  # pages.widgets.PALETTE["picked"], read here as the browser sees it
+PICKED = "#EA580C"  # ui.tree_graph.PALETTE["picked"], read here as the browser sees it
 ANSWER = (
     "The model was trained for 50 epochs with early stopping "
     "[Source: 3 Methods > 3.3 Training Procedure]."
@@ -287,7 +287,8 @@ def test_upload_ask_graph_click_inspector_and_streamed_answer(page, app_url, fak
 
     # 6. Override: the clicked leaf joins the picked ones and steps 2-3 rerun (no new locate).
     page.get_by_role("button", name="Add to the picked leaves and rerun").click()
-    page.get_by_text("Manual override").wait_for()  # step 1's reasoning notes the override
+    # Step 1's reasoning (in a folded expander) notes the override.
+    page.get_by_text("Manual override").wait_for(state="attached")
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:  # the rerun has finished once the chips are back
         nodes = graph_nodes(page, expect_at_least=3)

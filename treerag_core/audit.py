@@ -16,6 +16,7 @@ CREATE TABLE IF NOT EXISTS query (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     created_at TEXT NOT NULL,
     workspace TEXT,                 -- who asked (the explorer's browser-session workspace)
+    corpus TEXT,                    -- which index it ran on (the explorer's corpus key)
     question TEXT NOT NULL,
     strategy TEXT NOT NULL,
     locator TEXT,
@@ -52,21 +53,23 @@ class AuditLog:
         self._conn.execute("PRAGMA foreign_keys = ON")
         self._conn.executescript(SCHEMA)
         columns = {row[1] for row in self._conn.execute("PRAGMA table_info(query)")}
-        if "workspace" not in columns:  # a log written before the column existed
-            self._conn.execute("ALTER TABLE query ADD COLUMN workspace TEXT")
+        for column in ("workspace", "corpus"):  # a log written before the column existed
+            if column not in columns:
+                self._conn.execute(f"ALTER TABLE query ADD COLUMN {column} TEXT")
         self._lock = threading.Lock()
 
-    def record(self, trace: Trace, workspace: str | None = None) -> int:
+    def record(self, trace: Trace, workspace: str | None = None, corpus: str | None = None) -> int:
         """Store a finished trace with its per-stage hits; returns the query id."""
         locate = trace.locate
         with self._lock, self._conn:
             cur = self._conn.execute(
-                "INSERT INTO query (created_at, workspace, question, strategy, locator,"
+                "INSERT INTO query (created_at, workspace, corpus, question, strategy, locator,"
                 " settings_json, provider_json, timing_json, fallbacks_json, answer, trace_json)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     trace.created_at,
                     workspace,
+                    corpus,
                     trace.question,
                     trace.strategy,
                     locate.locator if locate else None,
@@ -110,7 +113,7 @@ class AuditLog:
         where, args = ("WHERE workspace = ?", (workspace, limit)) if workspace else ("", (limit,))
         with self._lock:
             cur = self._conn.execute(
-                "SELECT id, created_at, workspace, question, strategy, locator FROM query"
+                "SELECT id, created_at, workspace, corpus, question, strategy, locator FROM query"
                 f" {where} ORDER BY id DESC LIMIT ?",
                 args,
             )

@@ -1,0 +1,1 @@
+"""The explorer's UI components (Streamlit); pages/ holds only the page scripts."""
