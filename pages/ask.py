@@ -156,7 +156,7 @@ def _render(trace, corpus, doc_ids, engine, settings, live: Iterator[str] | None
     with right:
         if not ss.get(story.PRESENT):
             story.details(trace)
-    with st.expander("Compare strategies side by side"):
+    with st.expander("Compare strategies side by side", expanded=ask.compare is not None):
         story.compare_panel(trace, engine, settings)
     with st.expander("Example questions"):
         story.examples(doc_ids, _ask_example)

@@ -247,7 +247,10 @@ def test_citation_chip_selects_its_node():
     target = at.session_state["ask_inspect"]
     trace = at.session_state["ask_trace"]
     assert target in {i for c in trace.citations for i in c.node_ids}
-    assert graph_nodes(at)[target]["color"]["border"] == PALETTE["selected"]
+    node = graph_nodes(at)[target]  # inspected: a blue halo; the cited green border stays
+    assert node["shadow"]["color"] == PALETTE["selected"]
+    assert node["color"]["border"] in (PALETTE["cited"], PALETTE["selected"])
+    assert at.session_state["ask_highlight"] is not None  # the cited passage is marked
 
 
 def test_heading_search_marks_matches():
@@ -273,8 +276,14 @@ def test_flat_strategy_and_compare():
     at = ask(new_app(), PAPER_QUESTION)
     at.button(key="compare_run").click().run()
     assert not at.exception, at.exception
-    compared = tables(at, "compare")
-    assert len(compared) == 4 and all(len(frame) > 0 for frame in compared)
+    compared = [c.value for c in at.caption if "shared with" in c.value]
+    assert len(compared) == 4  # every runnable registered strategy, side by side
+    paths = {h.chunk.heading_path for h in at.session_state["ask_trace"].reranked}
+    assert any(
+        p.replace(" ", "") in m.value.replace("\\", "").replace(" ", "")
+        for p in paths
+        for m in at.markdown
+    )
     at.selectbox(key="qs_strategy").set_value("flat-hybrid").run()
     assert "press **Ask** to locate again" in texts(at)
     ask(at, PAPER_QUESTION)

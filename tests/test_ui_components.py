@@ -68,7 +68,7 @@ def test_picked_leaf_deep_in_the_tree_is_drawn_with_its_path(big_index):
         assert drawn[ancestor]["color"]["background"] in (w.PALETTE["path"],)
     assert drawn[leaf.node_id]["color"]["background"] == w.PALETTE["picked"]
     # Chapter 15 is beyond the sibling cap, yet shown because it is on the path.
-    assert any("Chapter 15" in n["label"] for n in view.nodes)
+    assert any("Chapter 15" in n["label"].replace("\n", " ") for n in view.nodes)
     assert len(view.nodes) < 40
     path_edges = [e for e in view.edges if e["color"] == w.PALETTE["edge_path"]]
     assert len(path_edges) == len(big_index.ancestors(leaf.node_id))
@@ -136,3 +136,22 @@ def test_the_app_uses_the_real_default_embedder_unless_told(monkeypatch):
     assert resources.default_embedder() == IndexSettings().embedder == "multilingual"
     monkeypatch.setenv("TREERAG_EMBEDDER", "hashing")
     assert resources.default_embedder() == "hashing"
+
+
+def test_labels_wrap_chinese_headings_and_stay_short():
+    label = w.wrap_label("第二章 有限责任公司的设立和组织机构以及股东会的职权与议事规则")
+    lines = label.split("\n")
+    assert 1 < len(lines) <= w.LABEL_LINES and lines[-1].endswith("…")
+    assert all(
+        sum(2 if "\u4e00" <= c <= "\u9fff" else 1 for c in ln) <= w.LABEL_LINE_UNITS + 1
+        for ln in lines
+    )
+    assert w.wrap_label("3.3 Training Procedure") == "3.3 Training\nProcedure"
+
+
+def test_inspected_node_keeps_its_cited_border_and_gets_a_halo(big_index):
+    leaf = next(n for n in big_index.leaves() if n.heading == "Item 1.1.1").node_id
+    marks = w.GraphMarks(picked=frozenset({leaf}), cited=frozenset({leaf}), selected=leaf)
+    node = next(n for n in w.graph_view(big_index, ["handbook.md"], marks).nodes if n["id"] == leaf)
+    assert node["color"]["border"] == w.PALETTE["cited"]
+    assert node["shadow"]["color"] == w.PALETTE["selected"]

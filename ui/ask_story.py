@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 
-import pandas as pd
 import streamlit as st
 
 from treerag_core.compare import Compared, compare_strategies
 from treerag_core.index import CorpusIndex
 from treerag_core.pipeline import Engine
 from treerag_core.settings import QuerySettings
+from treerag_core.text_rules import preview
 from treerag_core.trace_io import trace_to_json
 from treerag_core.types import Trace
 from ui import trace_panels
@@ -22,6 +22,7 @@ from ui.text_safety import plain, safe_answer, safe_answer_stream
 from ui.tree_graph import GraphMarks, TreeGraph, graph_legend, graph_view, heading_matches
 
 GRAPH = TreeGraph("ask_graph")
+COMPARE_TEXT_CHARS = 160
 PRESENT = "ask_present"  # the presentation-mode toggle's key
 PRESENT_CSS = """
 <style>
@@ -97,7 +98,7 @@ def locate_step(corpus: Corpus, doc_ids: Sequence[str], trace: Trace | None) -> 
     docs = (
         list(doc_ids) if st.session_state.get("ask_all_docs") else graph_docs(index, doc_ids, marks)
     )
-    head, c1, c2, c3 = st.columns([3, 2.4, 1.2, 1.4], vertical_alignment="bottom")
+    head, c1, c2, c3 = st.columns([2.6, 2, 1.5, 1.7], vertical_alignment="bottom")
     n = len(marks.picked)
     head.subheader("① Locate" + (f" · {n} section{'s' if n != 1 else ''} picked" if n else ""))
     c1.text_input(
@@ -261,23 +262,12 @@ def _compared(item: Compared, base: set[str], own: str) -> None:
         st.markdown("Picked sections:")
         for leaf in loc.leaves:
             st.caption(f"`{leaf.node_id}` {plain(leaf.heading_path)}")
-    st.dataframe(
-        pd.DataFrame(
-            [
-                {"#": h.final_rank, "section": h.chunk.heading_path, "text": h.chunk.text}
-                for h in item.trace.reranked
-            ],
-            columns=["#", "section", "text"],
-        ),
-        hide_index=True,
-        width="stretch",
-        key=f"compare_{item.strategy}",
-        column_config={
-            "#": st.column_config.NumberColumn("#", width="small"),
-            "section": st.column_config.TextColumn("section", width="medium"),
-            "text": st.column_config.TextColumn("text", width="large"),
-        },
-    )
+    st.markdown("Top passages:")
+    for h in item.trace.reranked:  # full section names, wrapped: a table would cut them
+        st.markdown(
+            f"{h.final_rank}. **{plain(h.chunk.heading_path)}** · "
+            f"{plain(preview(h.chunk.text, COMPARE_TEXT_CHARS))}"
+        )
 
 
 def examples(doc_ids: Sequence[str], on_pick: Callable[[str], None]) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -11,7 +12,7 @@ from typing import Any, Protocol
 import streamlit as st
 
 from treerag_core.index import CorpusIndex
-from treerag_core.text_rules import preview
+from treerag_core.text_rules import is_unspaced, one_line
 from treerag_core.types import TreeNode
 
 PALETTE = {
@@ -29,11 +30,13 @@ PALETTE = {
     "edge_path": "#EA580C",
 }
 FULL_TREE_LIMIT = 40  # larger trees collapse the subtrees off the focus paths
-MAX_WIDTH_SLOTS = 9  # ... and so do trees wider than this many node slots (labels would shrink)
-SLOT_PX, LEVEL_PX = 150, 100  # node slot width and level height, in graph pixels
-SIBLING_CAP = 12  # an open node with more children shows the focused ones and a "+N" node
+MAX_WIDTH_SLOTS = 7  # ... and so do trees wider than this many node slots (labels would shrink)
+SLOT_PX, LEVEL_PX = 170, 110  # node slot width and level height, in graph pixels
+SIBLING_CAP = 6  # an open node with more children shows the focused ones and a "+N" node
 MORE_PREFIX = "more:"  # id prefix of the "+N more" placeholder nodes
-LABEL_CHARS = 30
+LABEL_LINE_UNITS = 16  # a label line holds this many Latin characters (a CJK one counts 2)
+LABEL_LINES = 3
+FONT_PX = 18  # in graph units; the browser test measures what this becomes on screen
 
 
 @dataclass(frozen=True)
@@ -225,7 +228,7 @@ def graph_view(
                     "level": _depth(index, parent) + 1,
                     "color": {"background": "#FFFFFF", "border": PALETTE["border"]},
                     "shapeProperties": {"borderDashes": [5, 4]},
-                    "font": {"color": "#475569", "size": 13},
+                    "font": {"color": "#475569", "size": FONT_PX - 2},
                 }
             )
             view.edges.append({"from": parent, "to": more_id, "color": PALETTE["edge"], "width": 1})
@@ -260,10 +263,10 @@ def _node_dict(
     URL on double-click), so document text must never go there."""
     node_id = node.node_id
     if node.is_root:
-        label = preview(index.document(node.doc_id).title or node.heading, 34)
+        label = wrap_label(index.document(node.doc_id).title or node.heading)
         background, font = PALETTE["root"], "#FFFFFF"
     else:
-        label = f"{node_id} · {preview(node.heading, LABEL_CHARS)}"
+        label = f"{node_id} · " + wrap_label(node.heading, first_line_used=len(node_id) + 3)
         background, font = (
             (PALETTE["leaf"], "#0F172A") if node.is_leaf else (PALETTE["section"], "#0F172A")
         )
@@ -280,7 +283,7 @@ def _node_dict(
     elif node_id in marks.unsupported:
         border, width = PALETTE["unsupported"], 4
         label = "✗ " + label
-    if node_id == marks.selected:
+    if node_id == marks.selected and node_id not in marks.cited | marks.unsupported:
         border, width = PALETTE["selected"], 5
     if hidden:
         label += f"  (+{hidden})"
@@ -297,11 +300,48 @@ def _node_dict(
             "highlight": {"background": background, "border": PALETTE["selected"]},
             "hover": {"background": background, "border": PALETTE["selected"]},
         },
-        "font": {"color": font, "size": 14},
+        "font": {"color": font, "size": FONT_PX},
     }
+    if node_id == marks.selected:  # a blue halo: the cited (green) border stays visible
+        out["shadow"] = {"enabled": True, "color": PALETTE["selected"], "size": 22, "x": 0, "y": 0}
     if hidden:
         out["shapeProperties"] = {"borderDashes": [5, 4]}
     return out
+
+
+def _units(ch: str) -> int:
+    return 2 if is_unspaced(ch) else 1
+
+
+def wrap_label(text: str, first_line_used: int = 0) -> str:
+    """A heading as at most LABEL_LINES lines of LABEL_LINE_UNITS units, cut with "…".
+
+    vis-network wraps only at spaces, so a Chinese heading would run out of its box and over
+    its neighbours: lines are broken here, between words or between CJK characters.
+    """
+    words = re.findall(r"[^\s]+|\s+", one_line(text))
+    tokens: list[str] = []
+    for word in words:  # a CJK run may break anywhere; a Latin word stays whole if it fits
+        if any(is_unspaced(c) for c in word) or len(word) > LABEL_LINE_UNITS:
+            tokens.extend(word)
+        else:
+            tokens.append(word)
+    lines: list[str] = []
+    line, used = "", first_line_used
+    for token in tokens:
+        size = sum(_units(c) for c in token)
+        if used + size > LABEL_LINE_UNITS and line.strip():
+            lines.append(line.rstrip())
+            line, used = "", 0
+            if token.isspace():
+                continue
+        line += token
+        used += size
+    if line.strip():
+        lines.append(line.rstrip())
+    if len(lines) > LABEL_LINES:
+        lines = [*lines[: LABEL_LINES - 1], lines[LABEL_LINES - 1][:-1] + "…"]
+    return "\n".join(lines)
 
 
 def graph_config(height: int) -> dict[str, Any]:
@@ -321,7 +361,7 @@ def graph_config(height: int) -> dict[str, Any]:
         "nodes": {
             "shape": "box",
             "margin": 7,
-            "widthConstraint": {"minimum": 70, "maximum": SLOT_PX - 22},
+            "widthConstraint": {"minimum": 70, "maximum": SLOT_PX - 16},
         },
         "interaction": {"hover": True, "dragNodes": False, "tooltipDelay": 200},
     }
