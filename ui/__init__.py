@@ -1,1 +1,2 @@
-"""The explorer's UI components (Streamlit); pages/ holds only the page scripts."""
+"""Streamlit building blocks the pages compose (the engine never imports these); pages/ keeps
+only the page scripts."""

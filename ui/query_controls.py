@@ -72,6 +72,13 @@ WIDGET_DEFAULTS: dict[str, Any] = {
 }
 
 
+def runnable_strategies() -> dict[str, str]:
+    """Name -> label of the registry's strategies a user can run (oracle needs gold).
+
+    Read at render time, so a plug-in registered after import shows up too."""
+    return {s.name: s.label for s in all_strategies() if not s.needs_gold_leaves}
+
+
 def api_key() -> str | None:
     return session_api_key(st.session_state.get(API_KEY))
 
@@ -139,8 +146,7 @@ def sidebar(doc_options: Mapping[str, str], scope_key: str, eval_label: str | No
         help="auto: the LLM when a key is set, else local. local: best chunk + heading "
         "match per leaf. keyword: question terms in headings and summaries.",
     )
-    runnable = [s for s in all_strategies() if not s.needs_gold_leaves]
-    labels_of = {s.name: s.label for s in runnable}
+    labels_of = runnable_strategies()
     sb.selectbox(
         "Strategy",
         list(labels_of),

@@ -16,6 +16,7 @@ from treerag_core.config import IndexSettings, data_dir
 from treerag_core.embedders import Embedder, get_embedder
 from treerag_core.errors import IndexFormatError, TreeRAGError
 from treerag_core.index import CorpusIndex, build_index
+from treerag_core.names import EmbedderName
 from treerag_core.pipeline import Engine
 from treerag_core.settings import anthropic_api_key
 from treerag_core.store import load_index, save_index
@@ -24,7 +25,7 @@ from ui.examples import EXAMPLES
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE_DIR = REPO / "sample_docs"
 EMBEDDER_ENV = "TREERAG_EMBEDDER"  # tests set "hashing" for speed; the app default is real
-EMBEDDER_CHOICES = ("multilingual", "minilm", "hashing")
+EMBEDDER_CHOICES = tuple(EmbedderName.values())
 SAMPLES, UPLOADS, EVAL = "samples", "uploads", "eval"  # corpus kinds
 
 
