@@ -151,10 +151,7 @@ def shoot(page, url: str, folder: Path) -> None:
         page.screenshot(path=str(folder / f"documents-{name}.png"))
     page.set_viewport_size({"width": 1600, "height": 1000})
     page.get_by_role("link", name="Evaluate").click()
-    page.get_by_text("Run evaluation").wait_for()
-    page.get_by_label("Questions (0 = all)").first.fill("5")
-    page.get_by_label("Questions (0 = all)").first.press("Enter")
-    time.sleep(1)
+    page.get_by_role("button", name="Run evaluation").wait_for()
     page.get_by_role("button", name="Run evaluation").click()
     page.get_by_text("Curves over k").wait_for(timeout=600_000)
     for name, (w, h) in SIZES.items():

@@ -36,6 +36,7 @@ ARGS = [
 ]
 CONSOLE_ERRORS: list[str] = []
 MISSING: list[str] = []  # URLs answered 404
+FONT_PX = 18  # ui.tree_graph.FONT_PX, the label font in graph units
 PICKED = "#EA580C"  # ui.tree_graph.PALETTE["picked"], read here as the browser sees it
 ANSWER = (
     "The model was trained for 50 epochs with early stopping "
@@ -278,6 +279,14 @@ def test_upload_ask_graph_click_inspector_and_streamed_answer(page, app_url, fak
     locate_calls = [r for r in fake_llm.requests if "cache_control" in json.dumps(r.body)]
     assert len(locate_calls) == 1
     page.screenshot(path=str(RESULTS / "browser-ask.png"))
+    # Label size as drawn: the font size in graph units times the view's zoom.
+    frame = page.frame_locator('iframe[title="streamlit_agraph.agraph"]').last
+    scale = frame.locator("body").evaluate("() => window.__net ? window.__net.getScale() : null")
+    if scale is not None:
+        label_px = round(FONT_PX * scale, 1)
+        (RESULTS / "browser-labels.json").write_text(json.dumps({"ask_label_px": label_px}))
+        print("\nlabel size on Ask (px):", label_px)
+        assert label_px >= 8, label_px
 
     # 5. Click another leaf: the inspector opens with its content and the override button.
     target = next(n for n in nodes if "3.1" in (n["label"] or "") and n["background"] != PICKED)

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
+from markdown_it import MarkdownIt
 
 from treerag_core.embedders import get_embedder
 from treerag_core.synthesis import (
@@ -12,6 +14,7 @@ from treerag_core.synthesis import (
     choose_sentences,
     extract,
     extractive_answer,
+    inert_links,
     whole_sentences,
 )
 from treerag_core.types import Chunk, RetrievedChunk
@@ -106,3 +109,29 @@ def test_extract_keeps_only_sentences_near_the_best(embedder):
         question, embedder.embed_query(question), hits, embed_many(embedder), {"paper.md": DOC}, 0.1
     )
     assert result.answered and result.sentences[0].text == "The learning rate was 0.001 throughout."
+
+
+EVIL = (
+    "The router is described [here](http://evil.example/x) with ![pixel](https://t.example/p)"
+    " and <a href='http://x.example'>this</a>, <http://auto.example> and www.bare.example."
+)
+
+
+def test_inert_links_render_as_plain_text():
+    html = MarkdownIt("commonmark").render(inert_links(EVIL))
+    assert "<a " not in html and "<img" not in html
+    assert "[here](http:" in html  # the text is still all there, shown literally
+
+
+def test_extractive_answer_never_renders_document_links_as_live_links():
+    chunk = Chunk("c1", EVIL, "0002", "Paper > Router", "paper.md", 0, len(EVIL))
+    hit = RetrievedChunk(chunk, 0.9, 1.0, 1.0, 1.0, 1.0, 1)
+    answer = "".join(
+        extractive_answer(
+            "router", np.ones(4, dtype=np.float32), [hit], "en",
+            lambda texts: np.ones((len(texts), 4), dtype=np.float32), threshold=0.0,
+        )
+    )  # fmt: skip
+    html = MarkdownIt("commonmark").render(answer)
+    assert "<a " not in html and "<img" not in html
+    assert "[Source: Paper > Router]" in answer  # the citation marker itself stays parseable

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
 
+from treerag_core.pagemap import format_pages
 from treerag_core.prompt_budget import ANSWER_REPLY_TOKENS, check_fits
 from treerag_core.prompts import build_synthesis_prompt
 from treerag_core.text import tokenize
@@ -45,7 +47,28 @@ def evidence_pairs(
 ) -> list[tuple[str, str]]:
     """(label, text) the answer reads: a strategy's context sections first, then passages."""
     pairs = [(section.title, section.text) for section in sections if section.text.strip()]
-    return pairs + [(hit.chunk.heading_path, hit.chunk.text) for hit in hits]
+    return pairs + [(_label(hit), hit.chunk.text) for hit in hits]
+
+
+def _label(hit: RetrievedChunk) -> str:
+    """The passage's heading path, with its PDF pages when it has them: `path (p. 38)`."""
+    pages = format_pages(hit.chunk.page_start, hit.chunk.page_end)
+    return f"{hit.chunk.heading_path} ({pages})" if pages else hit.chunk.heading_path
+
+
+_LINK_BRACKETS = re.compile(r"([\[\]<>])")
+_BARE_URL = re.compile(r"(?i)(?<=:)//|\bwww\.")
+
+
+def inert_links(text: str) -> str:
+    """Document text quoted into a Markdown answer, with every link made inert.
+
+    Brackets and angle brackets are backslash-escaped (no `[text](url)`, `![img](url)`,
+    `<url>` or raw HTML), and `://` and `www.` get backslashes too, so no bare URL is
+    auto-linked: a document cannot put a clickable link into an extractive answer.
+    """
+    text = _LINK_BRACKETS.sub(r"\\\1", text)
+    return _BARE_URL.sub(lambda m: m.group(0).replace("/", "\\/").replace(".", "\\."), text)
 
 
 def synthesis_prompt(
@@ -118,7 +141,7 @@ def whole_sentences(
             if len(text) < MIN_SENTENCE_CHARS or text.startswith("#"):
                 continue
             seen.add((chunk.doc_id, start))
-            out.append(Sentence(text, chunk.heading_path, chunk.doc_id, start, end, rank))
+            out.append(Sentence(text, _label(hit), chunk.doc_id, start, end, rank))
     return out
 
 
@@ -205,7 +228,8 @@ def render_extract(result: Extract, language: Language) -> Iterator[str]:
         yield NOT_ANSWERED[language].format(path=where) if where else NO_EVIDENCE[language]
         return
     for n, sentence in enumerate(result.sentences):
-        yield ("\n" if n else "") + f"{one_line(sentence.text)} [{label}: {sentence.path}]"
+        text = inert_links(one_line(sentence.text))  # a document cannot plant a live link
+        yield ("\n" if n else "") + f"{text} [{label}: {sentence.path}]"
 
 
 def extractive_answer(

@@ -47,6 +47,7 @@ FUSION_LABELS = {
     "weighted": "weighted (min-max, then weighted sum)",
     "rrf": "RRF (reciprocal rank)",
     "dbsf": "DBSF (mean ± 3 std)",
+    "union": "union (either retriever, once per chunk)",
 }
 
 

@@ -45,7 +45,7 @@ def open_from_history(query_id: int) -> Trace:
     rows = {r["id"]: r for r in recent(limit=10_000)}
     if query_id not in rows:
         raise KeyError(f"query {query_id} is not in this session's history")
-    trace = audit_log().load(query_id)
+    trace = audit_log().load(query_id, workspace=WorkspaceState().id)
     corpus_key = rows[query_id]["corpus"] or ""
     ask = AskState()
     ask.set_trace(trace, corpus_key, trace.scope, query_id, origin="history")
