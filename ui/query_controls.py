@@ -169,7 +169,7 @@ def sidebar(doc_options: Mapping[str, str], scope_key: str, eval_label: str | No
         help="Used by RRF only: 1 / (k + rank).",
     )  # fmt: skip
     sb.slider("Top-k per leaf", 1, 20, key="qs_top_k_per_leaf", persist_state=KEEP)
-    sb.slider("Final top-k", 1, 20, key="qs_final_top_k", persist_state=KEEP)
+    sb.slider("Final top-k", 1, 50, key="qs_final_top_k", persist_state=KEEP)
     sb.toggle("Rerank (cross-encoder)", key="qs_rerank", persist_state=KEEP)
     sb.toggle(
         "Rerank Chinese questions too",
