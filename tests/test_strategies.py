@@ -128,8 +128,12 @@ def test_the_harness_accepts_a_registered_plugin(plugin):
         EvalConfig(strategies=("nope",))
 
 
-def test_the_explorer_menus_read_the_registry(plugin):
-    from pages import state
+def test_the_explorer_menus_read_the_registry(plugin, hashing_index):
+    from treerag_core.compare import compare_strategies
+    from ui.query_controls import runnable_strategies
 
     # The Ask page's strategy menu and the Compare list are built from the registry.
-    assert "first-leaves" in state.runnable_strategies()
+    assert "first-leaves" in runnable_strategies()
+    engine = Engine(hashing_index, get_embedder("hashing"))
+    compared = compare_strategies(engine, "router accuracy", MOCK, scope=["test_paper.md"])
+    assert "first-leaves" in [c.strategy for c in compared]

@@ -15,6 +15,7 @@ from tqdm import tqdm
 from treerag_core.config import IndexSettings, max_file_bytes
 from treerag_core.errors import LLMError, QueryError, TreeRAGError
 from treerag_core.names import Fusion, Locator, Provider
+from treerag_core.progress import PlainProgress
 from treerag_core.render import terminal_safe
 from treerag_core.settings import LLMSettings, QuerySettings
 from treerag_core.strategies import get_strategy, strategy_names
@@ -38,20 +39,30 @@ EMBEDDER_HELP = (
 )
 
 
+STAGE_LABELS = {"parse": "parsing", "embed": "embedding", "index": "indexing"}
+STAGE_UNITS = {"parse": "docs", "embed": "chunks", "index": "steps"}
+
+
 def _progress_bars():
+    """Bars on a terminal; plain periodic lines when stderr is a file or a pipe (CI, logs)."""
+    if not sys.stderr.isatty():
+        plain = PlainProgress(sys.stderr, units=STAGE_UNITS)
+
+        def update_plain(stage: str, done: int, total: int) -> None:
+            plain.update(STAGE_LABELS.get(stage, stage), done, total)
+
+        return update_plain, lambda: None
     bars: dict[str, tqdm] = {}
 
     def update(stage: str, done: int, total: int) -> None:
         bar = bars.get(stage)
         if bar is None:
-            label = {"parse": "parsing", "embed": "embedding", "index": "indexing"}[stage]
             bar = bars[stage] = tqdm(
                 total=total,
-                desc=label,
+                desc=STAGE_LABELS.get(stage, stage),
                 unit={"parse": "doc", "embed": "chunk"}.get(stage, "step"),
                 file=sys.stderr,
                 leave=False,
-                disable=not sys.stderr.isatty(),
             )
         bar.total = total
         bar.n = done
@@ -389,11 +400,14 @@ def cmd_eval(args: argparse.Namespace) -> int:
         index_settings=index_settings,
         query_settings=query,
     )
-    bar = tqdm(
-        total=0, desc="evaluating", unit="run", file=sys.stderr, disable=not sys.stderr.isatty()
-    )
+    tty = sys.stderr.isatty()
+    bar = tqdm(total=0, desc="evaluating", unit="run", file=sys.stderr, disable=not tty)
+    plain = PlainProgress(sys.stderr, units={"evaluating": "runs"})
 
     def progress(done: int, total: int) -> None:
+        if not tty:
+            plain.update("evaluating", done, total)
+            return
         bar.total = total
         bar.n = done
         bar.refresh()
