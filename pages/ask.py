@@ -9,6 +9,7 @@ from typing import Any
 import streamlit as st
 
 from treerag_core.errors import TreeRAGError
+from treerag_core.llm import resolve_key
 from treerag_core.override import override_locate
 from treerag_core.pipeline import Engine, Event, rerun, run_stream
 from treerag_core.settings import QuerySettings
@@ -116,8 +117,7 @@ def _maybe_rerun(trace: Trace, engine: Engine, settings: QuerySettings, corpus: 
     if ask.controls is None:  # a trace opened from elsewhere: shown as it ran
         ask.controls = settings.to_dict()
         return trace
-    rerun_paths = [p for p in qc.SETTING_WIDGETS.values() if p not in qc.ASK_SETTINGS]
-    if not _changed(rerun_paths, settings):
+    if not _changed(qc.RERUN_SETTINGS, settings):
         return trace
     local_answer = engine.client(settings) is None  # extractive: cheap, so refresh it too
     scope = list(ask.trace_scope) if ask.trace_scope else None
@@ -195,7 +195,7 @@ def main() -> None:
     scope_key = f"qs_scope_{kind}"
     doc_options = {d.doc_id: d.title or d.name for d in corpus.index.documents} if corpus else {}
     eval_corpus = ask.eval_corpus
-    qc.sidebar(doc_options, scope_key, eval_corpus.label if eval_corpus else None)
+    llm, typed_key = qc.sidebar(doc_options, scope_key, eval_corpus.label if eval_corpus else None)
     head, mode = st.columns([5, 1.3], vertical_alignment="bottom")
     head.title("TreeRAG Explorer")
     mode.toggle("Presentation mode", key=story.PRESENT, help="Larger type, fewer controls.")
@@ -215,7 +215,7 @@ def main() -> None:
     except ValueError as exc:
         show_error(exc, "Reset the sidebar value named above.")
         st.stop()
-    engine = engine_for(corpus, qc.api_key())
+    engine = engine_for(corpus, resolve_key(llm, typed_key))
     with st.form("ask_form", border=False):
         c1, c2 = st.columns([6, 1], vertical_alignment="bottom")
         c1.text_input(

@@ -26,6 +26,8 @@ def app_env(tmp_path_factory):
         mp.setenv("HF_HUB_OFFLINE", "1")
         mp.delenv("ANTHROPIC_API_KEY", raising=False)
         mp.delenv("ANTHROPIC_BASE_URL", raising=False)
+        for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "TREERAG_LLM_MODEL"):
+            mp.delenv(name, raising=False)
         yield
 
 
@@ -109,7 +111,8 @@ def test_default_page_shows_samples_tree_and_examples_without_a_key():
     # No question yet: nothing is picked, and the first sample's sections are open.
     assert PALETTE["picked"] not in background(at).values()
     assert any("Methods" in n["label"] for n in nodes.values())
-    assert "No API key" in texts(at)
+    assert "Not configured (no ANTHROPIC_API_KEY)" in texts(at)  # the LLM panel
+    assert at.selectbox(key="qs_llm_provider").value == "anthropic"
     assert not at.error
 
 
@@ -358,3 +361,36 @@ def test_llm_error_falls_back_and_says_so(monkeypatch):
         assert at.warning, "the fallback is not shown"
         assert not at.error
         assert "bad-key" not in texts(at)
+
+
+def test_ask_through_an_openai_compatible_server(monkeypatch):
+    """The LLM panel's provider switch: locate and a streamed answer from the OpenAI fake."""
+    from fake_openai import FakeOpenAIServer, stream
+
+    calls: list[str] = []
+
+    def responder(body):
+        calls.append(body["model"])
+        if len(calls) == 1:  # step 1 comes first: pick the leaf the question is about
+            prompt = json.dumps(body, ensure_ascii=False)
+            found = re.search(r"\[(\d{4})\][^\[]{0,40}?3\.3 Training Procedure", prompt)
+            node = found.group(1) if found else "0001"
+            return reply(json.dumps({"thinking": "training", "results": [{"node_id": node}]}))
+        return stream(["Fifty ", "epochs [Source: 3 Methods > 3.3 Training Procedure]."])
+
+    with FakeOpenAIServer(responder=responder) as fake:
+        at = new_app()
+        at.multiselect(key="qs_scope_samples").set_value(["test_paper.md"]).run()
+        at.selectbox(key="qs_llm_provider").set_value("openai").run()
+        at.text_input(key="qs_llm_base_url_openai").input(fake.base_url).run()
+        at.text_input(key="qs_llm_locate_model_openai").input("llama3.2").run()
+        at.text_input(key="qs_llm_answer_model_openai").input("llama3.2").run()
+        assert f"Using {fake.base_url} with no key" in texts(at)
+        ask(at, PAPER_QUESTION)
+        bodies = fake.bodies
+    trace = at.session_state["ask_trace"]
+    assert trace.settings["llm"]["provider"] == "openai"
+    assert trace.locate.locator == "llm", trace.fallbacks
+    assert len(bodies) == 2 and {b["model"] for b in bodies} == {"llama3.2"}
+    assert trace.answer.startswith("Fifty epochs"), trace.fallbacks
+    assert any("Fifty epochs" in m.value for m in at.markdown)  # the streamed answer

@@ -155,3 +155,19 @@ def test_inspected_node_keeps_its_cited_border_and_gets_a_halo(big_index):
     node = next(n for n in w.graph_view(big_index, ["handbook.md"], marks).nodes if n["id"] == leaf)
     assert node["color"]["border"] == w.PALETTE["cited"]
     assert node["shadow"]["color"] == w.PALETTE["selected"]
+
+
+def test_stage_table_never_prints_zero_dollars_for_an_unpriced_model(paper_engine):
+    from dataclasses import replace
+
+    from treerag_core.pipeline import run
+    from treerag_core.settings import QuerySettings
+    from treerag_core.types import Usage
+
+    trace = run(paper_engine, "How many epochs was the model trained for?", QuerySettings())
+    unpriced = Usage(input_tokens=10, output_tokens=5, model="llama3.2", cost_known=False)
+    trace = replace(trace, answer_usage=unpriced)
+    frame = score_tables.stage_frame(trace)
+    assert "cost_known" not in frame.columns
+    costs = dict(zip(frame["stage"], frame["cost_usd"], strict=True))
+    assert costs["synthesize"] == "price unknown" and costs["retrieve"] == "$0.0000"

@@ -7,22 +7,20 @@ from typing import Any
 
 import streamlit as st
 
-from treerag_core.llm import PRICES
 from treerag_core.names import Fusion, Locator
-from treerag_core.settings import QuerySettings
+from treerag_core.settings import LLMSettings, QuerySettings
 from treerag_core.strategies import all_strategies
 from treerag_core.types import Trace
-from ui.resources import EVAL, SAMPLES, UPLOADS, session_api_key
+from ui.llm_panel import llm_panel
+from ui.resources import EVAL, SAMPLES, UPLOADS
 
 KEEP = "session"  # sidebar values survive a visit to another page
 QUESTION = "ask_question"  # the question box's widget key
-API_KEY = "qs_api_key"  # session memory only: never written to disk, the audit log or a trace
+LLM_PREFIX = "qs_llm_"  # the LLM panel's widget keys (its typed key: session memory only)
+LLM_SETTINGS = "qs_llm_settings"  # the panel's last LLMSettings (never a key)
 
 # Sidebar widget key -> the query setting it controls (a dotted QuerySettings path).
 SETTING_WIDGETS: dict[str, str] = {
-    "qs_use_llm": "llm.enabled",
-    "qs_locate_model": "llm.locate_model",
-    "qs_answer_model": "llm.answer_model",
     "qs_locator": "locate.locator",
     "qs_strategy": "strategy",
     "qs_max_leaves": "locate.max_leaves",
@@ -41,7 +39,15 @@ ASK_SETTINGS = (
     "locate.locator",
     "locate.max_leaves",
     "llm.enabled",
+    "llm.provider",
+    "llm.base_url",
     "llm.locate_model",
+    "llm.context_tokens",
+)
+# Controls that rerun steps 2-3 at once (a new answer model only re-asks for the answer).
+RERUN_SETTINGS = (
+    *(p for p in SETTING_WIDGETS.values() if p not in ASK_SETTINGS),
+    "llm.answer_model",
 )
 FUSION_LABELS = {
     "weighted": "weighted (min-max, then weighted sum)",
@@ -69,7 +75,6 @@ WIDGET_DEFAULTS: dict[str, Any] = {
     "qs_scope_uploads": [],
     "qs_scope_eval": [],
     QUESTION: "",
-    API_KEY: "",
 }
 
 
@@ -80,13 +85,15 @@ def runnable_strategies() -> dict[str, str]:
     return {s.name: s.label for s in all_strategies() if not s.needs_gold_leaves}
 
 
-def api_key() -> str | None:
-    return session_api_key(st.session_state.get(API_KEY))
-
-
 def query_settings() -> QuerySettings:
-    """The settings the sidebar shows. Raises ValueError for a value no step accepts."""
+    """The settings the sidebar shows. Raises ValueError for a value no step accepts.
+
+    The LLM part is the LLM panel's last choice (its defaults before the sidebar first ran).
+    """
+    llm = st.session_state.get(LLM_SETTINGS)
     settings = QuerySettings()
+    if isinstance(llm, LLMSettings):
+        settings = settings.with_(llm=llm)
     for key, path in SETTING_WIDGETS.items():
         settings = settings.set(path, st.session_state[key])
     return settings
@@ -112,12 +119,16 @@ def changed_settings(trace: Trace, settings: QuerySettings, paths: Sequence[str]
 
 def changed_controls(trace: Trace, settings: QuerySettings) -> list[str]:
     """Rerun-at-once controls whose value differs from the trace's."""
-    rerun_paths = [p for p in SETTING_WIDGETS.values() if p not in ASK_SETTINGS]
-    return changed_settings(trace, settings, rerun_paths)
+    return changed_settings(trace, settings, RERUN_SETTINGS)
 
 
-def sidebar(doc_options: Mapping[str, str], scope_key: str, eval_label: str | None) -> None:
-    """Corpus, scope, LLM and the step-1/step-2 controls; menus are built from the registry."""
+def sidebar(
+    doc_options: Mapping[str, str], scope_key: str, eval_label: str | None
+) -> tuple[LLMSettings, str | None]:
+    """Corpus, scope, LLM and the step-1/step-2 controls; menus are built from the registry.
+
+    Returns the LLM panel's (settings, key typed in this session or None).
+    """
     ss = st.session_state
     sb = st.sidebar
     labels = {SAMPLES: "Sample documents", UPLOADS: "My uploads"}
@@ -137,7 +148,8 @@ def sidebar(doc_options: Mapping[str, str], scope_key: str, eval_label: str | No
         placeholder="All documents",
         help="Search only these documents (empty: all of them).",
     )
-    _llm_controls()
+    llm, typed = llm_panel(sb, prefix=LLM_PREFIX)
+    ss[LLM_SETTINGS] = llm
     sb.subheader("Step 1 · Locate")
     sb.selectbox(
         "Locator",
@@ -178,44 +190,4 @@ def sidebar(doc_options: Mapping[str, str], scope_key: str, eval_label: str | No
         disabled=not ss.qs_rerank,
         help="The bundled cross-encoder is English-only; off by default for Chinese.",
     )
-
-
-def _llm_controls() -> None:
-    ss = st.session_state
-    sb = st.sidebar
-    sb.subheader("LLM")
-    key = api_key()
-    if key:
-        sb.toggle("Use the LLM (Anthropic)", key="qs_use_llm", persist_state=KEEP)
-    else:  # shown off and disabled: without a key nothing can call the LLM
-        sb.toggle(
-            "Use the LLM (Anthropic)",
-            value=False,
-            disabled=True,
-            key="qs_use_llm_nokey",
-            help="Type an API key below (or start the server with ANTHROPIC_API_KEY).",
-        )
-    sb.text_input(
-        "Anthropic API key",
-        key=API_KEY,
-        persist_state=KEEP,
-        type="password",
-        placeholder="sk-ant-… (this session only)",
-        help="Kept in this browser session's memory only: never written to disk, the audit "
-        "log or a trace. Empty: the server's ANTHROPIC_API_KEY, if it has one.",
-    )
-    typed = bool(str(ss.get(API_KEY, "")).strip())
-    if not key:
-        sb.caption("No API key: the local locator and an extractive answer run offline.")
-    elif not ss.qs_use_llm:
-        sb.caption("LLM off: local locator and an extractive answer.")
-    else:
-        sb.caption(f"Using the {'key typed in this session' if typed else 'server key'}.")
-    llm_on = bool(key) and bool(ss.qs_use_llm)
-    models = list(PRICES)
-    for widget_key, label in (
-        ("qs_locate_model", "Locate model"),
-        ("qs_answer_model", "Answer model"),
-    ):
-        options = models if ss[widget_key] in models else [ss[widget_key], *models]
-        sb.selectbox(label, options, key=widget_key, disabled=not llm_on, persist_state=KEEP)
+    return llm, typed

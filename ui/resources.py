@@ -18,7 +18,6 @@ from treerag_core.errors import IndexFormatError, TreeRAGError
 from treerag_core.index import CorpusIndex, build_index
 from treerag_core.names import EmbedderName
 from treerag_core.pipeline import Engine
-from treerag_core.settings import anthropic_api_key
 from treerag_core.store import load_index, save_index
 from ui.examples import EXAMPLES
 
@@ -116,11 +115,6 @@ def _audit_log(path: str) -> AuditLog:
 
 def audit_log() -> AuditLog:
     return _audit_log(str(Path(data_dir()) / "audit.sqlite"))
-
-
-def session_api_key(typed: str | None) -> str | None:
-    """The key typed in this session (memory only), else the server's ANTHROPIC_API_KEY."""
-    return str(typed or "").strip() or anthropic_api_key()
 
 
 def engine_for(corpus: Corpus, api_key: str | None) -> Engine:

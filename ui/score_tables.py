@@ -203,5 +203,9 @@ def rerank_columns(frame: pd.DataFrame) -> dict[str, Any]:
 
 def stage_frame(trace: Trace) -> pd.DataFrame:
     frame = pd.DataFrame(stage_summary(trace))
-    frame["cost_usd"] = frame["cost_usd"].map(lambda c: f"${c:.4f}")
-    return frame
+    # An unpriced stage says so instead of a made-up $0.0000.
+    frame["cost_usd"] = [
+        f"${c:.4f}" if known else "price unknown"
+        for c, known in zip(frame["cost_usd"], frame["cost_known"], strict=True)
+    ]
+    return frame.drop(columns="cost_known")

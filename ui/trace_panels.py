@@ -13,6 +13,7 @@ import pandas as pd
 import streamlit as st
 
 from treerag_core.index import CorpusIndex
+from treerag_core.llm import format_cost
 from treerag_core.text_rules import path_leaf
 from treerag_core.trace_io import stage_summary
 from treerag_core.types import ContextSection, RetrievalGroup, Trace
@@ -90,7 +91,12 @@ def costs(trace: Trace, rerun_ms: float | None = None) -> None:
     total_ms = sum(r["ms"] for r in rows)
     tokens = sum(r["input_tokens"] + r["output_tokens"] for r in rows)
     cost = sum(r["cost_usd"] for r in rows)
-    st.caption(f"Total {total_ms:,.0f} ms · {tokens:,} tokens · ${cost:.4f}")
+    # One unpriced stage makes the total unknown: never a made-up $0.0000.
+    known = all(r["cost_known"] for r in rows)
+    st.caption(
+        f"Total {total_ms:,.0f} ms · {tokens:,} tokens · "
+        + (f"${cost:.4f}" if known else "price unknown")
+    )
     st.dataframe(stage_frame(trace), hide_index=True, width="stretch", key="stage_table")
     if rerun_ms is not None:
         st.caption(
@@ -113,7 +119,8 @@ def step1(trace: Trace) -> None:
     bits = [f"locator **{plain(loc.locator)}**", f"{loc.seconds * 1000:,.0f} ms"]
     if usage.input_tokens or usage.output_tokens:
         bits.append(f"{usage.input_tokens:,} in / {usage.output_tokens:,} out tokens")
-        bits.append(f"${usage.cost_usd:.4f}" + (f" ({plain(usage.model)})" if usage.model else ""))
+        model = f" ({usage.model})" if usage.model and usage.cost_known else ""
+        bits.append(plain(format_cost(usage) + model))
     st.markdown(" · ".join(bits))
     for note in loc.notes:
         st.caption(plain(note))
