@@ -394,3 +394,10 @@ def test_ask_through_an_openai_compatible_server(monkeypatch):
     assert len(bodies) == 2 and {b["model"] for b in bodies} == {"llama3.2"}
     assert trace.answer.startswith("Fifty epochs"), trace.fallbacks
     assert any("Fifty epochs" in m.value for m in at.markdown)  # the streamed answer
+
+
+def test_an_off_topic_question_is_flagged_out_of_scope_beside_the_answer():
+    at = ask(new_app(), "What is the capital of France?")
+    assert any("Out of scope?" in w.value for w in at.warning), texts(at)
+    on_topic = ask(new_app(), PAPER_QUESTION)
+    assert not any("Out of scope?" in w.value for w in on_topic.warning)

@@ -134,6 +134,7 @@ def answer_step(
             icon=":material/sync_problem:",
         )
         st.markdown(safe_answer(state.stale_answer))
+        trace_panels.question_flags(trace)
         st.button(
             "Regenerate the answer from the new evidence",
             on_click=regenerate,
@@ -145,6 +146,7 @@ def answer_step(
         st.info("No answer in this trace (steps 1-2 only).")
         return
     st.markdown(safe_answer(trace.answer))
+    trace_panels.question_flags(trace)
     trace_panels.citations(trace, index, open_citation)
     trace_panels.fallbacks(trace)
 

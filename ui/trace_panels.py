@@ -12,6 +12,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from treerag_core.flags import question_flags as flags_of
 from treerag_core.index import CorpusIndex
 from treerag_core.llm import format_cost
 from treerag_core.text_rules import path_leaf
@@ -77,6 +78,31 @@ def citations(
                     "what the model was shown."
                 ),
             )
+
+
+def question_flags(trace: Trace) -> None:
+    """The question's flags (out of scope, sensitive) as notes beside the answer."""
+    flags = flags_of(trace)
+    if flags.out_of_scope:
+        scores = flags.evidence
+        why = (
+            f"best rerank score {scores['top_rerank']:.2f}"
+            if scores.get("top_rerank") is not None
+            else f"best cosine {scores['top_dense']:.2f}"
+            if scores.get("top_dense") is not None
+            else "nothing was retrieved"
+        )
+        st.warning(
+            f"**Out of scope?** The evidence found is weak ({why}): the documents may not "
+            "answer this question.",
+            icon=":material/travel_explore:",
+        )
+    if flags.is_sensitive:
+        st.warning(
+            f"**Sensitive question** (rules: {plain(', '.join(flags.sensitive))}): it is "
+            "recorded with this flag in the audit log.",
+            icon=":material/shield:",
+        )
 
 
 def fallbacks(trace: Trace) -> None:
