@@ -401,3 +401,27 @@ def test_an_off_topic_question_is_flagged_out_of_scope_beside_the_answer():
     assert any("Out of scope?" in w.value for w in at.warning), texts(at)
     on_topic = ask(new_app(), PAPER_QUESTION)
     assert not any("Out of scope?" in w.value for w in on_topic.warning)
+
+
+def test_section_scores_and_routed_documents_are_shown():
+    """A structure-aware trace: the rerank table gets a section column, step 1 its documents."""
+    from dataclasses import replace
+
+    at = ask(new_app(), PAPER_QUESTION)
+    trace = at.session_state["ask_trace"]
+    priors = {h.chunk.chunk_id: round(0.1 * (i % 10), 1) for i, h in enumerate(trace.candidates)}
+
+    def with_prior(hits):
+        return [replace(h, prior=priors[h.chunk.chunk_id]) for h in hits]
+
+    at.session_state["ask_trace"] = replace(
+        trace,
+        candidates=with_prior(trace.candidates),
+        reranked=with_prior(trace.reranked),
+        locate=replace(trace.locate, documents=("test_paper.md",)),
+    )
+    at.run()
+    assert not at.exception, at.exception
+    frame = table(at, "rerank")
+    assert frame["section"].tolist() == pytest.approx([priors[c] for c in frame["chunk"]])
+    assert "Routed to 1 document(s): test_paper.md" in texts(at).replace("\\", "")

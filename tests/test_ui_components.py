@@ -171,3 +171,18 @@ def test_stage_table_never_prints_zero_dollars_for_an_unpriced_model(paper_engin
     assert "cost_known" not in frame.columns
     costs = dict(zip(frame["stage"], frame["cost_usd"], strict=True))
     assert costs["synthesize"] == "price unknown" and costs["retrieve"] == "$0.0000"
+
+
+def test_rerank_table_has_a_section_column_only_when_sections_were_scored(paper_engine):
+    from dataclasses import replace
+
+    from treerag_core.pipeline import run
+    from treerag_core.settings import QuerySettings
+
+    trace = run(paper_engine, "How many epochs was the model trained for?", QuerySettings())
+    bare = [replace(h, prior=None) for h in trace.candidates]
+    final = [replace(h, prior=None) for h in trace.reranked]
+    assert "section" not in score_tables.rerank_frame(final, bare).columns
+    scored = [replace(h, prior=0.5) for h in trace.candidates]
+    frame = score_tables.rerank_frame([replace(h, prior=0.5) for h in final], scored)
+    assert frame["section"].tolist() == pytest.approx([0.5] * len(scored))

@@ -134,12 +134,15 @@ def rerank_frame(
     """Every pooled candidate: its pooled (fused) rank, rerank score and final rank.
 
     A candidate that did not reach the final top-k has an empty final rank ("dropped" in
-    the change column). The rerank column is there only when the cross-encoder scored; the
-    min-max column only when min-max forced a 1.0; with `previous` (chunk -> final rank of
-    the run before a slider move), "since last" says how each passage moved.
+    the change column). The section column (the section score, 0-1) is there only when a
+    structure-aware strategy scored sections; the rerank column only when the cross-encoder
+    scored; the min-max column only when min-max forced a 1.0; with `previous` (chunk ->
+    final rank of the run before a slider move), "since last" says how each passage moved.
     """
     final = {h.chunk.chunk_id: h for h in reranked}
     scored = any(c.rerank is not None for c in pooled)
+    # Structure-aware strategies score each chunk's section (0-1); others leave it None.
+    sectioned = any(c.prior is not None for c in pooled)
     forced = any(c.minmax_forced for c in pooled)
     rows = []
     for cand in pooled:
@@ -163,6 +166,9 @@ def rerank_frame(
             # The pooled order's own score (fusion over all groups), not the per-group one.
             "fused": cand.pool_fused if cand.pool_fused is not None else cand.fused,
         }
+        if sectioned:
+            prior = hit.prior if hit else cand.prior
+            row["section"] = float(prior) if prior is not None else float("nan")
         if scored:
             rerank = hit.rerank if hit else cand.rerank
             row["rerank"] = float(rerank) if rerank is not None else float("nan")
@@ -191,6 +197,13 @@ def rerank_columns(frame: pd.DataFrame) -> dict[str, Any]:
         "pooled": st.column_config.NumberColumn("pooled rank", width="small"),
         "text": st.column_config.TextColumn("text", width="large"),
         "fused": st.column_config.NumberColumn("fused", format="%.3f"),
+        "section": st.column_config.ProgressColumn(
+            "section",
+            min_value=0.0,
+            max_value=1.0,
+            format="%.2f",
+            help="the section score (0-1) the strategy gave this chunk's section",
+        ),
         "forced_1": st.column_config.TextColumn("min-max", help=FORCED_HELP),
     }
     if "rerank" in frame and frame["rerank"].notna().any():

@@ -138,6 +138,10 @@ def step1(trace: Trace) -> None:
     if loc is None:
         st.info("No step-1 result.")
         return
+    if loc.documents:
+        st.markdown(
+            "Routed to " + plain(f"{len(loc.documents)} document(s): {', '.join(loc.documents)}")
+        )
     if not loc.leaves and loc.locator == "none":
         st.info(f"Strategy {trace.strategy}: {plain(loc.thinking)}")
         return
