@@ -28,11 +28,16 @@ def _progress_bars():
     def update(stage: str, done: int, total: int) -> None:
         bar = bars.get(stage)
         if bar is None:
-            label = {"parse": "parsing", "embed": "embedding", "index": "indexing"}[stage]
+            label = {
+                "parse": "parsing",
+                "embed": "embedding",
+                "graph": "graphs",
+                "index": "indexing",
+            }.get(stage, stage)
             bar = bars[stage] = tqdm(
                 total=total,
                 desc=label,
-                unit={"parse": "doc", "embed": "chunk"}.get(stage, "step"),
+                unit={"parse": "doc", "embed": "chunk", "graph": "leaf"}.get(stage, "step"),
                 file=sys.stderr,
                 leave=False,
                 disable=not sys.stderr.isatty(),

@@ -17,12 +17,15 @@ import numpy as np
 
 from treerag_core.config import IndexSettings
 from treerag_core.errors import IndexFormatError
+from treerag_core.graph.build import split_vectors
+from treerag_core.graph.store import load_graphs, save_graphs
 from treerag_core.index import CorpusIndex
 from treerag_core.types import Chunk, DocumentInfo, TreeNode
 
 SCHEMA_VERSION = 1
 MANIFEST = "manifest.json"
 FILES = ("nodes.jsonl", "chunks.jsonl", "embeddings.npy", "tokens.json", "texts.json")
+GRAPH_VECTORS = "graph_vectors.npy"  # beside graphs.json, only in indexes built with graphs
 REBUILD_HINT = "rebuild it with `python -m treerag_core index --input DOCS --output {path}`"
 
 
@@ -75,6 +78,11 @@ def save_index(index: CorpusIndex, folder: str | Path) -> Path:
             json.dumps(index.tokens, ensure_ascii=False), encoding="utf-8"
         )
         (tmp / "texts.json").write_text(json.dumps(index.texts, ensure_ascii=False), "utf-8")
+        if index.graphs is not None:
+            save_graphs(index.graphs.values(), tmp)
+            vectors = [index.graph_vectors[k] for k in sorted(index.graphs)]
+            matrix = np.concatenate(vectors) if vectors else np.zeros((0, index.dim), np.float32)
+            np.save(tmp / GRAPH_VECTORS, matrix.astype(np.float32), allow_pickle=False)
         # The manifest goes last: a folder without one was never finished.
         (tmp / MANIFEST).write_text(
             json.dumps(manifest_of(index), ensure_ascii=False, indent=2), encoding="utf-8"
@@ -157,6 +165,7 @@ def load_index(folder: str | Path, expect_embedder: str | None = None) -> Corpus
     missing = [d.doc_id for d in documents if d.doc_id not in texts]
     if missing:
         raise IndexFormatError(f"{path / 'texts.json'} lacks documents {missing}; {hint}")
+    graphs, graph_vectors = _load_graphs(path, dim, hint)
     return CorpusIndex(
         settings=settings,
         embedder_name=name,
@@ -168,7 +177,23 @@ def load_index(folder: str | Path, expect_embedder: str | None = None) -> Corpus
         embeddings=embeddings,
         tokens=tokens,
         summary_cache=dict(manifest.get("summary_cache", {})),
+        graphs=graphs,
+        graph_vectors=graph_vectors,
     )
+
+
+def _load_graphs(path: Path, dim: int, hint: str) -> tuple[dict | None, dict[str, np.ndarray]]:
+    """The leaf graphs and their concept vectors, or (None, {}) for an index built without."""
+    graphs = load_graphs(path)
+    if graphs is None:
+        return None, {}
+    try:
+        matrix = np.load(path / GRAPH_VECTORS, allow_pickle=False)
+        if matrix.dtype != np.float32 or matrix.ndim != 2 or matrix.shape[1] != dim:
+            raise ValueError(f"shape {matrix.shape} {matrix.dtype}, expected (n, {dim}) float32")
+        return graphs, split_vectors(graphs, matrix)
+    except (ValueError, OSError) as exc:
+        raise IndexFormatError(f"{path / GRAPH_VECTORS} is corrupt ({exc}); {hint}") from exc
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
