@@ -46,7 +46,7 @@ _BOUNDARY_WORDS = _words(
     learns learned contain contains contained consist consists consisting remain remains
     et al whereas whilst add adds added discard represent represents expressed denote denotes
     denoted refer refers referred called defined define defines read reads write writes
-    improve improves outperform outperforms
+    improve improves outperform outperforms come comes came go goes went
     """
 )
 # Single words too generic to be a concept on their own (they stay inside longer phrases).
