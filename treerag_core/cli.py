@@ -82,6 +82,8 @@ def cmd_index(args: argparse.Namespace) -> int:
         embedder=embedder_name or IndexSettings().embedder,
         max_file_bytes=int(args.max_file_mb * 1024 * 1024),
         llm_summaries=args.llm_summaries,
+        graph_min_leaf_chars=args.graph_min_leaf_chars,
+        llm_graphs=args.llm_graphs,
     )
     started = time.perf_counter()
     sources, rejected = sources_from_paths(args.input, settings.max_file_bytes)
@@ -99,6 +101,7 @@ def cmd_index(args: argparse.Namespace) -> int:
             print(f"note: rebuilding from scratch ({exc})", file=sys.stderr)
     embedder = get_embedder(settings.embedder)
     summarizer = _llm_summarizer(settings, previous)
+    graph_extractor = _llm_graph_extractor(settings)
     update, close = _progress_bars()
     try:
         try:
@@ -109,11 +112,19 @@ def cmd_index(args: argparse.Namespace) -> int:
                 previous=previous,
                 progress=update,
                 summarizer=summarizer,
+                graph_extractor=graph_extractor,
             )
         except LLMError as exc:
             print(f"note: LLM summaries failed ({exc}); using local summaries", file=sys.stderr)
             settings = replace(settings, llm_summaries=False)
-            index = build_index(sources, settings, embedder, previous=previous, progress=update)
+            index = build_index(
+                sources,
+                settings,
+                embedder,
+                previous=previous,
+                progress=update,
+                graph_extractor=graph_extractor,
+            )
     finally:
         close()
     save_index(index, output)
@@ -125,9 +136,58 @@ def cmd_index(args: argparse.Namespace) -> int:
         f"{stats['longest_leaf_chars']} chars, embedder {index.embedder_name}, "
         f"{seconds:.1f} s -> {output}"
     )
+    _print_graph_summary(index, graph_extractor)
     if rejected:
         print(f"{len(rejected)} file(s) skipped (see above)")
     return 0
+
+
+def _llm_graph_extractor(settings: IndexSettings):
+    """The LLM graph extractor when asked for; without a key that is an error, not a silent no."""
+    if not settings.llm_graphs or settings.graph_min_leaf_chars <= 0:
+        return None
+    from treerag_core.graph.extract_llm import LLMGraphExtractor
+    from treerag_core.llm import make_client
+
+    query = QuerySettings()
+    client = make_client(query, anthropic_api_key())
+    if client is None:
+        raise LLMError("--llm-graphs needs ANTHROPIC_API_KEY", reason="no_api_key")
+    return LLMGraphExtractor(client, query.locate_model)
+
+
+def _print_graph_summary(index, extractor) -> None:
+    """Per-leaf graph statistics (the hub check: max degree), and what the LLM cost."""
+    if index.graphs is None:
+        return
+    graphs = sorted(index.graphs.values(), key=lambda g: g.leaf_id)
+    print(
+        f"graphs: {len(graphs)} leaves of >= {index.settings.graph_min_leaf_chars} chars, "
+        f"{sum(len(g.concepts) for g in graphs)} nodes, "
+        f"{sum(len(g.relations) for g in graphs)} edges, "
+        f"{sum(g.build_seconds for g in graphs):.2f} s"
+    )
+    for g in graphs:
+        stats = g.stats()
+        path = index.nodes[g.leaf_id].heading_path
+        print(
+            f"  {g.leaf_id} {stats['nodes']:>4} nodes {stats['edges']:>5} edges "
+            f"max degree {stats['max_degree']:>3} {stats['build_seconds'] * 1000:>7.1f} ms "
+            f"{stats['extractor']}  {g.doc_id} > {path}"
+        )
+    if extractor is not None:
+        usage = extractor.usage
+        print(
+            f"LLM graphs: {usage.input_tokens} input + {usage.output_tokens} output tokens, "
+            f"${usage.cost_usd:.4f}"
+        )
+        if extractor.failure is not None:
+            print(
+                f"note: LLM graph extraction failed ({extractor.failure}); "
+                f"{len(extractor.fallback_leaves)} leaves got offline graphs; run the same "
+                "command again to resume",
+                file=sys.stderr,
+            )
 
 
 def _query_settings(args: argparse.Namespace) -> QuerySettings:
@@ -312,6 +372,18 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=IndexSettings().max_file_bytes / 1024 / 1024,
         help="skip files larger than this (default 20)",
+    )
+    p.add_argument(
+        "--graph-min-leaf-chars",
+        type=int,
+        default=IndexSettings().graph_min_leaf_chars,
+        help="leaves at least this long get a knowledge graph (0: none; default %(default)s)",
+    )
+    p.add_argument(
+        "--llm-graphs",
+        action="store_true",
+        help="extract graph entities and relations with the LLM (needs ANTHROPIC_API_KEY; "
+        "cached per leaf; a failure keeps what was extracted)",
     )
     p.set_defaults(func=cmd_index)
 

@@ -15,6 +15,7 @@ from treerag_core.chunking import chunk_leaf
 from treerag_core.config import IndexSettings
 from treerag_core.embedders import Embedder
 from treerag_core.graph.build import LeafExtractor, build_graphs, concept_names, split_vectors
+from treerag_core.graph.extract import EXTRACTOR_VERSION
 from treerag_core.graph.types import LeafGraph
 from treerag_core.parsing import document_language, parse_document
 from treerag_core.summaries import content_key, summarize_tree
@@ -303,6 +304,7 @@ def _build_graphs(
         index.settings.graph_min_leaf_chars,
         previous=previous.graphs if previous is not None else None,
         extractor=extractor,
+        extractor_version=getattr(extractor, "version", EXTRACTOR_VERSION),
         progress=lambda done, total: notify("graph", done, total),
     )
     names = concept_names(graphs)
