@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
 
+from treerag_core.errors import IndexFormatError
 from treerag_core.fusion import fuse, rank_positions
-from treerag_core.graph.search import GraphResult
+from treerag_core.graph.context import graph_sections
+from treerag_core.graph.search import GraphResult, GraphSearchOptions, search_graph
+from treerag_core.graph.types import LeafGraph
 from treerag_core.index import CorpusIndex
-from treerag_core.types import RetrievedChunk
+from treerag_core.types import ContextSection, LocatedLeaf, RetrievedChunk
 
 
 @dataclass(frozen=True)
@@ -104,3 +107,80 @@ def pool_with_graph(
     ranks = rank_positions(fused)
     ranked = sorted(range(len(hits)), key=lambda i: ranks[i])
     return [replace(hits[i], pooled_rank=int(ranks[i]), pool_fused=float(fused[i])) for i in ranked]
+
+
+@dataclass(frozen=True)
+class GraphRetrieval:
+    """Step 2 of `treerag-kg`: per-leaf hits, each graph leaf's search, and their context."""
+
+    hits: dict[str, list[RetrievedChunk]]  # leaf id -> top-k hits (graph column where a graph)
+    results: dict[str, GraphResult]  # leaf id -> graph search, for leaves that have a graph
+    sections: tuple[ContextSection, ...]  # per graph leaf: its paths, then its stage record
+
+
+def require_graphs(index: CorpusIndex) -> dict[str, LeafGraph]:
+    """The index's leaf graphs, or a clear error for an index built without them."""
+    if index.graphs is None:
+        raise IndexFormatError(
+            "this index has no knowledge graphs (built before graphs existed, or with "
+            "graph_min_leaf_chars=0); rebuild it to add graphs, e.g. `python -m treerag_core "
+            "index --input DOCS --output INDEX --graph-min-leaf-chars 3000`"
+        )
+    return index.graphs
+
+
+def retrieve_with_graphs(
+    index: CorpusIndex,
+    leaves: Sequence[LocatedLeaf],
+    question: str,
+    query_vector: Callable[[str], np.ndarray],
+    tokenize: Callable[[str], list[str]],
+    params: FusionParams,
+    top_k: int,
+    options: GraphSearchOptions | None = None,
+) -> GraphRetrieval:
+    """Dense + BM25 in every picked leaf, plus graph search in those that have a graph.
+
+    The graph is searched with the question and the leaf's sub-query together (the
+    sub-query may name the leaf's own terms, the question the link between them).
+    """
+    graphs = require_graphs(index)
+    options = GraphSearchOptions() if options is None else options
+    hits: dict[str, list[RetrievedChunk]] = {}
+    results: dict[str, GraphResult] = {}
+    sections: list[ContextSection] = []
+    for leaf in leaves:
+        qvec = query_vector(leaf.sub_query)
+        graph = graphs.get(leaf.node_id)
+        result = None
+        if graph is not None:
+            text = (
+                question
+                if leaf.sub_query.strip() == question.strip()
+                else (f"{question} {leaf.sub_query}")
+            )
+            result = search_graph(
+                graph,
+                text,
+                graph.language,  # type: ignore[arg-type]
+                tokenize,
+                query_vector(text),
+                index.graph_vectors.get(leaf.node_id),
+                options,
+            )
+            results[leaf.node_id] = result
+            node = index.nodes[leaf.node_id]
+            sections.extend(
+                graph_sections(graph, result, index.texts[node.doc_id], node.heading_path)
+            )
+        hits[leaf.node_id] = leaf_hits(
+            index,
+            leaf.node_id,
+            qvec,
+            tokenize(leaf.sub_query),
+            result,
+            params,
+            top_k,
+            leaf.sub_query,
+        )
+    return GraphRetrieval(hits, results, tuple(sections))
