@@ -1,0 +1,1 @@
+"""Explorer view components shared by the pages (no engine logic here)."""
