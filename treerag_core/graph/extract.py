@@ -58,7 +58,7 @@ _GENERIC_WORDS = _words(
     """
 )
 # Citation and cross-reference markers ("BIBREF12", "TABREF3") are not concepts.
-_MARKER = re.compile(r"(?:BIB|TAB|FIG|SEC|EQ)REF\d+")
+_MARKER = re.compile(r"(?:BIB|TAB|FIG|SEC|EQ)REF\d+|(?:INLINE|DISPLAY)FORM\d+")
 _EN_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-'][A-Za-z0-9]+)*|\d+(?:\.\d+)?")
 
 # jieba.posseg tags that make a noun run: nouns, names, places, organisations, other proper
