@@ -22,13 +22,14 @@ if str(REPO) not in sys.path:  # run as `python benchmarks/bench_graphs.py` from
 from treerag_core.chunking import chunk_leaf  # noqa: E402
 from treerag_core.config import IndexSettings  # noqa: E402
 from treerag_core.graph.extract import build_leaf_graph  # noqa: E402
-from treerag_core.parsing import document_language, parse_document  # noqa: E402
+from treerag_core.parsing import parse_document  # noqa: E402
+from treerag_core.text_rules import detect_language  # noqa: E402
 
 
 def measure_document(name: str, text: str, min_chars: int) -> dict[str, Any]:
     """Per-leaf graphs over the long leaves vs one graph over all the document's chunks."""
     settings = IndexSettings()
-    language = document_language(text)
+    language = detect_language(text)
     nodes = parse_document(text, doc_id=name, name=name, max_depth=settings.max_depth, first_id=1)
     leaves = [n for n in nodes if n.is_leaf]
     chunks = {

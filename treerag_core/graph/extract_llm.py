@@ -23,7 +23,7 @@ from treerag_core.graph.extract import (
 )
 from treerag_core.graph.prompts import PROMPT_VERSION, build_graph_prompt, parse_graph_response
 from treerag_core.graph.types import Concept, LeafGraph, Relation, Span
-from treerag_core.text import sentence_spans
+from treerag_core.text_rules import sentence_spans
 from treerag_core.types import Chunk, Language, TreeNode, Usage
 
 BLOCK_CHARS = 6000  # leaf text per call: a 13k-character leaf takes three calls

@@ -89,23 +89,34 @@ def leaf_hits(
 
 
 def pool_with_graph(
-    groups: Sequence[Sequence[RetrievedChunk]], params: FusionParams
+    groups: Sequence[Sequence[RetrievedChunk]], params: FusionParams, window: int | None = None
 ) -> list[RetrievedChunk]:
-    """All groups' hits ranked by dense + BM25 fused over the pool, plus the graph column.
+    """All groups' hits (one per chunk, the better-fused copy) ranked by dense + BM25 fused
+    over the pool plus the graph column, cut to `window`.
 
     Raw cosine and BM25 (document-wide IDF) compare across leaves; the graph column is
-    already 0..1 per leaf (its best chunk 1.0), so it is added as it is.
+    already 0..1 per leaf (its best chunk 1.0), so it is added as it is. One group keeps its
+    own order, as `retrieval.pool` does.
     """
-    hits = [h for group in groups for h in group]
+    best: dict[str, RetrievedChunk] = {}
+    for group in groups:
+        for hit in group:
+            kept = best.get(hit.chunk.chunk_id)
+            if kept is None or hit.fused > kept.fused:
+                best[hit.chunk.chunk_id] = hit
+    hits = list(best.values())
     if not hits:
         return []
+    if len(groups) == 1:
+        ranked = sorted(hits, key=lambda h: h.leaf_rank)[:window]
+        return [replace(h, pooled_rank=r, pool_fused=h.fused) for r, h in enumerate(ranked, 1)]
     dense = np.asarray([h.dense for h in hits], dtype=np.float64)
     bm25 = np.asarray([h.bm25 for h in hits], dtype=np.float64)
     graph = np.asarray([h.graph or 0.0 for h in hits], dtype=np.float64)
     base = fuse(dense, bm25, params.method, params.dense_weight, params.rrf_k).fused
     fused = add_graph(np.asarray(base), graph, params)
     ranks = rank_positions(fused)
-    ranked = sorted(range(len(hits)), key=lambda i: ranks[i])
+    ranked = sorted(range(len(hits)), key=lambda i: ranks[i])[:window]
     return [replace(hits[i], pooled_rank=int(ranks[i]), pool_fused=float(fused[i])) for i in ranked]
 
 

@@ -2,38 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
-
 from treerag_core.graph.retrieve import FusionParams, pool_with_graph, retrieve_with_graphs
 from treerag_core.graph.search import GraphSearchOptions
-from treerag_core.settings import QuerySettings
-from treerag_core.strategies import QueryContext, Retrieval, get_strategy, register
+from treerag_core.strategies import register
+from treerag_core.strategies.base import QueryContext, Retrieval
+from treerag_core.strategies.treerag import TreeRAG
 from treerag_core.types import LocateResult, RetrievalGroup
-
-BASE = "treerag"  # step 1 is TreeRAG's own: the graph only changes what happens in a leaf
 
 
 @register
-class TreeRAGKG:
-    """Long leaves (those with a graph) get a third retriever: personalised PageRank over the
-    leaf's concept graph, mapped back to chunks. Short leaves are searched as in treerag.
-    The answer reads the graph paths (`A —relation→ B`, with their source chunks)."""
+class TreeRAGKG(TreeRAG):
+    """Step 1 is TreeRAG's own. In step 2, leaves with a graph (the long ones) get a third
+    retriever: personalised PageRank over the leaf's concept graph, mapped back to chunks;
+    short leaves are searched as in treerag. The answer also reads the graph paths."""
 
-    name: ClassVar[str] = "treerag-kg"
-    label: ClassVar[str] = "TreeRAG + leaf knowledge graphs (graph paths as a third retriever)"
-    reads_structure: ClassVar[bool] = True
-    locates: ClassVar[bool] = True
-    needs_gold_leaves: ClassVar[bool] = False
-    options_type: ClassVar[type | None] = GraphSearchOptions
-
-    def effective_settings(self, settings: QuerySettings) -> QuerySettings:
-        return get_strategy(BASE).effective_settings(settings)
-
-    def locate_inputs(self, settings: QuerySettings) -> dict[str, Any]:
-        return get_strategy(BASE).locate_inputs(settings)
-
-    def locate(self, ctx: QueryContext) -> LocateResult:
-        return get_strategy(BASE).locate(ctx)
+    name = "treerag-kg"
+    label = "TreeRAG + leaf knowledge graphs: graph paths join dense and BM25 in long leaves"
+    options_type = GraphSearchOptions
 
     def retrieve(self, ctx: QueryContext, located: LocateResult) -> Retrieval:
         settings = ctx.settings
@@ -64,7 +49,6 @@ class TreeRAGKG:
             )
             for leaf in located.leaves
         )
-        pooled = pool_with_graph([g.hits for g in groups], params)
-        return Retrieval(
-            groups, tuple(pooled[: settings.retrieve.candidate_window]), found.sections
-        )
+        window = settings.retrieve.candidate_window
+        pooled = pool_with_graph([g.hits for g in groups], params, window)
+        return Retrieval(groups, tuple(pooled), found.sections)
