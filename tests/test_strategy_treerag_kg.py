@@ -89,3 +89,19 @@ def test_an_index_without_graphs_asks_for_a_rebuild(ctx_for):
     ctx = ctx_for(0)
     with pytest.raises(IndexFormatError, match="rebuild it to add graphs"):
         get_strategy("treerag-kg").retrieve(ctx, _located(ctx))
+
+
+def test_pipeline_run_gives_paths_to_the_trace_and_the_extractive_answer(ctx_for):
+    from treerag_core.embedders import get_embedder
+    from treerag_core.pipeline import Engine, run
+
+    ctx = ctx_for(2000)
+    engine = Engine(index=ctx.index, embedder=get_embedder("hashing"), api_key=None)
+    leaves = [g for g in sorted(ctx.index.graphs)]
+    trace = run(engine, QUESTION, QuerySettings(strategy="treerag-kg"), leaves=leaves)
+    kinds = [s.kind for s in trace.sections]
+    assert kinds.count("graph") == len(leaves) and kinds.count("graph-stage") == len(leaves)
+    assert any(h.graph is not None for h in trace.reranked)
+    assert "图路径:" in trace.answer and "—co-occurs with→" in trace.answer
+    plain = run(engine, QUESTION, QuerySettings(strategy="treerag"), leaves=leaves)
+    assert plain.sections == [] and "图路径" not in plain.answer

@@ -198,6 +198,7 @@ def synthesize_step(engine: Engine, trace: Trace, settings: QuerySettings, clien
             trace.reranked,
             trace.language,
             lambda texts: engine.embedder.embed(list(texts)),
+            sections=trace.sections,
         )
         parts = [text]
         yield text

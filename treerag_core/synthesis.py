@@ -41,8 +41,10 @@ def extractive_answer(
     language: Language,
     embed_many: EmbedMany,
     max_sentences: int = 3,
+    sections: Sequence[ContextSection] = (),
 ) -> str:
-    """The most relevant sentences of the top chunks, each with its source path.
+    """The most relevant sentences of the top chunks, each with its source path, then the
+    best graph path of each section that has one (rows with "path" and "section").
 
     Sentences are ranked by cosine with the question (the embedder is multilingual, so a
     Chinese question still picks the right English sentence) and shown in document order of
@@ -68,6 +70,12 @@ def extractive_answer(
     for n, i in enumerate(order, start=1):
         sentence, path = candidates[i]
         lines.append(f'[{n}] "{sentence}" [{label}: {path}]')
+    paths = [
+        s.rows[0] for s in sections if s.rows and "path" in s.rows[0] and "section" in s.rows[0]
+    ]
+    if paths:
+        lines.append("图路径:" if language == "zh" else "Graph paths:")
+        lines.extend(f"- {row['path']} [{label}: {row['section']}]" for row in paths[:2])
     return "\n".join(lines)
 
 

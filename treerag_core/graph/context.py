@@ -57,6 +57,7 @@ def graph_sections(
         rows.append(
             {
                 "leaf": graph.leaf_id,
+                "section": heading_path,
                 "path": line,
                 "hops": len(path.edges),
                 "score": path.score,
