@@ -67,3 +67,35 @@ def test_unchanged_leaves_reuse_their_graphs_even_under_new_ids(graph_index):
     assert reused[0] == relabel(marker, reused[0].leaf_id)
     chunk_ids = {c.chunk_id for c in rebuilt.chunks}
     assert all(set(c.chunk_ids) <= chunk_ids for c in reused[0].concepts)
+
+
+def test_cli_index_summary_lists_each_leaf_graph(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO, SAMPLES
+
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "ANTHROPIC_API_KEY": ""}
+    doc = str(SAMPLES / "劳动合同法(2012-12-28).md")
+    base = [sys.executable, "-m", "treerag_core", "index", "--input", doc, "--mock"]
+    out = subprocess.run(
+        [*base, "--output", str(tmp_path / "g"), "--graph-min-leaf-chars", "2000"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "graphs: 2 leaves of >= 2000 chars" in out.stdout
+    assert out.stdout.count("max degree") == 2 and "offline" in out.stdout
+    keyless = subprocess.run(
+        [*base, "--output", str(tmp_path / "k"), "--llm-graphs"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert keyless.returncode == 2 and "--llm-graphs needs ANTHROPIC_API_KEY" in keyless.stderr
