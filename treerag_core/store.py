@@ -82,7 +82,8 @@ def save_index(index: CorpusIndex, folder: str | Path) -> Path:
             save_graphs(index.graphs.values(), tmp)
             vectors = [index.graph_vectors[k] for k in sorted(index.graphs)]
             matrix = np.concatenate(vectors) if vectors else np.zeros((0, index.dim), np.float32)
-            np.save(tmp / GRAPH_VECTORS, matrix.astype(np.float32), allow_pickle=False)
+            # float16 halves the file; a concept name only needs to match a question's vector.
+            np.save(tmp / GRAPH_VECTORS, matrix.astype(np.float16), allow_pickle=False)
         # The manifest goes last: a folder without one was never finished.
         (tmp / MANIFEST).write_text(
             json.dumps(manifest_of(index), ensure_ascii=False, indent=2), encoding="utf-8"
@@ -189,9 +190,13 @@ def _load_graphs(path: Path, dim: int, hint: str) -> tuple[dict | None, dict[str
         return None, {}
     try:
         matrix = np.load(path / GRAPH_VECTORS, allow_pickle=False)
-        if matrix.dtype != np.float32 or matrix.ndim != 2 or matrix.shape[1] != dim:
-            raise ValueError(f"shape {matrix.shape} {matrix.dtype}, expected (n, {dim}) float32")
-        return graphs, split_vectors(graphs, matrix)
+        if (
+            matrix.dtype not in (np.float16, np.float32)
+            or matrix.ndim != 2
+            or matrix.shape[1] != dim
+        ):
+            raise ValueError(f"shape {matrix.shape} {matrix.dtype}, expected (n, {dim}) float16")
+        return graphs, split_vectors(graphs, matrix.astype(np.float32))
     except (ValueError, OSError) as exc:
         raise IndexFormatError(f"{path / GRAPH_VECTORS} is corrupt ({exc}); {hint}") from exc
 
