@@ -184,25 +184,38 @@ def personalised_pagerank(
     return rank
 
 
-def _cheapest_path(adj: np.ndarray, start: int, goal: int, max_hops: int) -> list[int] | None:
-    """Dijkstra with cost 1/weight, at most `max_hops` edges; ties go to lower node numbers."""
-    heap: list[tuple[float, int, int, tuple[int, ...]]] = [(0.0, 0, start, (start,))]
-    best: dict[tuple[int, int], float] = {}
+def _neighbours(adj: np.ndarray) -> list[list[tuple[int, float]]]:
+    """Each node's (neighbour, cost 1/weight), as plain Python numbers (fast to walk)."""
+    return [[(int(j), 1.0 / float(row[j])) for j in np.flatnonzero(row)] for row in adj]
+
+
+def _cheapest_paths_from(
+    neighbours: list[list[tuple[int, float]]], start: int
+) -> dict[int, list[int]]:
+    """Dijkstra from `start` with cost 1/weight: {node: path}. Ties go to fewer hops, then
+    lower node numbers, so the same graph always gives the same paths."""
+    best: dict[int, tuple[float, int]] = {start: (0.0, 0)}
+    parent: dict[int, int] = {}
+    heap: list[tuple[float, int, int]] = [(0.0, 0, start)]
+    done: set[int] = set()
     while heap:
-        cost, hops, node, path = heapq.heappop(heap)
-        if node == goal:
-            return list(path)
-        if hops == max_hops:
+        cost, hops, node = heapq.heappop(heap)
+        if node in done:
             continue
-        for nxt in np.flatnonzero(adj[node]):
-            nxt = int(nxt)
-            if nxt in path:
-                continue
-            c = cost + 1.0 / adj[node, nxt]
-            if c < best.get((nxt, hops + 1), float("inf")):
-                best[(nxt, hops + 1)] = c
-                heapq.heappush(heap, (c, hops + 1, nxt, (*path, nxt)))
-    return None
+        done.add(node)
+        for nxt, step in neighbours[node]:
+            candidate = (cost + step, hops + 1)
+            if nxt not in done and candidate < best.get(nxt, (float("inf"), 0)):
+                best[nxt] = candidate
+                parent[nxt] = node
+                heapq.heappush(heap, (candidate[0], candidate[1], nxt))
+    paths: dict[int, list[int]] = {}
+    for node in done:
+        path = [node]
+        while path[-1] != start:
+            path.append(parent[path[-1]])
+        paths[node] = path[::-1]
+    return paths
 
 
 def search_graph(
@@ -277,15 +290,17 @@ def _paths(
         score = float(np.mean([rank[i] for i in nodes]))
         found[key] = GraphPath(tuple(ids[i] for i in nodes), hops, round(score, 6))
 
-    for x, a in enumerate(seeds):
+    neighbours = _neighbours(adj)
+    for x, a in enumerate(seeds[:-1]):
+        reach = _cheapest_paths_from(neighbours, a)
         for b in seeds[x + 1 :]:
-            path = _cheapest_path(adj, a, b, options.max_hops)
-            if path is not None:
+            path = reach.get(b)
+            if path is not None and len(path) - 1 <= options.max_hops:
                 add(path, bridge=True)
     for a in seeds:
-        neighbours = [int(j) for j in np.flatnonzero(adj[a])]
-        if neighbours:
-            add([a, min(neighbours, key=lambda j: (-rank[j], j))], bridge=False)
+        if neighbours[a]:
+            best = min((j for j, _ in neighbours[a]), key=lambda j: (-rank[j], j))
+            add([a, best], bridge=False)
     ordered = sorted(found, key=lambda k: (k not in bridges, -found[k].score, k))
     return [found[k] for k in ordered[: options.max_paths]]
 
