@@ -280,19 +280,19 @@ def build_index(
         summary_cache=summary_cache,
     )
     if settings.graph_min_leaf_chars > 0:
-        index.graphs, index.graph_vectors = _build_graphs(
+        index.graphs, index.graph_vectors = graph_stage(
             index, embedder, previous, graph_extractor, notify
         )
     notify("index", 1, 1)
     return index
 
 
-def _build_graphs(
+def graph_stage(
     index: CorpusIndex,
     embedder: Embedder,
-    previous: CorpusIndex | None,
-    extractor: LeafExtractor | None,
-    notify: ProgressFn,
+    previous: CorpusIndex | None = None,
+    extractor: LeafExtractor | None = None,
+    notify: ProgressFn | None = None,
 ) -> tuple[dict[str, LeafGraph], dict[str, np.ndarray]]:
     """Leaf graphs and the vectors of their concept names (matched to questions by meaning)."""
     graphs = build_graphs(
@@ -303,7 +303,7 @@ def _build_graphs(
         previous=previous.graphs if previous is not None else None,
         extractor=extractor,
         extractor_version=getattr(extractor, "version", EXTRACTOR_VERSION),
-        progress=lambda done, total: notify("graph", done, total),
+        progress=None if notify is None else lambda done, total: notify("graph", done, total),
     )
     names = concept_names(graphs)
     matrix = embedder.embed(names) if names else np.zeros((0, embedder.dim), dtype=np.float32)
