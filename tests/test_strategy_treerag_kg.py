@@ -105,3 +105,18 @@ def test_pipeline_run_gives_paths_to_the_trace_and_the_extractive_answer(ctx_for
     assert "图路径:" in trace.answer and "—co-occurs with→" in trace.answer
     plain = run(engine, QUESTION, QuerySettings(strategy="treerag"), leaves=leaves)
     assert plain.sections == [] and "图路径" not in plain.answer
+
+
+def test_graph_out_of_the_pool_ranks_the_pool_like_treerag(ctx_for):
+    settings = QuerySettings(strategy="treerag-kg").with_option(
+        "treerag-kg", GraphSearchOptions(in_pool=False)
+    )
+    ctx = ctx_for(2000, settings)
+    retrieval = get_strategy("treerag-kg").retrieve(ctx, _located(ctx))
+    assert any(h.graph for h in retrieval.candidates)
+    pooled = [h.pool_fused for h in retrieval.candidates]
+    assert pooled == sorted(pooled, reverse=True)
+    from treerag_core.graph.retrieve import FusionParams, pool_with_graph
+
+    plain = pool_with_graph([g.hits for g in retrieval.groups], FusionParams(graph_weight=0.0), 40)
+    assert [h.chunk.chunk_id for h in retrieval.candidates] == [h.chunk.chunk_id for h in plain]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from treerag_core.graph.retrieve import FusionParams, pool_with_graph, retrieve_with_graphs
 from treerag_core.graph.search import GraphSearchOptions
 from treerag_core.strategies import register
@@ -50,5 +52,8 @@ class TreeRAGKG(TreeRAG):
             for leaf in located.leaves
         )
         window = settings.retrieve.candidate_window
-        pooled = pool_with_graph([g.hits for g in groups], params, window)
+        # in_pool False: the graph only decides which chunks each leaf hands on; the pool
+        # is then ranked by dense + BM25 alone, as treerag ranks it.
+        pool_params = params if options.in_pool else replace(params, graph_weight=0.0)
+        pooled = pool_with_graph([g.hits for g in groups], pool_params, window)
         return Retrieval(groups, tuple(pooled), found.sections)
