@@ -329,6 +329,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         chunk_size=args.chunk_size,
         chunk_overlap=args.chunk_overlap,
         embedder=args.embedder or IndexSettings().embedder,
+        graph_min_leaf_chars=args.graph_min_leaf_chars,
     )
     # --strategy is a list here (the strategies to compare), not one query setting.
     flags = argparse.Namespace(**{**vars(args), "strategy": None})
@@ -437,6 +438,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--chunk-size", type=int, default=IndexSettings().chunk_size)
     p.add_argument("--chunk-overlap", type=int, default=IndexSettings().chunk_overlap)
     _add_shared_retrieval_options(p)
+    p.add_argument(
+        "--graph-min-leaf-chars",
+        type=int,
+        default=IndexSettings().graph_min_leaf_chars,
+        help="leaves at least this long get a knowledge graph (treerag-kg needs them; "
+        "0: none; default %(default)s)",
+    )
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("interactive", help="ask questions in a loop (history kept)")
