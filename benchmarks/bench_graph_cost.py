@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", required=True, help="an eval folder with docs/*.md")
     parser.add_argument("--embedder", default=IndexSettings().embedder)
-    parser.add_argument("--min-chars", type=int, default=IndexSettings().graph_min_leaf_chars)
+    parser.add_argument("--min-chars", type=int, default=3000)
     args = parser.parse_args(argv)
     docs = sorted((Path(args.data) / "docs").glob("*.md"))
     sources = [SourceDocument(p.name, p.read_text(encoding="utf-8")) for p in docs]

@@ -72,7 +72,7 @@ def measure_document(name: str, text: str, min_chars: int) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", required=True, help="an eval folder with docs/*.md")
-    parser.add_argument("--min-chars", type=int, default=IndexSettings().graph_min_leaf_chars)
+    parser.add_argument("--min-chars", type=int, default=3000)
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
     args = parser.parse_args(argv)
     docs = sorted((Path(args.data) / "docs").glob("*.md"))

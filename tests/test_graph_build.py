@@ -92,7 +92,7 @@ def test_cli_index_summary_lists_each_leaf_graph(tmp_path):
     assert "graphs: 2 leaves of >= 2000 chars" in out.stdout
     assert out.stdout.count("max degree") == 2 and "offline" in out.stdout
     keyless = subprocess.run(
-        [*base, "--output", str(tmp_path / "k"), "--llm-graphs"],
+        [*base, "--output", str(tmp_path / "k"), "--llm-graphs", "--graph-min-leaf-chars", "2000"],
         cwd=REPO,
         env=env,
         capture_output=True,

@@ -157,8 +157,12 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 def _llm_graph_extractor(settings: IndexSettings):
     """The LLM graph extractor when asked for; without a key that is an error, not a silent no."""
-    if not settings.llm_graphs or settings.graph_min_leaf_chars <= 0:
+    if not settings.llm_graphs:
         return None
+    if settings.graph_min_leaf_chars <= 0:
+        raise TreeRAGError(
+            "--llm-graphs needs --graph-min-leaf-chars N (graphs are off by default)"
+        )
     from treerag_core.graph.extract_llm import LLMGraphExtractor
     from treerag_core.llm import make_client
 
