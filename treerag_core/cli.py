@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -11,10 +12,11 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from treerag_core.config import IndexSettings
+from treerag_core.config import IndexSettings, max_file_bytes
 from treerag_core.errors import LLMError, QueryError, TreeRAGError
-from treerag_core.names import Fusion, Locator
-from treerag_core.settings import QuerySettings, anthropic_api_key
+from treerag_core.names import Fusion, Locator, Provider
+from treerag_core.render import terminal_safe
+from treerag_core.settings import LLMSettings, QuerySettings
 from treerag_core.strategies import get_strategy, strategy_names
 
 # Flags that set one query setting each: flag dest -> the setting's dotted path.
@@ -67,18 +69,79 @@ def _progress_bars():
     return update, close
 
 
-def _llm_summarizer(settings: IndexSettings, previous):
-    """The LLM summarizer when asked for; without a key that is an error, not a silent no."""
+def _llm_settings(args: argparse.Namespace, base: LLMSettings | None = None) -> LLMSettings:
+    """The LLM access: `base`, then the environment's choice (`settings_from_env`), then flags.
+
+    --provider, --base-url, --model (answer; for openai also locate unless --locate-model),
+    --locate-model, --context-tokens. A custom OpenAI-compatible server needs a model name,
+    from --model or TREERAG_LLM_MODEL (no default fits every server).
+    """
+    from treerag_core.llm import MODEL_ENV, OPENAI_DEFAULT_MODEL, base_url_for, settings_from_env
+
+    base = base or LLMSettings()
+    env_settings = settings_from_env()
+    provider = getattr(args, "provider", None) or env_settings.provider
+    changes: dict = {"provider": provider}
+    if provider == env_settings.provider:
+        changes.update(
+            locate_model=env_settings.locate_model, answer_model=env_settings.answer_model
+        )
+    elif provider == Provider.OPENAI:
+        changes.update(locate_model=OPENAI_DEFAULT_MODEL, answer_model=OPENAI_DEFAULT_MODEL)
+    named = {}
+    for flag, name in (
+        ("base_url", "base_url"),
+        ("model", "answer_model"),
+        ("locate_model", "locate_model"),
+        ("context_tokens", "context_tokens"),
+    ):
+        value = getattr(args, flag, None)
+        if value is not None:
+            named[name] = value
+    if provider == Provider.OPENAI and "answer_model" in named:
+        named.setdefault("locate_model", named["answer_model"])
+    changes.update(named)
+    try:
+        llm = base.with_(**changes)
+    except ValueError as exc:
+        raise QueryError(str(exc)) from exc
+    custom = llm.provider == Provider.OPENAI and base_url_for(llm) is not None
+    if custom and "answer_model" not in named and not os.environ.get(MODEL_ENV, "").strip():
+        raise QueryError(
+            "an OpenAI-compatible server needs --model (the name it serves, e.g. llama3.2) "
+            f"or {MODEL_ENV}"
+        )
+    return llm
+
+
+def _llm_summarizer(settings: IndexSettings, previous, args: argparse.Namespace):
+    """The LLM summarizer when asked for; without an LLM that is an error, not a silent no."""
     if not settings.llm_summaries:
         return None
-    from treerag_core.llm import make_client
+    from treerag_core.llm import KEY_ENV, api_key_for, make_client
     from treerag_core.summaries_llm import make_llm_summarizer
 
-    client = make_client(QuerySettings().llm, anthropic_api_key())
+    llm = _llm_settings(args)
+    client = make_client(llm, api_key_for(llm.provider))
     if client is None:
-        raise LLMError("--llm-summaries needs ANTHROPIC_API_KEY", reason="no_api_key")
+        need = KEY_ENV[llm.provider]
+        if llm.provider == Provider.OPENAI:
+            need += " or --base-url"
+        raise LLMError(f"--llm-summaries needs {need}", reason="no_api_key")
     cache = previous.summary_cache if previous is not None else {}
-    return make_llm_summarizer(client, QuerySettings().llm.locate_model, cache)
+    return make_llm_summarizer(client, llm.locate_model, cache)
+
+
+def _max_file_bytes(flag_mb: float | None) -> int:
+    """--max-file-mb, else TREERAG_MAX_FILE_MB, else the default; a bad value is an error."""
+    if flag_mb is not None:
+        if not flag_mb > 0:
+            raise TreeRAGError(f"--max-file-mb must be > 0, but got {flag_mb}")
+        return int(flag_mb * 1024 * 1024)
+    try:
+        return max_file_bytes()
+    except ValueError as exc:
+        raise TreeRAGError(str(exc)) from exc
 
 
 def cmd_index(args: argparse.Namespace) -> int:
@@ -86,6 +149,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     from treerag_core.index import build_index, corpus_stats
     from treerag_core.ingest import sources_from_paths
     from treerag_core.store import load_index, save_index
+    from treerag_core.tree_edits import load_edits
 
     embedder_name = "hashing" if args.mock and not args.embedder else args.embedder
     settings = IndexSettings(
@@ -93,15 +157,23 @@ def cmd_index(args: argparse.Namespace) -> int:
         chunk_size=args.chunk_size,
         chunk_overlap=args.chunk_overlap,
         embedder=embedder_name or IndexSettings().embedder,
-        max_file_bytes=int(args.max_file_mb * 1024 * 1024),
+        max_file_bytes=_max_file_bytes(args.max_file_mb),
+        max_pages=args.max_pages,
         llm_summaries=args.llm_summaries,
         graph_min_leaf_chars=args.graph_min_leaf_chars,
         llm_graphs=args.llm_graphs,
     )
     started = time.perf_counter()
-    sources, rejected = sources_from_paths(args.input, settings.max_file_bytes)
+    # Tree corrections kept beside the index (tree_edits.json) are applied on every re-index.
+    edits = load_edits(args.output)
+    notes: list[str] = []
+    sources, rejected = sources_from_paths(
+        args.input, settings.max_file_bytes, edits, settings.max_pages, notes
+    )
     for bad in rejected:
-        print(f"skipped {bad.name}: {bad.reason}", file=sys.stderr)
+        print(terminal_safe(f"skipped {bad.name}: {bad.reason}"), file=sys.stderr)
+    for note in notes:
+        print(terminal_safe(f"note: {note}"), file=sys.stderr)
     if not sources:
         print("error: no readable document among the inputs", file=sys.stderr)
         return 2
@@ -113,8 +185,8 @@ def cmd_index(args: argparse.Namespace) -> int:
         except TreeRAGError as exc:
             print(f"note: rebuilding from scratch ({exc})", file=sys.stderr)
     embedder = get_embedder(settings.embedder)
-    summarizer = _llm_summarizer(settings, previous)
-    graph_extractor = _llm_graph_extractor(settings)
+    summarizer = _llm_summarizer(settings, previous, args)
+    graph_extractor = _llm_graph_extractor(settings, args)
     update, close = _progress_bars()
     try:
         try:
@@ -155,8 +227,8 @@ def cmd_index(args: argparse.Namespace) -> int:
     return 0
 
 
-def _llm_graph_extractor(settings: IndexSettings):
-    """The LLM graph extractor when asked for; without a key that is an error, not a silent no."""
+def _llm_graph_extractor(settings: IndexSettings, args: argparse.Namespace):
+    """The LLM graph extractor when asked for; without an LLM that is an error, not a silent no."""
     if not settings.llm_graphs:
         return None
     if settings.graph_min_leaf_chars <= 0:
@@ -164,12 +236,12 @@ def _llm_graph_extractor(settings: IndexSettings):
             "--llm-graphs needs --graph-min-leaf-chars N (graphs are off by default)"
         )
     from treerag_core.graph.extract_llm import LLMGraphExtractor
-    from treerag_core.llm import make_client
+    from treerag_core.llm import KEY_ENV, api_key_for, make_client
 
-    llm = QuerySettings().llm
-    client = make_client(llm, anthropic_api_key())
+    llm = _llm_settings(args)
+    client = make_client(llm, api_key_for(llm.provider))
     if client is None:
-        raise LLMError("--llm-graphs needs ANTHROPIC_API_KEY", reason="no_api_key")
+        raise LLMError(f"--llm-graphs needs {KEY_ENV[llm.provider]}", reason="no_api_key")
     return LLMGraphExtractor(client, llm.locate_model)
 
 
@@ -219,6 +291,8 @@ def settings_from_args(args: argparse.Namespace, base: QuerySettings) -> QuerySe
             settings = settings.set("rerank.enabled", False)
         if getattr(args, "mock", False):
             settings = settings.set("llm.enabled", False)
+        elif getattr(args, "llm", True):  # eval calls no LLM without --llm
+            settings = settings.with_(llm=_llm_settings(args, settings.llm))
         get_strategy(settings.strategy)
     except ValueError as exc:  # a flag out of range is the user's to fix, not a traceback
         raise QueryError(str(exc)) from exc
@@ -230,14 +304,22 @@ def _query_settings(args: argparse.Namespace) -> QuerySettings:
 
 
 def _engine(args: argparse.Namespace):
+    from treerag_core.llm import api_key_for
     from treerag_core.pipeline import load_engine
 
-    return load_engine(args.index, api_key=None if args.mock else anthropic_api_key())
+    if args.mock:
+        return load_engine(args.index, api_key=None)
+    return load_engine(args.index, api_key=api_key_for(_llm_settings(args).provider))
 
 
 def _answer(engine, question: str, settings: QuerySettings, leaves, as_json: bool) -> None:
     from treerag_core.pipeline import run_stream
-    from treerag_core.render import render_footer, render_header, render_retrieval
+    from treerag_core.render import (
+        json_terminal_safe,
+        render_footer,
+        render_header,
+        render_retrieval,
+    )
     from treerag_core.trace_io import trace_to_json
 
     trace = None
@@ -250,9 +332,12 @@ def _answer(engine, question: str, settings: QuerySettings, leaves, as_json: boo
         elif event.kind == "reranked":
             print(render_retrieval(trace), end="", flush=True)
         elif event.kind == "delta":
-            print(event.delta, end="", flush=True)
+            print(terminal_safe(event.delta), end="", flush=True)
     assert trace is not None
-    print(trace_to_json(trace) if as_json else render_footer(trace), end="\n" if as_json else "")
+    if as_json:  # json escapes C0 controls itself; C1 and bidi controls need the same
+        print(json_terminal_safe(trace_to_json(trace)))
+    else:
+        print(render_footer(trace), end="")
 
 
 def cmd_query(args: argparse.Namespace) -> int:
@@ -281,15 +366,40 @@ def cmd_interactive(args: argparse.Namespace) -> int:
             continue
         if line == ":history":
             for n, past in enumerate(history, start=1):
-                print(f"{n:3d}  {past}")
+                print(f"{n:3d}  {terminal_safe(past)}")
             continue
         history.append(line)
         try:
             _answer(engine, line, settings, None, args.json)
         except TreeRAGError as exc:  # a bad question must not end the session
-            print(f"error: {exc}")
+            print(f"error: {terminal_safe(str(exc))}")
         except KeyboardInterrupt:
             print("\n(interrupted)")
+
+
+def _add_llm_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--provider",
+        choices=Provider.values(),
+        default=None,
+        help="LLM API: anthropic (ANTHROPIC_API_KEY) or openai, i.e. any OpenAI-compatible "
+        "server (OPENAI_API_KEY, may be empty for a local one). Default: openai when only "
+        "OpenAI variables are set, else anthropic",
+    )
+    p.add_argument(
+        "--base-url",
+        default=None,
+        help="the server, e.g. http://127.0.0.1:11434/v1 for Ollama "
+        "(default: OPENAI_BASE_URL / ANTHROPIC_BASE_URL, else the provider's API)",
+    )
+    p.add_argument("--model", default=None, help="the answer model (openai: also locates)")
+    p.add_argument("--locate-model", default=None, help="the model that picks sections")
+    p.add_argument(
+        "--context-tokens",
+        type=int,
+        default=None,
+        help="the model's context window; the locate prompt is cut to fit it (default 200000)",
+    )
 
 
 def _add_query_options(p: argparse.ArgumentParser) -> None:
@@ -321,11 +431,13 @@ def _add_shared_retrieval_options(p: argparse.ArgumentParser) -> None:
         "--candidate-window", type=int, default=None, help="pooled candidates (default 40)"
     )
     p.add_argument("--no-rerank", action="store_true", help="keep the fused order")
+    _add_llm_options(p)
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
     from treerag_core.evaluation.harness import EvalConfig, evaluate
     from treerag_core.evaluation.report import markdown_table, write_report
+    from treerag_core.llm import api_key_for
 
     strategies = tuple(s.strip() for s in args.strategy.split(",") if s.strip())
     index_settings = IndexSettings(
@@ -343,6 +455,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         scope=args.scope,
         limit=args.limit,
         use_llm=args.llm,
+        top_k=args.top_k,
         index_settings=index_settings,
         query_settings=query,
     )
@@ -361,13 +474,18 @@ def cmd_eval(args: argparse.Namespace) -> int:
             config,
             cache_dir=Path(args.cache),
             progress=progress,
-            api_key=anthropic_api_key() if args.llm else None,
+            api_key=api_key_for(query.llm.provider) if args.llm else None,
         )
     finally:
         bar.close()
     if args.out:
         write_report(Path(args.out), report)
     print(markdown_table(report))
+    used = report["settings"]
+    print(
+        f"top-k {used['top_k']} passages per question (budget metrics walk them); "
+        f"candidate window {used['candidate_window']} for every strategy"
+    )
     left_out = ", ".join(f"{n} {why}" for why, n in report["left_out"].items()) or "none"
     print(f"n = questions scored; left out of every mean (whole set): {left_out}")
     for reason, count in report["skipped"].items():
@@ -386,7 +504,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("index", help="build or update an index folder from documents")
     p.add_argument(
-        "--input", nargs="+", required=True, help="files or folders (.md .markdown .txt)"
+        "--input",
+        nargs="+",
+        required=True,
+        help="files or folders (.md .markdown .txt .pdf .docx .html .htm)",
     )
     p.add_argument("--output", required=True, help="index folder (updated in place, atomically)")
     p.add_argument("--mock", action="store_true", help="hashing embedder: no model load")
@@ -397,13 +518,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--llm-summaries",
         action="store_true",
-        help="one-line section summaries from the LLM (needs ANTHROPIC_API_KEY; cached)",
+        help="one-line section summaries from the LLM (the --provider key, or a local "
+        "--base-url; cached)",
     )
     p.add_argument(
         "--max-file-mb",
         type=float,
-        default=IndexSettings().max_file_bytes / 1024 / 1024,
-        help="skip files larger than this (default 20)",
+        default=None,
+        help="skip files larger than this (default: TREERAG_MAX_FILE_MB, else 20)",
     )
     p.add_argument(
         "--graph-min-leaf-chars",
@@ -417,6 +539,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="extract graph entities and relations with the LLM (needs ANTHROPIC_API_KEY; "
         "cached per leaf; a failure keeps what was extracted)",
     )
+    p.add_argument(
+        "--max-pages",
+        type=int,
+        default=IndexSettings().max_pages,
+        help=f"skip PDFs with more pages than this (default {IndexSettings().max_pages})",
+    )
+    _add_llm_options(p)
     p.set_defaults(func=cmd_index)
 
     p = sub.add_parser("query", help="answer one question, printing every step")
@@ -435,7 +564,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scope", choices=("doc", "corpus"), default="doc")
     p.add_argument("--limit", type=int, default=None, help="only the first N usable questions")
     p.add_argument("--out", default=None, help="write the JSON report here")
-    p.add_argument("--llm", action="store_true", help="allow LLM calls (needs ANTHROPIC_API_KEY)")
+    p.add_argument("--llm", action="store_true", help="allow LLM calls (see --provider)")
     p.add_argument("--cache", default="data/eval-cache", help="where built indexes are cached")
     p.add_argument("--embedder", default=None, help=EMBEDDER_HELP)
     p.add_argument("--max-depth", type=int, default=IndexSettings().max_depth)
@@ -449,6 +578,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="leaves at least this long get a knowledge graph (treerag-kg needs them; "
         "0: none; default %(default)s)",
     )
+    p.add_argument(
+        "--top-k", type=int, default=50, help="passages kept per question (budget metrics: 50)"
+    )
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("interactive", help="ask questions in a loop (history kept)")
@@ -459,12 +591,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    try:
+        parser = build_parser()
+    except ValueError as exc:  # a bad TREERAG_* variable read for a default
+        print(f"error: {terminal_safe(str(exc))}", file=sys.stderr)
+        return 2
     args = parser.parse_args(argv)
     try:
         return int(args.func(args))
     except TreeRAGError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {terminal_safe(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -6,6 +6,7 @@ import hashlib
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import faiss
 import numpy as np
@@ -17,12 +18,14 @@ from treerag_core.embedders import Embedder
 from treerag_core.graph.build import LeafExtractor, build_graphs, concept_names, split_vectors
 from treerag_core.graph.extract import EXTRACTOR_VERSION
 from treerag_core.graph.types import LeafGraph
+from treerag_core.pagemap import page_span
 from treerag_core.parsing import parse_document
 from treerag_core.summaries import content_key, summarize_tree
 from treerag_core.text import tokenize
 from treerag_core.text_rules import detect_language
 from treerag_core.types import Chunk, DocumentInfo, Language, TreeNode
 
+MAX_SCOPE_CACHE = 8  # distinct document scopes whose flat FAISS + BM25 stay in memory
 # progress(stage, done, total): stage is "parse", "embed", "graph" or "index".
 ProgressFn = Callable[[str, int, int], None]
 
@@ -33,6 +36,8 @@ class SourceDocument:
 
     name: str
     text: str
+    page_starts: tuple[int, ...] = ()  # from a PDF conversion: where each page begins
+    source_format: str = ""
 
     @property
     def sha256(self) -> str:
@@ -55,12 +60,14 @@ class CorpusIndex:
     summary_cache: dict[str, str] = field(default_factory=dict)
     graphs: dict[str, LeafGraph] | None = None  # long leaf id -> its graph; None: built without
     graph_vectors: dict[str, np.ndarray] = field(default_factory=dict)  # concept name vectors
+    embedder_fingerprint: tuple[float, ...] = ()  # the embedder's vector of a probe text
     _leaf_rows: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
     _faiss: dict[str, faiss.Index] = field(default_factory=dict, repr=False)
     _bm25: dict[str, LeafBM25] = field(default_factory=dict, repr=False)
     _doc_stats: dict[str, BM25Stats] = field(default_factory=dict, repr=False)
     _scopes: dict[str, tuple] = field(default_factory=dict, repr=False)
     _heading_terms: dict[str, frozenset[str]] = field(default_factory=dict, repr=False)
+    _structure: dict[str, Any] = field(default_factory=dict, repr=False)  # structure.py's tables
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self) -> None:
@@ -73,6 +80,14 @@ class CorpusIndex:
     def leaves(self, doc_id: str | None = None) -> list[TreeNode]:
         return [
             n for n in self.nodes.values() if n.is_leaf and (doc_id is None or n.doc_id == doc_id)
+        ]
+
+    def sources(self) -> list[SourceDocument]:
+        """The documents as SourceDocuments again (texts, page maps and formats kept), to
+        rebuild with other settings or add files without losing a PDF's pages."""
+        return [
+            SourceDocument(d.doc_id, self.texts[d.doc_id], d.page_starts, d.source_format)
+            for d in self.documents
         ]
 
     def document(self, doc_id: str) -> DocumentInfo:
@@ -147,9 +162,9 @@ class CorpusIndex:
         self, scope: Sequence[str] | None, query_vector: np.ndarray, query_tokens: list[str]
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Flat scores over every chunk in scope: one FAISS index and one BM25 for the scope."""
-        key = "*" if scope is None else "*" + "\x1f".join(sorted(scope))
+        key = "*" if scope is None else "*" + "\x1f".join(sorted(set(scope)))
         with self._lock:
-            cached = self._scopes.get(key)
+            cached = self._scopes.pop(key, None)
             if cached is None:
                 rows = self.scope_rows(scope)
                 index = faiss.IndexFlatIP(self.dim)
@@ -157,7 +172,12 @@ class CorpusIndex:
                     index.add(np.ascontiguousarray(self.embeddings[rows]))
                 tokens = [self.tokens[i] for i in rows]
                 scorer = LeafBM25.from_tokens(tokens, BM25Stats.from_tokens(tokens))
-                cached = self._scopes[key] = (rows, index, scorer)
+                cached = (rows, index, scorer)
+            self._scopes[key] = cached  # most recently used last
+            # Each distinct scope holds a FAISS + BM25 copy: keep only the recent few, so no
+            # client can grow memory by asking over ever new sets of documents.
+            while len(self._scopes) > MAX_SCOPE_CACHE:
+                self._scopes.pop(next(iter(self._scopes)))
         rows, index, scorer = cached
         if not len(rows):
             empty = np.zeros(0, dtype=np.float32)
@@ -246,20 +266,21 @@ def build_index(
                 sha256=src.sha256,
                 size_chars=len(src.text),
                 root_id=root.node_id,
+                page_starts=tuple(src.page_starts),
+                source_format=src.source_format,
             )
         )
         for node in doc_nodes:
             nodes[node.node_id] = node
             if node.is_leaf:
-                chunks.extend(
-                    chunk_leaf(
-                        node,
-                        src.text,
-                        chunk_size=settings.chunk_size,
-                        overlap=settings.chunk_overlap,
-                        min_chars=settings.min_chunk_chars,
-                    )
+                leaf_chunks = chunk_leaf(
+                    node,
+                    src.text,
+                    chunk_size=settings.chunk_size,
+                    overlap=settings.chunk_overlap,
+                    min_chars=settings.min_chunk_chars,
                 )
+                chunks.extend(with_pages(leaf_chunks, src.page_starts))
         notify("parse", done + 1, len(sources))
 
     tokens = [tokenize(c.text) for c in chunks]
@@ -278,6 +299,7 @@ def build_index(
         embeddings=embeddings,
         tokens=tokens,
         summary_cache=summary_cache,
+        embedder_fingerprint=_fingerprint(embedder),
     )
     if settings.graph_min_leaf_chars > 0:
         index.graphs, index.graph_vectors = graph_stage(
@@ -308,6 +330,23 @@ def graph_stage(
     names = concept_names(graphs)
     matrix = embedder.embed(names) if names else np.zeros((0, embedder.dim), dtype=np.float32)
     return graphs, split_vectors(graphs, np.asarray(matrix, dtype=np.float32))
+
+
+def with_pages(chunks: Sequence[Chunk], page_starts: Sequence[int]) -> list[Chunk]:
+    """The chunks with their first and last page set (unchanged when there are no pages)."""
+    if not page_starts:
+        return list(chunks)
+    return [
+        replace(c, page_start=first, page_end=last)
+        for c in chunks
+        for first, last in [page_span(page_starts, c.start, c.end)]
+    ]
+
+
+def _fingerprint(embedder: Embedder) -> tuple[float, ...]:
+    from treerag_core.store import embedder_fingerprint  # store imports this module
+
+    return embedder_fingerprint(embedder)
 
 
 def _reusable_embeddings(

@@ -32,6 +32,7 @@ class Fusion(_Named):
     WEIGHTED = "weighted"  # min-max each, then a weighted sum (LlamaIndex relative_score)
     RRF = "rrf"  # reciprocal rank fusion
     DBSF = "dbsf"  # distribution-based score fusion (mean ± 3 std)
+    UNION = "union"  # either retriever's hit, once per chunk, by its better min-max score
 
 
 class Locator(_Named):
@@ -62,6 +63,7 @@ class StrategyName(_Named):
     """The built-in strategies code refers to by name (the registry lists every strategy)."""
 
     TREERAG = "treerag"
+    FLAT_STRUCTURED = "flat-structured"
     FLAT_HYBRID = "flat-hybrid"
     FLAT_DENSE = "flat-dense"
     FLAT_BM25 = "flat-bm25"

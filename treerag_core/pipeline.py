@@ -19,7 +19,7 @@ from treerag_core.citations import parse_citations
 from treerag_core.embedders import Embedder
 from treerag_core.errors import LLMError, QueryError, TreeRAGError
 from treerag_core.index import CorpusIndex
-from treerag_core.llm import make_client
+from treerag_core.llm import endpoint_of, make_client
 from treerag_core.names import Locator
 from treerag_core.rerank import get_reranker, rerank_chunks
 from treerag_core.settings import AnswerSettings, LLMSettings, QuerySettings
@@ -28,6 +28,7 @@ from treerag_core.synthesis import extractive_answer, stream_llm_answer
 from treerag_core.text import is_stopword_only, tokenize
 from treerag_core.text_rules import detect_language
 from treerag_core.types import Fallback, LocateResult, RetrievedChunk, Trace, Usage
+from treerag_core.vector_cache import QueryVectorCache
 
 QUERY_VECTOR_CACHE = 512  # entries per engine: a long interactive session must not grow
 
@@ -45,7 +46,8 @@ class Event:
 class Engine:
     """What a query needs besides the question: the index, its embedder, and the LLM access.
 
-    `client_factory` is the seam tests replace; the default builds the real LLM client.
+    `client_factory` is the seam tests replace; the default builds the configured provider's
+    client, or None when no LLM is configured.
     """
 
     index: CorpusIndex
@@ -53,22 +55,22 @@ class Engine:
     api_key: str | None = None
     client_factory: Callable[[LLMSettings, str | None], Any] = make_client
     reranker_factory: Callable[[str], Any] = get_reranker
-    _vectors: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    # init=False: `dataclasses.replace` (one engine per session) starts an empty cache, so no
+    # two sessions ever share query vectors.
+    _vectors: QueryVectorCache = field(
+        default_factory=lambda: QueryVectorCache(QUERY_VECTOR_CACHE), init=False, repr=False
+    )
 
     def query_vector(self, text: str) -> np.ndarray:
-        vector = self._vectors.get(text)
-        if vector is None:
-            if len(self._vectors) >= QUERY_VECTOR_CACHE:
-                self._vectors.pop(next(iter(self._vectors)))  # the oldest entry
-            vector = self._vectors[text] = self.embedder.embed_query(text)
-        return vector
+        return self._vectors.get(text, self.embedder.embed_query)
 
     def clear_cache(self) -> None:
         """Forget cached query vectors (benchmarks time each run from a cold start)."""
         self._vectors.clear()
 
     def client(self, settings: QuerySettings):
-        if not settings.llm.enabled or not self.api_key:
+        # The factory decides whether an LLM is configured (a local server needs no key).
+        if not settings.llm.enabled:
             return None
         return self.client_factory(settings.llm, self.api_key)
 
@@ -98,6 +100,7 @@ def _provider(engine: Engine, settings: QuerySettings, llm: bool) -> dict[str, A
         "reranker": settings.rerank.model if settings.rerank.enabled else "off",
         "llm": llm,
         "llm_provider": str(settings.llm.provider) if llm else "",
+        "llm_endpoint": endpoint_of(settings.llm) if llm else "",
         "locate_model": settings.llm.locate_model if llm else "",
         "answer_model": settings.llm.answer_model if llm else "",
     }
@@ -139,9 +142,17 @@ def answer_context(hits: Sequence[RetrievedChunk], answer: AnswerSettings) -> li
 
 
 def rerank_step(
-    engine: Engine, trace: Trace, candidates: Sequence[RetrievedChunk], settings: QuerySettings
+    engine: Engine,
+    trace: Trace,
+    candidates: Sequence[RetrievedChunk],
+    settings: QuerySettings,
+    reads_structure: bool = False,
 ) -> None:
-    """Order the pooled candidates by the cross-encoder, or keep the fused order and say why."""
+    """Order the pooled candidates by the cross-encoder, or keep the fused order and say why.
+
+    A strategy that reads structure has the model read `heading path + passage`
+    (`rerank.read_path`); structure-blind baselines always give it the passage alone.
+    """
     started = time.perf_counter()
     pooled = list(candidates)
     reranker = None
@@ -158,6 +169,7 @@ def rerank_step(
         max(1, len(pooled)),
         trace.language,
         settings.rerank.chinese,
+        read_path=reads_structure and settings.rerank.read_path,
     )
     if reason and settings.rerank.enabled and pooled:
         trace.fallbacks.append(Fallback("rerank", "kept_fused_order", reason))
@@ -180,6 +192,7 @@ def synthesize_step(engine: Engine, trace: Trace, settings: QuerySettings, clien
                 trace.language,
                 settings.llm.answer_model,
                 trace.sections,
+                settings.llm.context_tokens,
             )
             for delta in stream:
                 parts.append(delta)
@@ -266,7 +279,7 @@ def run_stream(
     trace.sections = list(retrieval.sections)
     trace.retrieve_seconds = time.perf_counter() - started
     yield Event("retrieved", trace)
-    rerank_step(engine, trace, retrieval.candidates, effective)
+    rerank_step(engine, trace, retrieval.candidates, effective, plugin.reads_structure)
     yield Event("reranked", trace)
     if synthesize:
         for delta in synthesize_step(engine, trace, effective, client):
@@ -316,11 +329,12 @@ def rerun(
 def load_engine(folder: str, api_key: str | None = None) -> Engine:
     """An Engine over an index folder, with the embedder the index was built with."""
     from treerag_core.embedders import get_embedder
-    from treerag_core.store import load_index
+    from treerag_core.store import check_embedder, load_index
 
     index = load_index(folder)
     embedder = get_embedder(index.embedder_name)
     warm_up = getattr(embedder, "warm_up", None)
     if warm_up is not None:  # load the model now, so the first query's stage times are honest
         warm_up()
+    check_embedder(index, embedder, where=str(folder))  # same model, not only the same name
     return Engine(index=index, embedder=embedder, api_key=api_key)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
+from treerag_core.pagemap import format_pages
+from treerag_core.prompt_budget import ANSWER_REPLY_TOKENS, check_fits
 from treerag_core.prompts import build_synthesis_prompt
 from treerag_core.text_rules import sentence_spans
 from treerag_core.types import ContextSection, Language, RetrievedChunk
@@ -23,7 +26,28 @@ def evidence_pairs(
 ) -> list[tuple[str, str]]:
     """(label, text) the answer reads: a strategy's context sections first, then passages."""
     pairs = [(section.title, section.text) for section in sections if section.text.strip()]
-    return pairs + [(hit.chunk.heading_path, hit.chunk.text) for hit in hits]
+    return pairs + [(_label(hit), hit.chunk.text) for hit in hits]
+
+
+def _label(hit: RetrievedChunk) -> str:
+    """The passage's heading path, with its PDF pages when it has them: `path (p. 38)`."""
+    pages = format_pages(hit.chunk.page_start, hit.chunk.page_end)
+    return f"{hit.chunk.heading_path} ({pages})" if pages else hit.chunk.heading_path
+
+
+_LINK_BRACKETS = re.compile(r"([\[\]<>])")
+_BARE_URL = re.compile(r"(?i)(?<=:)//|\bwww\.")
+
+
+def inert_links(text: str) -> str:
+    """Document text quoted into a Markdown answer, with every link made inert.
+
+    Brackets and angle brackets are backslash-escaped (no `[text](url)`, `![img](url)`,
+    `<url>` or raw HTML), and `://` and `www.` get backslashes too, so no bare URL is
+    auto-linked: a document cannot put a clickable link into an extractive answer.
+    """
+    text = _LINK_BRACKETS.sub(r"\\\1", text)
+    return _BARE_URL.sub(lambda m: m.group(0).replace("/", "\\/").replace(".", "\\."), text)
 
 
 def synthesis_prompt(
@@ -58,9 +82,9 @@ def extractive_answer(
         for start, end in sentence_spans(text) or [(0, len(text))]:
             sentence = text[start:end].strip()
             if len(sentence) >= 12:
-                candidates.append((sentence, hit.chunk.heading_path))
+                candidates.append((sentence, _label(hit)))
     if not candidates:
-        candidates = [(hit.chunk.text.strip(), hit.chunk.heading_path) for hit in hits[:3]]
+        candidates = [(hit.chunk.text.strip(), _label(hit)) for hit in hits[:3]]
     vectors = embed_many([sentence for sentence, _ in candidates])
     sims = vectors @ question_vector.astype(np.float32)
     order = sorted(range(len(candidates)), key=lambda i: -float(sims[i]))[:max_sentences]
@@ -69,7 +93,7 @@ def extractive_answer(
     lines = [header]
     for n, i in enumerate(order, start=1):
         sentence, path = candidates[i]
-        lines.append(f'[{n}] "{sentence}" [{label}: {path}]')
+        lines.append(f'[{n}] "{inert_links(sentence)}" [{label}: {path}]')
     paths = [
         s.rows[0] for s in sections if s.rows and "path" in s.rows[0] and "section" in s.rows[0]
     ]
@@ -86,7 +110,15 @@ def stream_llm_answer(
     language: Language,
     model: str,
     sections: Sequence[ContextSection] = (),
+    context_tokens: int | None = None,
 ) -> Iterator[str]:
-    """Text deltas from the LLM; the caller reads `.usage` of the returned stream afterwards."""
+    """Text deltas from the LLM; the caller reads `.usage` of the returned stream afterwards.
+
+    Raises:
+        LLMError: reason "context_too_small" when the prompt and reply exceed
+        `context_tokens` (nothing is sent).
+    """
     prompt = synthesis_prompt(question, hits, language, sections)
-    return client.stream(prompt, model, max_tokens=1024)
+    if context_tokens is not None:
+        check_fits(prompt, ANSWER_REPLY_TOKENS, context_tokens, "answer")
+    return client.stream(prompt, model, max_tokens=ANSWER_REPLY_TOKENS)

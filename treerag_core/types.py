@@ -51,6 +51,8 @@ class Chunk:
     doc_id: str
     start: int
     end: int
+    page_start: int | None = None  # 1-based PDF pages the chunk spans (None: no pages)
+    page_end: int | None = None
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,8 @@ class DocumentInfo:
     sha256: str
     size_chars: int
     root_id: str
+    page_starts: tuple[int, ...] = ()  # offset where each PDF page begins (empty: no pages)
+    source_format: str = ""  # pdf | docx | html | markdown | text ("" in older indexes)
 
 
 @dataclass(frozen=True)
@@ -95,6 +99,7 @@ class RetrievedChunk:
     pool_fused: float | None = None  # fusion recomputed over all leaves' hits: the pooled order
     sub_query: str = ""
     graph: float | None = None  # graph-search score in [0, 1] (treerag-kg); None: no graph ran
+    prior: float | None = None  # structure-aware strategies: the section evidence (0-1) it got
 
 
 @dataclass(frozen=True)
@@ -107,6 +112,9 @@ class Usage:
     cache_write_tokens: int = 0
     cost_usd: float = 0.0
     model: str = ""
+    # False when no price is known (an unknown hosted model, or tokens not reported):
+    # cost_usd is then 0.0 but means "not estimated", never "free".
+    cost_known: bool = True
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -116,6 +124,7 @@ class Usage:
             self.cache_write_tokens + other.cache_write_tokens,
             self.cost_usd + other.cost_usd,
             self.model or other.model,
+            self.cost_known and other.cost_known,
         )
 
 
@@ -139,6 +148,7 @@ class LocateResult:
     seconds: float = 0.0
     notes: tuple[str, ...] = ()  # e.g. what a prompt budget cut
     inputs: dict[str, Any] = field(default_factory=dict, compare=False)  # settings it read
+    documents: tuple[str, ...] = ()  # documents step 2 is routed to (empty: every one in scope)
 
     @classmethod
     def skipped(cls, why: str) -> LocateResult:
@@ -180,6 +190,7 @@ class Citation:
     heading_path: str
     node_ids: tuple[str, ...]
     supported: bool
+    pages: tuple[int, ...] = ()  # PDF pages of the retrieved passages of the cited nodes
 
 
 @dataclass

@@ -1,1 +1,1 @@
-"""Explorer view components shared by the pages (no engine logic here)."""
+"""Streamlit building blocks the pages compose (the engine never imports these)."""
