@@ -148,6 +148,7 @@ def _render(trace, corpus, doc_ids, engine, settings, live: Iterator[str] | None
         return
     answer_slot = answer_col.container()
     story.evidence_step(trace)
+    story.strategy_views(trace, engine)
     left, right = st.columns([3, 2], gap="medium")
     with left:
         story.inspector_panel(

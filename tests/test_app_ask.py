@@ -430,3 +430,39 @@ def test_section_scores_and_routed_documents_are_shown():
     frame = table(at, "rerank")
     assert frame["section"].tolist() == pytest.approx([priors[c] for c in frame["chunk"]])
     assert "Routed to 1 document(s): test_paper.md" in texts(at).replace("\\", "")
+
+
+def _kg_app() -> None:
+    """treerag-kg on the sample paper indexed with leaf graphs, drawn by the Ask story."""
+    from pathlib import Path
+
+    import streamlit as st
+
+    from treerag_core.config import IndexSettings
+    from treerag_core.embedders import get_embedder
+    from treerag_core.index import SourceDocument, build_index
+    from treerag_core.pipeline import Engine, run
+    from treerag_core.settings import QuerySettings
+    from ui import ask_story
+
+    path = Path("sample_docs") / "test_paper.md"
+    embedder = get_embedder("hashing")
+    settings = IndexSettings(embedder="hashing", graph_min_leaf_chars=400)
+    index = build_index([SourceDocument(path.name, path.read_text("utf-8"))], settings, embedder)
+    engine = Engine(index, embedder)
+    trace = run(engine, st.session_state["question"], QuerySettings(strategy="treerag-kg"))
+    st.session_state["trace"] = trace
+    ask_story.strategy_views(trace, engine)
+
+
+def test_treerag_kg_traces_show_their_leaf_graphs(monkeypatch):
+    monkeypatch.chdir(APP.parent)
+    at = AppTest.from_function(_kg_app, default_timeout=60)
+    at.session_state["question"] = PAPER_QUESTION
+    at.run()
+    assert not at.exception, at.exception
+    graphed = [g.leaf_id for g in at.session_state["trace"].retrieved if g.kind == "graph"]
+    assert graphed, "no leaf was searched with its graph"
+    assert len(at.get("component_instance")) == len(graphed)  # one graph view each
+    assert [e.label.split("]")[0] for e in at.expander] == [f"[{i}" for i in graphed]
+    assert any("Paths" in m.value for m in at.markdown)
