@@ -89,6 +89,7 @@ def save_index(index: CorpusIndex, folder: str | Path) -> Path:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    index.folder = str(target)
     return target
 
 
@@ -168,6 +169,7 @@ def load_index(folder: str | Path, expect_embedder: str | None = None) -> Corpus
         embeddings=embeddings,
         tokens=tokens,
         summary_cache=dict(manifest.get("summary_cache", {})),
+        folder=str(path.resolve()),
     )
 
 

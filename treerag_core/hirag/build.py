@@ -31,7 +31,6 @@ from treerag_core.hirag.store import (
     save_partial_reports,
 )
 from treerag_core.text import tokenize
-from treerag_core.types import Language
 
 if TYPE_CHECKING:
     from treerag_core.embedders import Embedder
@@ -79,11 +78,6 @@ def fingerprint(index: CorpusIndex, settings: HiragBuildSettings, extractor: str
     return digest.hexdigest()[:24]
 
 
-def _language(index: CorpusIndex) -> Language:
-    langs = [d.language for d in index.documents]
-    return "zh" if langs.count("zh") > len(langs) / 2 else "en"
-
-
 def entity_text(name: str, description: str) -> str:
     return f"{name}: {description}" if description else name
 
@@ -127,7 +121,7 @@ def build_hirag(
     built = build_reports(
         communities,
         graph,
-        _language(index),
+        None,
         client=client if use_llm else None,
         model=settings.report_model,
         cache=checkpoint,
@@ -178,8 +172,22 @@ def hirag_for(
     embedder: Embedder | None = None,
     build_if_missing: bool = True,
 ) -> HiragIndex:
+    """The HiRAG artifacts of `index` (see `load_or_build`)."""
+    return load_or_build(
+        index, settings=settings, embedder=embedder, build_if_missing=build_if_missing
+    )[0]
+
+
+def load_or_build(
+    index: CorpusIndex,
+    *,
+    settings: HiragBuildSettings | None = None,
+    embedder: Embedder | None = None,
+    build_if_missing: bool = True,
+) -> tuple[HiragIndex, bool]:
     """The HiRAG artifacts of `index`: from memory, from `<index folder>/hirag/` when their
     fingerprint matches, else built (offline extractor, extractive reports) and saved there.
+    The flag says whether this call built them.
 
     Raises:
         IndexFormatError: none stored and `build_if_missing` is False.
@@ -190,9 +198,9 @@ def hirag_for(
     with _LOCK:
         cached = _CACHE.get(key)
         if cached is not None:
-            return cached
+            return cached, False
         folder = getattr(index, "folder", None)
-        hindex = None
+        hindex, built = None, False
         if folder and has_hirag(folder):
             stored = load_hirag(folder)
             if stored.fingerprint == fp:
@@ -209,10 +217,10 @@ def hirag_for(
                 from treerag_core.embedders import get_embedder
 
                 embedder = get_embedder(index.embedder_name)
-            hindex = build_hirag(index, embedder, settings, folder=folder)
+            hindex, built = build_hirag(index, embedder, settings, folder=folder), True
             if folder:
                 save_hirag(hindex, folder)
         if len(_CACHE) >= 8:  # a long-lived explorer may open many indexes: keep a few
             _CACHE.pop(next(iter(_CACHE)))
         _CACHE[key] = hindex
-        return hindex
+        return hindex, built

@@ -104,11 +104,22 @@ def _assemble(
         parent_of[ids[key]] = pid
         if pid is not None:
             children.setdefault(pid, []).append(ids[key])
+    # Relations inside each community, counted in one pass per level (not per community).
+    inside: dict[tuple[int, int], int] = {}
+    by_level: dict[int, dict[str, int]] = {}
+    for level, cluster in order:
+        for node in members[(level, cluster)]:
+            by_level.setdefault(level, {})[node] = cluster
+    for level, where in by_level.items():
+        for r in graph.relations:
+            a, b = where.get(r.source), where.get(r.target)
+            if a is not None and a == b:
+                inside[(level, a)] = inside.get((level, a), 0) + 1
     out = []
     for key in order:
         nodes = members[key]
         chunk_ids = sorted({c for n in nodes for c in entities[n].chunk_ids})
-        rels = sum(1 for r in graph.relations if r.source in nodes and r.target in nodes)
+        rels = inside.get(key, 0)
         out.append(
             Community(
                 community_id=ids[key],

@@ -11,6 +11,7 @@ from typing import Any
 from treerag_core.errors import LLMError
 from treerag_core.hirag.communities import Community
 from treerag_core.hirag.corpus_graph import CorpusGraph, Entity, Relation
+from treerag_core.text import detect_language
 from treerag_core.types import Language, Usage
 
 MAX_FINDINGS = 5
@@ -69,11 +70,20 @@ class ReportBuild:
 
 
 def _members(
-    community: Community, graph: CorpusGraph, entities: Mapping[str, Entity]
+    community: Community,
+    entities: Mapping[str, Entity],
+    touching: Mapping[str, list[Relation]],
 ) -> tuple[list[Entity], list[Relation]]:
     """The community's entities by degree inside it (then key), its relations by weight."""
     keys = set(community.entity_keys)
-    rels = [r for r in graph.relations if r.source in keys and r.target in keys]
+    rels = list(
+        {
+            (r.source, r.target): r
+            for k in community.entity_keys
+            for r in touching.get(k, ())
+            if r.source in keys and r.target in keys
+        }.values()
+    )
     degree: dict[str, int] = {}
     for r in rels:
         degree[r.source] = degree.get(r.source, 0) + 1
@@ -197,7 +207,7 @@ def parse_report_response(text: str, ids: Sequence[str]) -> dict[str, dict[str, 
 def build_reports(
     communities: Sequence[Community],
     graph: CorpusGraph,
-    language: Language,
+    language: Language | None = None,
     *,
     client: Any = None,
     model: str = "",
@@ -208,20 +218,26 @@ def build_reports(
     """A report per community; with a client, LLM reports in batches, cached by content key.
 
     `cache` maps content keys to LLM reports of an earlier (possibly interrupted) build;
+    `language` None picks each community's language from its entity names.
     `on_batch` receives the reports so far after each LLM batch, so a caller can save them
     and resume. An LLMError keeps the extractive report for the rest and is noted, not raised.
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, but got {batch_size}")
     entities = graph.entity_map()
+    touching: dict[str, list[Relation]] = {}
+    for r in graph.relations:
+        touching.setdefault(r.source, []).append(r)
+        touching.setdefault(r.target, []).append(r)
     reports: dict[str, CommunityReport] = {}
     todo: list[tuple[Community, list[Entity], list[Relation]]] = []
     cached = 0
     known = {k: v for k, v in (cache or {}).items() if v.source == "llm"}
     # Finest levels first (seed 002 §3.4: reports go from the lowest level up).
     for community in sorted(communities, key=lambda c: (-c.level, c.community_id)):
-        ents, rels = _members(community, graph, entities)
-        base = extractive_report(community, ents, rels, language)
+        ents, rels = _members(community, entities, touching)
+        lang = language or detect_language(" ".join(e.name for e in ents[:5]))
+        base = extractive_report(community, ents, rels, lang)
         hit = known.get(base.content_key)
         if hit is not None:
             reports[community.community_id] = replace(hit, community_id=community.community_id)
@@ -233,7 +249,8 @@ def build_reports(
     usage, calls, notes = Usage(), 0, []
     for start in range(0, len(todo), batch_size):
         batch = todo[start : start + batch_size]
-        prompt = build_report_prompt([(c.community_id, e, r) for c, e, r in batch], language)
+        lang = language or detect_language(" ".join(e[0].name for _, e, _ in batch if e))
+        prompt = build_report_prompt([(c.community_id, e, r) for c, e, r in batch], lang)
         try:
             text, spent = client.complete("", prompt, model, min(8192, 300 + 400 * len(batch)))
             usage, calls = usage + spent, calls + 1

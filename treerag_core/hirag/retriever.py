@@ -323,9 +323,8 @@ class HiragRetriever:
                     "nodes": list(path.required),
                 }
             )
-        head = " → ".join(self._name(k) for k in path.nodes)
-        missing = "".join(f"\nno path: {self._name(a)} ~ {self._name(b)}" for a, b in path.no_path)
-        text = f"Reasoning path: {head}{missing}\n" + "\n".join(lines)
+        head = path_text(path, self._name)
+        text = f"Reasoning path: {head}\n" + "\n".join(lines)
         units = list(dict.fromkeys(units))
         section = ContextSection("path", "Bridge path", text.strip(), tuple(rows), tuple(units))
         return section, units
@@ -415,6 +414,19 @@ class HiragRetriever:
             kept.append(cid)
             used += cost
         return tuple(kept)
+
+
+def path_text(path: BridgePath, name: Callable[[str], str]) -> str:
+    """The path leg by leg: "a → b → c", a leg without a path shown as "a ⇢ (no path) ⇢ d"."""
+    if not path.legs:
+        return " → ".join(name(k) for k in path.required)
+    parts = [name(path.legs[0].source)]
+    for leg in path.legs:
+        if leg.found:
+            parts.extend(f" → {name(k)}" for k in leg.nodes[1:])
+        else:
+            parts.append(f" ⇢ (no path) ⇢ {name(leg.target)}")
+    return "".join(parts)
 
 
 def budget_chunks(chunks: Sequence[Chunk], budget: int) -> list[Chunk]:
