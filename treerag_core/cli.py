@@ -28,11 +28,15 @@ def _progress_bars():
     def update(stage: str, done: int, total: int) -> None:
         bar = bars.get(stage)
         if bar is None:
-            label = {"parse": "parsing", "embed": "embedding", "index": "indexing"}[stage]
+            labels = {"parse": "parsing", "embed": "embedding", "index": "indexing"}
+            labels |= {"graph": "graph extraction", "entities": "embedding entities"}
+            label = labels.get(stage, stage)
             bar = bars[stage] = tqdm(
                 total=total,
                 desc=label,
-                unit={"parse": "doc", "embed": "chunk"}.get(stage, "step"),
+                unit={"parse": "doc", "embed": "chunk", "graph": "doc", "entities": "entity"}.get(
+                    stage, "step"
+                ),
                 file=sys.stderr,
                 leave=False,
                 disable=not sys.stderr.isatty(),
@@ -61,6 +65,45 @@ def _llm_summarizer(settings: IndexSettings, previous):
         raise LLMError("--llm-summaries needs ANTHROPIC_API_KEY", reason="no_api_key")
     cache = previous.summary_cache if previous is not None else {}
     return make_llm_summarizer(client, query.locate_model, cache)
+
+
+def _previous_hirag_reports(output: Path) -> dict:
+    from treerag_core.hirag.build import previous_llm_reports
+
+    return previous_llm_reports(output) if (output / "manifest.json").is_file() else {}
+
+
+def _index_hirag(index, output: Path, args: argparse.Namespace, cache: dict) -> None:
+    """`--hirag`: the corpus graph, communities, reports and entity vectors, in the folder."""
+    from treerag_core.hirag.build import HiragBuildSettings, build_into_folder
+
+    client = None
+    if args.hirag_llm_reports:
+        from treerag_core.llm import make_client
+
+        client = make_client(QuerySettings(), anthropic_api_key())
+        if client is None:
+            raise LLMError("--hirag-llm-reports needs ANTHROPIC_API_KEY", reason="no_api_key")
+    settings = HiragBuildSettings(
+        max_cluster_size=args.hirag_max_cluster_size, llm_reports=client is not None
+    )
+    update, close = _progress_bars()
+    try:
+        hindex = build_into_folder(
+            index, output, settings, client=client, report_cache=cache, progress=update
+        )
+    finally:
+        close()
+    meta = hindex.meta
+    counts, usage = meta["counts"], meta["report_usage"]
+    print(
+        f"HiRAG graph: {counts['entities']} entities, {counts['relations']} relations, "
+        f"{counts['communities']} communities on {counts['levels']} levels, "
+        f"{meta['seconds']['total']:.1f} s; report tokens in {usage['input_tokens']} "
+        f"out {usage['output_tokens']} (${usage['cost_usd']:.4f})"
+    )
+    for note in meta["notes"]:
+        print(f"note: {note}", file=sys.stderr)
 
 
 def cmd_index(args: argparse.Namespace) -> int:
@@ -111,7 +154,11 @@ def cmd_index(args: argparse.Namespace) -> int:
             index = build_index(sources, settings, embedder, previous=previous, progress=update)
     finally:
         close()
+    # save_index replaces the folder: read earlier LLM reports first, so they are reused.
+    hirag_cache = _previous_hirag_reports(output) if args.hirag else {}
     save_index(index, output)
+    if args.hirag:
+        _index_hirag(index, output, args, hirag_cache)
     stats = corpus_stats(index)
     seconds = time.perf_counter() - started
     print(
@@ -308,6 +355,17 @@ def build_parser() -> argparse.ArgumentParser:
         default=IndexSettings().max_file_bytes / 1024 / 1024,
         help="skip files larger than this (default 20)",
     )
+    p.add_argument(
+        "--hirag",
+        action="store_true",
+        help="also build the HiRAG corpus graph, communities and reports (the hirag-* strategies)",
+    )
+    p.add_argument(
+        "--hirag-llm-reports",
+        action="store_true",
+        help="community reports from the LLM (needs ANTHROPIC_API_KEY; batched, cached)",
+    )
+    p.add_argument("--hirag-max-cluster-size", type=int, default=10)
     p.set_defaults(func=cmd_index)
 
     p = sub.add_parser("query", help="answer one question, printing every step")

@@ -9,6 +9,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -20,13 +21,14 @@ from treerag_core.hirag.communities import (
     detect_communities,
 )
 from treerag_core.hirag.corpus_graph import Extractor, build_corpus_graph
-from treerag_core.hirag.reports import build_reports
+from treerag_core.hirag.reports import CommunityReport, build_reports
 from treerag_core.hirag.store import (
     BUILD_HINT,
     HiragIndex,
     has_hirag,
     load_hirag,
     load_partial_reports,
+    partial_reports_path,
     save_hirag,
     save_partial_reports,
 )
@@ -91,6 +93,7 @@ def build_hirag(
     extractor_name: str = "offline",
     client: Any = None,
     folder: str | None = None,
+    report_cache: dict[str, CommunityReport] | None = None,
     progress: ProgressFn | None = None,
 ) -> HiragIndex:
     """Extract, merge, cluster, report and embed; times (and LLM tokens) go into `meta`.
@@ -117,7 +120,9 @@ def build_hirag(
     seconds["communities"] = time.perf_counter() - t
     t = time.perf_counter()
     use_llm = settings.llm_reports and client is not None
-    checkpoint = load_partial_reports(folder) if folder and use_llm else {}
+    checkpoint = dict(report_cache or {})
+    if folder and use_llm:
+        checkpoint.update(load_partial_reports(folder))
     built = build_reports(
         communities,
         graph,
@@ -224,3 +229,47 @@ def load_or_build(
             _CACHE.pop(next(iter(_CACHE)))
         _CACHE[key] = hindex
         return hindex, built
+
+
+def previous_llm_reports(folder: str | Path) -> dict[str, CommunityReport]:
+    """Content key -> LLM report of a folder's current HiRAG build and of an interrupted one:
+    read before an index is rewritten, so unchanged communities are never asked for again."""
+    out: dict[str, CommunityReport] = {}
+    if has_hirag(folder):
+        try:
+            stored = load_hirag(folder)
+        except IndexFormatError:
+            stored = None
+        if stored is not None:
+            out.update({r.content_key: r for r in stored.reports.values() if r.source == "llm"})
+    out.update(load_partial_reports(folder))
+    return out
+
+
+def build_into_folder(
+    index: CorpusIndex,
+    folder: str | Path,
+    settings: HiragBuildSettings | None = None,
+    *,
+    client: Any = None,
+    report_cache: dict[str, CommunityReport] | None = None,
+    progress: ProgressFn | None = None,
+) -> HiragIndex:
+    """`index --hirag`: build with the index's embedder, save into the index folder."""
+    from treerag_core.embedders import get_embedder
+
+    settings = settings or HiragBuildSettings()
+    hindex = build_hirag(
+        index,
+        get_embedder(index.embedder_name),
+        settings,
+        client=client,
+        folder=str(folder),
+        report_cache=report_cache,
+        progress=progress,
+    )
+    save_hirag(hindex, folder)
+    partial_reports_path(folder).unlink(missing_ok=True)  # the build finished
+    with _LOCK:
+        _CACHE[hindex.fingerprint] = hindex
+    return hindex

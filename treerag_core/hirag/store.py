@@ -144,15 +144,19 @@ def save_hirag(hindex: HiragIndex, index_folder: str | Path) -> Path:
     return target
 
 
+def partial_reports_path(index_folder: str | Path) -> Path:
+    return Path(index_folder) / f".{FOLDER}-reports-partial.json"
+
+
 def save_partial_reports(index_folder: str | Path, reports: dict[str, CommunityReport]) -> None:
     """Checkpoint LLM reports during a build, so an interrupted build resumes without re-asking."""
-    path = Path(index_folder) / f".{FOLDER}-reports-partial.json"
+    path = partial_reports_path(index_folder)
     _write(path, [r.to_dict() for r in reports.values() if r.source == "llm"])
 
 
 def load_partial_reports(index_folder: str | Path) -> dict[str, CommunityReport]:
     """Content key -> LLM report from an interrupted build (empty when there is none)."""
-    path = Path(index_folder) / f".{FOLDER}-reports-partial.json"
+    path = partial_reports_path(index_folder)
     if not path.is_file():
         return {}
     try:
