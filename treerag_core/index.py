@@ -14,9 +14,10 @@ from treerag_core.bm25 import BM25Stats, LeafBM25
 from treerag_core.chunking import chunk_leaf
 from treerag_core.config import IndexSettings
 from treerag_core.embedders import Embedder
-from treerag_core.parsing import document_language, parse_document
+from treerag_core.parsing import parse_document
 from treerag_core.summaries import content_key, summarize_tree
 from treerag_core.text import tokenize
+from treerag_core.text_rules import detect_language
 from treerag_core.types import Chunk, DocumentInfo, Language, TreeNode
 
 # progress(stage, done, total): stage is "parse", "embed" or "index".
@@ -169,9 +170,6 @@ class CorpusIndex:
             self._heading_terms[leaf_id] = terms  # a racing duplicate computes the same set
         return terms
 
-    def memory_bytes(self) -> int:
-        return int(self.embeddings.nbytes)
-
 
 def _dense_scores(index: faiss.Index, query_vector: np.ndarray, n: int) -> np.ndarray:
     """Cosine of the query with all n vectors of a flat index, in the index's row order."""
@@ -226,7 +224,7 @@ def build_index(
             src.text, doc_id=src.name, name=src.name, max_depth=settings.max_depth, first_id=next_id
         )
         if summarizer is not None:
-            overrides.update(summarizer(doc_nodes, document_language(src.text)))
+            overrides.update(summarizer(doc_nodes, detect_language(src.text)))
         doc_nodes = summarize_tree(
             doc_nodes, max_chars=settings.summary_chars, overrides=overrides or None
         )
@@ -237,7 +235,7 @@ def build_index(
                 doc_id=src.name,
                 name=src.name,
                 title=root.heading,
-                language=document_language(src.text),
+                language=detect_language(src.text),
                 sha256=src.sha256,
                 size_chars=len(src.text),
                 root_id=root.node_id,

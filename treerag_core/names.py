@@ -43,7 +43,7 @@ class Locator(_Named):
     KEYWORD = "keyword"  # the seed's mock: question terms against headings
 
 
-class Embedder(_Named):
+class EmbedderName(_Named):
     """Built-in embedders; `st:<folder>` (a sentence-transformers folder) is accepted too."""
 
     MULTILINGUAL = "multilingual"
