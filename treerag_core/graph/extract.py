@@ -19,7 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from treerag_core.graph.types import CO_OCCURS, Concept, LeafGraph, Relation, Span
-from treerag_core.text import EN_STOPWORDS, _jieba, _words, sentence_spans, stem
+from treerag_core.text import EN_STOPWORDS, _jieba, _words, stem
+from treerag_core.text_rules import sentence_spans
 from treerag_core.types import Chunk, Language
 
 EXTRACTOR_VERSION = "offline-1"  # part of the content key: a changed recipe rebuilds graphs

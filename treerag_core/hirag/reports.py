@@ -11,7 +11,7 @@ from typing import Any
 from treerag_core.errors import LLMError
 from treerag_core.hirag.communities import Community
 from treerag_core.hirag.corpus_graph import CorpusGraph, Entity, Relation
-from treerag_core.text import detect_language
+from treerag_core.text_rules import detect_language
 from treerag_core.types import Language, Usage
 
 MAX_FINDINGS = 5

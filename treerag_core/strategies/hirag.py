@@ -75,9 +75,9 @@ class _HiragMode:
     options_type: ClassVar[type | None] = HiragOptions
 
     def effective_settings(self, settings: QuerySettings) -> QuerySettings:
-        return settings
+        return settings.with_(strategy=self.name)
 
-    def locate_inputs(self, settings: QuerySettings) -> dict[str, Any]:
+    def locate_inputs(self, settings: QuerySettings, locator: str) -> dict[str, Any]:
         return {}
 
     def locate(self, ctx: QueryContext) -> LocateResult:
