@@ -8,7 +8,14 @@ import json
 from streamlit.testing.v1 import AppTest
 
 from treerag_core.types import ContextSection
-from ui.hirag_view import MAX_NODES, PALETTE, neighbourhood, section_table
+from ui.hirag_view import (
+    MAX_NODES,
+    PALETTE,
+    graph_store_for,
+    is_hirag_trace,
+    neighbourhood,
+    section_table,
+)
 
 
 def _sections() -> list[ContextSection]:
@@ -71,3 +78,9 @@ def test_app_renders_graph_and_tables():
     at.selectbox[0].select("hirag-naive").run()
     assert not at.exception and not at.dataframe
     assert "no graph context" in at.info[0].value
+
+
+def test_helpers_for_wiring(hashing_index):
+    assert is_hirag_trace(_sections()) and not is_hirag_trace([])
+    store = graph_store_for(hashing_index)  # built by the strategy tests, or None: never builds
+    assert store is None or store.has_node(next(iter(store.nx_graph.nodes)))

@@ -155,6 +155,22 @@ def section_table(section: ContextSection) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def is_hirag_trace(sections: Sequence[ContextSection]) -> bool:
+    """Whether a trace's sections are the HiRAG kinds this view draws."""
+    return any(s.kind in {"entities", "relations", "reports", "path"} for s in sections)
+
+
+def graph_store_for(index: Any) -> Any:
+    """The index's HiRAG graph store when it is built or cached, else None (never builds)."""
+    from treerag_core.errors import IndexFormatError
+    from treerag_core.hirag.build import hirag_for
+
+    try:
+        return hirag_for(index, build_if_missing=False).store
+    except IndexFormatError:
+        return None
+
+
 def render_hirag(sections: Sequence[ContextSection], store: Any = None, key: str = "hirag") -> None:
     """The whole view: legend, graph, then one table per section (entities, relations,
     reports, path). Sections come from `Retrieval.sections` or a stored trace."""
