@@ -130,11 +130,13 @@ def extractive_report(
             f"relations from {len(community.chunk_ids)} passages; central: {', '.join(names)}."
         )
     findings: list[str] = []
+    name = {e.key: e.name for e in ents}
     for r in rels:
         if len(findings) >= MAX_FINDINGS:
             break
         if r.description:
-            findings.append(f"{r.source} — {r.target}: {_first_sentence(r.description)}")
+            ends = f"{name.get(r.source, r.source)} — {name.get(r.target, r.target)}"
+            findings.append(f"{ends}: {_first_sentence(r.description)}")
     for e in ents:
         if len(findings) >= MAX_FINDINGS:
             break
@@ -169,8 +171,11 @@ def build_report_prompt(
         lines = [f"## {cid}", "Entities:" if language != "zh" else "实体:"]
         lines += [f"- {e.name}: {e.description[:200]}" for e in ents[:PROMPT_ENTITIES]]
         lines.append("Relations:" if language != "zh" else "关系:")
+        name = {e.key: e.name for e in ents}
         lines += [
-            f"- {r.source} -> {r.target}: {r.description[:200]}" for r in rels[:PROMPT_RELATIONS]
+            f"- {name.get(r.source, r.source)} -> {name.get(r.target, r.target)}: "
+            f"{r.description[:200]}"
+            for r in rels[:PROMPT_RELATIONS]
         ]
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)

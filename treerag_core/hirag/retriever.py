@@ -175,7 +175,7 @@ class HiragRetriever:
         if mode in (Mode.BRIDGE, Mode.HI):
             path = self._bridge(top, options)
             if path.no_path:
-                pairs = "; ".join(f"{a} ~ {b}" for a, b in path.no_path)
+                pairs = "; ".join(f"{self._name(a)} ~ {self._name(b)}" for a, b in path.no_path)
                 notes.append(f"bridge: no path between {pairs}")
             path_section, path_units = self._path_section(path, options, scoped)
             sections.append(path_section)
@@ -203,15 +203,15 @@ class HiragRetriever:
             for r in self.h.store.get_node_edges(s.entity.key):
                 if self._in_scope(r.chunk_ids, scope):
                     seen[(r.source, r.target)] = r
-        ranked = sorted(
-            seen.values(),
-            key=lambda r: (
-                -((r.source in keys) + (r.target in keys)),
-                -r.weight,
-                r.source,
-                r.target,
-            ),
-        )
+        rank = {s.entity.key: s.rank for s in top}
+        worst = len(top) + 1
+
+        def order(r: Relation) -> tuple:
+            inside = (r.source in keys) + (r.target in keys)
+            best = min(rank.get(r.source, worst), rank.get(r.target, worst))
+            return (-inside, best, -r.weight, r.source, r.target)
+
+        ranked = sorted(seen.values(), key=order)
         kept, used = [], 0
         entity_tokens = sum(estimate_tokens(s.entity.description) for s in top)
         for r in ranked:
