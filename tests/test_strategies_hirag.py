@@ -73,3 +73,15 @@ def test_scope_and_options(hashing_index):
     settings = QuerySettings(strategy="hirag-local").with_option("hirag", HiragOptions(top_k=3))
     result, _ = run(hashing_index, "hirag-local", settings=settings)
     assert len(result.sections[0].rows) == 3
+
+
+def test_graph_unit_order_keeps_the_graph_order(hashing_index):
+    hybrid, _ = run(hashing_index, "hirag-local")
+    settings = QuerySettings(strategy="hirag-local").with_option(
+        "hirag", HiragOptions(unit_order="graph")
+    )
+    graph, _ = run(hashing_index, "hirag-local", settings=settings)
+    ids = lambda r: [h.chunk.chunk_id for h in r.candidates]  # noqa: E731
+    assert sorted(ids(graph)) == sorted(ids(hybrid))  # the same units, in another order
+    fused = [h.fused for h in hybrid.candidates]
+    assert fused == sorted(fused, reverse=True)
