@@ -62,6 +62,7 @@ class StrategyName(_Named):
     """The built-in strategies code refers to by name (the registry lists every strategy)."""
 
     TREERAG = "treerag"
+    FLAT_STRUCTURED = "flat-structured"
     FLAT_HYBRID = "flat-hybrid"
     FLAT_DENSE = "flat-dense"
     FLAT_BM25 = "flat-bm25"

@@ -1,1 +1,1 @@
-"""Explorer components that are not pages (each renders one view of the engine's output)."""
+"""Streamlit building blocks the pages compose (the engine never imports these)."""
