@@ -98,6 +98,8 @@ class HiragRetriever:
         self.chunks = {c.chunk_id: c for c in chunks}
         self._bm25: LeafBM25 | None = None
         self._communities = {c.community_id: c for c in hindex.communities}
+        self._entity_docs: list[frozenset[str]] | None = None
+        self._rows_by_scope: dict[tuple[str, ...] | None, np.ndarray] = {}
 
     # ---- entity search ---------------------------------------------------------------
     def _entity_bm25(self) -> LeafBM25:
@@ -105,6 +107,29 @@ class HiragRetriever:
             tokens = self.h.entity_tokens
             self._bm25 = LeafBM25.from_tokens(tokens, BM25Stats.from_tokens(tokens))
         return self._bm25
+
+    def _scope_rows(self, scope: set[str] | None) -> np.ndarray:
+        """Rows of the entities with a passage in scope; cached per scope (a query reuses it)."""
+        key = None if scope is None else tuple(sorted(scope))
+        rows = self._rows_by_scope.get(key)
+        if rows is None:
+            if self._entity_docs is None:
+                self._entity_docs = [
+                    frozenset(self.chunks[c].doc_id for c in e.chunk_ids if c in self.chunks)
+                    for e in self.h.graph.entities
+                ]
+            rows = np.asarray(
+                [
+                    i
+                    for i, docs in enumerate(self._entity_docs)
+                    if docs and (scope is None or not docs.isdisjoint(scope))
+                ],
+                dtype=np.int64,
+            )
+            if len(self._rows_by_scope) > 256:  # one entry per document set asked about
+                self._rows_by_scope.clear()
+            self._rows_by_scope[key] = rows
+        return rows
 
     def _in_scope(self, chunk_ids: Sequence[str], scope: set[str] | None) -> tuple[str, ...]:
         if scope is None:
@@ -122,10 +147,7 @@ class HiragRetriever:
         entities = self.h.graph.entities
         if not entities:
             return ()
-        rows = np.asarray(
-            [i for i, e in enumerate(entities) if self._in_scope(e.chunk_ids, scope)],
-            dtype=np.int64,
-        )
+        rows = self._scope_rows(scope)
         if not len(rows):
             return ()
         dense = self.h.entity_vectors[rows] @ np.asarray(query_vector, dtype=np.float32)
