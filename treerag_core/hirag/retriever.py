@@ -100,6 +100,7 @@ class HiragRetriever:
         self._communities = {c.community_id: c for c in hindex.communities}
         self._entity_docs: list[frozenset[str]] | None = None
         self._rows_by_scope: dict[tuple[str, ...] | None, np.ndarray] = {}
+        self._members_at: dict[int, dict[str, str]] = {}
 
     # ---- entity search ---------------------------------------------------------------
     def _entity_bm25(self) -> LeafBM25:
@@ -285,10 +286,16 @@ class HiragRetriever:
 
     # ---- bridge ----------------------------------------------------------------------
     def _membership(self, options: HiragOptions) -> dict[str, str]:
-        """Entity -> its finest community at level <= options.level."""
+        """Entity -> its finest community at level <= options.level (computed once a level)."""
+        cached = self._members_at.get(options.level)
+        if cached is None:
+            cached = self._members_at[options.level] = self._finest(options.level)
+        return cached
+
+    def _finest(self, level: int) -> dict[str, str]:
         out: dict[str, tuple[int, str]] = {}
         for c in self.h.communities:
-            if c.level <= options.level:
+            if c.level <= level:
                 for key in c.entity_keys:
                     if key not in out or c.level > out[key][0]:
                         out[key] = (c.level, c.community_id)
