@@ -93,7 +93,7 @@ def test_builtins_are_registered_in_menu_order():
 
 
 def test_unknown_strategy_lists_the_valid_names():
-    with pytest.raises(ValueError, match="unknown strategy .nope.; choose one of treerag, "):
+    with pytest.raises(ValueError, match=r"unknown strategy .nope.; choose one of treerag, "):
         get_strategy("nope")
 
 
