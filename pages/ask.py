@@ -109,6 +109,7 @@ def _sidebar(doc_options: dict[str, str], scope_key: str) -> None:
             "weighted": "weighted (min-max, then weighted sum)",
             "rrf": "RRF (reciprocal rank)",
             "dbsf": "DBSF (mean ± 3 std)",
+            "union": "union (either retriever, once per chunk)",
         }.get,
     )
     sb.slider("Dense weight", 0.0, 1.0, step=0.05, key="qs_dense_weight", persist_state=KEEP)

@@ -29,3 +29,15 @@ class LLMError(TreeRAGError):
     def __init__(self, message: str, reason: str = "error") -> None:
         super().__init__(message)
         self.reason = reason
+
+
+class UnsafePathError(TreeRAGError):
+    """A path the server refuses to read: outside the allowed folders, not a file, too large."""
+
+
+class IndexBusyError(TreeRAGError):
+    """Another process is writing the same index folder; retry when it has finished."""
+
+
+class WorkspaceLimitError(TreeRAGError):
+    """An upload would take a session's workspace over one of its limits."""

@@ -21,6 +21,7 @@ from treerag_core.text import tokenize
 from treerag_core.text_rules import detect_language
 from treerag_core.types import Chunk, DocumentInfo, Language, TreeNode
 
+MAX_SCOPE_CACHE = 8  # distinct document scopes whose flat FAISS + BM25 stay in memory
 # progress(stage, done, total): stage is "parse", "embed" or "index".
 ProgressFn = Callable[[str, int, int], None]
 
@@ -51,6 +52,7 @@ class CorpusIndex:
     embeddings: np.ndarray
     tokens: list[list[str]]
     summary_cache: dict[str, str] = field(default_factory=dict)
+    embedder_fingerprint: tuple[float, ...] = ()  # the embedder's vector of a probe text
     folder: str | None = None  # where it was loaded from or saved to (derived artifacts go there)
     _leaf_rows: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
     _faiss: dict[str, faiss.Index] = field(default_factory=dict, repr=False)
@@ -145,9 +147,9 @@ class CorpusIndex:
         self, scope: Sequence[str] | None, query_vector: np.ndarray, query_tokens: list[str]
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Flat scores over every chunk in scope: one FAISS index and one BM25 for the scope."""
-        key = "*" if scope is None else "*" + "\x1f".join(sorted(scope))
+        key = "*" if scope is None else "*" + "\x1f".join(sorted(set(scope)))
         with self._lock:
-            cached = self._scopes.get(key)
+            cached = self._scopes.pop(key, None)
             if cached is None:
                 rows = self.scope_rows(scope)
                 index = faiss.IndexFlatIP(self.dim)
@@ -155,7 +157,12 @@ class CorpusIndex:
                     index.add(np.ascontiguousarray(self.embeddings[rows]))
                 tokens = [self.tokens[i] for i in rows]
                 scorer = LeafBM25.from_tokens(tokens, BM25Stats.from_tokens(tokens))
-                cached = self._scopes[key] = (rows, index, scorer)
+                cached = (rows, index, scorer)
+            self._scopes[key] = cached  # most recently used last
+            # Each distinct scope holds a FAISS + BM25 copy: keep only the recent few, so no
+            # client can grow memory by asking over ever new sets of documents.
+            while len(self._scopes) > MAX_SCOPE_CACHE:
+                self._scopes.pop(next(iter(self._scopes)))
         rows, index, scorer = cached
         if not len(rows):
             empty = np.zeros(0, dtype=np.float32)
@@ -273,9 +280,16 @@ def build_index(
         embeddings=embeddings,
         tokens=tokens,
         summary_cache=summary_cache,
+        embedder_fingerprint=_fingerprint(embedder),
     )
     notify("index", 1, 1)
     return index
+
+
+def _fingerprint(embedder: Embedder) -> tuple[float, ...]:
+    from treerag_core.store import embedder_fingerprint  # store imports this module
+
+    return embedder_fingerprint(embedder)
 
 
 def _reusable_embeddings(

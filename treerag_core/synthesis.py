@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
@@ -25,6 +26,21 @@ def evidence_pairs(
     """(label, text) the answer reads: a strategy's context sections first, then passages."""
     pairs = [(section.title, section.text) for section in sections if section.text.strip()]
     return pairs + [(hit.chunk.heading_path, hit.chunk.text) for hit in hits]
+
+
+_LINK_BRACKETS = re.compile(r"([\[\]<>])")
+_BARE_URL = re.compile(r"(?i)(?<=:)//|\bwww\.")
+
+
+def inert_links(text: str) -> str:
+    """Document text quoted into a Markdown answer, with every link made inert.
+
+    Brackets and angle brackets are backslash-escaped (no `[text](url)`, `![img](url)`,
+    `<url>` or raw HTML), and `://` and `www.` get backslashes too, so no bare URL is
+    auto-linked: a document cannot put a clickable link into an extractive answer.
+    """
+    text = _LINK_BRACKETS.sub(r"\\\1", text)
+    return _BARE_URL.sub(lambda m: m.group(0).replace("/", "\\/").replace(".", "\\."), text)
 
 
 def synthesis_prompt(
@@ -68,7 +84,7 @@ def extractive_answer(
     lines = [header]
     for n, i in enumerate(order, start=1):
         sentence, path = candidates[i]
-        lines.append(f'[{n}] "{sentence}" [{label}: {path}]')
+        lines.append(f'[{n}] "{inert_links(sentence)}" [{label}: {path}]')
     return "\n".join(lines)
 
 

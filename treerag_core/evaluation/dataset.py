@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from treerag_core.errors import TreeRAGError
+from treerag_core.safepaths import read_bytes_checked, resolve_inside
 
 UNANSWERABLE = "unanswerable"
 NO_EVIDENCE = "no evidence found verbatim"
 QUESTIONS_FILE = "questions.jsonl"
 DOCS_DIR = "docs"
+MAX_FILE_BYTES = 64 * 1024 * 1024  # per questions file or document
 
 DocReader = Callable[[str, str], str]  # (doc name, where to blame) -> its text
 
@@ -78,14 +80,31 @@ class EvalDataset:
         return sum(q.n_evidence_missing for q in self.questions)
 
 
-def load_dataset(folder: Path) -> EvalDataset:
+def load_dataset(
+    folder: Path, roots: Sequence[str | Path] | None = None, max_bytes: int = MAX_FILE_BYTES
+) -> EvalDataset:
     """Read `folder/questions.jsonl` and `folder/docs/*.md` and locate every gold evidence.
+
+    With `roots` (the explorer passes `safepaths.allowed_roots()` for a typed folder), the
+    folder and every file read must resolve inside them. Every file must be a regular file of
+    at most `max_bytes` (no device or FIFO is ever opened).
 
     Raises:
         EvalDataError: the folder, its questions file or a referenced document is missing, or a
             line is not a JSON object with the expected fields (the message names file and line).
+        UnsafePathError: a path outside `roots`, not a regular file, or too large.
     """
     folder = Path(folder)
+    if roots is not None:
+        resolve_inside(folder, roots)
+
+    def read(path: Path) -> str:
+        checked = resolve_inside(path, roots) if roots is not None else path
+        try:
+            return read_bytes_checked(checked, max_bytes).decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise EvalDataError(f"{path} is not UTF-8 text ({e})") from e
+
     questions_path = folder / QUESTIONS_FILE
     docs_dir = folder / DOCS_DIR
     if not questions_path.is_file():
@@ -100,13 +119,13 @@ def load_dataset(folder: Path) -> EvalDataset:
             path = docs_dir / name
             if not path.is_file():
                 raise EvalDataError(f"{where}: document {name!r} is not in {docs_dir}")
-            texts[name] = path.read_text(encoding="utf-8")
+            texts[name] = read(path)
         return texts[name]
 
     questions: list[EvalQuestion] = []
     seen_ids: dict[str, int] = {}
     # split("\n"), not splitlines(): U+2028 and friends may sit raw inside JSON strings.
-    lines = questions_path.read_text(encoding="utf-8").split("\n")
+    lines = read(questions_path).split("\n")
     for line_no, line in enumerate(lines, start=1):
         if not line.strip():
             continue  # a trailing blank line is not a question

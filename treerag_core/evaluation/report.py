@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from treerag_core.evaluation.dataset import EvalDataError
+from treerag_core.safepaths import read_bytes_inside, resolve_inside
 
 HEADLINE_KEYS: tuple[str, ...] = (
     "recall@1000c",
@@ -23,6 +24,7 @@ HEADLINE_KEYS: tuple[str, ...] = (
     "latency_ms.total.p50",
 )
 MISSING = "—"
+REPORT_MAX_BYTES = 64 * 1024 * 1024  # a full dev-set report is ~2 MB
 
 
 def lookup(metrics: Mapping[str, Any], key: str) -> Any:
@@ -98,17 +100,27 @@ def write_report(path: Path, report: Mapping[str, Any]) -> None:
         raise
 
 
-def load_report(path: Path) -> dict[str, Any]:
-    """Read a report written by `write_report`.
+def load_report(
+    path: Path,
+    roots: Sequence[str | Path] | None = None,
+    max_bytes: int = REPORT_MAX_BYTES,
+) -> dict[str, Any]:
+    """Read a report written by `write_report`, only from inside `roots`.
+
+    `roots` defaults to the app's data folder and the eval-set folders (`allowed_roots`): a
+    path typed in the browser can never make the server read anything else, a device or FIFO,
+    or a file larger than `max_bytes`.
 
     Raises:
         EvalDataError: the file is missing, not JSON, or not a JSON object.
+        UnsafePathError: outside the roots, not a regular file, or too large.
     """
     path = Path(path)
+    if not resolve_inside(path, roots).exists():
+        raise EvalDataError(f"No eval report at {path}")
+    raw = read_bytes_inside(path, roots, max_bytes)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as e:
-        raise EvalDataError(f"No eval report at {path}") from e
+        data = json.loads(raw.decode("utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise EvalDataError(f"Eval report {path} is not valid UTF-8 JSON: {e}") from e
     if not isinstance(data, dict):
