@@ -65,6 +65,7 @@ def test_round_trip_and_errors(small_index):
 
 def test_lazy_build_saves_into_the_index_folder(small_index):
     shutil.rmtree(small_index / "hirag", ignore_errors=True)
+    hirag_build._CACHE.clear()  # another test may have built this same corpus in memory
     index = load_index(small_index)
     with pytest.raises(IndexFormatError, match="no HiRAG graph"):
         load_or_build(index, build_if_missing=False)
