@@ -174,6 +174,30 @@ def test_bad_query_flags_are_one_line_errors(index_dir, flags, message):
     assert "Traceback" not in result.stderr
 
 
+def test_index_converts_pdf_docx_html_and_query_shows_pages(tmp_path):
+    import docx
+
+    from tests.pdf_factory import report_pdf
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "report.pdf").write_bytes(report_pdf(3))
+    (docs / "scan.pdf").write_bytes(b"%PDF-1.4 broken")
+    (docs / "page.html").write_text("<h1>Guide</h1><p>Some guide text about trains.</p>")
+    document = docx.Document()
+    document.add_heading("Memo", level=1)
+    document.add_paragraph("A memo paragraph about hotels and budgets.")
+    document.save(docs / "memo.docx")
+    folder = tmp_path / "idx"
+    result = cli("index", "--input", str(docs), "--output", str(folder), "--mock")
+    assert result.returncode == 0, result.stderr
+    assert "indexed 3 documents" in result.stdout
+    assert "skipped scan.pdf: " in result.stderr and "not a readable PDF" in result.stderr
+    result = cli("query", "--index", str(folder), "--query", "net income page 2", "--mock")
+    assert result.returncode == 0, result.stderr
+    assert "(p. " in result.stdout  # hits from the PDF name their page
+
+
 def test_treerag_max_file_mb_is_read_by_index(tmp_path, monkeypatch, capsys):
     from treerag_core.cli import main
 

@@ -186,6 +186,54 @@ def test_save_replaces_existing_index(tmp_path, hashing_index):
     assert sorted(p.name for p in tmp_path.iterdir()) == [".idx.lock", "idx"]
 
 
+def _pdf_index():
+    from tests.pdf_factory import report_pdf
+    from treerag_core.ingest import sources_from_uploads
+
+    sources, _ = sources_from_uploads([("r.pdf", report_pdf(3))], 1024 * 1024)
+    sources.append(SourceDocument("n.md", "# N\n\nplain markdown text, no pages at all.\n"))
+    return build_index(sources, IndexSettings(embedder="hashing"), get_embedder("hashing"))
+
+
+def test_page_spans_and_page_map_survive_save_and_load(tmp_path):
+    index = _pdf_index()
+    loaded = load_index(save_index(index, tmp_path / "idx"))
+    assert loaded.chunks == index.chunks
+    assert loaded.documents == index.documents
+    assert loaded.document("r.pdf").page_starts == index.document("r.pdf").page_starts != ()
+    assert loaded.document("r.pdf").source_format == "pdf"
+    assert all(c.page_start is None for c in loaded.chunks if c.doc_id == "n.md")
+
+
+def test_sources_of_an_index_keep_page_maps():
+    index = _pdf_index()
+    again = build_index(index.sources(), index.settings, get_embedder("hashing"))
+    assert again.chunks == index.chunks and again.documents == index.documents
+
+
+def test_index_without_page_fields_still_loads(tmp_path):
+    folder = save_index(_pdf_index(), tmp_path / "idx")
+    # An index written before PDF support: no page fields on chunks or documents.
+    rows = [json.loads(line) for line in (folder / "chunks.jsonl").read_text().splitlines()]
+    for row in rows:
+        del row["page_start"], row["page_end"]
+    (folder / "chunks.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    manifest = json.loads((folder / "manifest.json").read_text())
+    for doc in manifest["documents"]:
+        del doc["page_starts"], doc["source_format"]
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    loaded = load_index(folder)
+    assert all(c.page_start is None for c in loaded.chunks)
+    assert loaded.document("r.pdf").page_starts == ()
+
+
+def test_save_keeps_the_tree_edits_sidecar(tmp_path):
+    folder = save_index(_pdf_index(), tmp_path / "idx")
+    (folder / "tree_edits.json").write_text('{"version": 1, "documents": {}}')
+    save_index(_pdf_index(), folder)
+    assert (folder / "tree_edits.json").read_text() == '{"version": 1, "documents": {}}'
+
+
 def test_zero_byte_embeddings_npy_is_a_clear_error(saved):
     (saved / "embeddings.npy").write_bytes(b"")
     with pytest.raises(IndexFormatError, match=r"embeddings\.npy.*rebuild"):

@@ -96,7 +96,8 @@ def test_collect_inputs_expands_folders_sorted(tmp_path: Path) -> None:
     single = tmp_path / "notes.py"
     found = collect_inputs([tmp_path, single, tmp_path / "z.md"])
     rel = [p.relative_to(tmp_path).as_posix() for p in found]
-    assert rel == ["a.txt", "b/c.markdown", "b/d.MD", "z.md", "notes.py"]
+    # .pdf (and .docx, .html) are converted documents now; .py is still not a document.
+    assert rel == ["a.txt", "b/c.markdown", "b/d.MD", "b/f.pdf", "z.md", "notes.py"]
 
 
 def test_collect_inputs_missing_path(tmp_path: Path) -> None:

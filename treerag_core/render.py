@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from treerag_core.flags import question_flags
+from treerag_core.pagemap import format_pages
 from treerag_core.text_rules import preview
 from treerag_core.trace_io import stage_summary
 from treerag_core.types import RetrievedChunk, Trace
@@ -75,8 +76,11 @@ def render_retrieval(trace: Trace) -> str:
     for hit in trace.reranked:
         move = hit.pooled_rank - hit.final_rank
         arrow = f"  (up {move})" if move > 0 else f"  (down {-move})" if move < 0 else ""
+        pages = format_pages(hit.chunk.page_start, hit.chunk.page_end)
+        where = f" ({pages})" if pages else ""
         lines.append(
-            f"  #{hit.final_rank} [{hit.chunk.source_node_id}] {hit.chunk.heading_path}{arrow}"
+            f"  #{hit.final_rank} [{hit.chunk.source_node_id}] {hit.chunk.heading_path}{where}"
+            f"{arrow}"
         )
         lines.append(f'     "{preview(hit.chunk.text, 90)}"')
         lines.append(f"     {_scores(hit)}")

@@ -51,6 +51,8 @@ class Chunk:
     doc_id: str
     start: int
     end: int
+    page_start: int | None = None  # 1-based PDF pages the chunk spans (None: no pages)
+    page_end: int | None = None
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,8 @@ class DocumentInfo:
     sha256: str
     size_chars: int
     root_id: str
+    page_starts: tuple[int, ...] = ()  # offset where each PDF page begins (empty: no pages)
+    source_format: str = ""  # pdf | docx | html | markdown | text ("" in older indexes)
 
 
 @dataclass(frozen=True)
@@ -94,6 +98,7 @@ class RetrievedChunk:
     minmax_forced: bool = False  # min-max made this the leaf's 1.0 on a 1-2 chunk leaf
     pool_fused: float | None = None  # fusion recomputed over all leaves' hits: the pooled order
     sub_query: str = ""
+    graph: float | None = None  # graph-search score in [0, 1] (treerag-kg); None: no graph ran
     prior: float | None = None  # structure-aware strategies: the section evidence (0-1) it got
 
 
@@ -185,6 +190,7 @@ class Citation:
     heading_path: str
     node_ids: tuple[str, ...]
     supported: bool
+    pages: tuple[int, ...] = ()  # PDF pages of the retrieved passages of the cited nodes
 
 
 @dataclass

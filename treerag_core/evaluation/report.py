@@ -23,8 +23,32 @@ HEADLINE_KEYS: tuple[str, ...] = (
     "section_hit@5",
     "latency_ms.total.p50",
 )
+# PDF sets with page-level gold (README "Page-level gold").
+PAGE_HEADLINE_KEYS: tuple[str, ...] = (
+    "page_hit@1000c",
+    "page_hit@2000c",
+    "page_hit@1",
+    "page_hit@5",
+    "page_recall@5",
+    "page_mrr@10",
+    "ctx_chars@5",
+    "latency_ms.total.p50",
+)
 MISSING = "—"
 REPORT_MAX_BYTES = 64 * 1024 * 1024  # a full dev-set report is ~2 MB
+# `eval --llm`: the local and the LLM locator on the same questions.
+LOCATOR_KEYS: tuple[str, ...] = (
+    "section_hit@1",
+    "section_hit@3",
+    "section_hit@5",
+    "recall@1000c",
+    "recall@2000c",
+    "hit@5",
+    "locate_usage.input_tokens",
+    "locate_usage.output_tokens",
+    "locate_usage.cost_usd",
+    "llm_usage.cost_usd",
+)
 
 
 def lookup(metrics: Mapping[str, Any], key: str) -> Any:
@@ -48,8 +72,10 @@ def _header(key: str) -> str:
 def _format(key: str, value: Any) -> str:
     if value is None or isinstance(value, bool) or not isinstance(value, int | float):
         return MISSING
-    if key.startswith(("ctx_chars", "latency_ms", "n_")):
+    if key.startswith(("ctx_chars", "latency_ms", "n_")) or key.endswith("_tokens"):
         return f"{value:.0f}"
+    if key.endswith("cost_usd"):
+        return f"{value:.4f}"
     return f"{value:.3f}"
 
 
@@ -57,13 +83,16 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def markdown_table(report: Mapping[str, Any], keys: Sequence[str] = HEADLINE_KEYS) -> str:
+def markdown_table(report: Mapping[str, Any], keys: Sequence[str] | None = None) -> str:
     """One row per strategy with `n` (questions scored), `left out`, then `keys`.
 
-    `keys` are metric names or dotted paths into a strategy's entry; a value the report
-    lacks is shown as "—".
+    `keys` are metric names or dotted paths into a strategy's entry (default: the headline
+    keys, or the page-level ones for a PDF set); a value the report lacks is shown as "—".
     """
     strategies = report.get("strategies") or {}
+    if keys is None:  # page-level gold (PDF sets) has its own headline numbers
+        paged = any("page_hit@5" in m for m in strategies.values())
+        keys = PAGE_HEADLINE_KEYS if paged else HEADLINE_KEYS
     header = ["strategy", "n", "left out", *(_header(k) for k in keys)]
     lines = [
         "| " + " | ".join(_cell(h) for h in header) + " |",

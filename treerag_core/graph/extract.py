@@ -47,7 +47,7 @@ _BOUNDARY_WORDS = _words(
     learns learned contain contains contained consist consists consisting remain remains
     et al whereas whilst add adds added discard represent represents expressed denote denotes
     denoted refer refers referred called defined define defines read reads write writes
-    improve improves outperform outperforms
+    improve improves outperform outperforms come comes came go goes went
     """
 )
 # Single words too generic to be a concept on their own (they stay inside longer phrases).
@@ -59,7 +59,7 @@ _GENERIC_WORDS = _words(
     """
 )
 # Citation and cross-reference markers ("BIBREF12", "TABREF3") are not concepts.
-_MARKER = re.compile(r"(?:BIB|TAB|FIG|SEC|EQ)REF\d+")
+_MARKER = re.compile(r"(?:BIB|TAB|FIG|SEC|EQ)REF\d+|(?:INLINE|DISPLAY)FORM\d+")
 _EN_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-'][A-Za-z0-9]+)*|\d+(?:\.\d+)?")
 
 # jieba.posseg tags that make a noun run: nouns, names, places, organisations, other proper
