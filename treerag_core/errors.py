@@ -29,3 +29,7 @@ class LLMError(TreeRAGError):
     def __init__(self, message: str, reason: str = "error") -> None:
         super().__init__(message)
         self.reason = reason
+
+
+class VectorStoreError(TreeRAGError):
+    """A vector store (e.g. a Qdrant server) cannot be reached or refused a request."""

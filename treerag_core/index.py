@@ -7,17 +7,19 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-import faiss
 import numpy as np
 
 from treerag_core.bm25 import BM25Stats, LeafBM25
 from treerag_core.chunking import chunk_leaf
 from treerag_core.config import IndexSettings
 from treerag_core.embedders import Embedder
+from treerag_core.ktype import KTypeLLM
+from treerag_core.layers import Layers, build_layers
 from treerag_core.parsing import document_language, parse_document
 from treerag_core.summaries import content_key, summarize_tree
 from treerag_core.text import tokenize
 from treerag_core.types import Chunk, DocumentInfo, Language, TreeNode
+from treerag_core.vectors.faiss_store import FlatGroup
 
 # progress(stage, done, total): stage is "parse", "embed" or "index".
 ProgressFn = Callable[[str, int, int], None]
@@ -49,8 +51,9 @@ class CorpusIndex:
     embeddings: np.ndarray
     tokens: list[list[str]]
     summary_cache: dict[str, str] = field(default_factory=dict)
+    layers: Layers | None = None  # drill-down: K-Type document and section vectors
     _leaf_rows: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
-    _faiss: dict[str, faiss.Index] = field(default_factory=dict, repr=False)
+    _faiss: dict[str, FlatGroup] = field(default_factory=dict, repr=False)
     _bm25: dict[str, LeafBM25] = field(default_factory=dict, repr=False)
     _doc_stats: dict[str, BM25Stats] = field(default_factory=dict, repr=False)
     _scopes: dict[str, tuple] = field(default_factory=dict, repr=False)
@@ -88,15 +91,12 @@ class CorpusIndex:
         return out
 
     # ---- search primitives -----------------------------------------------------------
-    def leaf_faiss(self, leaf_id: str) -> faiss.Index:
+    def leaf_faiss(self, leaf_id: str) -> FlatGroup:
         """The leaf's flat inner-product index (rows normalised: cosine); built once, lazily."""
         with self._lock:
             index = self._faiss.get(leaf_id)
             if index is None:
-                index = faiss.IndexFlatIP(self.dim)
-                rows = self.leaf_rows(leaf_id)
-                if len(rows):
-                    index.add(np.ascontiguousarray(self.embeddings[rows]))
+                index = FlatGroup(self.embeddings[self.leaf_rows(leaf_id)], self.dim)
                 self._faiss[leaf_id] = index
             return index
 
@@ -124,7 +124,7 @@ class CorpusIndex:
         if not len(rows):
             empty = np.zeros(0, dtype=np.float32)
             return rows, empty, empty
-        dense = _dense_scores(self.leaf_faiss(leaf_id), query_vector, len(rows))
+        dense = self.leaf_faiss(leaf_id).scores(query_vector)
         bm25 = self.leaf_bm25(leaf_id).scores(query_tokens).astype(np.float32)
         return rows, dense, bm25
 
@@ -146,9 +146,7 @@ class CorpusIndex:
             cached = self._scopes.get(key)
             if cached is None:
                 rows = self.scope_rows(scope)
-                index = faiss.IndexFlatIP(self.dim)
-                if len(rows):
-                    index.add(np.ascontiguousarray(self.embeddings[rows]))
+                index = FlatGroup(self.embeddings[rows], self.dim)
                 tokens = [self.tokens[i] for i in rows]
                 scorer = LeafBM25.from_tokens(tokens, BM25Stats.from_tokens(tokens))
                 cached = self._scopes[key] = (rows, index, scorer)
@@ -156,7 +154,7 @@ class CorpusIndex:
         if not len(rows):
             empty = np.zeros(0, dtype=np.float32)
             return rows, empty, empty
-        dense = _dense_scores(index, query_vector, len(rows))
+        dense = index.scores(query_vector)
         return rows, dense, scorer.scores(query_tokens).astype(np.float32)
 
     def heading_terms(self, leaf_id: str) -> frozenset[str]:
@@ -170,15 +168,6 @@ class CorpusIndex:
 
     def memory_bytes(self) -> int:
         return int(self.embeddings.nbytes)
-
-
-def _dense_scores(index: faiss.Index, query_vector: np.ndarray, n: int) -> np.ndarray:
-    """Cosine of the query with all n vectors of a flat index, in the index's row order."""
-    sims, positions = index.search(query_vector.reshape(1, -1).astype(np.float32), n)
-    dense = np.zeros(n, dtype=np.float32)
-    valid = positions[0] >= 0  # FAISS ids are positions in the group
-    dense[positions[0][valid]] = sims[0][valid]
-    return dense
 
 
 def _unique_names(sources: Sequence[SourceDocument]) -> list[SourceDocument]:
@@ -200,6 +189,7 @@ def build_index(
     progress: ProgressFn | None = None,
     summary_overrides: dict[str, str] | None = None,
     summarizer: Callable[[Sequence[TreeNode], Language], dict[str, str]] | None = None,
+    ktype_summarizer: KTypeLLM | None = None,
 ) -> CorpusIndex:
     """Parse, summarise, chunk, tokenise and embed `sources` into a CorpusIndex.
 
@@ -207,6 +197,7 @@ def build_index(
     content hash is unchanged reuse their embeddings: only changed documents hit the model.
     `summarizer` (LLM summaries) returns {content_key: summary} for a document's nodes; its
     results are kept in the index's summary cache, so an unchanged section is never resent.
+    `ktype_summarizer` (LLM K-Type document summaries) is cached the same way, in the layers.
     """
     notify = progress or (lambda stage, done, total: None)
     sources = _unique_names(sources)
@@ -273,6 +264,8 @@ def build_index(
         tokens=tokens,
         summary_cache=summary_cache,
     )
+    previous_layers = previous.layers if previous is not None else None
+    index.layers = build_layers(index, embedder.embed, ktype_summarizer, previous_layers)
     notify("index", 1, 1)
     return index
 

@@ -18,6 +18,7 @@ import numpy as np
 from treerag_core.config import IndexSettings
 from treerag_core.errors import IndexFormatError
 from treerag_core.index import CorpusIndex
+from treerag_core.layers import load_layers, save_layers
 from treerag_core.types import Chunk, DocumentInfo, TreeNode
 
 SCHEMA_VERSION = 1
@@ -75,6 +76,8 @@ def save_index(index: CorpusIndex, folder: str | Path) -> Path:
             json.dumps(index.tokens, ensure_ascii=False), encoding="utf-8"
         )
         (tmp / "texts.json").write_text(json.dumps(index.texts, ensure_ascii=False), "utf-8")
+        if index.layers is not None:  # optional: indexes saved before layers load without
+            save_layers(index.layers, tmp)
         # The manifest goes last: a folder without one was never finished.
         (tmp / MANIFEST).write_text(
             json.dumps(manifest_of(index), ensure_ascii=False, indent=2), encoding="utf-8"
@@ -157,6 +160,13 @@ def load_index(folder: str | Path, expect_embedder: str | None = None) -> Corpus
     missing = [d.doc_id for d in documents if d.doc_id not in texts]
     if missing:
         raise IndexFormatError(f"{path / 'texts.json'} lacks documents {missing}; {hint}")
+    layers = load_layers(path, dim, hint)
+    node_ids = {n.node_id for n in nodes}
+    if layers is not None and (
+        layers.doc_ids != [d.doc_id for d in documents]
+        or any(p not in node_ids for p in layers.parent_ids)
+    ):
+        raise IndexFormatError(f"{path / 'layers.json'} does not match this index; {hint}")
     return CorpusIndex(
         settings=settings,
         embedder_name=name,
@@ -168,6 +178,7 @@ def load_index(folder: str | Path, expect_embedder: str | None = None) -> Corpus
         embeddings=embeddings,
         tokens=tokens,
         summary_cache=dict(manifest.get("summary_cache", {})),
+        layers=layers,
     )
 
 
