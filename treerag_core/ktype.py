@@ -257,7 +257,7 @@ def build_ktype_prompt(items: Sequence[tuple[str, str, str]], language: Language
 
 
 def parse_ktype_response(text: str, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """{key: {"types": [(type, share)], "modules": [...], "use": str}} for well-formed entries.
+    """{key: {"types": [[type, share]], "modules": [...], "use": str}} (JSON-ready) per entry.
 
     Raises:
         LLMError: reason "invalid_json" when the reply holds no JSON object.
@@ -280,7 +280,7 @@ def parse_ktype_response(text: str, keys: Sequence[str]) -> dict[str, dict[str, 
                     continue
         total = sum(s for _, s in pairs if s > 0)
         types = (
-            sorted(((t, round(s / total, 2)) for t, s in pairs if s > 0 and t), key=lambda p: -p[1])
+            sorted(([t, round(s / total, 2)] for t, s in pairs if s > 0 and t), key=lambda p: -p[1])
             if total > 0
             else []
         )

@@ -166,7 +166,10 @@ def chunk_mean_layers(index: CorpusIndex) -> Layers:
     for j, parent_id in enumerate(parent_ids):
         vectors[len(doc_ids) + j] = index.embeddings[index.leaf_rows(parent_id)].mean(axis=0)
     note = "index built without drill-down layers: document and section vectors are chunk means"
-    return Layers(summaries, doc_ids, parent_ids, unit_rows(vectors), kept, "chunk-mean", (note,))
+    texts = [summaries[d].text for d in doc_ids] + [parent_text(index.nodes[p]) for p in parent_ids]
+    return Layers(
+        summaries, doc_ids, parent_ids, unit_rows(vectors), texts, kept, "chunk-mean", (note,)
+    )
 
 
 _ensure_lock = threading.Lock()
