@@ -223,7 +223,9 @@ def document_scores(
     texts = [layers.summaries[d].text for d in ids]
     dense = _dense(layers, store, "document", ids, qvec, scope)
     bm25 = _bm25(texts, q_tokens) if ids else np.zeros(0, dtype=np.float32)
-    passage = best_passages(index, qvec, q_tokens, params, ids)[0] if signal != "summary" else None
+    passage = (
+        best_passages(index, qvec, q_tokens, params, scope)[0] if signal != "summary" else None
+    )
     labels = [layers.summaries[d].title for d in ids]
     return _rank("document", ids, ids, labels, dense, bm25, params, signal, passage, keep)
 

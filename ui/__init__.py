@@ -1,0 +1,1 @@
+"""Explorer components that pages compose (no page logic here)."""
