@@ -1,4 +1,4 @@
-"""Command line: `python -m treerag_core index|query|interactive|eval`; errors become exit codes."""
+"""Command line: `python -m treerag_core index|query|interactive|eval|qdrant-push`; exit codes."""
 
 from __future__ import annotations
 
@@ -63,6 +63,20 @@ def _llm_summarizer(settings: IndexSettings, previous):
     return make_llm_summarizer(client, query.locate_model, cache)
 
 
+def _ktype_summarizer(settings: IndexSettings, previous):
+    """LLM K-Type document summaries with --llm-summaries (cached by content hash)."""
+    if not settings.llm_summaries:
+        return None
+    from treerag_core.ktype import make_ktype_summarizer
+    from treerag_core.llm import make_client
+
+    query = QuerySettings()
+    client = make_client(query, anthropic_api_key())
+    layers = previous.layers if previous is not None else None
+    cache = layers.ktype_cache if layers is not None else {}
+    return make_ktype_summarizer(client, query.locate_model, cache)
+
+
 def cmd_index(args: argparse.Namespace) -> int:
     from treerag_core.embedders import get_embedder
     from treerag_core.index import build_index, corpus_stats
@@ -94,6 +108,7 @@ def cmd_index(args: argparse.Namespace) -> int:
             print(f"note: rebuilding from scratch ({exc})", file=sys.stderr)
     embedder = get_embedder(settings.embedder)
     summarizer = _llm_summarizer(settings, previous)
+    ktype = _ktype_summarizer(settings, previous)
     update, close = _progress_bars()
     try:
         try:
@@ -104,6 +119,7 @@ def cmd_index(args: argparse.Namespace) -> int:
                 previous=previous,
                 progress=update,
                 summarizer=summarizer,
+                ktype_summarizer=ktype,
             )
         except LLMError as exc:
             print(f"note: LLM summaries failed ({exc}); using local summaries", file=sys.stderr)
@@ -112,6 +128,8 @@ def cmd_index(args: argparse.Namespace) -> int:
     finally:
         close()
     save_index(index, output)
+    for note in index.layers.notes if index.layers is not None else ():
+        print(f"note: {note}", file=sys.stderr)
     stats = corpus_stats(index)
     seconds = time.perf_counter() - started
     print(
@@ -122,6 +140,29 @@ def cmd_index(args: argparse.Namespace) -> int:
     )
     if rejected:
         print(f"{len(rejected)} file(s) skipped (see above)")
+    return 0
+
+
+def cmd_qdrant_push(args: argparse.Namespace) -> int:
+    import os
+
+    from treerag_core.store import load_index
+    from treerag_core.vectors.push import push_index
+    from treerag_core.vectors.qdrant_store import QdrantStore
+
+    url = args.url or os.environ.get("QDRANT_URL", "")
+    if not url:
+        print("error: give --url or set QDRANT_URL (e.g. http://localhost:6333)", file=sys.stderr)
+        return 2
+    index = load_index(args.index)
+    store = QdrantStore.from_url(url, index.dim, args.collection)  # key: QDRANT_API_KEY
+    started = time.perf_counter()
+    counts = push_index(index, store)
+    print(
+        f"pushed {counts['document']} documents, {counts['parent']} parents, "
+        f"{counts['child']} children to {url} collection {args.collection!r} "
+        f"({store.count()} points there) in {time.perf_counter() - started:.1f} s"
+    )
     return 0
 
 
@@ -338,6 +379,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-leaves", type=int, default=None)
     p.add_argument("--no-rerank", action="store_true")
     p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser(
+        "qdrant-push", help="copy an index's documents, sections and chunks to a Qdrant server"
+    )
+    p.add_argument("--index", required=True, help="an index folder")
+    p.add_argument(
+        "--url", default=None, help="the server, e.g. http://localhost:6333 (QDRANT_URL)"
+    )
+    p.add_argument("--collection", default="treerag", help="collection name (default treerag)")
+    p.set_defaults(func=cmd_qdrant_push)
 
     p = sub.add_parser("interactive", help="ask questions in a loop (history kept)")
     _add_query_options(p)
