@@ -26,9 +26,10 @@ from treerag_core.config import IndexSettings  # noqa: E402
 from treerag_core.embedders import Embedder, get_embedder  # noqa: E402
 from treerag_core.errors import InputDocumentError, TreeRAGError  # noqa: E402
 from treerag_core.index import CorpusIndex, SourceDocument, build_index  # noqa: E402
-from treerag_core.parsing import document_language, parse_document  # noqa: E402
+from treerag_core.parsing import parse_document  # noqa: E402
 from treerag_core.summaries import summarize_tree  # noqa: E402
 from treerag_core.text import tokenize  # noqa: E402
+from treerag_core.text_rules import detect_language  # noqa: E402
 
 DEFAULT_DATA = REPO.parent / "shared" / "eval"
 DEFAULT_DATASET = "qasper"
@@ -157,7 +158,7 @@ def stage_seconds(sources: Sequence[SourceDocument], settings: IndexSettings) ->
                     )
                 )
         t3 = time.perf_counter()
-        _info = (document_language(src.text), src.sha256)  # what DocumentInfo costs
+        _info = (detect_language(src.text), src.sha256)  # what DocumentInfo costs
         t4 = time.perf_counter()
         next_id += len(doc_nodes)
         times["parse"] += t1 - t0

@@ -17,20 +17,23 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # run as `python benchmarks/bench_query.py` from anywhere
     sys.path.insert(0, str(REPO))
 
-from treerag_core.config import IndexSettings, QuerySettings  # noqa: E402
+from treerag_core.config import IndexSettings  # noqa: E402
 from treerag_core.embedders import Embedder, get_embedder  # noqa: E402
 from treerag_core.errors import QueryError, TreeRAGError  # noqa: E402
 from treerag_core.evaluation.dataset import load_dataset  # noqa: E402
 from treerag_core.evaluation.harness import dataset_index  # noqa: E402
 from treerag_core.evaluation.metrics import percentile  # noqa: E402
 from treerag_core.index import CorpusIndex  # noqa: E402
+from treerag_core.names import StrategyName  # noqa: E402
 from treerag_core.pipeline import Engine, run  # noqa: E402
 from treerag_core.rerank import get_reranker  # noqa: E402
+from treerag_core.settings import QuerySettings  # noqa: E402
 
 DEFAULT_DATA = REPO.parent / "shared" / "eval"
 DEFAULT_CACHE = REPO / "data" / "eval-cache"
 DEFAULT_DATASET = "qasper"
-STRATEGIES = ("treerag", "flat-hybrid")  # the strategy under test, then its baseline
+# The strategy under test, then its baseline.
+STRATEGIES = (StrategyName.TREERAG.value, StrategyName.FLAT_HYBRID.value)
 SCOPES = ("doc", "corpus")
 TARGET_OVERHEAD = 0.10  # engine time (everything but model inference) < 10% of query time
 STAGES = ("locate", "retrieve", "rerank", "total", "embed_model", "rerank_model", "overhead")
@@ -143,7 +146,7 @@ def run_query_bench(
     """
     if not cases:
         raise ValueError("no questions to time")
-    settings = settings or QuerySettings(use_llm=False)
+    settings = settings or QuerySettings().set("llm.enabled", False)
     clock = ModelClock()
     timed_embedder = TimedEmbedder(embedder, clock)
     factory = timed_reranker_factory(clock, reranker_factory)

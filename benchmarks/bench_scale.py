@@ -138,10 +138,10 @@ def run_backend(args) -> int:
     """Child process: load one index, build one backend, time the three strategies."""
     import numpy as np
 
-    from treerag_core.drilldown import drill_down
     from treerag_core.embedders import get_embedder
     from treerag_core.store import load_index
     from treerag_core.text import tokenize
+    from treerag_core.vectors.attach import attach_store
     from treerag_core.vectors.base import VectorQuery
 
     index = load_index(args.folder)
@@ -157,6 +157,7 @@ def run_backend(args) -> int:
 
         store = QdrantStore.in_memory(index.dim)
         push_index(index, store)
+        attach_store(index, store)
     else:
         # What the FAISS path builds before answering: the whole-corpus group (flat search,
         # treerag's locator) and every section's own group (treerag and drilldown step 2).
@@ -172,14 +173,12 @@ def run_backend(args) -> int:
         for strategy in STRATEGIES:
             t0, c0 = time.perf_counter(), time.process_time()
             qvec = embedder.embed_query(question)
-            if strategy == "drilldown":
-                drill_down(index, question, qvec, tokens, store=store)
-            elif args.backend == "qdrant" and strategy == "flat-hybrid":
+            if strategy == "drilldown" or args.backend == "faiss":
+                run_plugin(index, strategy, question, qvec)  # drilldown: via the attached store
+            elif strategy == "flat-hybrid":
                 store.search(VectorQuery(qvec, "child", limit=40, tokens=tuple(tokens)))
-            elif args.backend == "qdrant":
-                qdrant_treerag(store, index, qvec, tokens)
             else:
-                faiss_strategy(index, strategy, question, qvec, tokens)
+                qdrant_treerag(store, index, qvec, tokens)
             timings[strategy].append((time.perf_counter() - t0) * 1000)
             cpu_ms[strategy].append((time.process_time() - c0) * 1000)
     out = {
@@ -199,21 +198,24 @@ def run_backend(args) -> int:
     return 0
 
 
-def faiss_strategy(index, strategy: str, question: str, qvec, tokens) -> None:
-    """treerag (local locator) and flat-hybrid on the index's own FAISS groups, retrieval only."""
-    from treerag_core.config import QuerySettings
-    from treerag_core.locators import local_locate
-    from treerag_core.retrieval import ALL_LEAVES, retrieve_in_leaves
-    from treerag_core.types import LocatedLeaf
+def run_plugin(index, strategy: str, question: str, qvec) -> None:
+    """A registered strategy's steps 1-2 (local locator, no LLM, no cross-encoder)."""
+    from treerag_core.settings import QuerySettings
+    from treerag_core.strategies import get_strategy
+    from treerag_core.strategies.base import QueryContext
 
-    settings = QuerySettings(rerank=False, use_llm=False)
-    if strategy == "treerag":
-        leaves = local_locate(index, question, qvec, tokenize_fn, settings).leaves
-        top_k = None
-    else:
-        leaves = (LocatedLeaf(ALL_LEAVES, "(all sections)", question, None, "all"),)
-        top_k = settings.max_leaves * settings.top_k_per_leaf
-    retrieve_in_leaves(index, leaves, settings, lambda _: qvec, tokenize_fn, None, top_k)
+    plugin = get_strategy(strategy)
+    settings = QuerySettings().set("locate.locator", "local").set("llm.enabled", False)
+    ctx = QueryContext(
+        index,
+        question,
+        "en",
+        plugin.effective_settings(settings),
+        None,
+        lambda _: qvec,
+        tokenize_fn,
+    )
+    plugin.retrieve(ctx, plugin.locate(ctx))
 
 
 def tokenize_fn(text: str) -> list[str]:

@@ -11,11 +11,10 @@ import streamlit as st
 
 from pages import panels, state
 from pages import widgets as w
-from treerag_core.config import QuerySettings
 from treerag_core.errors import TreeRAGError
 from treerag_core.llm import PRICES
 from treerag_core.pipeline import Engine, Event, run, run_stream
-from treerag_core.retrieval import ALL_LEAVES
+from treerag_core.settings import QuerySettings
 from treerag_core.trace_io import trace_to_json
 from treerag_core.types import Trace
 
@@ -23,7 +22,6 @@ ss = st.session_state
 state.require_app("pages/ask.py")
 GRAPH_KEY = "ask_graph"
 KEEP = "session"  # sidebar values survive a visit to another page
-COMPARE_STRATEGIES = ("treerag", "flat-hybrid", "flat-dense", "flat-bm25")
 
 
 # ---- sidebar -------------------------------------------------------------------------------
@@ -93,7 +91,7 @@ def _sidebar(doc_options: dict[str, str], scope_key: str) -> None:
     )
     sb.selectbox(
         "Strategy",
-        state.UI_STRATEGIES,
+        state.runnable_strategies(),
         key="qs_strategy",
         persist_state=KEEP,
         help="treerag: locate leaves, then search inside them. flat-*: search every chunk.",
@@ -155,11 +153,7 @@ def _cite(node_id: str) -> None:
 def _picked(trace: Trace | None, index) -> list[str]:
     if trace is None or trace.locate is None:
         return []
-    return [
-        leaf.node_id
-        for leaf in trace.locate.leaves
-        if leaf.node_id != ALL_LEAVES and leaf.node_id in index.nodes
-    ]
+    return [leaf.node_id for leaf in trace.locate.leaves if leaf.node_id in index.nodes]
 
 
 def _events(kind: str, pending: dict, engine, trace: Trace | None, settings, scope, corpus):
@@ -332,11 +326,11 @@ def _compare(trace: Trace, engine, settings) -> None:
         "The same question through other strategies (steps 1-2 only, no LLM call: the tree "
         "strategy reuses this trace's step 1)."
     )
-    stamp = (trace.created_at, trace.question, tuple(sorted(settings.to_dict().items())))
+    stamp = (trace.created_at, trace.question, repr(settings.to_dict()))
     if st.button("Compare strategies", icon=":material/compare_arrows:", key="compare_run"):
         results: dict[str, tuple[Trace, float]] = {}
-        local = settings.with_(use_llm=False)  # comparing never calls the LLM
-        for strategy in COMPARE_STRATEGIES:
+        local = settings.set("llm.enabled", False)  # comparing never calls the LLM
+        for strategy in state.runnable_strategies():
             # The tree strategy reuses this trace's step 1 when it has one.
             located = trace.locate if strategy == trace.strategy == "treerag" else None
             started = time.perf_counter()
@@ -491,7 +485,7 @@ def main() -> None:
     if trace is not None and trace.locate is not None:
         trace = _maybe_rerun(trace, engine, settings, corpus)
         ss_scope = tuple(scope) if scope else None
-        changed = state.changed_fields(trace, settings, state.LOCATE_FIELDS)
+        changed = state.changed_settings(trace, settings, state.ASK_SETTINGS)
         if ss_scope != ss.trace_scope:
             changed.append("document scope")
         if changed:
@@ -507,7 +501,7 @@ def _maybe_rerun(
     trace: Trace, engine: Engine, settings: QuerySettings, corpus: state.Corpus
 ) -> Trace:
     """Steps 2-3 again when only retrieval settings moved (no LLM call)."""
-    if not state.changed_fields(trace, settings, state.RETRIEVAL_FIELDS):
+    if not state.changed_controls(trace, settings):
         return trace
     local_answer = engine.client(settings) is None  # extractive: cheap, so refresh it too
     scope = list(ss.trace_scope) if ss.trace_scope else None  # the trace's own scope
@@ -528,8 +522,8 @@ def _run_action(pending, engine, trace, settings, scope, corpus, doc_ids) -> Non
     kind = pending["kind"]
     if kind != "ask":  # overrides and regenerated answers keep the trace's own scope
         scope = list(ss.trace_scope) if ss.trace_scope else None
-    if settings.rerank:
-        state.warm_reranker(settings.rerank_model)
+    if settings.rerank.enabled:
+        state.warm_reranker(settings.rerank.model)
     try:
         events = _events(kind, pending, engine, trace, settings, scope, corpus)
         partial = _run_until_answer(events)

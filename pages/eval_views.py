@@ -18,13 +18,15 @@ import streamlit as st
 
 from pages import state
 from pages import widgets as w
-from treerag_core.config import IndexSettings, QuerySettings, data_dir
+from treerag_core.config import IndexSettings, data_dir
 from treerag_core.evaluation.dataset import EvalDataError, EvalDataset, EvalQuestion, load_dataset
 from treerag_core.evaluation.harness import dataset_index, index_cache_key, oracle_leaves
 from treerag_core.evaluation.metrics import KS
 from treerag_core.evaluation.report import HEADLINE_KEYS, lookup, write_report
 from treerag_core.index import CorpusIndex
 from treerag_core.pipeline import Engine, run
+from treerag_core.settings import QuerySettings
+from treerag_core.strategies import option_types
 from treerag_core.types import Trace
 
 EVAL_ROOT = state.REPO.parent / "shared" / "eval"  # the dev sets, beside the repo
@@ -201,10 +203,10 @@ def report_query_settings(report: Mapping[str, Any]) -> QuerySettings:
     saved = (report.get("settings") or {}).get("query")
     if isinstance(saved, dict):
         try:
-            return QuerySettings.from_dict(saved)
+            return QuerySettings.from_dict(saved, option_types())
         except (TypeError, ValueError):
             pass
-    return QuerySettings(final_top_k=10)
+    return QuerySettings().set("answer.final_top_k", 10)
 
 
 def resolve_folder(report: Mapping[str, Any], *candidates: Path | None) -> Path | None:
@@ -345,7 +347,7 @@ def question_rows(report: Mapping[str, Any]) -> list[QuestionRow]:
             entry["outcomes"][strategy] = str(rec.get("outcome", ""))
             hit = number((rec.get("metrics") or {}).get(HIT_KEY))
             entry["hits"][strategy] = hit >= 1.0
-            if entry["picked"] is None and not strategy.startswith("flat-"):
+            if entry["picked"] is None and rec.get("picked"):
                 entry["picked"] = tuple(str(p.get("path", "")) for p in rec.get("picked") or [])
     first_seen = [str(r.get("id")) for recs in records.values() for r in recs]
     rows = []
@@ -407,7 +409,7 @@ def question_frame(rows: Sequence[QuestionRow], strategies: Sequence[str]) -> pd
 
 def question_trace(es: EvalSet, question: EvalQuestion, report: Mapping[str, Any]) -> Trace:
     """Run one eval question again with treerag (no LLM) on the eval index, in its scope."""
-    settings = report_query_settings(report).with_(strategy=TREE, use_llm=False)
+    settings = report_query_settings(report).with_(strategy=TREE).set("llm.enabled", False)
     scope = question_scope(question, report)
     return run(es.corpus.engine, question.question, settings, strategy=TREE, scope=scope)
 

@@ -12,12 +12,13 @@ import streamlit as st
 from pages import eval_views as ev
 from pages import state
 from pages import widgets as w
-from treerag_core.config import IndexSettings, QuerySettings
+from treerag_core.config import IndexSettings
 from treerag_core.errors import TreeRAGError
 from treerag_core.evaluation.dataset import EvalDataError, EvalDataset
 from treerag_core.evaluation.harness import EvalConfig, evaluate, oracle_leaves
 from treerag_core.evaluation.report import load_report, markdown_table
-from treerag_core.pipeline import STRATEGIES
+from treerag_core.settings import QuerySettings
+from treerag_core.strategies import strategy_names
 
 ss = st.session_state
 state.require_app("pages/evaluate.py")
@@ -31,6 +32,14 @@ REPORT_HINT = "Load a report written by the Run button or by `python -m treerag_
 SCOPES = ("doc", "corpus")
 VIEWS = ("Metrics", "Questions", "Coverage map")
 FAILS = (TreeRAGError, OSError, ValueError)
+
+
+def _rerank_on(query: dict[str, Any]) -> bool:
+    """Whether a report's saved query settings (nested or the older flat keys) had rerank on."""
+    try:
+        return QuerySettings.from_dict(query).rerank.enabled
+    except (TypeError, ValueError):
+        return False
 
 
 def _init() -> None:
@@ -67,7 +76,7 @@ def _sidebar() -> tuple[bool, bool, Any]:
         )
     sb.multiselect(
         "Strategies",
-        list(STRATEGIES),
+        strategy_names(),
         key="ev_strategies",
         persist_state=KEEP,
         help="oracle-sections is handed the leaves that hold the gold evidence: the ceiling "
@@ -154,7 +163,7 @@ def _run(folder: Path | None, data: EvalDataset | None) -> None:
         st.error("Nothing was run: pick at least one strategy in the sidebar.")
         return
     settings = IndexSettings(embedder=state.default_embedder())
-    query = QuerySettings(final_top_k=10, rerank=bool(ss.ev_rerank))
+    query = QuerySettings().set("answer.final_top_k", 10).set("rerank.enabled", bool(ss.ev_rerank))
     limit = int(ss.ev_limit) or None
     try:
         config = EvalConfig(
@@ -170,7 +179,7 @@ def _run(folder: Path | None, data: EvalDataset | None) -> None:
         w.show_error(exc, "Nothing was run. " + FOLDER_HINT)
         return
     if query.rerank:  # the first question's latency must not include loading the model
-        state.warm_reranker(query.rerank_model)
+        state.warm_reranker(query.rerank.model)
     n = min(limit or len(data.usable_questions), len(data.usable_questions))
     bar = st.progress(0.0, text=f"Running {len(strategies)} strategies on {n} questions…")
 
@@ -288,7 +297,7 @@ def _summary(report: dict[str, Any]) -> None:
         f"dataset **{w.plain(str(report.get('dataset')))}**",
         f"scope **{w.plain(str(report.get('scope')))}**",
         f"embedder {w.plain(str(settings.get('embedder', '?')))}",
-        f"rerank {'on' if (settings.get('query') or {}).get('rerank') else 'off'}",
+        f"rerank {'on' if _rerank_on(settings.get('query') or {}) else 'off'}",
     ]
     if meta.get("source") == "run":
         parts.append(f"run here in {meta.get('seconds', 0.0):.1f} s")

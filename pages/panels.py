@@ -10,8 +10,7 @@ import streamlit as st
 
 from pages import widgets as w
 from treerag_core.index import CorpusIndex
-from treerag_core.rerank import pool_hits
-from treerag_core.retrieval import ALL_LEAVES
+from treerag_core.text_rules import path_leaf
 from treerag_core.trace_io import stage_summary
 from treerag_core.types import Trace
 
@@ -32,7 +31,7 @@ def citations(trace: Trace, index: CorpusIndex, on_select: Callable[[str | None]
             # A path can name several nodes ("Abstract" of two papers): prefer the retrieved one.
             ids = [nid for nid in cite.node_ids if nid in index.nodes]
             target = next((nid for nid in ids if nid in sources), ids[0] if ids else None)
-            leaf = cite.heading_path.split(" > ")[-1]
+            leaf = path_leaf(cite.heading_path)
             icon = ":material/link:" if cite.supported else ":material/warning: unsupported:"
             st.button(
                 f"{icon} {w.plain(leaf)}" + (f" · {target}" if target else ""),
@@ -68,8 +67,9 @@ def costs(trace: Trace, rerun_ms: float | None = None) -> None:
     st.dataframe(frame, hide_index=True, width="stretch", key="stage_table")
     if rerun_ms is not None:
         st.caption(
-            f"Steps 2-3 re-ran from the stored step 1 in {rerun_ms:.0f} ms (engine time, "
-            "no LLM call); the step-1 row shows the original run's cost."
+            f"Re-ran with the new settings in {rerun_ms:.0f} ms (engine time, no LLM call): "
+            "step 1 was reused where its inputs were unchanged and redone by the local "
+            "locator where they changed; the step-1 row shows the original run's cost."
         )
 
 
@@ -79,10 +79,8 @@ def step1(trace: Trace) -> None:
     if loc is None:
         st.info("No step-1 result.")
         return
-    if trace.strategy.startswith("flat-"):
-        st.info(
-            f"Strategy {trace.strategy}: no sections are picked; every chunk in scope is searched."
-        )
+    if not loc.leaves and loc.locator == "none":
+        st.info(f"Strategy {trace.strategy}: {w.plain(loc.thinking)}")
     usage = loc.usage
     bits = [f"locator **{w.plain(loc.locator)}**", f"{loc.seconds * 1000:,.0f} ms"]
     if usage.input_tokens or usage.output_tokens:
@@ -121,7 +119,7 @@ def step1(trace: Trace) -> None:
 
 def step2(trace: Trace) -> None:
     """Step 2: one score table per picked leaf, scores as bars, the min-max flag visible."""
-    s = trace.settings
+    s = trace.settings.get("retrieve", {})
     fusion = s.get("fusion", "weighted")
     if fusion == "rrf":
         how = f"RRF, k = {s.get('rrf_k')}"
@@ -133,15 +131,14 @@ def step2(trace: Trace) -> None:
     )
     if not trace.retrieved:
         st.info("Nothing was retrieved.")
-    for leaf_id, hits in trace.retrieved.items():
-        if leaf_id == ALL_LEAVES:
-            title = "All chunks in scope (flat)"
+    for number, group in enumerate(trace.retrieved):
+        hits = list(group.hits)
+        if group.leaf_id is None:
+            title = f"{w.plain(group.label)} ({group.kind})"
         else:
-            loc_leaf = next((x for x in trace.locate.leaves if x.node_id == leaf_id), None)
-            path = loc_leaf.heading_path if loc_leaf else leaf_id
-            title = f"[{leaf_id}] {w.plain(path)}"
+            title = f"[{group.leaf_id}] {w.plain(group.label)}"
         st.markdown(f"**{title}**")
-        sub = hits[0].sub_query if hits else ""
+        sub = group.sub_query
         if sub:
             st.caption(f"sub-query: {w.plain(sub)}")
         if not hits:
@@ -153,7 +150,7 @@ def step2(trace: Trace) -> None:
             hide_index=True,
             width="stretch",
             column_config=w.score_columns(frame, fusion),
-            key=f"s2_{leaf_id}",
+            key=f"s2_{group.leaf_id or group.kind}_{number}",
         )
         if any(h.minmax_forced for h in hits):
             st.caption(
@@ -165,9 +162,7 @@ def step2(trace: Trace) -> None:
 def rerank(trace: Trace) -> None:
     """The pooled candidates across leaves: rerank score, final rank and rank change."""
     # Traces keep every scored candidate; older saved traces only have the final top-k.
-    pooled = sorted(trace.candidates, key=lambda h: h.pooled_rank) or pool_hits(
-        [hit for hits in trace.retrieved.values() for hit in hits]
-    )
+    pooled = sorted(trace.candidates, key=lambda h: h.pooled_rank)
     reranked = trace.reranked
     if trace.reranker:
         st.caption(

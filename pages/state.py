@@ -17,12 +17,15 @@ from typing import Any
 import streamlit as st
 
 from treerag_core.audit import AuditLog
-from treerag_core.config import IndexSettings, QuerySettings, anthropic_api_key, data_dir
+from treerag_core.config import IndexSettings, data_dir
 from treerag_core.embedders import Embedder, get_embedder
 from treerag_core.errors import IndexFormatError
 from treerag_core.index import CorpusIndex, ProgressFn, SourceDocument, build_index
-from treerag_core.pipeline import Engine, rerun_from_locate
+from treerag_core.names import Fusion, Locator
+from treerag_core.pipeline import Engine, rerun
+from treerag_core.settings import QuerySettings, anthropic_api_key
 from treerag_core.store import load_index, save_index
+from treerag_core.strategies import strategy_names
 from treerag_core.types import LocatedLeaf, LocateResult, Trace
 
 REPO = Path(__file__).resolve().parents[1]
@@ -31,42 +34,59 @@ EMBEDDER_ENV = "TREERAG_EMBEDDER"  # tests set "hashing" for speed; the app defa
 EMBEDDER_CHOICES = ("multilingual", "minilm", "hashing")
 SAMPLES, UPLOADS = "samples", "uploads"
 EVAL = "eval"  # an eval set's index, opened from the Evaluate page (session key eval_corpus)
-UI_STRATEGIES = ("treerag", "flat-hybrid", "flat-dense", "flat-bm25")  # oracle needs gold
-LOCATORS = ("auto", "llm", "local", "keyword")
-FUSIONS = ("weighted", "rrf", "dbsf")
 
-# QuerySettings fields whose change only affects steps 2-3: reuse the stored step 1.
-RETRIEVAL_FIELDS = (
-    "fusion",
-    "dense_weight",
-    "rrf_k",
-    "top_k_per_leaf",
-    "final_top_k",
-    "rerank",
-    "rerank_chinese",
-    "rerank_model",
+
+def runnable_strategies() -> list[str]:
+    """The registry's strategies a user can run (oracle needs gold: evaluation only).
+
+    Read at render time, so a plug-in registered after import shows up too."""
+    return strategy_names(runnable=True)
+
+
+LOCATORS = Locator.values()
+FUSIONS = Fusion.values()
+
+# Sidebar widget key -> the query setting it controls (a dotted QuerySettings path).
+SETTING_WIDGETS: dict[str, str] = {
+    "qs_use_llm": "llm.enabled",
+    "qs_locate_model": "llm.locate_model",
+    "qs_answer_model": "llm.answer_model",
+    "qs_locator": "locate.locator",
+    "qs_strategy": "strategy",
+    "qs_max_leaves": "locate.max_leaves",
+    "qs_fusion": "retrieve.fusion",
+    "qs_dense_weight": "retrieve.dense_weight",
+    "qs_rrf_k": "retrieve.rrf_k",
+    "qs_top_k_per_leaf": "retrieve.top_k_per_leaf",
+    "qs_final_top_k": "answer.final_top_k",
+    "qs_rerank": "rerank.enabled",
+    "qs_rerank_chinese": "rerank.chinese",
+}
+# Controls that wait for an explicit Ask (a new step 1 may cost an LLM call); every other
+# control reruns at once, and the engine decides whether the stored step 1 still holds.
+ASK_SETTINGS = (
+    "strategy",
+    "locate.locator",
+    "locate.max_leaves",
+    "llm.enabled",
+    "llm.locate_model",
 )
-# Fields that change step 1 itself: these wait for an explicit Ask (it may cost an LLM call).
-LOCATE_FIELDS = ("strategy", "locator", "max_leaves", "use_llm", "locate_model")
+
+
+def _setting(settings: QuerySettings | dict[str, Any], path: str) -> Any:
+    data = settings.to_dict() if isinstance(settings, QuerySettings) else settings
+    for part in path.split("."):
+        if not isinstance(data, dict) or part not in data:
+            return None
+        data = data[part]
+    return data
+
 
 # Sidebar widgets (key -> default), created with persist_state="session" so leaving the Ask
 # page does not reset them; defaults go into session state once, so widgets pass no value=.
-_DEFAULTS = QuerySettings()
 WIDGET_DEFAULTS: dict[str, Any] = {
     "qs_corpus": SAMPLES,
-    "qs_use_llm": _DEFAULTS.use_llm,
-    "qs_locate_model": _DEFAULTS.locate_model,
-    "qs_answer_model": _DEFAULTS.answer_model,
-    "qs_locator": _DEFAULTS.locator,
-    "qs_strategy": _DEFAULTS.strategy,
-    "qs_max_leaves": _DEFAULTS.max_leaves,
-    "qs_fusion": _DEFAULTS.fusion,
-    "qs_dense_weight": _DEFAULTS.dense_weight,
-    "qs_rrf_k": _DEFAULTS.rrf_k,
-    "qs_top_k_per_leaf": _DEFAULTS.top_k_per_leaf,
-    "qs_final_top_k": _DEFAULTS.final_top_k,
-    "qs_rerank": _DEFAULTS.rerank,
-    "qs_rerank_chinese": _DEFAULTS.rerank_chinese,
+    **{key: _setting(QuerySettings(), path) for key, path in SETTING_WIDGETS.items()},
     "qs_scope_samples": [],
     "qs_scope_uploads": [],
     "question": "",
@@ -319,34 +339,35 @@ def engine_for(corpus: Corpus, api_key: str | None) -> Engine:
 
 def query_settings() -> QuerySettings:
     ss = st.session_state
-    return QuerySettings(
-        strategy=ss.qs_strategy,
-        locator=ss.qs_locator,
-        max_leaves=int(ss.qs_max_leaves),
-        fusion=ss.qs_fusion,
-        dense_weight=float(ss.qs_dense_weight),
-        rrf_k=int(ss.qs_rrf_k),
-        top_k_per_leaf=int(ss.qs_top_k_per_leaf),
-        final_top_k=int(ss.qs_final_top_k),
-        rerank=bool(ss.qs_rerank),
-        rerank_chinese=bool(ss.qs_rerank_chinese),
-        use_llm=bool(ss.qs_use_llm),
-        locate_model=ss.qs_locate_model,
-        answer_model=ss.qs_answer_model,
-    )
+    settings = QuerySettings()
+    for key, path in SETTING_WIDGETS.items():
+        settings = settings.set(path, ss[key])
+    return settings
 
 
 def apply_settings(settings: dict[str, Any]) -> None:
     """Put a trace's settings back into the sidebar widgets (reopening from History)."""
-    for key in WIDGET_DEFAULTS:
-        name = key.removeprefix("qs_")
-        if name in settings:
-            st.session_state[key] = settings[name]
+    for key, path in SETTING_WIDGETS.items():
+        value = _setting(settings, path)
+        if value is not None:
+            st.session_state[key] = value
 
 
-def changed_fields(trace: Trace, settings: QuerySettings, fields: Sequence[str]) -> list[str]:
+def changed_settings(trace: Trace, settings: QuerySettings, paths: Sequence[str]) -> list[str]:
+    """The settings among `paths` whose value differs from what the trace ran with."""
     now = settings.to_dict()
-    return [f for f in fields if f in trace.settings and trace.settings[f] != now[f]]
+    return [
+        p
+        for p in paths
+        if _setting(trace.settings, p) is not None
+        and _setting(trace.settings, p) != _setting(now, p)
+    ]
+
+
+def changed_controls(trace: Trace, settings: QuerySettings) -> list[str]:
+    """Rerun-at-once controls whose value differs from the trace's."""
+    rerun_paths = [p for p in SETTING_WIDGETS.values() if p not in ASK_SETTINGS]
+    return changed_settings(trace, settings, rerun_paths)
 
 
 def timed_rerun(
@@ -363,7 +384,7 @@ def timed_rerun(
     """
     started = time.perf_counter()
     scoped = dataclasses.replace(trace, scope=list(scope) if scope is not None else None)
-    new = rerun_from_locate(engine, scoped, settings, synthesize=synthesize)
+    new = rerun(engine, scoped, settings, synthesize=synthesize)
     return new, time.perf_counter() - started
 
 

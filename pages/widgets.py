@@ -14,6 +14,7 @@ import streamlit as st
 
 from treerag_core.errors import TreeRAGError
 from treerag_core.index import CorpusIndex
+from treerag_core.text_rules import one_line, preview
 from treerag_core.trace_io import stage_summary
 from treerag_core.types import RetrievedChunk, TreeNode
 
@@ -24,7 +25,7 @@ _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:=^])")
 
 def plain(text: str) -> str:
     """Escape Markdown so document text shown in a label or caption stays literal text."""
-    return _MD_SPECIAL.sub(r"\\\1", " ".join(str(text).split()))
+    return _MD_SPECIAL.sub(r"\\\1", one_line(str(text)))
 
 
 def safe_answer_stream(deltas: Iterable[str]) -> Iterator[str]:
@@ -115,11 +116,6 @@ def _descendants(index: CorpusIndex, node_id: str) -> int:
         count += 1
         todo.extend(index.nodes[todo.pop()].children)
     return count
-
-
-def _short(text: str, limit: int = LABEL_CHARS) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def tidy_layout(
@@ -312,10 +308,10 @@ def _node_dict(
     URL on double-click), so document text must never go there."""
     node_id = node.node_id
     if node.is_root:
-        label = _short(index.document(node.doc_id).title or node.heading, 34)
+        label = preview(index.document(node.doc_id).title or node.heading, 34)
         background, font = PALETTE["root"], "#FFFFFF"
     else:
-        label = f"{node_id} · {_short(node.heading)}"
+        label = f"{node_id} · {preview(node.heading, LABEL_CHARS)}"
         background, font = (
             (PALETTE["leaf"], "#0F172A") if node.is_leaf else (PALETTE["section"], "#0F172A")
         )
@@ -483,11 +479,6 @@ def apply_click(
 # ---- tables ----------------------------------------------------------------------------------
 
 
-def preview(text: str, width: int = 110) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
-
-
 def outline_frame(index: CorpusIndex, doc_id: str) -> pd.DataFrame:
     """The document's tree as rows: id, depth, heading (indented), summary, chunk count."""
     rows = []
@@ -533,7 +524,7 @@ def leaf_score_frame(hits: Sequence[RetrievedChunk]) -> pd.DataFrame:
         [
             {
                 "rank": h.leaf_rank,
-                "text": preview(h.chunk.text),
+                "text": preview(h.chunk.text, 110),
                 "dense": h.dense,
                 "bm25": h.bm25,
                 "dense_norm": h.dense_norm,
@@ -602,7 +593,7 @@ def rerank_frame(
                 "pooled": cand.pooled_rank,
                 "leaf": cand.chunk.source_node_id,
                 "chunk": cand.chunk.chunk_id,
-                "text": preview(cand.chunk.text),
+                "text": preview(cand.chunk.text, 110),
                 # The pooled order's own score (fusion over all leaves), not the per-leaf one.
                 "fused": cand.pool_fused if cand.pool_fused is not None else cand.fused,
                 "rerank": hit.rerank if hit else cand.rerank,

@@ -8,8 +8,8 @@ import threading
 import pytest
 
 from treerag_core.audit import AuditLog
-from treerag_core.config import QuerySettings
 from treerag_core.pipeline import Engine, run
+from treerag_core.settings import QuerySettings
 
 
 @pytest.fixture()
@@ -17,7 +17,11 @@ def trace(hashing_index):
     from treerag_core.embedders import get_embedder
 
     engine = Engine(hashing_index, get_embedder("hashing"))
-    return run(engine, "router accuracy on EUR/USD", QuerySettings(use_llm=False, rerank=False))
+    return run(
+        engine,
+        "router accuracy on EUR/USD",
+        QuerySettings().set("llm.enabled", False).set("rerank.enabled", False),
+    )
 
 
 def test_record_and_reload(tmp_path, trace):
@@ -30,7 +34,7 @@ def test_record_and_reload(tmp_path, trace):
     assert [h["chunk_id"] for h in final] == [h.chunk.chunk_id for h in trace.reranked]
     assert all(h["end_offset"] > h["start_offset"] for h in final)
     per_leaf = log.hits(query_id, "retrieve")
-    assert len(per_leaf) == sum(len(v) for v in trace.retrieved.values())
+    assert len(per_leaf) == sum(len(g.hits) for g in trace.retrieved)
     log.close()
     # It is a plain SQLite file any tool can read.
     with sqlite3.connect(tmp_path / "audit.sqlite") as conn:

@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 
 from benchmarks import bench_index, bench_query, run_all
-from treerag_core.config import IndexSettings, QuerySettings
+from treerag_core.config import IndexSettings
 from treerag_core.embedders import get_embedder
 from treerag_core.index import SourceDocument, build_index
+from treerag_core.settings import QuerySettings
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "sample_docs"
@@ -124,7 +125,7 @@ def test_query_bench_reports_stage_percentiles_and_overhead_share(index):
 
 
 def test_query_bench_without_rerank_spends_no_cross_encoder_time(index):
-    settings = QuerySettings(use_llm=False, rerank=False)
+    settings = QuerySettings().set("llm.enabled", False).set("rerank.enabled", False)
     result = bench_query.run_query_bench(
         index, get_embedder("hashing"), cases()[:2], scopes=("corpus",), settings=settings
     )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import time
 from pathlib import Path
@@ -14,7 +13,6 @@ from rank_bm25 import BM25Okapi
 
 from treerag_core.bm25 import K1, B, BM25Stats, LeafBM25, bm25_scores, idf
 from treerag_core.chunking import chunk_leaf
-from treerag_core.errors import IndexFormatError
 from treerag_core.text import tokenize
 from treerag_core.types import TreeNode
 
@@ -143,31 +141,6 @@ def test_agrees_with_rank_bm25_okapi_on_a_large_leaf(eval_dir: Path) -> None:
             np.argsort(-ours.scores([term]), kind="stable"),
             np.argsort(-okapi.get_scores([term]), kind="stable"),
         )
-
-
-def test_stats_round_trip_through_json() -> None:
-    data = json.loads(json.dumps(STATS.to_dict()))
-    again = BM25Stats.from_dict(data)
-    assert again == STATS
-    np.testing.assert_array_equal(
-        LeafBM25.from_tokens(DOC, again).scores(["rout", "73.2"]),
-        LeafBM25.from_tokens(DOC, STATS).scores(["rout", "73.2"]),
-    )
-
-
-@pytest.mark.parametrize(
-    "data",
-    [
-        {"n_docs": 2, "df": {}},
-        {"n_docs": "two", "total_len": 3, "df": {}},
-        {"n_docs": 2, "total_len": 3, "df": ["a"]},
-        {"n_docs": 2, "total_len": 3, "df": {"a": 5}},
-        {"n_docs": -1, "total_len": 0, "df": {}},
-    ],
-)
-def test_malformed_stats_raise_index_format_error(data: dict) -> None:
-    with pytest.raises(IndexFormatError, match="Rebuild the index"):
-        BM25Stats.from_dict(data)
 
 
 @pytest.mark.parametrize(("k1", "b"), [(-0.1, 0.75), (1.5, 1.1), (1.5, -0.2)])

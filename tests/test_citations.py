@@ -7,14 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from treerag_core.citations import (
-    match_nodes,
-    normalize_path,
-    parse_citations,
-    path_ends_with,
-    split_heading_number,
-    strip_heading_numbers,
-)
+from treerag_core.citations import parse_citations
+from treerag_core.evaluation.metrics import section_path_ends_with
 from treerag_core.parsing import parse_document
 from treerag_core.types import Chunk, RetrievedChunk
 
@@ -50,53 +44,13 @@ def law() -> dict[str, str]:
 ROUTER = "3 Methods > 3.2 Model Architecture > 3.2.2 Router Design"
 
 
-# --- path helpers ---------------------------------------------------------------------------
+# --- path matching ------------------------------------------------------------------------
 
 
-def test_normalize_path_casefolds_and_collapses_every_space() -> None:
-    assert normalize_path("Methods  >  Router\u2002\u2002DESIGN ") == ("methods", "router design")
-    assert normalize_path("第二分编\u2002\u2002所有权") == ("第二分编 所有权",)
-    assert normalize_path("") == ()
-    assert normalize_path("A>B") == ("a>b",)  # only " > " separates components
-
-
-def test_path_ends_with_compares_whole_components_from_the_end() -> None:
-    assert path_ends_with(ROUTER, "Router Design") is False  # the metric keeps numbers
-    assert path_ends_with(ROUTER, "3.2.2  router design")
-    assert path_ends_with(ROUTER, "3.2 Model Architecture > 3.2.2 Router Design")
-    assert path_ends_with(ROUTER, ROUTER)
-    assert not path_ends_with(ROUTER, "Design")
-    assert not path_ends_with("A > Raw Data Description", "Data Description")
-    assert not path_ends_with("Router Design", "Methods > Router Design")
-    assert not path_ends_with(ROUTER, "")
-    gold = "物权编 > 第二分编\u2002\u2002所有权 > 第七章\u2002\u2002相邻关系"
-    assert path_ends_with("民法典 > 物权编 > 第二分编 所有权 > 第七章 相邻关系", gold)
-
-
-@pytest.mark.parametrize(
-    ("heading", "expected"),
-    [
-        ("3.2.2 Router Design", ("3.2.2", "Router Design")),
-        ("4. PROCEDURES", ("4", "PROCEDURES")),
-        ("IV. Results", ("IV", "Results")),
-        ("A. Proofs", ("A", "Proofs")),
-        ("Abstract", ("", "Abstract")),
-        ("3D Reconstruction", ("", "3D Reconstruction")),
-        ("第二章 劳动合同的订立", ("第二章", "劳动合同的订立")),
-        ("第二分编\u2002\u2002所有权", ("第二分编", "所有权")),
-        ("第一章总则", ("第一章", "总则")),
-        ("第五十条", ("第五十条", "")),
-        ("四、证据", ("四", "证据")),
-        ("（一）导航类故障", ("(一)", "导航类故障")),
-    ],
-)
-def test_split_heading_number(heading: str, expected: tuple[str, str]) -> None:
-    assert split_heading_number(heading) == expected
-
-
-def test_strip_heading_numbers() -> None:
-    assert strip_heading_numbers(ROUTER) == "Methods > Model Architecture > Router Design"
-    assert strip_heading_numbers("第五章 特别规定 > 第五十条") == "特别规定 > 第五十条"
+def match_nodes(cited: str, paths: dict[str, str]) -> tuple[str, ...]:
+    """The node ids one `[Source: cited]` marker names (no chunk retrieved)."""
+    citations = parse_citations(f"[Source: {cited}]", [], paths)
+    return citations[0].node_ids if citations else ()
 
 
 def test_match_nodes_is_lenient_but_not_loose(paper: dict[str, str]) -> None:
@@ -254,7 +208,7 @@ def test_lenient_matching_finds_every_gold_section_the_metric_finds() -> None:
                 text = (EVAL_DIR / dataset / "docs" / doc).read_text(encoding="utf-8")
                 trees[doc] = {n.node_id: n.heading_path for n in parse_document(text, doc, doc, 6)}
             for gold in question.get("evidence_sections") or []:
-                strict = {i for i, p in trees[doc].items() if path_ends_with(p, gold or "")}
+                strict = {i for i, p in trees[doc].items() if section_path_ends_with(p, gold or "")}
                 if strict:
                     assert strict <= set(match_nodes(gold, trees[doc])), gold
                     checked += 1

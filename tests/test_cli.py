@@ -99,8 +99,9 @@ def test_query_json_is_the_trace(index_dir):
     )
     assert result.returncode == 0, result.stderr
     trace = json.loads(result.stdout)
-    assert trace["format"] == "treerag-trace/1"
-    assert trace["settings"]["fusion"] == "rrf" and trace["settings"]["rerank"] is False
+    assert trace["format"] == "treerag-trace/2"
+    assert trace["settings"]["retrieve"]["fusion"] == "rrf"
+    assert trace["settings"]["rerank"]["enabled"] is False
     assert len(trace["reranked"]) <= 3 and trace["answer"]
 
 

@@ -8,9 +8,10 @@ import re
 import pytest
 from fake_anthropic import FakeAnthropicServer, reply
 
-from treerag_core.config import IndexSettings, QuerySettings
+from treerag_core.config import IndexSettings
 from treerag_core.evaluation.harness import EvalConfig, evaluate, oracle_leaves
 from treerag_core.evaluation.report import load_report, markdown_table, write_report
+from treerag_core.settings import QuerySettings
 
 SETTINGS = IndexSettings(embedder="hashing")
 
@@ -20,7 +21,9 @@ def config(**changes) -> EvalConfig:
         "strategies": ("treerag", "flat-hybrid", "oracle-sections"),
         "limit": 3,
         "index_settings": SETTINGS,
-        "query_settings": QuerySettings(final_top_k=10, rerank=False),
+        "query_settings": QuerySettings()
+        .set("answer.final_top_k", 10)
+        .set("rerank.enabled", False),
     }
     return EvalConfig(**{**base, **changes})
 

@@ -11,7 +11,6 @@ import anthropic
 import pytest
 from fake_anthropic import FakeAnthropicServer, delay, reply, status, stream, stream_error
 
-from treerag_core.config import QuerySettings
 from treerag_core.errors import LLMError
 from treerag_core.llm import (
     SUMMARY_INPUT_CHARS,
@@ -21,6 +20,7 @@ from treerag_core.llm import (
     price_for,
     summarize_batch,
 )
+from treerag_core.settings import LLMSettings
 from treerag_core.types import Usage
 
 KEY = "sk-ant-test-not-a-real-key-123"
@@ -215,7 +215,7 @@ def test_base_url_comes_from_the_environment(server, monkeypatch) -> None:
 
 def test_make_client_needs_a_key(monkeypatch) -> None:
     monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
-    settings = QuerySettings(llm_timeout=7.5, llm_max_retries=1)
+    settings = LLMSettings(timeout=7.5, max_retries=1)
     assert make_client(settings, None) is None
     assert make_client(settings, "  ") is None
     llm = make_client(settings, KEY)

@@ -8,14 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from treerag_core.parsing import (
-    document_language,
-    heading_numbering,
-    leaves,
-    outline,
-    parse_document,
-    scan_headings,
-)
+from treerag_core.parsing import parse_document, scan_headings
+from treerag_core.text_rules import detect_language
 from treerag_core.types import TreeNode
 
 REPO = Path(__file__).resolve().parents[1]
@@ -72,7 +66,7 @@ def check_structure(text: str, nodes: list[TreeNode], first_id: int = 1) -> None
 
 def uncovered_lines(text: str, nodes: list[TreeNode]) -> list[str]:
     """Lines holding non-whitespace characters that lie in no leaf's span."""
-    spans = sorted((n.start, n.end) for n in leaves(nodes))
+    spans = sorted((n.start, n.end) for n in nodes if n.is_leaf)
     gaps, pos = [], 0
     for start, end in spans:
         if start > pos:
@@ -190,30 +184,6 @@ def test_decimal_numbering_wins_over_flat_hashes() -> None:
         "1 Intro > 1.1 Background > 1.1.1 Deep",
         "2 Methods",
     ]
-
-
-def test_numbering_patterns() -> None:
-    cases = {
-        "3 Methods": ("decimal", 1),
-        "3.2.1. Encoder": ("decimal", 3),
-        "A.1.2 Proof": ("alpha", 3),
-        "III. Results": ("roman", 1),
-        "2) Setup": ("paren", 1),
-        "第一编 总则": ("zh", 0),
-        "第二分编\u2002\u2002所有权": ("zh", 1),
-        "第十九章  运输合同": ("zh", 2),
-        "第4节 其他": ("zh", 3),
-        "第一百零五条": ("zh", 4),
-        "一、管辖": ("zh", 5),
-        "（一）导航类故障": ("zh", 6),
-        "(二) 机构": ("zh", 6),
-    }
-    for heading, (family, rank) in cases.items():
-        num = heading_numbering(heading)
-        assert num is not None and (num.family, num.rank) == (family, rank), heading
-    assert heading_numbering("第一百零五条").values == (105,)
-    for plain in ("2FA debugging", "1-to-1", "3.14159 pi", "1.5x faster", "2023 goals", "IIII. x"):
-        assert heading_numbering(plain) is None, plain
 
 
 def test_chinese_ranks_map_to_consecutive_depths() -> None:
@@ -380,13 +350,6 @@ def test_ids_start_at_first_id_and_are_stable() -> None:
 # --- language and robustness ------------------------------------------------------------------
 
 
-def test_document_language() -> None:
-    assert document_language("The router uses a contextual bandit.") == "en"
-    assert document_language("AdaRouter使用contextual bandit算法进行路由决策。") == "zh"
-    assert document_language("We cite 张三 once in a long English sentence here.") == "en"
-    assert document_language("") == "en"
-
-
 def test_many_headings_deep_numbering_and_code_only() -> None:
     many = "".join(f"## Section {i}\n\nText {i}.\n\n" for i in range(1000))
     nodes = parse(many)
@@ -432,7 +395,7 @@ def test_sample_paper_outline_matches_the_seed() -> None:
         "5 Conclusion",
     ]
     assert [n.heading for n in nodes if n.synthetic] == ["3 Methods (intro)"]
-    leaf = {n.heading: n.content for n in leaves(nodes)}
+    leaf = {n.heading: n.content for n in nodes if n.is_leaf}
     assert "LinUCB" in leaf["3.2.2 Router Design"] and "bandit" in leaf["3.2.2 Router Design"]
     assert "73.2%" in leaf["4.2 Performance"] and "65.1%" in leaf["4.2 Performance"]
     assert "50 epochs" in leaf["3.3 Training Procedure"]
@@ -448,7 +411,7 @@ def test_sample_paper_outline_matches_the_seed() -> None:
 def test_chinese_sample_parses_into_a_sane_tree() -> None:
     text = (SAMPLE_DIR / "zh_sample.md").read_text(encoding="utf-8")
     nodes = parse(text, "zh_sample.md")
-    assert document_language(text) == "zh"
+    assert detect_language(text) == "zh"
     assert 1500 <= len(text) <= 2500
     assert nodes[1].heading == "前言"
     assert by_heading(nodes)["1.1 产品简介"].heading_path == "第一章 产品概述 > 1.1 产品简介"
@@ -476,8 +439,3 @@ def test_eval_docs_cover_every_character(dataset: str) -> None:
             nodes = parse(text, doc.name, max_depth=depth)
             assert_full_coverage(text, nodes)
             assert nodes[0].heading == text.split("\n", 1)[0].removeprefix("# ").strip()
-
-
-def test_outline_lists_every_node() -> None:
-    nodes = parse("# T\n\n## A\n\na\n")
-    assert outline(nodes).splitlines() == ["[0001] L0      T", "[0002] L1 leaf   A"]

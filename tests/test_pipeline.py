@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import pytest
 
-from treerag_core.config import QuerySettings
 from treerag_core.errors import QueryError
-from treerag_core.pipeline import rerun_from_locate, run, run_stream
+from treerag_core.pipeline import rerun, run, run_stream
+from treerag_core.settings import QuerySettings
+from treerag_core.text_rules import path_leaf
 from treerag_core.trace_io import trace_from_json, trace_to_json
 
 pytestmark = pytest.mark.slow
 
-MOCK = QuerySettings(use_llm=False)
+MOCK = QuerySettings().set("llm.enabled", False)
 
 
 def picked_headings(trace) -> list[str]:
-    return [leaf.heading_path.split(" > ")[-1] for leaf in trace.locate.leaves]
+    return [path_leaf(leaf.heading_path) for leaf in trace.locate.leaves]
 
 
 @pytest.mark.parametrize(
@@ -57,7 +58,8 @@ def test_english_question_gets_english_extractive_answer(paper_engine):
 
 def test_every_hit_carries_all_scores_and_ranks(paper_engine):
     trace = run(paper_engine, "How does the router choose a route?", MOCK)
-    for leaf_hits in trace.retrieved.values():
+    for group in trace.retrieved:
+        leaf_hits = group.hits
         assert [h.leaf_rank for h in leaf_hits] == list(range(1, len(leaf_hits) + 1))
         for hit in leaf_hits:
             assert 0.0 <= hit.dense_norm <= 1.0 and 0.0 <= hit.bm25_norm <= 1.0
@@ -82,14 +84,24 @@ def test_manual_leaves_override_step_one(paper_engine):
     assert {h.chunk.source_node_id for h in trace.reranked} <= set(leaves)
 
 
-def test_rerun_reuses_step_one_and_changes_scores(paper_engine):
+def test_rerun_reuses_step_one_when_its_inputs_are_unchanged(paper_engine):
     first = run(paper_engine, "How does the router choose a route?", MOCK)
-    again = rerun_from_locate(paper_engine, first, MOCK.with_(fusion="rrf", rerank=False))
+    again = rerun(paper_engine, first, MOCK.set("rerank.enabled", False))
     assert again.locate is first.locate
-    assert again.settings["fusion"] == "rrf"
-    fused_first = [h.fused for hits in first.retrieved.values() for h in hits]
-    fused_again = [h.fused for hits in again.retrieved.values() for h in hits]
-    assert fused_first != fused_again
+    assert again.settings["rerank"]["enabled"] is False
+
+
+def test_rerun_redoes_the_local_locator_when_a_fusion_input_changes(paper_engine):
+    question = "How does the router choose a route?"
+    changed = MOCK.set("retrieve.fusion", "rrf").set("rerank.enabled", False)
+    first = run(paper_engine, question, MOCK)
+    again = rerun(paper_engine, first, changed)
+    fresh = run(paper_engine, question, changed)
+    assert again.settings["retrieve"]["fusion"] == "rrf"
+    assert [leaf.node_id for leaf in again.locate.leaves] == [
+        leaf.node_id for leaf in fresh.locate.leaves
+    ]
+    assert [h.chunk.chunk_id for h in again.reranked] == [h.chunk.chunk_id for h in fresh.reranked]
 
 
 def test_stream_yields_each_stage_in_order(paper_engine):
@@ -101,7 +113,10 @@ def test_stream_yields_each_stage_in_order(paper_engine):
 @pytest.mark.parametrize("strategy", ["flat-hybrid", "flat-dense", "flat-bm25"])
 def test_flat_strategies_search_every_chunk(paper_engine, strategy):
     trace = run(paper_engine, "EUR/USD accuracy of AdaRouter", MOCK, strategy=strategy)
-    assert list(trace.retrieved) == ["*"]
+    assert [g.kind for g in trace.retrieved] == ["scope"]
+    assert trace.retrieved[0].leaf_id is None
+    assert trace.locate.leaves == () and trace.locate.locator == "none"
+    assert trace.settings["strategy"] == strategy and "locate" not in trace.settings
     assert trace.reranked
 
 
@@ -126,15 +141,31 @@ def test_trace_round_trips_through_json(paper_engine):
 
 
 def test_candidates_keep_every_pooled_chunk_with_its_rerank_score(paper_engine):
-    trace = run(paper_engine, "How does the router choose a route?", MOCK.with_(final_top_k=3))
+    trace = run(
+        paper_engine, "How does the router choose a route?", MOCK.set("answer.final_top_k", 3)
+    )
     assert len(trace.reranked) == 3
     assert trace.candidates[:3] == trace.reranked
-    assert len(trace.candidates) == sum(len(v) for v in trace.retrieved.values())
+    assert len(trace.candidates) == sum(len(g.hits) for g in trace.retrieved)
     assert all(h.rerank is not None for h in trace.candidates)
 
 
 def test_rerun_keeps_the_scope(paper_engine):
     doc = paper_engine.index.documents[0].doc_id
     first = run(paper_engine, "EUR/USD accuracy", MOCK, strategy="flat-hybrid", scope=[doc])
-    again = rerun_from_locate(paper_engine, first, MOCK.with_(dense_weight=0.2))
+    again = rerun(paper_engine, first, MOCK.set("retrieve.dense_weight", 0.2))
     assert again.scope == [doc]
+
+
+def test_flat_bm25_trace_records_its_effective_settings(paper_engine):
+    trace = run(paper_engine, "EUR/USD accuracy", MOCK, strategy="flat-bm25")
+    assert trace.settings["retrieve"]["dense_weight"] == 0.0
+    assert trace.settings["rerank"]["enabled"] is False
+
+
+def test_answer_context_fills_a_character_budget(paper_engine):
+    settings = MOCK.set("answer.context_chars", 450)
+    trace = run(paper_engine, "How does the router choose a route?", settings)
+    used = sum(len(h.chunk.text) for h in trace.reranked)
+    assert (trace.reranked and used <= 450) or len(trace.reranked) == 1
+    assert trace.reranked == trace.candidates[: len(trace.reranked)]

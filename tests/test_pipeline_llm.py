@@ -8,9 +8,9 @@ from collections.abc import Iterator
 import pytest
 from fake_anthropic import FakeAnthropicServer, delay, reply, status, stream
 
-from treerag_core.config import QuerySettings
 from treerag_core.llm import make_client
-from treerag_core.pipeline import Engine, rerun_from_locate, run
+from treerag_core.pipeline import Engine, rerun, run
+from treerag_core.settings import QuerySettings
 
 pytestmark = pytest.mark.slow
 
@@ -32,7 +32,7 @@ def engine(paper_engine, server, monkeypatch) -> Engine:
 
 
 def fast() -> QuerySettings:
-    return QuerySettings(llm_timeout=2.0, llm_max_retries=0)
+    return QuerySettings().set("llm.timeout", 2.0).set("llm.max_retries", 0)
 
 
 def leaf_id(engine: Engine, heading: str) -> str:
@@ -129,13 +129,15 @@ def test_rerun_with_new_fusion_makes_no_llm_call(engine, server):
     server.push(reply(locate_json((training, "epochs"))), stream(["Fifty."]))
     first = run(engine, "How many epochs was AdaRouter trained for?", fast())
     calls = len(server.requests)
-    again = rerun_from_locate(engine, first, fast().with_(fusion="rrf"), synthesize=False)
+    again = rerun(engine, first, fast().set("retrieve.fusion", "rrf"), synthesize=False)
     assert len(server.requests) == calls
-    assert again.locate == first.locate and again.settings["fusion"] == "rrf"
+    assert again.locate == first.locate and again.settings["retrieve"]["fusion"] == "rrf"
 
 
 def test_llm_off_makes_no_call_even_with_a_key(engine, server):
-    trace = run(engine, "How many epochs was AdaRouter trained for?", fast().with_(use_llm=False))
+    trace = run(
+        engine, "How many epochs was AdaRouter trained for?", fast().set("llm.enabled", False)
+    )
     assert server.requests == []
     assert trace.locate.locator == "local"
 
@@ -154,7 +156,7 @@ def test_prompt_budget_narrows_a_corpus_to_the_most_relevant_documents(
         if n.heading == "3.3 Training Procedure"
     )
     server.push(reply(locate_json((training, "epochs"))), stream(["ok"]))
-    settings = fast().with_(locate_budget_tokens=50)  # far too small for four trees
+    settings = fast().set("locate.budget_tokens", 50)  # far too small for four trees
     trace = run(engine, "AdaRouter training epochs EUR/USD router", settings)
     assert trace.locate.locator == "llm"
     [note] = [n for n in trace.locate.notes if n.startswith("prompt budget")]

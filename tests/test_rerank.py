@@ -21,7 +21,6 @@ from treerag_core.rerank import (
     SentenceTransformersCrossEncoder,
     bundled_model_dir,
     get_reranker,
-    pool_hits,
     rerank_chunks,
 )
 from treerag_core.types import Chunk, RetrievedChunk
@@ -229,28 +228,14 @@ def test_sentence_transformers_folder_scores_each_pair(tmp_path: Path) -> None:
 
 
 def _three_leaves() -> list[RetrievedChunk]:
-    return [
+    """Pooled candidates of three leaves, best fused first (as retrieval.pool hands them)."""
+    hits = [
         make_hit("a", "contextual bandit router", 0.9, "0001"),
+        make_hit("d", "unrelated acknowledgements", 0.7, "0003"),
         make_hit("b", "learning rate schedule", 0.4, "0002"),
         make_hit("c", "the router picks an expert per token", 0.4, "0003"),
-        make_hit("d", "unrelated acknowledgements", 0.7, "0003"),
     ]
-
-
-def test_pool_assigns_ranks_by_fused_score_with_stable_ties() -> None:
-    pooled = pool_hits(_three_leaves())
-    assert [h.chunk.chunk_id for h in pooled] == ["a", "d", "b", "c"]
-    assert [h.pooled_rank for h in pooled] == [1, 2, 3, 4]
-
-
-def test_pool_keeps_existing_ranks_and_drops_duplicate_chunks() -> None:
-    hits = [
-        make_hit("x", "t", 0.1, pooled_rank=2),
-        make_hit("y", "t", 0.9, pooled_rank=1),
-        make_hit("x", "t", 0.1, pooled_rank=3),
-    ]
-    pooled = pool_hits(hits)
-    assert [(h.chunk.chunk_id, h.pooled_rank) for h in pooled] == [("y", 1), ("x", 2)]
+    return [replace(h, pooled_rank=rank) for rank, h in enumerate(hits, start=1)]
 
 
 def test_rerank_orders_by_rerank_score_and_cuts_to_top_k() -> None:
@@ -264,12 +249,10 @@ def test_rerank_orders_by_rerank_score_and_cuts_to_top_k() -> None:
     assert [h.rerank for h in out] == [3.0, 1.0, 0.0]
     assert [h.final_rank for h in out] == [1, 2, 3]
     assert [h.pooled_rank for h in out] == [4, 1, 2]
-    assert fake.calls == [
-        ("router expert token", [h.chunk.text for h in sorted(hits, key=lambda h: -h.fused)])
-    ]
+    assert fake.calls == [("router expert token", [h.chunk.text for h in hits])]
     # Inputs untouched: same objects, same order, no scores or ranks written into them.
     assert hits == before and all(a is b for a, b in zip(hits, before, strict=True))
-    assert all(h.rerank is None and h.pooled_rank == 0 and h.final_rank == 0 for h in hits)
+    assert all(h.rerank is None and h.final_rank == 0 for h in hits)
 
 
 def test_rerank_off_keeps_fused_order_with_reason() -> None:
@@ -328,6 +311,7 @@ def test_real_model_lifts_the_relevant_chunk_from_the_bottom(bundled: OnnxCrossE
         make_hit("noise2", PAIRS[1][2], 0.90, "0002"),
         make_hit("answer", ROUTER_YES, 0.20, "0003"),
     ]
+    hits = [replace(h, pooled_rank=rank) for rank, h in enumerate(hits, start=1)]
     out, reason = rerank_chunks(ROUTER_Q, hits, bundled, 2, "en", False)
     assert reason is None
     assert out[0].chunk.chunk_id == "answer"

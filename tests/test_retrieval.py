@@ -2,36 +2,55 @@
 
 from __future__ import annotations
 
-from treerag_core.config import QuerySettings
-from treerag_core.retrieval import pool_across_leaves
-from treerag_core.types import Chunk, RetrievedChunk
+from dataclasses import replace
+
+from treerag_core.retrieval import pool
+from treerag_core.settings import RetrieveSettings
+from treerag_core.types import Chunk, RetrievalGroup, RetrievedChunk
 
 
-def hit(chunk_id: str, leaf: str, dense: float, bm25: float, fused: float) -> RetrievedChunk:
+def hit(chunk_id: str, leaf: str, dense: float, bm25: float, fused: float, rank: int = 1):
     chunk = Chunk(chunk_id, "text", leaf, leaf, "doc", 0, 4)
-    return RetrievedChunk(chunk, dense, bm25, 0.0, 0.0, fused, leaf_rank=1)
+    return RetrievedChunk(chunk, dense, bm25, 0.0, 0.0, fused, leaf_rank=rank)
+
+
+def group(label: str, *hits: RetrievedChunk) -> RetrievalGroup:
+    return RetrievalGroup(label, tuple(hits), leaf_id=label)
 
 
 def test_pool_orders_by_raw_scores_not_per_leaf_normalised_ones():
     # Each leaf's best chunk has fused 1.0 after per-leaf min-max; only raw scores differ.
-    retrieved = {
-        "A": [hit("a1", "A", dense=0.20, bm25=0.5, fused=1.0)],
-        "B": [hit("b1", "B", dense=0.80, bm25=6.0, fused=1.0), hit("b2", "B", 0.5, 2.0, 0.3)],
-    }
-    pooled = pool_across_leaves(retrieved, QuerySettings())
+    a = group("A", hit("a1", "A", dense=0.20, bm25=0.5, fused=1.0))
+    b = group("B", hit("b1", "B", 0.80, 6.0, 1.0), hit("b2", "B", 0.5, 2.0, 0.3, rank=2))
+    pooled = pool([a, b], RetrieveSettings())
     assert [h.chunk.chunk_id for h in pooled] == ["b1", "b2", "a1"]
     assert [h.pooled_rank for h in pooled] == [1, 2, 3]
     scores = [h.pool_fused for h in pooled]
     assert scores == sorted(scores, reverse=True)  # the shown score explains the order
-    assert retrieved["A"][0].pooled_rank == 0  # inputs are not mutated
+    assert a.hits[0].pooled_rank == 0  # inputs are not mutated
 
 
 def test_single_group_keeps_its_fused_order():
-    group = [hit("x", "*", 0.1, 9.0, 0.9), hit("y", "*", 0.9, 0.0, 0.5)]
-    pooled = pool_across_leaves({"*": group}, QuerySettings())
+    flat = RetrievalGroup("all", (hit("x", "L", 0.1, 9.0, 0.9), hit("y", "L", 0.9, 0.0, 0.5, 2)))
+    pooled = pool([flat], RetrieveSettings())
     assert [h.chunk.chunk_id for h in pooled] == ["x", "y"]
 
 
+def test_pool_is_cut_to_the_candidate_window():
+    hits = [hit(f"c{i}", "L", 0.1, 1.0, 1.0 - i / 100, rank=i + 1) for i in range(10)]
+    pooled = pool([RetrievalGroup("all", tuple(hits))], RetrieveSettings(candidate_window=4))
+    assert [h.chunk.chunk_id for h in pooled] == ["c0", "c1", "c2", "c3"]
+
+
+def test_a_chunk_found_by_two_groups_is_pooled_once_with_its_better_copy():
+    weak = hit("same", "A", 0.1, 0.0, 0.2)
+    strong = replace(weak, fused=0.9)
+    pooled = pool(
+        [group("A", weak), group("B", strong, hit("b", "B", 0.5, 1.0, 0.5, 2))], RetrieveSettings()
+    )
+    assert [h.chunk.chunk_id for h in pooled].count("same") == 1
+
+
 def test_empty_pool():
-    assert pool_across_leaves({}, QuerySettings()) == []
-    assert pool_across_leaves({"A": []}, QuerySettings()) == []
+    assert pool([], RetrieveSettings()) == ()
+    assert pool([group("A")], RetrieveSettings()) == ()

@@ -35,7 +35,7 @@ def _ctx(index, settings=None, **kw) -> QueryContext:
 def test_registered_with_its_options():
     strategy = get_strategy("drilldown")
     assert strategy.options_type is DrilldownOptions and strategy.locates
-    inputs = strategy.locate_inputs(QuerySettings())
+    inputs = strategy.locate_inputs(QuerySettings(), "drilldown")
     assert inputs["documents"] == 1 and inputs["fusion"] == "weighted"
 
 

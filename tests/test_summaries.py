@@ -9,13 +9,7 @@ from pathlib import Path
 import pytest
 
 from treerag_core.parsing import parse_document
-from treerag_core.summaries import (
-    content_key,
-    first_sentence,
-    split_sentences,
-    summarize_tree,
-    truncate,
-)
+from treerag_core.summaries import content_key, first_sentence, summarize_tree
 from treerag_core.types import TreeNode
 
 SAMPLE_DIR = Path(__file__).resolve().parents[1] / "sample_docs"
@@ -45,34 +39,6 @@ def test_first_sentence_prefers_an_informative_one_and_falls_back_to_tables() ->
         "Model; Accuracy"
     )
     assert first_sentence("```\nonly code\n```") == ""
-
-
-def test_split_sentences_english_and_chinese() -> None:
-    text = "We use e.g. LinUCB (Li et al. 2010). Accuracy is 73.2% on EUR/USD! Why? Done"
-    assert split_sentences(text) == [
-        "We use e.g. LinUCB (Li et al. 2010).",
-        "Accuracy is 73.2% on EUR/USD!",
-        "Why?",
-        "Done",
-    ]
-    zh = "第一条 为了保护权益，制定本法。用人单位应当支付工资；不得拖欠！是否有效？"
-    assert split_sentences(zh) == [
-        "第一条 为了保护权益，制定本法。",
-        "用人单位应当支付工资；",
-        "不得拖欠！",
-        "是否有效？",
-    ]
-
-
-def test_truncate_at_word_boundary_with_ellipsis() -> None:
-    text = "AdaRouter achieves directional accuracy improvements across every currency pair"
-    cut = truncate(text, 40)
-    assert cut == "AdaRouter achieves directional accuracy…"
-    assert truncate(text, 42) == "AdaRouter achieves directional accuracy…"  # not "impr…"
-    assert len(cut) <= 40 and text.startswith(cut[:-1])
-    assert truncate("short", 40) == "short"
-    zh = "用人单位与劳动者协商一致，可以解除劳动合同。" * 3
-    assert truncate(zh, 20) == zh[:19] + "…"
 
 
 def test_leaf_summaries_on_the_sample_paper() -> None:

@@ -80,9 +80,7 @@ class AuditLog:
             )
             query_id = int(cur.lastrowid)
             rows = [
-                ("retrieve", hit.leaf_rank, hit)
-                for hits in trace.retrieved.values()
-                for hit in hits
+                ("retrieve", hit.leaf_rank, hit) for group in trace.retrieved for hit in group.hits
             ] + [("final", hit.final_rank, hit) for hit in trace.reranked]
             self._conn.executemany(
                 "INSERT INTO hit VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",

@@ -6,11 +6,8 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
-
-from treerag_core.errors import IndexFormatError
 
 # Why not rank_bm25 here: its classes compute IDF over the very chunks they score, so on a
 # 1-5 chunk leaf a real match scores 0 or below (BM25Okapi), an empty leaf raises
@@ -55,28 +52,6 @@ class BM25Stats:
     def idf(self, term: str) -> float:
         # A term unseen in the stats (df 0) gets the highest IDF, never a KeyError.
         return idf(self.df.get(term, 0), self.n_docs)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"n_docs": self.n_docs, "total_len": self.total_len, "df": dict(self.df)}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> BM25Stats:
-        try:
-            n_docs, total_len, df = int(data["n_docs"]), int(data["total_len"]), data["df"]
-            if not isinstance(df, Mapping):
-                raise TypeError(f"df is a {type(df).__name__}, not a mapping")
-            clean = {str(term): int(count) for term, count in df.items()}
-        except (KeyError, TypeError, ValueError) as exc:
-            raise IndexFormatError(
-                f"BM25 statistics are malformed ({exc!r}); expected keys n_docs, total_len, df. "
-                "Rebuild the index."
-            ) from exc
-        if n_docs < 0 or total_len < 0 or any(c < 0 or c > n_docs for c in clean.values()):
-            raise IndexFormatError(
-                f"BM25 statistics are inconsistent (n_docs={n_docs}, total_len={total_len}, "
-                "a document frequency outside [0, n_docs]). Rebuild the index."
-            )
-        return cls(n_docs=n_docs, total_len=total_len, df=clean)
 
 
 class LeafBM25:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import bisect
 import re
 
-from treerag_core.text import sentence_end_positions
+from treerag_core.text_rules import is_unspaced, sentence_end_positions
 from treerag_core.types import Chunk, TreeNode
 
 # A window prefers to end at a sentence (then line, then clause) end lying in its last third:
@@ -14,12 +14,6 @@ END_ZONE = 1 / 3
 
 _BLANK_LINE = re.compile(r"\n[ \t\r]*\n")
 _CLAUSE_END = re.compile(r"[,:;][\"'”’)\]]*(?=\s)|[，、：]")
-# Characters a cut may sit next to without splitting a word: Han, kana, CJK punctuation and
-# full-width forms. (Whitespace is checked separately.)
-_CUT_SAFE = re.compile(
-    "[\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef"
-    "\U00020000-\U0002ffff]"
-)
 
 
 def chunk_leaf(
@@ -104,8 +98,8 @@ def _is_boundary(text: str, i: int) -> bool:
     return (
         before.isspace()
         or after.isspace()
-        or bool(_CUT_SAFE.match(before))
-        or bool(_CUT_SAFE.match(after))
+        or is_unspaced(before)  # Han, kana, CJK punctuation: no spaces between words
+        or is_unspaced(after)
     )
 
 

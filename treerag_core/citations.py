@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Mapping, Sequence
 
+from treerag_core.text_rules import split_heading_number, split_path
 from treerag_core.types import Citation, RetrievedChunk
 
 _LABEL = r"(?:sources?|来源)\s*[:：]\s*"
@@ -20,75 +20,9 @@ _PATH_LIST_SEP = re.compile(r"\s*[;；]\s*")
 _COMMA_SEP = re.compile(r"\s*[,，]\s*")
 _QUOTES = "\"'`*“”‘’「」『』 "
 
-# Strict components, as the Section hit@k metric defines them: " > " between components.
-_STRICT_SEP = re.compile(r"\s+>\s+")
-# Lenient components for citations (after NFKC, so "＞" is ">" too): any spacing, and › ».
-_LENIENT_SEP = re.compile(r"\s*[>›»]\s*")
-
-_CN_NUM = "零〇一二三四五六七八九十百千万两"
-_NUMBER_LABEL = re.compile(
-    rf"^(?:第[{_CN_NUM}\d]+(?:分编|编|章|节|条|款|项|部分|部|篇|卷)"  # 第二章, 第五十条
-    rf"|[{_CN_NUM}]+[、.]"  # 四、
-    rf"|\([{_CN_NUM}\d]+\)"  # (一), (3)
-    r"|\d+(?:\.\d+)*[.)]?(?=\s|$)"  # 3.2.2, 4., 1)
-    r"|[IVXLC]+\.(?=\s)"  # IV.
-    r"|[A-Z]\.(?=\s))"  # A.
-)
 _Key = tuple[str, str, str]  # (whole component, number label, title), squashed
 _Prepared = list[tuple[str, list[list[_Key]]]]  # node id -> its paths as keys
 _INTRO = re.compile(r"^(?P<base>.*?)\s*\((?:intro|引言)\)$", re.IGNORECASE)
-
-
-def normalize_path(path: str) -> tuple[str, ...]:
-    """A heading path as case-folded, whitespace-collapsed components ("A  >  b" -> ("a", "b")).
-
-    Components are separated by " > " (spaces around it), as heading paths are written;
-    every Unicode space counts as whitespace, and empty components are dropped.
-    """
-    collapsed = " ".join(path.split())
-    return tuple(c.casefold() for c in _STRICT_SEP.split(collapsed) if c.strip())
-
-
-def path_ends_with(path: str, suffix: str) -> bool:
-    """True when `path`'s last components equal all of `suffix`'s (see `normalize_path`).
-
-    "Methods > Model Architecture > Router Design" ends with "router  design" and with
-    "Model Architecture > Router Design", not with "Design" nor "3.2 Router Design".
-    An empty suffix never matches.
-    """
-    if not suffix or not path:  # eval gold paths may be missing (None / "")
-        return False
-    want = normalize_path(suffix)
-    have = normalize_path(path)
-    return bool(want) and len(have) >= len(want) and have[-len(want) :] == want
-
-
-def split_heading_number(heading: str) -> tuple[str, str]:
-    """(number label, title) of one heading: "3.2.2 Router Design" -> ("3.2.2", "Router Design").
-
-    Labels: 3.2.2 / 4. / 1) / IV. / A. / (一) / 四、 / 第二章 / 第五十条. The label loses its
-    trailing dot so "4." equals "4"; a heading that is only a label has an empty title.
-    """
-    text = " ".join(unicodedata.normalize("NFKC", heading).split())
-    match = _NUMBER_LABEL.match(text)
-    if not match:
-        return "", text
-    label = match.group(0).rstrip(".、")
-    return label, text[match.end() :].lstrip(" .、:-")
-
-
-def strip_heading_numbers(path: str) -> str:
-    """The path with each component's number label removed (kept when it is all there is)."""
-    parts = []
-    for comp in _lenient_split(path):
-        label, title = split_heading_number(comp)
-        parts.append(title or label)
-    return " > ".join(parts)
-
-
-def _lenient_split(path: str) -> list[str]:
-    text = " ".join(unicodedata.normalize("NFKC", path).split())
-    return [c for c in _LENIENT_SEP.split(text) if c.strip()]
 
 
 def _squash(text: str) -> str:
@@ -113,7 +47,7 @@ def _components_match(cited: _Key, node: _Key) -> bool:
 
 
 def _path_keys(path: str) -> list[_Key]:
-    return [_component_key(c) for c in _lenient_split(path)]
+    return [_component_key(c) for c in split_path(path, lenient=True)]
 
 
 def _ends_with_subsequence(node: list[_Key], cited: list[_Key]) -> bool:
@@ -137,7 +71,7 @@ def _ends_with_subsequence(node: list[_Key], cited: list[_Key]) -> bool:
 def _node_variants(path: str) -> list[list[_Key]]:
     keys = _path_keys(path)
     variants = [keys]
-    comps = _lenient_split(path)
+    comps = split_path(path, lenient=True)
     if len(comps) >= 2:
         intro = _INTRO.match(comps[-1])
         # A synthetic "(intro)" leaf holds its parent's own text: citing the parent finds it.
@@ -159,16 +93,6 @@ def _match(cited_path: str, prepared: _Prepared) -> tuple[str, ...]:
         for node_id, variants in prepared
         if any(_ends_with_subsequence(v, cited) for v in variants)
     )
-
-
-def match_nodes(cited_path: str, node_paths: Mapping[str, str]) -> tuple[str, ...]:
-    """Ids of the nodes whose heading path ends with `cited_path`, leniently, in map order.
-
-    Components are compared case-folded and without spaces, a number label on either side
-    may be missing ("Router Design" finds "Methods > 3.2.2 Router Design"), and cited
-    components before the last may skip levels of the tree.
-    """
-    return _match(cited_path, _prepare(node_paths))
 
 
 def _marker_paths(body: str, prepared: _Prepared) -> list[tuple[str, tuple[str, ...]]]:

@@ -11,10 +11,24 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from treerag_core.config import IndexSettings, QuerySettings, anthropic_api_key
+from treerag_core.config import IndexSettings
 from treerag_core.errors import LLMError, QueryError, TreeRAGError
+from treerag_core.names import Fusion, Locator
+from treerag_core.settings import QuerySettings, anthropic_api_key
+from treerag_core.strategies import get_strategy, strategy_names
 
-STRATEGY_CHOICES = ("treerag", "flat-hybrid", "flat-dense", "flat-bm25")
+# Flags that set one query setting each: flag dest -> the setting's dotted path.
+SETTING_FLAGS = {
+    "top_k": "answer.final_top_k",
+    "context_chars": "answer.context_chars",
+    "dense_weight": "retrieve.dense_weight",
+    "fusion": "retrieve.fusion",
+    "candidate_window": "retrieve.candidate_window",
+    "locator": "locate.locator",
+    "max_leaves": "locate.max_leaves",
+    "locate_cutoff": "locate.cutoff",
+    "strategy": "strategy",
+}
 EMBEDDER_HELP = (
     "multilingual (bundled Universal Sentence Encoder, zh+en), minilm (bundled "
     "all-MiniLM-L6-v2, English), hashing (deterministic, for --mock/tests), "
@@ -55,12 +69,11 @@ def _llm_summarizer(settings: IndexSettings, previous):
     from treerag_core.llm import make_client
     from treerag_core.summaries_llm import make_llm_summarizer
 
-    query = QuerySettings()
-    client = make_client(query, anthropic_api_key())
+    client = make_client(QuerySettings().llm, anthropic_api_key())
     if client is None:
         raise LLMError("--llm-summaries needs ANTHROPIC_API_KEY", reason="no_api_key")
     cache = previous.summary_cache if previous is not None else {}
-    return make_llm_summarizer(client, query.locate_model, cache)
+    return make_llm_summarizer(client, QuerySettings().llm.locate_model, cache)
 
 
 def _ktype_summarizer(settings: IndexSettings, previous):
@@ -70,11 +83,11 @@ def _ktype_summarizer(settings: IndexSettings, previous):
     from treerag_core.ktype import make_ktype_summarizer
     from treerag_core.llm import make_client
 
-    query = QuerySettings()
-    client = make_client(query, anthropic_api_key())
+    llm = QuerySettings().llm
+    client = make_client(llm, anthropic_api_key())
     layers = previous.layers if previous is not None else None
     cache = layers.ktype_cache if layers is not None else {}
-    return make_ktype_summarizer(client, query.locate_model, cache)
+    return make_ktype_summarizer(client, llm.locate_model, cache)
 
 
 def cmd_index(args: argparse.Namespace) -> int:
@@ -166,19 +179,26 @@ def cmd_qdrant_push(args: argparse.Namespace) -> int:
     return 0
 
 
-def _query_settings(args: argparse.Namespace) -> QuerySettings:
-    base = QuerySettings()
-    changes: dict = {"use_llm": not args.mock}
-    for name in ("top_k", "dense_weight", "fusion", "locator", "strategy", "max_leaves"):
-        value = getattr(args, name, None)
-        if value is not None:
-            changes["final_top_k" if name == "top_k" else name] = value
-    if args.no_rerank:
-        changes["rerank"] = False
+def settings_from_args(args: argparse.Namespace, base: QuerySettings) -> QuerySettings:
+    """`base` with every query flag the user gave applied; a bad value is a QueryError."""
+    settings = base
     try:
-        return base.with_(**changes)
+        for dest, path in SETTING_FLAGS.items():
+            value = getattr(args, dest, None)
+            if value is not None:
+                settings = settings.set(path, value)
+        if getattr(args, "no_rerank", False):
+            settings = settings.set("rerank.enabled", False)
+        if getattr(args, "mock", False):
+            settings = settings.set("llm.enabled", False)
+        get_strategy(settings.strategy)
     except ValueError as exc:  # a flag out of range is the user's to fix, not a traceback
         raise QueryError(str(exc)) from exc
+    return settings
+
+
+def _query_settings(args: argparse.Namespace) -> QuerySettings:
+    return settings_from_args(args, QuerySettings())
 
 
 def _engine(args: argparse.Namespace):
@@ -249,11 +269,29 @@ def _add_query_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mock", action="store_true", help="no LLM call at all; everything else real")
     p.add_argument("--json", action="store_true", help="print the trace as JSON")
     p.add_argument("--top-k", type=int, default=None, help="chunks kept after rerank (default 5)")
+    p.add_argument(
+        "--context-chars", type=int, default=None, help="fill the answer's context to N chars"
+    )
+    p.add_argument(
+        "--strategy", choices=strategy_names(runnable=True), default=None, help=_strategy_help()
+    )
+    _add_shared_retrieval_options(p)
+
+
+def _strategy_help() -> str:
+    return "; ".join(f"{s}: {get_strategy(s).label}" for s in strategy_names(runnable=True))
+
+
+def _add_shared_retrieval_options(p: argparse.ArgumentParser) -> None:
+    """Options that query, interactive and eval share, declared once."""
     p.add_argument("--dense-weight", type=float, default=None, help="0..1; BM25 gets 1 - this")
-    p.add_argument("--fusion", choices=("weighted", "rrf", "dbsf"), default=None)
-    p.add_argument("--locator", choices=("auto", "llm", "local", "keyword"), default=None)
-    p.add_argument("--strategy", choices=STRATEGY_CHOICES, default=None)
+    p.add_argument("--fusion", choices=Fusion.values(), default=None)
+    p.add_argument("--locator", choices=Locator.values(), default=None)
     p.add_argument("--max-leaves", type=int, default=None)
+    p.add_argument("--locate-cutoff", type=float, default=None)
+    p.add_argument(
+        "--candidate-window", type=int, default=None, help="pooled candidates (default 40)"
+    )
     p.add_argument("--no-rerank", action="store_true", help="keep the fused order")
 
 
@@ -268,20 +306,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
         chunk_overlap=args.chunk_overlap,
         embedder=args.embedder or IndexSettings().embedder,
     )
-    query = QuerySettings(final_top_k=10).with_(
-        **{
-            k: v
-            for k, v in (
-                ("fusion", args.fusion),
-                ("dense_weight", args.dense_weight),
-                ("locate_cutoff", args.locate_cutoff),
-                ("max_leaves", args.max_leaves),
-            )
-            if v is not None
-        }
-    )
-    if args.no_rerank:
-        query = query.with_(rerank=False)
+    # --strategy is a list here (the strategies to compare), not one query setting.
+    flags = argparse.Namespace(**{**vars(args), "strategy": None})
+    query = settings_from_args(flags, QuerySettings().set("answer.final_top_k", 10))
     config = EvalConfig(
         strategies=strategies,
         scope=args.scope,
@@ -362,7 +389,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--strategy",
         default="treerag,flat-hybrid",
-        help="comma-separated: treerag, flat-hybrid, flat-dense, flat-bm25, oracle-sections",
+        help="comma-separated, from: " + ", ".join(strategy_names()),
     )
     p.add_argument("--scope", choices=("doc", "corpus"), default="doc")
     p.add_argument("--limit", type=int, default=None, help="only the first N usable questions")
@@ -373,11 +400,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-depth", type=int, default=IndexSettings().max_depth)
     p.add_argument("--chunk-size", type=int, default=IndexSettings().chunk_size)
     p.add_argument("--chunk-overlap", type=int, default=IndexSettings().chunk_overlap)
-    p.add_argument("--fusion", choices=("weighted", "rrf", "dbsf"), default=None)
-    p.add_argument("--dense-weight", type=float, default=None)
-    p.add_argument("--locate-cutoff", type=float, default=None)
-    p.add_argument("--max-leaves", type=int, default=None)
-    p.add_argument("--no-rerank", action="store_true")
+    _add_shared_retrieval_options(p)
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser(

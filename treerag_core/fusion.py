@@ -7,7 +7,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-FUSION_METHODS = ("weighted", "rrf", "dbsf")
+from treerag_core.names import Fusion
+
+FUSION_METHODS = Fusion.values()
 SMALL_LEAF = 2  # a leaf of at most this many chunks gets the minmax_forced warning
 
 
@@ -89,7 +91,7 @@ def rank_positions(scores: np.ndarray) -> np.ndarray:
 
 def _check_args(method: str, dense_weight: float, rrf_k: float) -> None:
     if method not in FUSION_METHODS:
-        raise ValueError(f"fusion method must be weighted, rrf or dbsf, but got {method!r}")
+        raise ValueError(f"fusion method must be one of {FUSION_METHODS}, but got {method!r}")
     if not _is_real(dense_weight) or not 0.0 <= float(dense_weight) <= 1.0:
         raise ValueError(f"dense_weight must be in [0, 1], but got {dense_weight!r}")
     if not _is_real(rrf_k) or float(rrf_k) <= 0.0:

@@ -15,9 +15,10 @@ from treerag_core.config import IndexSettings
 from treerag_core.embedders import Embedder
 from treerag_core.ktype import KTypeLLM
 from treerag_core.layers import Layers, build_layers
-from treerag_core.parsing import document_language, parse_document
+from treerag_core.parsing import parse_document
 from treerag_core.summaries import content_key, summarize_tree
 from treerag_core.text import tokenize
+from treerag_core.text_rules import detect_language
 from treerag_core.types import Chunk, DocumentInfo, Language, TreeNode
 from treerag_core.vectors.faiss_store import FlatGroup
 
@@ -166,9 +167,6 @@ class CorpusIndex:
             self._heading_terms[leaf_id] = terms  # a racing duplicate computes the same set
         return terms
 
-    def memory_bytes(self) -> int:
-        return int(self.embeddings.nbytes)
-
 
 def _unique_names(sources: Sequence[SourceDocument]) -> list[SourceDocument]:
     """Make document names unique (two `README.md` from different folders stay apart)."""
@@ -216,7 +214,7 @@ def build_index(
             src.text, doc_id=src.name, name=src.name, max_depth=settings.max_depth, first_id=next_id
         )
         if summarizer is not None:
-            overrides.update(summarizer(doc_nodes, document_language(src.text)))
+            overrides.update(summarizer(doc_nodes, detect_language(src.text)))
         doc_nodes = summarize_tree(
             doc_nodes, max_chars=settings.summary_chars, overrides=overrides or None
         )
@@ -227,7 +225,7 @@ def build_index(
                 doc_id=src.name,
                 name=src.name,
                 title=root.heading,
-                language=document_language(src.text),
+                language=detect_language(src.text),
                 sha256=src.sha256,
                 size_chars=len(src.text),
                 root_id=root.node_id,

@@ -12,9 +12,9 @@ from typing import Any
 import anthropic
 import httpx2
 
-from .config import QuerySettings
 from .errors import LLMError
 from .prompts import build_summary_prompt, parse_summary_response
+from .settings import LLMSettings
 from .types import Language, Usage
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -298,13 +298,11 @@ class AnthropicClient:
         return text.replace(self._api_key, "***")
 
 
-def make_client(settings: QuerySettings, api_key: str | None) -> AnthropicClient | None:
-    """A client configured from the settings, or None when there is no key (local mode)."""
+def make_client(llm: LLMSettings, api_key: str | None) -> AnthropicClient | None:
+    """A client configured from the LLM settings, or None when there is no key (local mode)."""
     if not api_key or not api_key.strip():
         return None
-    return AnthropicClient(
-        api_key, timeout=settings.llm_timeout, max_retries=settings.llm_max_retries
-    )
+    return AnthropicClient(api_key, timeout=llm.timeout, max_retries=llm.max_retries)
 
 
 SUMMARY_INPUT_CHARS = 1200  # per section: enough for one sentence, bounds the cost

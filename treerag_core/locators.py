@@ -9,7 +9,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from treerag_core.config import QuerySettings
 from treerag_core.errors import LLMError, QueryError
 from treerag_core.fusion import fuse
 from treerag_core.index import CorpusIndex
@@ -19,6 +18,7 @@ from treerag_core.prompts import (
     parse_locate_response,
     serialize_tree,
 )
+from treerag_core.settings import LocateSettings, QuerySettings, RetrieveSettings
 from treerag_core.types import Fallback, Language, LocatedLeaf, LocateResult, TreeNode
 
 Tokenize = Callable[[str], list[str]]
@@ -39,7 +39,8 @@ def score_leaves(
     question: str,
     query_vector: np.ndarray,
     tokenize: Tokenize,
-    settings: QuerySettings,
+    locate: LocateSettings,
+    retrieve: RetrieveSettings,
     scope: Sequence[str] | None = None,
 ) -> LeafScores:
     """Score each non-empty leaf: its best chunk's hybrid score plus its heading/summary match.
@@ -48,7 +49,7 @@ def score_leaves(
     step 2), so a leaf is strong when it holds a passage that matches, by meaning or words.
     """
     rows, dense, bm25 = index.score_scope(scope, query_vector, tokenize(question))
-    fused = fuse(dense, bm25, settings.fusion, settings.dense_weight, settings.rrf_k).fused
+    fused = fuse(dense, bm25, retrieve.fusion, retrieve.dense_weight, retrieve.rrf_k).fused
     best: dict[str, float] = {}
     for row, value in zip(rows.tolist(), fused.tolist(), strict=True):
         leaf = index.chunks[row].source_node_id
@@ -62,7 +63,7 @@ def score_leaves(
     span = chunk_part.max() - chunk_part.min()
     chunk_part = (chunk_part - chunk_part.min()) / span if span > 0 else np.ones_like(chunk_part)
     heading_part = _heading_match(index, leaf_ids, tokenize(question))
-    w = settings.heading_weight
+    w = locate.heading_weight
     scores = (1.0 - w) * chunk_part + w * heading_part
     order = np.argsort(-scores, kind="stable")
     return LeafScores(
@@ -87,25 +88,26 @@ def local_locate(
     question: str,
     query_vector: np.ndarray,
     tokenize: Tokenize,
-    settings: QuerySettings,
+    locate: LocateSettings,
+    retrieve: RetrieveSettings,
     scope: Sequence[str] | None = None,
 ) -> LocateResult:
     """Keep the top leaves whose score is within `locate_cutoff` of the best (1..max_leaves)."""
     started = time.perf_counter()
-    scored = score_leaves(index, question, query_vector, tokenize, settings, scope)
+    scored = score_leaves(index, question, query_vector, tokenize, locate, retrieve, scope)
     picked: list[LocatedLeaf] = []
     top = float(scored.scores[0]) if len(scored.scores) else 0.0
     for leaf_id, score in zip(scored.leaf_ids, scored.scores.tolist(), strict=True):
-        if len(picked) >= settings.max_leaves:
+        if len(picked) >= locate.max_leaves:
             break
-        if picked and score < settings.locate_cutoff * top:
+        if picked and score < locate.cutoff * top:
             break
         node = index.nodes[leaf_id]
         picked.append(LocatedLeaf(leaf_id, node.heading_path, question, round(score, 4), "local"))
     thinking = (
         f"Local locator: {len(scored.leaf_ids)} leaves scored by best chunk (hybrid) and "
         f"heading/summary match; kept {len(picked)} scoring at least "
-        f"{settings.locate_cutoff:.0%} of the best."
+        f"{locate.cutoff:.0%} of the best."
     )
     return LocateResult(tuple(picked), thinking, "local", seconds=time.perf_counter() - started)
 
@@ -114,7 +116,7 @@ def keyword_locate(
     index: CorpusIndex,
     question: str,
     tokenize: Tokenize,
-    settings: QuerySettings,
+    locate: LocateSettings,
     scope: Sequence[str] | None = None,
 ) -> LocateResult:
     """The seed's mock: question terms matched against each leaf's heading and summary, top 3."""
@@ -126,7 +128,7 @@ def keyword_locate(
         overlap = len(terms & set(tokenize(f"{node.heading} {node.summary}")))
         scored.append((-overlap, order, node))
     scored.sort(key=lambda item: (item[0], item[1]))
-    keep = min(3, settings.max_leaves)
+    keep = min(3, locate.max_leaves)
     picked = tuple(
         LocatedLeaf(node.node_id, node.heading_path, question, float(-neg), "keyword")
         for neg, _, node in scored[:keep]
@@ -197,11 +199,9 @@ def llm_locate(
     """
     started = time.perf_counter()
     ranked_docs = list(dict.fromkeys(index.nodes[i].doc_id for i in local.leaf_ids))
-    tree_text, cut = tree_for_prompt(
-        index, scope, settings.locate_budget_tokens, ranked_docs, language
-    )
-    prefix, rest = build_locate_prompt(question, tree_text, language, settings.max_leaves)
-    text, usage = client.complete(prefix, rest, settings.locate_model, max_tokens=1024)
+    tree_text, cut = tree_for_prompt(index, scope, locate_budget(settings), ranked_docs, language)
+    prefix, rest = build_locate_prompt(question, tree_text, language, settings.locate.max_leaves)
+    text, usage = client.complete(prefix, rest, settings.llm.locate_model, max_tokens=1024)
     thinking, picks = parse_locate_response(text)
     notes = [f"prompt budget: left out {len(cut)} document(s): {', '.join(cut)}"] if cut else []
     allowed = {d.doc_id for d in index.documents if scope is None or d.doc_id in scope}
@@ -218,7 +218,7 @@ def llm_locate(
             targets = sorted(below, key=lambda i: local_rank[i])[:2]
             notes.append(f"expanded parent {node_id} to leaves {', '.join(targets) or 'none'}")
         for leaf_id in targets:
-            if leaf_id not in leaves and len(leaves) < settings.max_leaves:
+            if leaf_id not in leaves and len(leaves) < settings.locate.max_leaves:
                 path = index.nodes[leaf_id].heading_path
                 leaves[leaf_id] = LocatedLeaf(leaf_id, path, sub_query or question, None, "llm")
     if not leaves:
@@ -231,6 +231,12 @@ def llm_locate(
         seconds=time.perf_counter() - started,
         notes=tuple(notes),
     )
+
+
+def locate_budget(settings: QuerySettings) -> int:
+    """Tokens of serialized tree the locate prompt may hold: the setting, capped by the model's
+    context window (a quarter of it, leaving room for instructions and the reply)."""
+    return min(settings.locate.budget_tokens, max(500, settings.llm.context_tokens // 4))
 
 
 def fallback_reason(exc: LLMError) -> Fallback:

@@ -3,32 +3,11 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePath
 
-from treerag_core.types import Language, TreeNode
-
-PATH_SEP = " > "
-
-# --- language ---------------------------------------------------------------------------------
-
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-_LATIN_WORD = re.compile(r"[A-Za-z]+")
-
-
-def document_language(text: str) -> Language:
-    """Return "zh" when CJK characters are at least half of all "words", else "en".
-
-    A CJK character is counted against a Latin *word* (not letter): one hanzi carries about
-    as much as one English word, so a Chinese text full of English terms stays "zh".
-    """
-    cjk = len(_CJK.findall(text))
-    if cjk == 0:
-        return "en"
-    words = len(_LATIN_WORD.findall(text))
-    return "zh" if cjk >= words else "en"
-
+from treerag_core.text_rules import Numbering, detect_language, heading_numbering, join_path
+from treerag_core.types import TreeNode
 
 # --- heading lines ----------------------------------------------------------------------------
 
@@ -138,85 +117,7 @@ def scan_headings(text: str) -> list[HeadingLine]:
     return headings
 
 
-# --- numbering --------------------------------------------------------------------------------
-
-_ZH_NUMERALS = "零〇一二三四五六七八九十百千两"
-_ZH_KIND = re.compile(rf"^第([{_ZH_NUMERALS}]+|\d+)(分编|编|章|节|条)")
-_ZH_ITEM = re.compile(rf"^([{_ZH_NUMERALS}]+)、")
-_ZH_PAREN = re.compile(rf"^[（(]([{_ZH_NUMERALS}]+)[）)]")
-_ZH_RANK = {"编": 0, "分编": 1, "章": 2, "节": 3, "条": 4, "item": 5, "paren": 6}
-_DECIMAL = re.compile(r"^(\d{1,3}(?:\.\d{1,3})*)\.?(?=\s|$)")
-_ALPHA = re.compile(r"^([A-Z])((?:\.\d{1,3})+)\.?(?=\s|$)")
-_ROMAN = re.compile(r"^([IVXLCDM]{1,7})\.(?=\s|$)")
-_PAREN = re.compile(r"^(\d{1,3})\)(?=\s|$)")
-_ROMAN_VALUES = {"I": 1, "V": 5, "X": 10, "L": 50, "C": 100, "D": 500, "M": 1000}
-
-
-@dataclass(frozen=True)
-class Numbering:
-    """A heading's numbering: comparable only within one family; a larger rank is deeper."""
-
-    family: str  # decimal | alpha | roman | paren | zh
-    rank: int
-    values: tuple[int, ...]  # decimal/alpha: every part; others: the one number
-
-
-def _zh_int(numeral: str) -> int:
-    if numeral.isdigit():
-        return int(numeral)
-    digits = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4}
-    digits.update({"五": 5, "六": 6, "七": 7, "八": 8, "九": 9})
-    units = {"十": 10, "百": 100, "千": 1000}
-    total = current = 0
-    for ch in numeral:
-        if ch in units:
-            total += (current or 1) * units[ch]
-            current = 0
-        else:
-            current = digits[ch]
-    return total + current
-
-
-def _roman_int(numeral: str) -> int | None:
-    values = [_ROMAN_VALUES[ch] for ch in numeral]
-    total = sum(
-        -v if i + 1 < len(values) and v < values[i + 1] else v for i, v in enumerate(values)
-    )
-    # Reject non-canonical strings such as "IIII" or "VX" (likely words, not numbers).
-    return total if _to_roman(total) == numeral else None
-
-
-def _to_roman(value: int) -> str:
-    out = []
-    for number, symbol in (
-        (1000, "M"), (900, "CM"), (500, "D"), (400, "CD"), (100, "C"), (90, "XC"),
-        (50, "L"), (40, "XL"), (10, "X"), (9, "IX"), (5, "V"), (4, "IV"), (1, "I"),
-    ):  # fmt: skip
-        while value >= number:
-            out.append(symbol)
-            value -= number
-    return "".join(out)
-
-
-def heading_numbering(heading: str) -> Numbering | None:
-    """A heading's leading numbering: `1.2`, `A.1`, `III.`, `1)`, `第一章`, `一、`, `（一）`."""
-    if m := _ZH_KIND.match(heading):
-        return Numbering("zh", _ZH_RANK[m.group(2)], (_zh_int(m.group(1)),))
-    if m := _ZH_ITEM.match(heading):
-        return Numbering("zh", _ZH_RANK["item"], (_zh_int(m.group(1)),))
-    if m := _ZH_PAREN.match(heading):
-        return Numbering("zh", _ZH_RANK["paren"], (_zh_int(m.group(1)),))
-    if m := _DECIMAL.match(heading):
-        parts = tuple(int(p) for p in m.group(1).split("."))
-        return Numbering("decimal", len(parts), parts)
-    if m := _ALPHA.match(heading):
-        parts = (ord(m.group(1)) - ord("A") + 1, *(int(p) for p in m.group(2)[1:].split(".")))
-        return Numbering("alpha", len(parts), parts)
-    if (m := _ROMAN.match(heading)) and (value := _roman_int(m.group(1))) is not None:
-        return Numbering("roman", 1, (value,))
-    if m := _PAREN.match(heading):
-        return Numbering("paren", 1, (int(m.group(1)),))
-    return None
+# --- numbering (the grammar lives in text_rules) ----------------------------------------------
 
 
 def _continues(before: Numbering, after: Numbering) -> bool:
@@ -346,7 +247,7 @@ def parse_document(
         raise ValueError(f"max_depth must be >= 1, but got {max_depth}")
     if first_id < 0:
         raise ValueError(f"first_id must be >= 0, but got {first_id}")
-    zh = document_language(text) == "zh"
+    zh = detect_language(text) == "zh"
     headings = scan_headings(text)
 
     title_line: HeadingLine | None = None
@@ -391,9 +292,7 @@ def parse_document(
                 # path: citations and gold section paths name the parent section.
                 proto.path = parent_path
             else:
-                proto.path = (
-                    f"{parent_path}{PATH_SEP}{proto.heading}" if parent_path else proto.heading
-                )
+                proto.path = join_path(parent_path, proto.heading)
 
     return [
         TreeNode(
@@ -411,18 +310,3 @@ def parse_document(
         )
         for p in protos
     ]
-
-
-def leaves(nodes: Sequence[TreeNode]) -> list[TreeNode]:
-    """The leaf nodes (the only ones that get chunked), in document order."""
-    return [n for n in nodes if n.is_leaf]
-
-
-def outline(nodes: Sequence[TreeNode]) -> str:
-    """A plain-text outline, one node a line: id, level, leaf mark and heading path."""
-    lines = []
-    for n in nodes:
-        mark = "leaf" if n.is_leaf else "    "
-        extra = " (synthetic)" if n.synthetic else ""
-        lines.append(f"[{n.node_id}] L{n.level} {mark} {'  ' * n.level}{n.heading_path}{extra}")
-    return "\n".join(lines)

@@ -1,4 +1,9 @@
-"""The fixed three-step pipeline (locate, retrieve + rerank, synthesize) producing one Trace."""
+"""The fixed three-step pipeline around a strategy: locate, retrieve + rerank, synthesize.
+
+A strategy (treerag_core.strategies) owns steps 1 and 2; this module owns what they share:
+question checks, the trace and its effective settings, reuse of a stored step 1, the
+cross-encoder over the pooled candidates, the answer's context and the answer itself.
+"""
 
 from __future__ import annotations
 
@@ -11,26 +16,20 @@ from typing import Any
 import numpy as np
 
 from treerag_core.citations import parse_citations
-from treerag_core.config import QuerySettings
 from treerag_core.embedders import Embedder
 from treerag_core.errors import LLMError, QueryError, TreeRAGError
 from treerag_core.index import CorpusIndex
 from treerag_core.llm import make_client
-from treerag_core.locators import (
-    fallback_reason,
-    keyword_locate,
-    llm_locate,
-    local_locate,
-    manual_locate,
-    score_leaves,
-)
-from treerag_core.rerank import get_reranker, pool_hits, rerank_chunks
-from treerag_core.retrieval import ALL_LEAVES, pool_across_leaves, retrieve_in_leaves
+from treerag_core.names import Locator
+from treerag_core.rerank import get_reranker, rerank_chunks
+from treerag_core.settings import AnswerSettings, LLMSettings, QuerySettings
+from treerag_core.strategies import QueryContext, Strategy, get_strategy
 from treerag_core.synthesis import extractive_answer, stream_llm_answer
-from treerag_core.text import detect_language, is_stopword_only, tokenize
-from treerag_core.types import Fallback, Language, LocatedLeaf, LocateResult, Trace, Usage
+from treerag_core.text import is_stopword_only, tokenize
+from treerag_core.text_rules import detect_language
+from treerag_core.types import Fallback, LocateResult, RetrievedChunk, Trace, Usage
 
-STRATEGIES = ("treerag", "flat-hybrid", "flat-dense", "flat-bm25", "oracle-sections")
+QUERY_VECTOR_CACHE = 512  # entries per engine: a long interactive session must not grow
 
 
 @dataclass(frozen=True)
@@ -46,21 +45,21 @@ class Event:
 class Engine:
     """What a query needs besides the question: the index, its embedder, and the LLM access.
 
-    `client_factory` is the seam tests replace; the default builds the real Anthropic client.
+    `client_factory` is the seam tests replace; the default builds the real LLM client.
     """
 
     index: CorpusIndex
     embedder: Embedder
     api_key: str | None = None
-    client_factory: Callable[[QuerySettings, str | None], Any] = make_client
+    client_factory: Callable[[LLMSettings, str | None], Any] = make_client
     reranker_factory: Callable[[str], Any] = get_reranker
     _vectors: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
 
     def query_vector(self, text: str) -> np.ndarray:
         vector = self._vectors.get(text)
         if vector is None:
-            if len(self._vectors) > 512:  # bounded: a long interactive session must not grow
-                self._vectors.clear()
+            if len(self._vectors) >= QUERY_VECTOR_CACHE:
+                self._vectors.pop(next(iter(self._vectors)))  # the oldest entry
             vector = self._vectors[text] = self.embedder.embed_query(text)
         return vector
 
@@ -69,9 +68,9 @@ class Engine:
         self._vectors.clear()
 
     def client(self, settings: QuerySettings):
-        if not settings.use_llm or not self.api_key:
+        if not settings.llm.enabled or not self.api_key:
             return None
-        return self.client_factory(settings, self.api_key)
+        return self.client_factory(settings.llm, self.api_key)
 
 
 def check_question(question: str, settings: QuerySettings) -> str:
@@ -92,109 +91,63 @@ def check_question(question: str, settings: QuerySettings) -> str:
     return text
 
 
-def _corpus_language(index: CorpusIndex, scope: Sequence[str] | None) -> Language:
-    langs = [d.language for d in index.documents if scope is None or d.doc_id in scope]
-    return "zh" if langs.count("zh") > len(langs) / 2 else "en"
-
-
 def _provider(engine: Engine, settings: QuerySettings, llm: bool) -> dict[str, Any]:
     return {
         "embedder": engine.index.embedder_name,
         "dim": engine.index.dim,
-        "reranker": settings.rerank_model if settings.rerank else "off",
+        "reranker": settings.rerank.model if settings.rerank.enabled else "off",
         "llm": llm,
-        "locate_model": settings.locate_model if llm else "",
-        "answer_model": settings.answer_model if llm else "",
+        "llm_provider": str(settings.llm.provider) if llm else "",
+        "locate_model": settings.llm.locate_model if llm else "",
+        "answer_model": settings.llm.answer_model if llm else "",
     }
 
 
-def new_trace(
-    engine: Engine, question: str, settings: QuerySettings, strategy: str, llm: bool
-) -> Trace:
-    return Trace(
-        question=question,
-        strategy=strategy,
-        settings=settings.to_dict(),
-        provider=_provider(engine, settings, llm),
-        language=detect_language(question),
-        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
-    )
+def _settings_record(strategy: Strategy, effective: QuerySettings) -> dict[str, Any]:
+    record = effective.to_dict()
+    if not strategy.locates:
+        record.pop("locate")  # a strategy without step 1 reads no locate settings
+    return record
 
 
-def locate_step(
-    engine: Engine,
-    trace: Trace,
-    settings: QuerySettings,
-    client,
-    scope: Sequence[str] | None,
-    leaves: Sequence[str] | None,
-) -> LocateResult:
-    """Step 1 for any strategy; fallbacks are appended to trace.fallbacks."""
-    index, question, strategy = engine.index, trace.question, trace.strategy
-    if strategy.startswith("flat-"):
-        everything = LocatedLeaf(ALL_LEAVES, "(all sections)", question, None, "all")
-        return LocateResult((everything,), "Flat strategy: no locating.", "none")
-    if strategy == "oracle-sections":
-        if not leaves:
-            raise QueryError("oracle-sections needs the gold leaves (evaluation only)")
-        return manual_locate(index, question, leaves, source="oracle")
-    if leaves:
-        return manual_locate(index, question, leaves)
-    locator = settings.locator
-    if locator == "keyword":
-        return keyword_locate(index, question, tokenize, settings, scope)
-    qvec = engine.query_vector(question)
-    if locator == "local":
-        return local_locate(index, question, qvec, tokenize, settings, scope)
-    if client is None:
-        reason = "llm_off" if not settings.use_llm else "no_api_key"
-        detail = "LLM switched off" if reason == "llm_off" else "no API key"
-        trace.fallbacks.append(Fallback("locate", reason, f"{detail}: local locator"))
-        return local_locate(index, question, qvec, tokenize, settings, scope)
-    started = time.perf_counter()
-    scores = score_leaves(index, question, qvec, tokenize, settings, scope)
-    try:
-        language = _corpus_language(index, scope)
-        return llm_locate(index, question, client, settings, language, scores, scope)
-    except LLMError as exc:
-        trace.fallbacks.append(fallback_reason(exc))
-        result = local_locate(index, question, qvec, tokenize, settings, scope)
-        return replace(result, seconds=time.perf_counter() - started)
+def can_reuse_locate(strategy: Strategy, stored: LocateResult, settings: QuerySettings) -> bool:
+    """Whether a stored step 1 still holds: the settings its locator read are unchanged."""
+    if not strategy.locates:
+        return True
+    effective = strategy.effective_settings(settings)
+    return stored.inputs == strategy.locate_inputs(effective, stored.locator)
 
 
-def _retrieval_settings(strategy: str, settings: QuerySettings) -> QuerySettings:
-    if strategy == "flat-dense":
-        return settings.with_(fusion="weighted", dense_weight=1.0, rerank=False)
-    if strategy == "flat-bm25":
-        return settings.with_(fusion="weighted", dense_weight=0.0, rerank=False)
-    return settings
+def _locate(strategy: Strategy, ctx: QueryContext) -> LocateResult:
+    result = strategy.locate(ctx)
+    return replace(result, inputs=strategy.locate_inputs(ctx.settings, result.locator))
 
 
-def retrieve_step(
-    engine: Engine, trace: Trace, settings: QuerySettings, scope: Sequence[str] | None
+def answer_context(hits: Sequence[RetrievedChunk], answer: AnswerSettings) -> list[RetrievedChunk]:
+    """What the answer reads: the top `final_top_k`, or (context_chars > 0) passages in final
+    order until their text fills the character budget (always at least one)."""
+    if answer.context_chars <= 0:
+        return list(hits[: answer.final_top_k])
+    kept: list[RetrievedChunk] = []
+    used = 0
+    for hit in hits:
+        if kept and used + len(hit.chunk.text) > answer.context_chars:
+            break
+        kept.append(hit)
+        used += len(hit.chunk.text)
+    return kept
+
+
+def rerank_step(
+    engine: Engine, trace: Trace, candidates: Sequence[RetrievedChunk], settings: QuerySettings
 ) -> None:
-    """Step 2: hybrid search inside each picked leaf, filling trace.retrieved."""
-    assert trace.locate is not None
-    effective = _retrieval_settings(trace.strategy, settings)
-    flat = trace.strategy.startswith("flat-")
-    # Flat strategies get the same candidate window a full tree pick would pool.
-    top_k = settings.max_leaves * settings.top_k_per_leaf if flat else None
+    """Order the pooled candidates by the cross-encoder, or keep the fused order and say why."""
     started = time.perf_counter()
-    trace.retrieved = retrieve_in_leaves(
-        engine.index, trace.locate.leaves, effective, engine.query_vector, tokenize, scope, top_k
-    )
-    trace.retrieve_seconds = time.perf_counter() - started
-
-
-def rerank_step(engine: Engine, trace: Trace, settings: QuerySettings) -> None:
-    """Pool all leaves' hits and rerank them across leaves, or keep the fused order and say why."""
-    effective = _retrieval_settings(trace.strategy, settings)
-    started = time.perf_counter()
-    pooled = pool_hits(pool_across_leaves(trace.retrieved, effective))
+    pooled = list(candidates)
     reranker = None
-    if effective.rerank and pooled:
+    if settings.rerank.enabled and pooled:
         try:
-            reranker = engine.reranker_factory(effective.rerank_model)
+            reranker = engine.reranker_factory(settings.rerank.model)
         except TreeRAGError as exc:
             trace.fallbacks.append(Fallback("rerank", "load_failed", str(exc)))
     # Score every pooled candidate (not only the kept top-k) so views can show what fell out.
@@ -204,12 +157,12 @@ def rerank_step(engine: Engine, trace: Trace, settings: QuerySettings) -> None:
         reranker,
         max(1, len(pooled)),
         trace.language,
-        effective.rerank_chinese,
+        settings.rerank.chinese,
     )
-    if reason and effective.rerank and pooled:
+    if reason and settings.rerank.enabled and pooled:
         trace.fallbacks.append(Fallback("rerank", "kept_fused_order", reason))
     trace.candidates = hits
-    trace.reranked = hits[: settings.final_top_k]
+    trace.reranked = answer_context(hits, settings.answer)
     trace.reranker = getattr(reranker, "name", "") if reason is None else ""
     trace.rerank_seconds = time.perf_counter() - started
 
@@ -221,7 +174,12 @@ def synthesize_step(engine: Engine, trace: Trace, settings: QuerySettings, clien
     if client is not None:
         try:
             stream = stream_llm_answer(
-                client, trace.question, trace.reranked, trace.language, settings.answer_model
+                client,
+                trace.question,
+                trace.reranked,
+                trace.language,
+                settings.llm.answer_model,
+                trace.sections,
             )
             for delta in stream:
                 parts.append(delta)
@@ -262,28 +220,55 @@ def run_stream(
 ) -> Iterator[Event]:
     """Run the pipeline, yielding an Event as each step completes.
 
-    `leaves` overrides step 1 (manual pick); `located` reuses a stored step-1 result, so
-    changing only fusion, weights or top-k never repeats an LLM call.
+    `leaves` overrides step 1 (a manual pick, or the gold leaves for oracle-sections);
+    `located` offers a stored step-1 result, reused when `can_reuse_locate` says it holds.
     """
     settings = settings or QuerySettings()
-    strategy = strategy or settings.strategy
-    if strategy not in STRATEGIES:
-        raise QueryError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
-    question = check_question(question, settings)
-    client = engine.client(settings)
-    trace = new_trace(engine, question, settings, strategy, client is not None)
-    trace.scope = list(scope) if scope is not None else None
-    if located is not None:
+    plugin = get_strategy(strategy or settings.strategy)
+    effective = plugin.effective_settings(settings)
+    question = check_question(question, effective)
+    client = engine.client(effective)
+    trace = Trace(
+        question=question,
+        strategy=plugin.name,
+        settings=_settings_record(plugin, effective),
+        provider=_provider(engine, effective, client is not None),
+        language=detect_language(question),
+        scope=list(scope) if scope is not None else None,
+        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+    )
+    ctx = QueryContext(
+        index=engine.index,
+        question=question,
+        language=trace.language,
+        settings=effective,
+        scope=scope,
+        query_vector=engine.query_vector,
+        tokenize=tokenize,
+        client=client,
+        leaves=leaves,
+        fallbacks=trace.fallbacks,
+    )
+    if located is not None and can_reuse_locate(plugin, located, effective):
         trace.locate = located
+    elif located is not None and located.locator in (Locator.LOCAL, Locator.KEYWORD):
+        # A cheap local pick whose inputs changed is redone locally: never an LLM call.
+        local = replace(effective, locate=effective.locate.with_(locator=located.locator))
+        redone = plugin.locate(replace(ctx, settings=local, client=None))
+        trace.locate = replace(redone, inputs=plugin.locate_inputs(effective, redone.locator))
     else:
-        trace.locate = locate_step(engine, trace, settings, client, scope, leaves)
+        trace.locate = _locate(plugin, ctx)
     yield Event("located", trace)
-    retrieve_step(engine, trace, settings, scope)
+    started = time.perf_counter()
+    retrieval = plugin.retrieve(ctx, trace.locate)
+    trace.retrieved = list(retrieval.groups)
+    trace.sections = list(retrieval.sections)
+    trace.retrieve_seconds = time.perf_counter() - started
     yield Event("retrieved", trace)
-    rerank_step(engine, trace, settings)
+    rerank_step(engine, trace, retrieval.candidates, effective)
     yield Event("reranked", trace)
     if synthesize:
-        for delta in synthesize_step(engine, trace, settings, client):
+        for delta in synthesize_step(engine, trace, effective, client):
             yield Event("delta", trace, delta)
     yield Event("done", trace)
 
@@ -293,34 +278,37 @@ def run(engine: Engine, question: str, settings: QuerySettings | None = None, **
     trace = None
     for event in run_stream(engine, question, settings, **kwargs):
         trace = event.trace
-    assert trace is not None
+    assert trace is not None  # run_stream always ends with a "done" event
     return trace
 
 
-def rerun_from_locate(
+def rerun(
     engine: Engine,
     trace: Trace,
     settings: QuerySettings,
     synthesize: bool = True,
     scope: Sequence[str] | None = None,
 ) -> Trace:
-    """Steps 2-3 again with new settings, reusing the trace's step-1 result (no new LLM call).
+    """Ask the trace's question again with new settings, reusing its step 1 where it holds.
 
-    The scope defaults to the trace's own, so a flat strategy keeps searching the same documents.
+    The engine decides: a stored step 1 is kept while the settings its locator read are
+    unchanged; a local pick is redone locally otherwise; a slider never causes an LLM call.
+    The scope defaults to the trace's own.
     """
     if trace.locate is None:
         raise QueryError("this trace has no step-1 result to reuse")
-    fallbacks = [f for f in trace.fallbacks if f.stage == "locate"]
+    plugin = get_strategy(trace.strategy)
+    reused = can_reuse_locate(plugin, trace.locate, settings)
     new = run(
         engine,
         trace.question,
-        settings,
-        strategy=trace.strategy,
+        settings.with_(strategy=trace.strategy),
         located=trace.locate,
         synthesize=synthesize,
         scope=scope if scope is not None else trace.scope,
     )
-    new.fallbacks = fallbacks + new.fallbacks
+    if reused:  # the stored step 1's fallbacks (e.g. "no key: local locator") still apply
+        new.fallbacks = [f for f in trace.fallbacks if f.stage == "locate"] + new.fallbacks
     return new
 
 

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from .errors import LLMError
+from .text_rules import one_line, preview, token_dense_count
 from .types import Language, TreeNode
 
 # ---------------------------------------------------------------------------------------------
@@ -17,12 +18,6 @@ from .types import Language, TreeNode
 
 _LEAF_MARK = {"zh": "(叶子节点)", "en": "(leaf)"}
 _SUMMARY_LABEL = {"zh": "摘要: ", "en": "Summary: "}
-_WS = re.compile(r"\s+")
-
-
-def _one_line(text: str) -> str:
-    # A newline inside a heading or summary would break the indentation the LLM reads.
-    return _WS.sub(" ", text).strip()
 
 
 def serialize_tree(nodes: Sequence[TreeNode], language: Language) -> str:
@@ -39,10 +34,10 @@ def serialize_tree(nodes: Sequence[TreeNode], language: Language) -> str:
         d = depth[node.parent_id] + 1 if node.parent_id in depth else 0
         depth[node.node_id] = d
         pad = "  " * d
-        line = f"{pad}[{node.node_id}] {_one_line(node.heading)}"
+        line = f"{pad}[{node.node_id}] {one_line(node.heading)}"
         if node.is_leaf:
             line += f" {_LEAF_MARK[language]}"
-        summary = _one_line(node.summary)
+        summary = one_line(node.summary)
         if summary:
             line += f"\n{pad}  {_SUMMARY_LABEL[language]}{summary}"
         blocks.append(line)
@@ -273,8 +268,8 @@ def parse_summary_response(text: str, keys: Sequence[str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for raw_key, value in obj.items():
         key = wanted.get(_normalize_id(raw_key) or str(raw_key))
-        if key is not None and isinstance(value, str) and _one_line(value):
-            out[key] = _one_line(value)
+        if key is not None and isinstance(value, str) and one_line(value):
+            out[key] = one_line(value)
     return out
 
 
@@ -337,10 +332,8 @@ def _first_json_object(
 
 
 def _preview(text: str, limit: int = 200) -> str:
-    flat = _one_line(text)
-    if not flat:
-        return "(empty reply)"
-    return repr(flat[:limit] + ("..." if len(flat) > limit else ""))
+    flat = preview(text, limit)
+    return repr(flat) if flat else "(empty reply)"
 
 
 def _normalize_id(value: Any) -> str | None:
@@ -389,7 +382,7 @@ def parse_locate_response(text: str) -> tuple[str, list[tuple[str, str]]]:
         if isinstance(item, dict):
             node_id = _normalize_id(item.get("node_id", item.get("id")))
             sub_query = item.get("sub_query", "")
-            sub_query = _one_line(sub_query) if isinstance(sub_query, str) else ""
+            sub_query = one_line(sub_query) if isinstance(sub_query, str) else ""
         else:
             node_id, sub_query = _normalize_id(item), ""
         if node_id is not None and node_id not in seen:
@@ -408,12 +401,8 @@ def parse_locate_response(text: str) -> tuple[str, list[tuple[str, str]]]:
 # Token estimate for the prompt budget
 # ---------------------------------------------------------------------------------------------
 
-_CJK = re.compile(
-    "[\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]"
-)
-
 
 def estimate_tokens(text: str) -> int:
     """Cheap token estimate: each CJK character ~1 token, other text ~4 characters per token."""
-    cjk = len(_CJK.findall(text))
+    cjk = token_dense_count(text)
     return cjk + math.ceil((len(text) - cjk) / 4)

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
+from treerag_core.text_rules import preview
 from treerag_core.trace_io import stage_summary
 from treerag_core.types import RetrievedChunk, Trace
 
 RULE = "=" * 60
-
-
-def _preview(text: str, width: int = 90) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 3] + "..."
 
 
 def _scores(hit: RetrievedChunk) -> str:
@@ -45,16 +41,20 @@ def render_retrieval(trace: Trace) -> str:
     for fallback in trace.fallbacks:
         lines.append(f"Fallback ({fallback.stage}): {fallback.reason} - {fallback.detail}")
     lines += ["", ">>> Step 2: Hybrid Retrieval + Rerank"]
-    leaves = len([k for k, v in trace.retrieved.items() if v])
-    lines.append(f"Retrieved {len(trace.reranked)} chunks (from {leaves} nodes):")
+    groups = len([g for g in trace.retrieved if g.hits])
+    lines.append(f"Retrieved {len(trace.reranked)} chunks (from {groups} searched groups):")
     for hit in trace.reranked:
         move = hit.pooled_rank - hit.final_rank
         arrow = f"  (up {move})" if move > 0 else f"  (down {-move})" if move < 0 else ""
         lines.append(
             f"  #{hit.final_rank} [{hit.chunk.source_node_id}] {hit.chunk.heading_path}{arrow}"
         )
-        lines.append(f'     "{_preview(hit.chunk.text)}"')
+        lines.append(f'     "{preview(hit.chunk.text, 90)}"')
         lines.append(f"     {_scores(hit)}")
+        lines.append("")
+    for section in trace.sections:
+        lines.append(f"Context: {section.title}")
+        lines.extend(f"  {line}" for line in section.text.splitlines()[:8])
         lines.append("")
     lines += [">>> Step 3: Answer"]
     return "\n".join(lines) + "\n"

@@ -233,27 +233,6 @@ def get_reranker(model: str) -> Reranker:
     return SentenceTransformersCrossEncoder(model.strip())
 
 
-def pool_hits(hits: Sequence[RetrievedChunk]) -> list[RetrievedChunk]:
-    """Hits of all leaves in fused order (pooled_rank ascending), one per chunk id.
-
-    pooled_rank is kept when every hit has one, else assigned by fused score, descending,
-    ties in input order. A chunk seen twice keeps its better-ranked copy.
-    """
-    items = list(hits)
-    if any(h.pooled_rank <= 0 for h in items):
-        order = sorted(range(len(items)), key=lambda i: (-items[i].fused, i))
-        items = [replace(items[i], pooled_rank=r) for r, i in enumerate(order, start=1)]
-    else:
-        items = sorted(items, key=lambda h: h.pooled_rank)  # sorted() is stable
-    seen: set[str] = set()
-    pooled: list[RetrievedChunk] = []
-    for hit in items:
-        if hit.chunk.chunk_id not in seen:
-            seen.add(hit.chunk.chunk_id)
-            pooled.append(hit)
-    return pooled
-
-
 def _skip_reason(reranker: Reranker | None, language: str, rerank_chinese: bool) -> str | None:
     if reranker is None:
         return RERANK_OFF
@@ -270,7 +249,9 @@ def rerank_chunks(
     language: str,
     rerank_chinese: bool,
 ) -> tuple[list[RetrievedChunk], str | None]:
-    """Pool the hits, rerank them and keep the top_k, each with final_rank 1..top_k.
+    """Rerank the pooled candidates (best first, one per chunk) and keep the top_k.
+
+    Each kept hit gets final_rank 1..top_k.
 
     Returns the hits and None, or (when rerank is off, skipped for Chinese, or the model
     fails) the top_k in fused order with `rerank` cleared and the reason as a short string.
@@ -278,7 +259,7 @@ def rerank_chunks(
     """
     if top_k <= 0:
         raise ValueError(f"top_k must be > 0, but got {top_k}")
-    pooled = pool_hits(hits)
+    pooled = list(hits)
     reason = _skip_reason(reranker, language, rerank_chinese)
     if reason is None and reranker is not None and pooled:
         try:

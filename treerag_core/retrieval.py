@@ -1,4 +1,4 @@
-"""Step 2: hybrid retrieval inside each picked leaf (dense + BM25, normalised, fused, top-k)."""
+"""Step 2 primitives: hybrid search of one group of chunks, and pooling groups into one order."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ from dataclasses import replace
 
 import numpy as np
 
-from treerag_core.config import QuerySettings
 from treerag_core.fusion import fuse, rank_positions
 from treerag_core.index import CorpusIndex
-from treerag_core.types import LocatedLeaf, RetrievedChunk
+from treerag_core.settings import RetrieveSettings
+from treerag_core.types import RetrievalGroup, RetrievedChunk
 
-ALL_LEAVES = "*"  # the pseudo-leaf of flat strategies: every chunk in scope
 QueryVector = Callable[[str], np.ndarray]
+Tokenize = Callable[[str], list[str]]
 
 
 def hits_from_scores(
@@ -21,17 +21,17 @@ def hits_from_scores(
     rows: np.ndarray,
     dense: np.ndarray,
     bm25: np.ndarray,
-    settings: QuerySettings,
+    retrieve: RetrieveSettings,
     top_k: int,
     sub_query: str,
-) -> list[RetrievedChunk]:
+) -> tuple[RetrievedChunk, ...]:
     """Fuse one group's scores and keep its top-k, each hit carrying every score and rank."""
     if not len(rows):
-        return []
-    result = fuse(dense, bm25, settings.fusion, settings.dense_weight, settings.rrf_k)
+        return ()
+    result = fuse(dense, bm25, retrieve.fusion, retrieve.dense_weight, retrieve.rrf_k)
     ranks = rank_positions(result.fused)
     order = np.argsort(ranks)[:top_k]
-    return [
+    return tuple(
         RetrievedChunk(
             chunk=index.chunks[int(rows[i])],
             dense=float(dense[i]),
@@ -44,52 +44,69 @@ def hits_from_scores(
             sub_query=sub_query,
         )
         for i in order
-    ]
+    )
 
 
-def retrieve_in_leaves(
+def search_leaf(
     index: CorpusIndex,
-    leaves: Sequence[LocatedLeaf],
-    settings: QuerySettings,
+    leaf_id: str,
+    sub_query: str,
+    retrieve: RetrieveSettings,
     query_vector: QueryVector,
-    tokenize: Callable[[str], list[str]],
-    scope: Sequence[str] | None = None,
-    top_k: int | None = None,
-) -> dict[str, list[RetrievedChunk]]:
-    """Search each picked leaf with its own sub-query; the pseudo-leaf `*` means every chunk."""
-    k = settings.top_k_per_leaf if top_k is None else top_k
-    out: dict[str, list[RetrievedChunk]] = {}
-    for leaf in leaves:
-        qvec = query_vector(leaf.sub_query)
-        qtokens = tokenize(leaf.sub_query)
-        if leaf.node_id == ALL_LEAVES:
-            rows, dense, bm25 = index.score_scope(scope, qvec, qtokens)
-        else:
-            rows, dense, bm25 = index.score_leaf(leaf.node_id, qvec, qtokens)
-        out[leaf.node_id] = hits_from_scores(index, rows, dense, bm25, settings, k, leaf.sub_query)
-    return out
+    tokenize: Tokenize,
+) -> RetrievalGroup:
+    """Dense + BM25 over one leaf's chunks with its sub-query; its top `top_k_per_leaf`."""
+    rows, dense, bm25 = index.score_leaf(leaf_id, query_vector(sub_query), tokenize(sub_query))
+    hits = hits_from_scores(index, rows, dense, bm25, retrieve, retrieve.top_k_per_leaf, sub_query)
+    path = index.nodes[leaf_id].heading_path
+    return RetrievalGroup(path, hits, leaf_id=leaf_id, sub_query=sub_query, kind="leaf")
 
 
-def pool_across_leaves(
-    retrieved: dict[str, list[RetrievedChunk]], settings: QuerySettings
-) -> list[RetrievedChunk]:
-    """All leaves' hits in one list, ranked by a fusion recomputed over the whole pool.
+def search_scope(
+    index: CorpusIndex,
+    question: str,
+    scope: Sequence[str] | None,
+    retrieve: RetrieveSettings,
+    query_vector: QueryVector,
+    tokenize: Tokenize,
+) -> RetrievalGroup:
+    """Dense + BM25 over every chunk in scope (flat search): its top `candidate_window`."""
+    rows, dense, bm25 = index.score_scope(scope, query_vector(question), tokenize(question))
+    hits = hits_from_scores(index, rows, dense, bm25, retrieve, retrieve.candidate_window, question)
+    label = "all sections" if scope is None else f"all sections of {len(scope)} document(s)"
+    return RetrievalGroup(label, hits, leaf_id=None, sub_query=question, kind="scope")
+
+
+def pool(
+    groups: Sequence[RetrievalGroup], retrieve: RetrieveSettings
+) -> tuple[RetrievedChunk, ...]:
+    """Every group's hits in one list, one per chunk, ranked and cut to the candidate window.
 
     Per-leaf min-max makes every leaf's best chunk 1.0, so per-leaf fused scores cannot
     order chunks from different leaves. Raw cosine and BM25 (with document-wide IDF) can:
     re-normalising them over the pool gives the cross-leaf order used when no reranker runs.
+    A chunk found by two groups keeps its better-fused copy.
     """
-    hits = [hit for group in retrieved.values() for hit in group]
+    best: dict[str, RetrievedChunk] = {}
+    for group in groups:
+        for hit in group.hits:
+            kept = best.get(hit.chunk.chunk_id)
+            if kept is None or hit.fused > kept.fused:
+                best[hit.chunk.chunk_id] = hit
+    hits = list(best.values())
     if not hits:
-        return []
-    if len(retrieved) == 1:  # one group (a flat search): its own fused order already holds
-        return [
+        return ()
+    if len(groups) == 1:  # one group (a flat search): its own fused order already holds
+        ranked = sorted(hits, key=lambda h: h.leaf_rank)
+        return tuple(
             replace(hit, pooled_rank=rank, pool_fused=hit.fused)
-            for rank, hit in enumerate(hits, start=1)
-        ]
+            for rank, hit in enumerate(ranked[: retrieve.candidate_window], start=1)
+        )
     dense = np.asarray([h.dense for h in hits], dtype=np.float64)
     bm25 = np.asarray([h.bm25 for h in hits], dtype=np.float64)
-    fused = fuse(dense, bm25, settings.fusion, settings.dense_weight, settings.rrf_k).fused
+    fused = fuse(dense, bm25, retrieve.fusion, retrieve.dense_weight, retrieve.rrf_k).fused
     ranks = rank_positions(fused)
-    ranked = sorted(range(len(hits)), key=lambda i: ranks[i])
-    return [replace(hits[i], pooled_rank=int(ranks[i]), pool_fused=float(fused[i])) for i in ranked]
+    order = sorted(range(len(hits)), key=lambda i: ranks[i])[: retrieve.candidate_window]
+    return tuple(
+        replace(hits[i], pooled_rank=int(ranks[i]), pool_fused=float(fused[i])) for i in order
+    )

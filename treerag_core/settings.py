@@ -63,7 +63,7 @@ class LocateSettings(_Step):
             0.0 <= self.heading_weight <= 1.0,
             f"heading_weight must be in [0, 1], but got {self.heading_weight}",
         )
-        _check(self.budget_tokens >= 500, f"budget_tokens must be >= 500, got {self.budget_tokens}")
+        _check(self.budget_tokens > 0, f"budget_tokens must be > 0, but got {self.budget_tokens}")
 
 
 @dataclass(frozen=True)

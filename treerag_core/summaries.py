@@ -7,10 +7,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from treerag_core.parsing import document_language
+from treerag_core.text_rules import detect_language, han_count, one_line, sentences, truncate
 from treerag_core.types import Language, TreeNode
-
-ELLIPSIS = "…"
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _SKIP_LINE = re.compile(
@@ -30,14 +28,6 @@ _INLINE = (
     (re.compile(r"(?<![\w*])\*(?!\s)(.+?)(?<!\s)\*(?![\w*])"), r"\1"),  # *emphasis*
     (re.compile(r"(?<!\w)_(?!\s)(.+?)(?<!\s)_(?!\w)"), r"\1"),  # _emphasis_
 )
-# A sentence ends at . ! ? (followed by a space or the end) or right after 。！？；,
-# including closing quotes and brackets.
-_SENTENCE_END = re.compile(r"[.!?]+[\"'”’)\]]*(?=\s|$)|[。！？；]+[\"'”’」』）)]*")
-_ABBREVIATIONS = frozenset(
-    {"e.g", "i.e", "etc", "vs", "cf", "al", "fig", "figs", "eq", "eqs", "no", "nos", "sec"}
-    | {"dr", "mr", "mrs", "ms", "prof", "approx", "resp", "incl"}
-)
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
 _WORD = re.compile(r"[A-Za-z0-9]+")
 
 
@@ -49,7 +39,7 @@ def content_key(node: TreeNode) -> str:
 def _clean_inline(text: str) -> str:
     for pattern, repl in _INLINE:
         text = pattern.sub(repl, text)
-    return " ".join(text.split())
+    return one_line(text)
 
 
 def _text_units(content: str) -> tuple[list[str], list[str]]:
@@ -95,55 +85,21 @@ def _text_units(content: str) -> tuple[list[str], list[str]]:
     return prose, table
 
 
-def split_sentences(text: str) -> list[str]:
-    """Split at . ! ? (not after a known abbreviation or a single letter) and at 。！？；."""
-    sentences = []
-    start = 0
-    for m in _SENTENCE_END.finditer(text):
-        if m.group()[0] == ".":
-            words = text[start : m.start()].split()
-            last = words[-1].lower().strip("([{\"'“‘").rstrip(".") if words else ""
-            if last in _ABBREVIATIONS or (len(last) == 1 and last.isalpha()):
-                continue
-        sentence = text[start : m.end()].strip()
-        if sentence:
-            sentences.append(sentence)
-        start = m.end()
-    tail = text[start:].strip()
-    if tail:
-        sentences.append(tail)
-    return sentences
-
-
 def _informative(sentence: str) -> bool:
-    return len(_CJK.findall(sentence)) >= 8 or (
-        len(sentence) >= 20 and len(_WORD.findall(sentence)) >= 4
-    )
+    return han_count(sentence) >= 8 or (len(sentence) >= 20 and len(_WORD.findall(sentence)) >= 4)
 
 
 def first_sentence(content: str) -> str:
     """The first informative sentence of `content` (Markdown removed), or "" if it has none."""
     prose, table = _text_units(content)
     for units in (prose, table):
-        sentences = [s for unit in units for s in split_sentences(unit)]
-        for sentence in sentences:
+        found = [s for unit in units for s in sentences(unit)]
+        for sentence in found:
             if _informative(sentence):
                 return sentence
-        if sentences:
-            return sentences[0]
+        if found:
+            return found[0]
     return ""
-
-
-def truncate(text: str, max_chars: int) -> str:
-    """Cut to at most `max_chars` characters with an ellipsis, at a word boundary when mid-word."""
-    if len(text) <= max_chars:
-        return text
-    cut = text[: max_chars - 1]
-    mid_word = cut[-1:].isascii() and cut[-1:].isalnum() and text[max_chars - 1].isalnum()
-    space = cut.rfind(" ")
-    if mid_word and space > max_chars // 2:
-        cut = cut[:space]
-    return cut.rstrip(" ,;:，、；：") + ELLIPSIS
 
 
 def _empty_summary(heading: str, language: Language) -> str:
@@ -188,7 +144,7 @@ def summarize_tree(
     languages: dict[str, Language] = {}
     for doc_id in dict.fromkeys(n.doc_id for n in nodes):
         sample = "\n".join(f"{n.heading}\n{n.content}" for n in nodes if n.doc_id == doc_id)
-        languages[doc_id] = document_language(sample)
+        languages[doc_id] = detect_language(sample)
 
     summary: dict[str, str] = {}
     lead: dict[str, str] = {}  # the sentence a parent quotes from its first child
@@ -196,7 +152,7 @@ def summarize_tree(
         language = languages[node.doc_id]
         override = overrides.get(content_key(node))
         if override is not None:
-            summary[node.node_id] = truncate(" ".join(override.split()), max_chars)
+            summary[node.node_id] = truncate(one_line(override), max_chars)
             lead[node.node_id] = summary[node.node_id]
         elif node.is_leaf:
             sentence = first_sentence(node.content)

@@ -7,8 +7,8 @@ from collections.abc import Callable, Iterator, Sequence
 import numpy as np
 
 from treerag_core.prompts import build_synthesis_prompt
-from treerag_core.text import sentence_spans
-from treerag_core.types import Language, RetrievedChunk
+from treerag_core.text_rules import sentence_spans
+from treerag_core.types import ContextSection, Language, RetrievedChunk
 
 EmbedMany = Callable[[Sequence[str]], np.ndarray]
 
@@ -18,12 +18,21 @@ NO_EVIDENCE = {
 }
 
 
-def evidence_pairs(hits: Sequence[RetrievedChunk]) -> list[tuple[str, str]]:
-    return [(hit.chunk.heading_path, hit.chunk.text) for hit in hits]
+def evidence_pairs(
+    hits: Sequence[RetrievedChunk], sections: Sequence[ContextSection] = ()
+) -> list[tuple[str, str]]:
+    """(label, text) the answer reads: a strategy's context sections first, then passages."""
+    pairs = [(section.title, section.text) for section in sections if section.text.strip()]
+    return pairs + [(hit.chunk.heading_path, hit.chunk.text) for hit in hits]
 
 
-def synthesis_prompt(question: str, hits: Sequence[RetrievedChunk], language: Language) -> str:
-    return build_synthesis_prompt(question, evidence_pairs(hits), language)
+def synthesis_prompt(
+    question: str,
+    hits: Sequence[RetrievedChunk],
+    language: Language,
+    sections: Sequence[ContextSection] = (),
+) -> str:
+    return build_synthesis_prompt(question, evidence_pairs(hits, sections), language)
 
 
 def extractive_answer(
@@ -63,7 +72,13 @@ def extractive_answer(
 
 
 def stream_llm_answer(
-    client, question: str, hits: Sequence[RetrievedChunk], language: Language, model: str
+    client,
+    question: str,
+    hits: Sequence[RetrievedChunk],
+    language: Language,
+    model: str,
+    sections: Sequence[ContextSection] = (),
 ) -> Iterator[str]:
     """Text deltas from the LLM; the caller reads `.usage` of the returned stream afterwards."""
-    return client.stream(synthesis_prompt(question, hits, language), model, max_tokens=1024)
+    prompt = synthesis_prompt(question, hits, language, sections)
+    return client.stream(prompt, model, max_tokens=1024)

@@ -1,4 +1,4 @@
-"""Language detection, tokenizing for BM25 (English stemming, jieba for Chinese) and sentences."""
+"""Tokenizing for BM25: English stop words and stemming, jieba for Han runs."""
 
 from __future__ import annotations
 
@@ -9,18 +9,7 @@ import unicodedata
 from functools import lru_cache
 from types import ModuleType
 
-from treerag_core.types import Language
-
-# Han ideographs (basic, extension A, compatibility, extensions B+). Kana and Hangul are not
-# included: they are tokenized as words, which is what jieba would do with them anyway.
-_CJK_CLASS = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff"
-_CJK_RUNS = re.compile(f"([{_CJK_CLASS}]+)")
-_CJK_CHAR = re.compile(f"[{_CJK_CLASS}]")
-_LETTER = re.compile(r"[^\W\d_]")
-
-# A CJK share of letters at or above this makes a text Chinese. Han characters carry about a
-# syllable each, so a Chinese question naming "AdaRouter" and "EUR/USD" is still ~35% Han.
-ZH_SHARE = 0.2
+from treerag_core.text_rules import HAN_RUNS
 
 # Numbers first (73.2, 1,000), then runs of letters/digits; "/", "-", "'" and the rest split.
 _EN_TOKEN = re.compile(r"\d{1,3}(?:,\d{3})+(?![\d])|\d+(?:\.\d+)+|[^\W_]+")
@@ -79,20 +68,11 @@ def _jieba() -> ModuleType:
     return jieba
 
 
-def detect_language(text: str) -> Language:
-    """ "zh" when Han characters are at least ZH_SHARE of the letters, else "en"."""
-    cjk = len(_CJK_CHAR.findall(text))
-    if cjk == 0:
-        return "en"
-    letters = len(_LETTER.findall(text))  # Han characters count as letters too
-    return "zh" if cjk / max(letters, 1) >= ZH_SHARE else "en"
-
-
 def tokenize(text: str) -> list[str]:
     """Content tokens for BM25: Han runs through jieba, everything else as stemmed English."""
     text = unicodedata.normalize("NFKC", text).lower()  # full-width Ｅ１ -> e1
     tokens: list[str] = []
-    for i, run in enumerate(_CJK_RUNS.split(text)):
+    for i, run in enumerate(HAN_RUNS.split(text)):
         if not run:
             continue
         if i % 2:  # split() with a capture group puts the Han runs at odd positions
@@ -209,63 +189,3 @@ def stem(word: str) -> str:
     if _double_consonant(word) and word.endswith("l") and _measure(word) > 1:
         word = word[:-1]
     return word
-
-
-# ---- sentences ------------------------------------------------------------------------------
-
-# An English end mark followed by optional closing quotes/brackets and then whitespace; a
-# Chinese end mark (with optional closing quotes) needs no space after it.
-_EN_END = re.compile(r"[.!?]+[\"'”’)\]]*(?=\s)")
-_ZH_END = re.compile(r"[。！？；]+[”’」』)）]*")
-_PARAGRAPH = re.compile(r"\n[ \t]*\n\s*")
-# "e.g. the", "Fig. 3", "et al. 2019": a period after these does not end a sentence.
-_ABBREVIATIONS = _words(
-    "e.g i.e etc al fig figs eq eqs no vs cf sec ref refs mr mrs ms dr prof st approx"
-)
-
-
-def sentence_end_positions(text: str) -> list[int]:
-    """Sorted offsets just past each sentence end (".!?" + space, "。！？；") in `text`."""
-    ends: set[int] = set()
-    for match in _EN_END.finditer(text):
-        if match.group()[0] == "." and _is_abbreviation(text, match.start()):
-            continue
-        rest = text[match.end() :].lstrip()
-        if rest[:1].islower():  # "approx. five" or a decimal list: not a new sentence
-            continue
-        ends.add(match.end())
-    ends.update(match.end() for match in _ZH_END.finditer(text))
-    return sorted(ends)
-
-
-def _is_abbreviation(text: str, dot: int) -> bool:
-    start = dot
-    while start > 0 and (text[start - 1].isalpha() or text[start - 1] == "."):
-        start -= 1
-    word = text[start:dot].lower()
-    return word in _ABBREVIATIONS or (len(word) == 1 and word.isalpha())
-
-
-def sentence_spans(text: str) -> list[tuple[int, int]]:
-    """(start, end) of each sentence of `text`, whitespace trimmed, empty spans dropped.
-
-    Sentences end after ".!?" followed by whitespace (not after abbreviations such as "e.g."
-    or single initials), after "。！？；", and at paragraph breaks (blank lines).
-    """
-    cuts = set(sentence_end_positions(text))
-    for match in _PARAGRAPH.finditer(text):
-        cuts.add(match.start())
-        cuts.add(match.end())
-    cuts.add(len(text))
-    spans: list[tuple[int, int]] = []
-    start = 0
-    for cut in sorted(cuts):
-        s, e = start, cut
-        while s < e and text[s].isspace():
-            s += 1
-        while e > s and text[e - 1].isspace():
-            e -= 1
-        if e > s:
-            spans.append((s, e))
-        start = cut
-    return spans

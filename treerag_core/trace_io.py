@@ -8,15 +8,21 @@ from typing import Any
 from treerag_core.types import (
     Chunk,
     Citation,
+    ContextSection,
     Fallback,
     LocatedLeaf,
     LocateResult,
+    RetrievalGroup,
     RetrievedChunk,
     Trace,
     Usage,
 )
 
-TRACE_FORMAT = "treerag-trace/1"
+TRACE_FORMAT = "treerag-trace/2"
+# Format 1 (before strategies were plug-ins) kept step 2 as {leaf id or "*": hits} and flat
+# settings; it still loads: groups are rebuilt and settings keys are mapped when read.
+_FORMAT_1 = "treerag-trace/1"
+_ALL_LEAVES_V1 = "*"
 
 
 def trace_to_json(trace: Trace, indent: int | None = 2) -> str:
@@ -38,19 +44,48 @@ def _locate(data: dict[str, Any] | None) -> LocateResult | None:
         usage=Usage(**data.get("usage", {})),
         seconds=data.get("seconds", 0.0),
         notes=tuple(data.get("notes", ())),
+        inputs=dict(data.get("inputs", {})),
+    )
+
+
+def _groups(data: Any) -> list[RetrievalGroup]:
+    if isinstance(data, dict):  # format 1: {leaf id: hits}
+        return [
+            RetrievalGroup(
+                label="all sections" if key == _ALL_LEAVES_V1 else key,
+                hits=tuple(_hit(h) for h in hits),
+                leaf_id=None if key == _ALL_LEAVES_V1 else key,
+                kind="scope" if key == _ALL_LEAVES_V1 else "leaf",
+            )
+            for key, hits in data.items()
+        ]
+    return [
+        RetrievalGroup(**{**g, "hits": tuple(_hit(h) for h in g.get("hits", []))})
+        for g in data or []
+    ]
+
+
+def _section(data: dict[str, Any]) -> ContextSection:
+    return ContextSection(
+        **{
+            **data,
+            "rows": tuple(data.get("rows", ())),
+            "chunk_ids": tuple(data.get("chunk_ids", ())),
+        }
     )
 
 
 def trace_from_dict(data: dict[str, Any]) -> Trace:
     """Rebuild a Trace from its dict form; raises ValueError on another format."""
-    if data.get("format", TRACE_FORMAT) != TRACE_FORMAT:
+    if data.get("format", TRACE_FORMAT) not in (TRACE_FORMAT, _FORMAT_1):
         raise ValueError(f"not a {TRACE_FORMAT} document (format={data.get('format')!r})")
     data = {k: v for k, v in data.items() if k != "format"}
     return Trace(
         **{
             **data,
             "locate": _locate(data.get("locate")),
-            "retrieved": {k: [_hit(h) for h in v] for k, v in data.get("retrieved", {}).items()},
+            "retrieved": _groups(data.get("retrieved")),
+            "sections": [_section(x) for x in data.get("sections", [])],
             "reranked": [_hit(h) for h in data.get("reranked", [])],
             "candidates": [_hit(h) for h in data.get("candidates", [])],
             "answer_usage": Usage(**data.get("answer_usage", {})),

@@ -95,10 +95,6 @@ class RetrievedChunk:
     pool_fused: float | None = None  # fusion recomputed over all leaves' hits: the pooled order
     sub_query: str = ""
 
-    @property
-    def score(self) -> float:
-        return self.rerank if self.rerank is not None else self.fused
-
 
 @dataclass(frozen=True)
 class Usage:
@@ -191,14 +187,15 @@ class Trace:
 
     question: str
     strategy: str
-    settings: dict[str, Any]
+    settings: dict[str, Any]  # the effective settings (QuerySettings.to_dict of what ran)
     provider: dict[str, Any]
     language: Language = "en"
     scope: list[str] | None = None  # documents searched (None: the whole index)
     locate: LocateResult | None = None
-    retrieved: dict[str, list[RetrievedChunk]] = field(default_factory=dict)  # leaf id -> hits
+    retrieved: list[RetrievalGroup] = field(default_factory=list)  # step 2, per searched group
+    sections: list[ContextSection] = field(default_factory=list)  # a strategy's extra context
     retrieve_seconds: float = 0.0
-    reranked: list[RetrievedChunk] = field(default_factory=list)  # the final top-k
+    reranked: list[RetrievedChunk] = field(default_factory=list)  # what the answer reads
     candidates: list[RetrievedChunk] = field(default_factory=list)  # every pooled chunk, scored
     rerank_seconds: float = 0.0
     reranker: str = ""

@@ -10,14 +10,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from treerag_core.config import IndexSettings, QuerySettings
+from treerag_core.config import IndexSettings
 from treerag_core.embedders import get_embedder
 from treerag_core.errors import IndexFormatError, QueryError
 from treerag_core.evaluation.dataset import EvalDataset, EvalQuestion, load_dataset
 from treerag_core.evaluation.metrics import Passage, aggregate, question_metrics
 from treerag_core.index import CorpusIndex, SourceDocument, build_index
-from treerag_core.pipeline import STRATEGIES, Engine, run
+from treerag_core.pipeline import Engine, run
+from treerag_core.settings import QuerySettings
 from treerag_core.store import load_index, save_index
+from treerag_core.strategies import get_strategy, strategy_names
 from treerag_core.types import Trace, Usage
 
 Progress = Callable[[int, int], None]
@@ -32,12 +34,16 @@ class EvalConfig:
     limit: int | None = None
     use_llm: bool = False
     index_settings: IndexSettings = field(default_factory=IndexSettings)
-    query_settings: QuerySettings = field(default_factory=lambda: QuerySettings(final_top_k=10))
+    query_settings: QuerySettings = field(
+        default_factory=lambda: QuerySettings().set("answer.final_top_k", 10)
+    )
 
     def __post_init__(self) -> None:
-        unknown = [s for s in self.strategies if s not in STRATEGIES]
+        unknown = [s for s in self.strategies if s not in strategy_names()]
         if unknown:
-            raise ValueError(f"unknown strategies {unknown}; choose from {', '.join(STRATEGIES)}")
+            raise ValueError(
+                f"unknown strategies {unknown}; choose from {', '.join(strategy_names())}"
+            )
         if self.scope not in ("doc", "corpus"):
             raise ValueError(f"scope must be doc or corpus, but got {self.scope!r}")
 
@@ -99,7 +105,7 @@ def passages_of(trace: Trace) -> list[Passage]:
 
 
 def picked_paths(trace: Trace) -> list[str] | None:
-    if trace.locate is None or trace.strategy.startswith("flat-"):
+    if trace.locate is None or not get_strategy(trace.strategy).locates:
         return None
     return [leaf.heading_path for leaf in trace.locate.leaves]
 
@@ -161,7 +167,7 @@ def evaluate(
     if index is None:
         index = dataset_index(dataset, config.index_settings, cache_dir)
     engine = Engine(index, get_embedder(index.embedder_name), api_key if config.use_llm else None)
-    settings = config.query_settings.with_(use_llm=config.use_llm)
+    settings = config.query_settings.set("llm.enabled", config.use_llm)
     per: dict[str, list[dict[str, float]]] = {s: [] for s in config.strategies}
     records: dict[str, list[dict]] = {s: [] for s in config.strategies}
     latency: dict[str, dict[str, list[float]]] = {
@@ -176,7 +182,8 @@ def evaluate(
         for question in questions:
             scope = list(question.docs) if config.scope == "doc" else None
             for strategy in config.strategies:
-                leaves = oracle_leaves(index, question) if strategy == "oracle-sections" else None
+                needs_gold = get_strategy(strategy).needs_gold_leaves
+                leaves = oracle_leaves(index, question) if needs_gold else None
                 engine.clear_cache()  # every strategy pays for its own query embedding
                 started = time.perf_counter()
                 try:

@@ -69,8 +69,9 @@ class Strategy(Protocol):
         """The settings this strategy really runs with (e.g. flat-bm25: dense weight 0)."""
         ...
 
-    def locate_inputs(self, settings: QuerySettings) -> dict[str, Any]:
-        """The settings step 1 reads; a stored step 1 is reused only while these are equal."""
+    def locate_inputs(self, settings: QuerySettings, locator: str) -> dict[str, Any]:
+        """The settings `locator` (the one that made a step-1 result) reads; a stored step 1
+        is reused only while these are unchanged."""
         ...
 
     def locate(self, ctx: QueryContext) -> LocateResult:

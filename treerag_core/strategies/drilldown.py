@@ -46,9 +46,9 @@ class Drilldown:
         return settings.option(NAME, DrilldownOptions())
 
     def effective_settings(self, settings: QuerySettings) -> QuerySettings:
-        return settings
+        return settings.with_(strategy=self.name)
 
-    def locate_inputs(self, settings: QuerySettings) -> dict[str, Any]:
+    def locate_inputs(self, settings: QuerySettings, locator: str = NAME) -> dict[str, Any]:
         opts = self.options(settings)
         return {
             "documents": opts.documents,
