@@ -68,6 +68,7 @@ def test_drill_down_finds_the_thirty_days_article_and_labels_three_layers(hashin
     assert [s.title for s in sections] == ["文档摘要", "父块上下文", "相关段落"]
     assert sections[0].text.startswith("中华人民共和国劳动合同法")
     assert sections[2].chunk_ids == tuple(h.chunk.chunk_id for h in result.children)
+    assert sections[2].text == "" and "提前三十日" in " ".join(r["text"] for r in sections[2].rows)
     assert sections[0].rows[0]["chosen"] and not sections[0].rows[1]["chosen"]
     en = context_sections(hashing_index, result, "en")
     assert [s.kind for s in en] == ["document", "parent", "passages"]

@@ -349,7 +349,11 @@ _TITLES = {
 def context_sections(
     index: CorpusIndex, result: DrilldownResult, language: Language, parent_chars: int = 1200
 ) -> tuple[ContextSection, ...]:
-    """Seed 001's three labelled layers, each with its layer's table for the explorer."""
+    """Seed 001's three labelled layers, each with its layer's table for the explorer.
+
+    Synthesis reads the document summary and the parent context as labelled blocks before
+    the passages; the passages layer is the ranked evidence itself.
+    """
     layers = ensure_layers(index)
     doc_title, parent_title, child_title = _TITLES["zh" if language == "zh" else "en"]
     doc_text = "\n\n".join(layers.summaries[d].text for d in result.chosen_documents)
@@ -366,6 +370,7 @@ def context_sections(
             "dense": round(h.dense, 4),
             "bm25": round(h.bm25, 4),
             "chosen": True,
+            "text": truncate(" ".join(h.chunk.text.split()), 80),
         }
         for h in result.children
     )
@@ -386,10 +391,12 @@ def context_sections(
             tuple(c.row() for c in result.parents[:MAX_ROWS]),
             parent_chunks,
         ),
+        # The passages reach the answer as its ranked evidence (each with its section path,
+        # which citations need), so this layer carries no text of its own: no duplicates.
         ContextSection(
             "passages",
             child_title,
-            "\n\n".join(h.chunk.text for h in result.children),
+            "",
             child_rows,
             tuple(h.chunk.chunk_id for h in result.children),
         ),

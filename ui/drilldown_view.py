@@ -96,6 +96,7 @@ def layer_view(sections: Sequence[ContextSection]) -> LitIds:
         st.caption(_LAYER_HELP[kind])
         if section.rows:
             st.dataframe(pd.DataFrame(list(section.rows)), hide_index=True, width="stretch")
-        with st.expander(f"{section.title}: text given to the answer"):
-            st.text(section.text or "(empty)")
+        if section.text:
+            with st.expander(f"{section.title}: text given to the answer"):
+                st.text(section.text)
     return lit_ids(sections)
