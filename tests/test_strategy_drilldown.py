@@ -77,3 +77,20 @@ def test_an_attached_qdrant_store_serves_the_same_answer(hashing_index):
     assert store_for(hashing_index) is None
     ids = [h.chunk.chunk_id for h in served.candidates]
     assert ids == [h.chunk.chunk_id for h in plain.candidates]
+
+
+def test_through_the_pipeline_with_step_one_reused_when_only_children_change(hashing_index):
+    from treerag_core.pipeline import Engine, rerun, run
+
+    engine = Engine(hashing_index, get_embedder("hashing"), api_key=None)
+    settings = QuerySettings(strategy="drilldown").set("rerank.enabled", False)
+    trace = run(engine, QUESTION, settings, synthesize=False)
+    assert trace.strategy == "drilldown" and trace.locate.locator == "drilldown"
+    assert [s.kind for s in trace.sections] == ["document", "parent", "passages"]
+    assert 0 < len(trace.candidates) <= 3
+    more = settings.with_option("drilldown", DrilldownOptions(children=6))
+    again = rerun(engine, trace, more, synthesize=False)
+    assert again.locate is trace.locate  # the upper layers did not change: step 1 reused
+    assert len(again.candidates) > len(trace.candidates)
+    other_docs = settings.with_option("drilldown", DrilldownOptions(documents=2))
+    assert rerun(engine, trace, other_docs, synthesize=False).locate is not trace.locate
