@@ -64,7 +64,7 @@ def corpus(data: Path, target_chunks: int, chunk_size: int):
     # Interleave languages so a cut-off corpus still holds both.
     originals.sort(key=lambda d: (hash(d[0]) % 7, d[0]))
     vocab = {n: sorted(set(_WORD.findall(t)))[:2000] or ["x"] for n, t in originals}
-    budget = target_chunks * chunk_size * 0.45  # measured: ~90 chars of source per chunk
+    budget = target_chunks * chunk_size * 0.56  # measured: ~110 chars of source per chunk
     sources, chars, copy = [], 0, 0
     while chars < budget:
         for name, text in originals:
