@@ -4,7 +4,8 @@ Corpus scope, retrieval order (no cross-encoder, no LLM), the README's metrics, 
 share of questions whose gold document the document layer chose (`doc_hit`). The flat-hybrid
 retrieval order over the whole corpus is printed beside it as the baseline.
 
-    python benchmarks/tune_drilldown.py --dataset qasper [--limit N] [--json OUT]
+    python benchmarks/tune_drilldown.py --data ../shared/eval --dataset qasper [--small]
+        [--limit N] [--json OUT]
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache", default=str(REPO / "data" / "eval-cache"))
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--json", default=None)
+    parser.add_argument("--small", action="store_true", help="8 configurations, not 108")
     args = parser.parse_args(argv)
 
     dataset = load_dataset(Path(args.data) / args.dataset)
@@ -78,6 +80,14 @@ def main(argv: list[str] | None = None) -> int:
         "children": (3, 10),
     }
     configs = [dict(zip(grid, values, strict=True)) for values in itertools.product(*grid.values())]
+    if args.small:  # the seed's limits and a wider funnel, by each signal
+        limits = ((1, 1, 3), (3, 5, 10))
+        configs = [
+            {"doc_signal": d, "parent_signal": p, "documents": n, "parents": m, "children": k}
+            for d in ("summary", "passages")
+            for p in ("summary", "both")
+            for n, m, k in limits
+        ]
     per: dict[str, list[dict[str, float]]] = {}
     flat: list[dict[str, float]] = []
     for question in questions:
@@ -95,7 +105,8 @@ def main(argv: list[str] | None = None) -> int:
         ]
         flat.append(question_metrics(question, flat_passages, None))
         doc_cache = {
-            s: document_scores(index, qvec, tokens, params, None, s, 3) for s in grid["doc_signal"]
+            s: document_scores(index, qvec, tokens, params, None, s, 3)
+            for s in {c["doc_signal"] for c in configs}
         }
         for cfg in configs:
             docs = [c.item_id for c in doc_cache[cfg["doc_signal"]][: cfg["documents"]]]

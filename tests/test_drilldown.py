@@ -31,7 +31,8 @@ def test_options_validate():
         DrilldownOptions(documents=0)
     with pytest.raises(ValueError, match="doc_signal must be one of"):
         DrilldownOptions(doc_signal="title")
-    assert (DrilldownOptions().documents, DrilldownOptions().parents) == (1, 1)
+    seed = DrilldownOptions(1, 1, 3, "summary", "summary")
+    assert (seed.documents, seed.parents, seed.children) == (1, 1, 3)
 
 
 def test_document_scores_rank_the_law_first_for_a_labour_question(hashing_index):
@@ -60,7 +61,8 @@ def test_each_layer_stays_inside_the_one_above(hashing_index):
 
 def test_drill_down_finds_the_thirty_days_article_and_labels_three_layers(hashing_index):
     qvec, tokens = _q(QUESTION)
-    result = drill_down(hashing_index, QUESTION, qvec, tokens, DrilldownOptions(children=3))
+    seed = DrilldownOptions(1, 1, 3, "summary", "summary")
+    result = drill_down(hashing_index, QUESTION, qvec, tokens, seed)
     assert result.chosen_documents == [LAW]
     assert "解除" in hashing_index.nodes[result.chosen_parents[0]].heading_path
     assert any("提前三十日" in h.chunk.text for h in result.children)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from treerag_core.drilldown import DrilldownOptions
@@ -36,13 +38,13 @@ def test_registered_with_its_options():
     strategy = get_strategy("drilldown")
     assert strategy.options_type is DrilldownOptions and strategy.locates
     inputs = strategy.locate_inputs(QuerySettings(), "drilldown")
-    assert inputs["documents"] == 1 and inputs["fusion"] == "weighted"
+    assert inputs["documents"] == DrilldownOptions().documents and inputs["fusion"] == "weighted"
 
 
 def test_locate_then_retrieve(hashing_index):
     strategy = get_strategy("drilldown")
     settings = QuerySettings(strategy="drilldown").with_option(
-        "drilldown", DrilldownOptions(parents=2, children=4)
+        "drilldown", DrilldownOptions(documents=1, parents=2, children=4)
     )
     ctx = _ctx(hashing_index, settings)
     located = strategy.locate(ctx)
@@ -83,14 +85,16 @@ def test_through_the_pipeline_with_step_one_reused_when_only_children_change(has
     from treerag_core.pipeline import Engine, rerun, run
 
     engine = Engine(hashing_index, get_embedder("hashing"), api_key=None)
+    seed = DrilldownOptions(1, 1, 3, "summary", "summary")
     settings = QuerySettings(strategy="drilldown").set("rerank.enabled", False)
+    settings = settings.with_option("drilldown", seed)
     trace = run(engine, QUESTION, settings, synthesize=False)
     assert trace.strategy == "drilldown" and trace.locate.locator == "drilldown"
     assert [s.kind for s in trace.sections] == ["document", "parent", "passages"]
     assert 0 < len(trace.candidates) <= 3
-    more = settings.with_option("drilldown", DrilldownOptions(children=6))
+    more = settings.with_option("drilldown", replace(seed, children=6))
     again = rerun(engine, trace, more, synthesize=False)
     assert again.locate is trace.locate  # the upper layers did not change: step 1 reused
     assert len(again.candidates) > len(trace.candidates)
-    other_docs = settings.with_option("drilldown", DrilldownOptions(documents=2))
+    other_docs = settings.with_option("drilldown", replace(seed, documents=2))
     assert rerun(engine, trace, other_docs, synthesize=False).locate is not trace.locate
