@@ -81,10 +81,20 @@ def test_qdrant_backend_gives_the_same_drill_down(hashing_index):
     store = QdrantStore.in_memory(hashing_index.dim)
     store.upsert(layer_points(hashing_index))
     qvec, tokens = _q(QUESTION)
-    options = DrilldownOptions(documents=2, parents=2, children=5)
+    # By summaries, every score comes from the same vectors: the two backends must agree.
+    options = DrilldownOptions(2, 2, 5, "summary", "summary")
     params = FuseParams("rrf", 0.5, 60)
     faiss = drill_down(hashing_index, QUESTION, qvec, tokens, options, params)
     qdrant = drill_down(hashing_index, QUESTION, qvec, tokens, options, params, store=store)
     assert qdrant.chosen_documents == faiss.chosen_documents
     assert qdrant.chosen_parents == faiss.chosen_parents
     assert [h.chunk.chunk_id for h in qdrant.children] == [h.chunk.chunk_id for h in faiss.children]
+
+
+def test_qdrant_serves_the_passage_signal_with_its_own_hybrid_search(hashing_index):
+    store = QdrantStore.in_memory(hashing_index.dim)
+    store.upsert(layer_points(hashing_index))
+    qvec, tokens = _q(QUESTION)
+    result = drill_down(hashing_index, QUESTION, qvec, tokens, DrilldownOptions(), store=store)
+    assert result.chosen_documents[0] == LAW and result.documents[0].passage > 0
+    assert any("提前三十日" in h.chunk.text for h in result.children)

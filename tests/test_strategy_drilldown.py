@@ -66,7 +66,8 @@ def test_manual_leaves_are_refused(hashing_index):
 
 def test_an_attached_qdrant_store_serves_the_same_answer(hashing_index):
     strategy = get_strategy("drilldown")
-    ctx = _ctx(hashing_index)
+    seed = DrilldownOptions(1, 1, 3, "summary", "summary")  # scores from the same vectors
+    ctx = _ctx(hashing_index, QuerySettings().with_option("drilldown", seed))
     plain = strategy.retrieve(ctx, strategy.locate(ctx))
     store = QdrantStore.in_memory(hashing_index.dim)
     store.upsert(layer_points(hashing_index))

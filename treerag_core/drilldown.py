@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 SIGNALS = ("summary", "passages", "both")
 MAX_ROWS = 30  # candidates kept per layer in the trace table
+PASSAGE_WINDOW = 200  # top passages a vector store returns for the passage signal
 
 
 @dataclass(frozen=True)
@@ -151,8 +152,23 @@ def best_passages(
     q_tokens: list[str],
     params: FuseParams,
     scope: Sequence[str] | None,
+    store: VectorStore | None = None,
 ) -> tuple[dict[str, float], dict[str, float]]:
-    """The best fused passage score per document and per leaf (one flat hybrid pass)."""
+    """The best fused passage score per document and per leaf (one flat hybrid pass).
+
+    A store with hybrid search (Qdrant) answers with its own fused top passages
+    (PASSAGE_WINDOW of them); items without one among them score 0.
+    """
+    if store is not None and getattr(store, "supports_hybrid", False):
+        docs = tuple(scope) if scope is not None else None
+        query = VectorQuery(qvec, "child", PASSAGE_WINDOW, doc_ids=docs, tokens=tuple(q_tokens))
+        by_doc_s: dict[str, float] = {}
+        by_leaf_s: dict[str, float] = {}
+        for hit in store.search(query):
+            by_doc_s[hit.doc_id] = max(by_doc_s.get(hit.doc_id, 0.0), hit.score)
+            leaf = hit.parent_id or ""
+            by_leaf_s[leaf] = max(by_leaf_s.get(leaf, 0.0), hit.score)
+        return by_doc_s, by_leaf_s
     rows, dense, bm25 = index.score_scope(scope, qvec, q_tokens)
     fused = fuse(dense, bm25, params.fusion, params.dense_weight, params.rrf_k).fused
     by_doc: dict[str, float] = {}
@@ -227,7 +243,9 @@ def document_scores(
     dense = _dense(layers, store, "document", ids, qvec, scope)
     bm25 = _bm25(texts, q_tokens) if ids else np.zeros(0, dtype=np.float32)
     passage = (
-        best_passages(index, qvec, q_tokens, params, scope)[0] if signal != "summary" else None
+        best_passages(index, qvec, q_tokens, params, scope, store)[0]
+        if signal != "summary"
+        else None
     )
     labels = [layers.summaries[d].title for d in ids]
     return _rank("document", ids, ids, labels, dense, bm25, params, signal, passage, keep)
@@ -252,7 +270,7 @@ def parent_scores(
     dense = _dense(layers, store, "parent", ids, qvec, list(doc_ids))
     bm25 = _bm25([parent_text(n) for n in nodes], q_tokens) if ids else np.zeros(0, np.float32)
     passage = (
-        best_passages(index, qvec, q_tokens, params, list(doc_ids))[1]
+        best_passages(index, qvec, q_tokens, params, list(doc_ids), store)[1]
         if signal != "summary"
         else None
     )
