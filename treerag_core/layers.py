@@ -107,7 +107,7 @@ def ktype_summaries(
         except LLMError as exc:
             notes.append(f"K-Type by LLM failed ({exc.reason}): extractive summaries kept")
     elif cache:
-        got = {k: v for k, v in cache.items()}
+        got = dict(cache)
     out = {}
     for doc in index.documents:
         parsed = got.get(document_key(doc))

@@ -76,13 +76,18 @@ class QdrantStore:
     supports_hybrid = True
 
     def __init__(
-        self, client: QdrantClient, dim: int, collection: str = DEFAULT_COLLECTION
+        self,
+        client: QdrantClient,
+        dim: int,
+        collection: str = DEFAULT_COLLECTION,
+        payload_indexes: bool = True,
     ) -> None:
         if dim <= 0:
             raise ValueError(f"dim must be > 0, but got {dim}")
         self.client = client
         self.dim = dim
         self.collection = collection
+        self.payload_indexes = payload_indexes
         with self._errors("open the collection"):
             if not client.collection_exists(collection):
                 self._create()
@@ -91,7 +96,8 @@ class QdrantStore:
 
     @classmethod
     def in_memory(cls, dim: int, collection: str = DEFAULT_COLLECTION) -> QdrantStore:
-        return cls(QdrantClient(":memory:"), dim, collection)
+        # The in-process client ignores payload indexes (and warns when asked for one).
+        return cls(QdrantClient(":memory:"), dim, collection, payload_indexes=False)
 
     @classmethod
     def from_url(
@@ -126,15 +132,11 @@ class QdrantStore:
             },
             sparse_vectors_config={SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
         )
-        if not self._local:  # the in-process client ignores payload indexes (and warns)
+        if self.payload_indexes:  # filters on a server stay fast past millions of points
             for key in ("type", "doc_id", "parent_id"):
                 self.client.create_payload_index(
                     self.collection, key, field_schema=models.PayloadSchemaType.KEYWORD
                 )
-
-    @property
-    def _local(self) -> bool:
-        return type(self.client._client).__name__ == "QdrantLocal"
 
     def _check_existing(self) -> None:
         info = self.client.get_collection(self.collection)
