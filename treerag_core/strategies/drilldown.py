@@ -86,10 +86,13 @@ class Drilldown:
             if c.chosen
         )
         docs = ", ".join(f"{c.label} ({c.score:.3f})" for c in layers.documents if c.chosen)
+        opts = self.options(ctx.settings)
+        by = {"summary": "K-Type summary", "passages": "best passage", "both": "summary + passage"}
         thinking = (
-            f"Document layer: {len(layers.documents)} documents scored by their K-Type "
-            f"summaries; chose {docs}. Parent layer: {len(layers.parents)} sections of the "
-            f"chosen document(s) scored by heading path + summary; chose {len(leaves)}."
+            f"Document layer: {len(layers.documents)} documents scored by "
+            f"{by[opts.doc_signal]}; chose {docs}. Parent layer: {len(layers.parents)} sections "
+            f"of the chosen document(s) scored by {by[opts.parent_signal]} "
+            f"(section summary = heading path + summary); chose {len(leaves)}."
         )
         return LocateResult(
             leaves,
