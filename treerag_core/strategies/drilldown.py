@@ -116,8 +116,8 @@ class Drilldown:
             ctx.question,
             store_for(ctx.index),
         )
-        # The upper layers again, for their tables (cheap, deterministic); the chosen
-        # sections are step 1's, which may have been stored and reused.
+        # The upper layers again, for their tables (deterministic; with the passage signal
+        # one more flat pass): the chosen sections stay step 1's, which may be a stored one.
         upper = self._upper_layers(ctx)
         parents = tuple(replace(c, chosen=c.item_id in parent_ids) for c in upper.parents)
         result = DrilldownResult(upper.documents, parents, children)
