@@ -13,7 +13,6 @@ from treerag_core.fusion import fuse, rank_positions
 from treerag_core.layers import Layers, ensure_layers, parent_text
 from treerag_core.names import Fusion
 from treerag_core.summaries import truncate
-from treerag_core.text import tokenize
 from treerag_core.types import ContextSection, Language, RetrievedChunk
 from treerag_core.vectors.base import Kind, VectorQuery, VectorStore
 
@@ -134,9 +133,9 @@ def _dense(
     return np.asarray([got.get(i, 0.0) for i in ids], dtype=np.float32)
 
 
-def _bm25(texts: Sequence[str], q_tokens: Sequence[str]) -> np.ndarray:
-    """BM25 of the question over a handful of short texts, IDF over those texts."""
-    token_lists = [tokenize(t) for t in texts]
+def _bm25(layers: Layers, texts: Sequence[str], q_tokens: Sequence[str]) -> np.ndarray:
+    """BM25 of the question over a layer's short texts, IDF over those texts."""
+    token_lists = [layers.tokens(t) for t in texts]
     scorer = LeafBM25.from_tokens(token_lists, BM25Stats.from_tokens(token_lists))
     return scorer.scores(list(q_tokens)).astype(np.float32)
 
@@ -241,7 +240,7 @@ def document_scores(
     ids = [d for d in layers.doc_ids if scope is None or d in set(scope)]
     texts = [layers.summaries[d].text for d in ids]
     dense = _dense(layers, store, "document", ids, qvec, scope)
-    bm25 = _bm25(texts, q_tokens) if ids else np.zeros(0, dtype=np.float32)
+    bm25 = _bm25(layers, texts, q_tokens) if ids else np.zeros(0, dtype=np.float32)
     passage = (
         best_passages(index, qvec, q_tokens, params, scope, store)[0]
         if signal != "summary"
@@ -268,7 +267,9 @@ def parent_scores(
     ids = [p for p in layers.parent_ids if index.nodes[p].doc_id in wanted]
     nodes = [index.nodes[p] for p in ids]
     dense = _dense(layers, store, "parent", ids, qvec, list(doc_ids))
-    bm25 = _bm25([parent_text(n) for n in nodes], q_tokens) if ids else np.zeros(0, np.float32)
+    bm25 = (
+        _bm25(layers, [parent_text(n) for n in nodes], q_tokens) if ids else np.zeros(0, np.float32)
+    )
     passage = (
         best_passages(index, qvec, q_tokens, params, list(doc_ids), store)[1]
         if signal != "summary"

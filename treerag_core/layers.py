@@ -55,6 +55,7 @@ class Layers:
     ktype_cache: dict[str, dict[str, Any]] = field(default_factory=dict)
     vectors_from: str = "embedded"
     notes: tuple[str, ...] = ()
+    _tokens: dict[str, list[str]] = field(default_factory=dict, repr=False)
     _doc_row: dict[str, int] = field(default_factory=dict, repr=False)
     _parent_row: dict[str, int] = field(default_factory=dict, repr=False)
 
@@ -75,6 +76,13 @@ class Layers:
 
     def has_parent(self, parent_id: str) -> bool:
         return parent_id in self._parent_row
+
+    def tokens(self, text: str) -> list[str]:
+        """`tokenize(text)`, once per text per index (layer BM25 re-reads the same summaries)."""
+        got = self._tokens.get(text)
+        if got is None:
+            got = self._tokens[text] = tokenize(text)  # a racing duplicate computes the same
+        return got
 
 
 def _doc_freq(index: CorpusIndex) -> Counter[str]:
