@@ -21,7 +21,7 @@ from treerag_core.config import IndexSettings, data_dir
 from treerag_core.embedders import Embedder, get_embedder
 from treerag_core.errors import IndexFormatError
 from treerag_core.index import CorpusIndex, ProgressFn, SourceDocument, build_index
-from treerag_core.names import Fusion, Locator
+from treerag_core.names import EmbedderName, Fusion, Locator
 from treerag_core.pipeline import Engine, rerun
 from treerag_core.settings import QuerySettings, anthropic_api_key
 from treerag_core.store import load_index, save_index
@@ -31,7 +31,7 @@ from treerag_core.types import LocatedLeaf, LocateResult, Trace
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE_DIR = REPO / "sample_docs"
 EMBEDDER_ENV = "TREERAG_EMBEDDER"  # tests set "hashing" for speed; the app default is real
-EMBEDDER_CHOICES = ("multilingual", "minilm", "hashing")
+EMBEDDER_CHOICES = EmbedderName.values()
 SAMPLES, UPLOADS = "samples", "uploads"
 EVAL = "eval"  # an eval set's index, opened from the Evaluate page (session key eval_corpus)
 

@@ -12,7 +12,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "sample_docs"
-EVAL_DIR = REPO.parent / "shared" / "eval"
+EVAL_DIR = Path(os.environ.get("TREERAG_EVAL_DIR") or REPO.parent / "shared" / "eval")
 
 
 def sample_sources(names: list[str] | None = None):

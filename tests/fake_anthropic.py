@@ -40,7 +40,7 @@ ERROR_TYPES = {
 class Behaviour:
     """What the server does with one request; build it with reply/stream/status/delay/..."""
 
-    kind: str  # reply | status | delay | stream_error
+    kind: str  # reply | status | delay | stream_error | no_stop | cut | empty | html | malformed
     chunks: tuple[str, ...] = ()
     usage: Mapping[str, int] | None = None
     stop_reason: str = "end_turn"
@@ -109,6 +109,40 @@ def stream_error(
         body={"type": "error", "error": {"type": error_type, "message": message}},
         error_type=error_type,
     )
+
+
+def no_stop(chunks: Iterable[str] = ("AdaRouter was ", "trained for fif")) -> Behaviour:
+    """A 200 stream that sends these deltas and ends cleanly without its stop event."""
+    return Behaviour("no_stop", tuple(chunks))
+
+
+def cut(chunks: Iterable[str] = ("AdaRouter was ", "trained for fif")) -> Behaviour:
+    """A 200 stream that promises more bytes (content-length) and closes the connection midway."""
+    return Behaviour("cut", tuple(chunks))
+
+
+def empty_stream() -> Behaviour:
+    """A 200 event stream with no events at all."""
+    return Behaviour("empty")
+
+
+HTML_PAGE = (
+    "<!DOCTYPE html><html><head><title>Proxy login</title></head>"
+    "<body><h1>Please sign in</h1></body></html>"
+)
+
+
+def html_page(code: int = 200) -> Behaviour:
+    """An HTML page (a proxy's login or error page) instead of an API reply."""
+    return Behaviour("html", status=code, body=HTML_PAGE)
+
+
+def malformed(chunks: Iterable[str] = ("The answer ",)) -> Behaviour:
+    """A 200 stream whose deltas are followed by a `data:` line that is not JSON."""
+    return Behaviour("malformed", tuple(chunks))
+
+
+FAULT_KINDS = ("no_stop", "cut", "empty", "html", "malformed")
 
 
 @dataclass(frozen=True)
@@ -318,6 +352,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._act(behaviour.then or reply("Late answer."), body)
         elif behaviour.kind == "status":
             self._send_json(behaviour.status, behaviour.body, behaviour.headers)
+        elif behaviour.kind == "html":
+            self._send_raw(behaviour.status, "text/html; charset=utf-8", behaviour.body)
+        elif behaviour.kind == "empty":
+            self._send_raw(200, "text/event-stream", "")
         elif isinstance(body, dict) and body.get("stream"):
             self._send_sse(behaviour, body)
         elif behaviour.kind == "stream_error":
@@ -349,6 +387,14 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def _send_raw(self, code: int, content_type: str, text: str) -> None:
+        data = text.encode()
+        self.send_response(code)
+        self.send_header("content-type", content_type)
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
     def _event(self, name: str, data: dict[str, Any]) -> None:
         self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
         self.wfile.flush()
@@ -360,6 +406,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("content-type", "text/event-stream")
         self.send_header("cache-control", "no-cache")
         self.send_header("request-id", "req_fake")
+        if behaviour.kind == "cut":  # promise more than is sent: the client sees a cut body
+            self.send_header("content-length", "1000000")
         self.end_headers()
         start = {**message, "content": [], "stop_reason": None}
         start["usage"] = {**usage, "output_tokens": 1}
@@ -382,6 +430,12 @@ class _Handler(BaseHTTPRequestHandler):
             )
         if behaviour.kind == "stream_error":
             self._event("error", behaviour.body)
+            return
+        if behaviour.kind == "malformed":
+            self.wfile.write(b"event: content_block_delta\ndata: {not json at all\n\n")
+            self.wfile.flush()
+            return
+        if behaviour.kind in ("no_stop", "cut"):
             return
         self._event("content_block_stop", {"type": "content_block_stop", "index": 0})
         self._event(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +18,8 @@ pytestmark = pytest.mark.slow
 
 def cli(*args: str, stdin: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "ANTHROPIC_API_KEY": ""}
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL"):
+        env.pop(name, None)
     return subprocess.run(
         [sys.executable, "-m", "treerag_core", *args],
         cwd=REPO,
@@ -168,4 +171,72 @@ def test_bad_query_flags_are_one_line_errors(index_dir, flags, message):
     result = cli("query", "--index", str(index_dir), "--query", "router", "--mock", *flags)
     assert result.returncode == 2
     assert result.stderr.startswith("error:") and message in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+# --- any LLM server (OpenAI-compatible) ------------------------------------------------------
+
+
+def _summaries_for(body) -> object:
+    from fake_openai import reply
+
+    keys = re.findall(r"\[([0-9a-f]{64})\]", json.dumps(body, ensure_ascii=False))
+    return reply(json.dumps({k: f"Local summary {k[:6]}" for k in keys}))
+
+
+def test_index_llm_summaries_with_a_local_openai_server(tmp_path):
+    from fake_openai import FakeOpenAIServer
+
+    folder = tmp_path / "index"
+    with FakeOpenAIServer(responder=_summaries_for) as fake:
+        result = cli(
+            "index", "--input", str(SAMPLES / "test_paper.md"), "--output", str(folder),
+            "--mock", "--llm-summaries", "--provider", "openai", "--base-url", fake.base_url,
+            "--model", "llama3.2",
+        )  # fmt: skip
+        bodies = fake.bodies
+    assert result.returncode == 0, result.stderr
+    assert bodies and all(b["model"] == "llama3.2" for b in bodies)
+    nodes = (folder / "nodes.jsonl").read_text(encoding="utf-8")
+    assert "Local summary" in nodes
+
+
+def test_query_with_a_local_openai_server_locates_and_streams(index_dir):
+    from fake_openai import FakeOpenAIServer, reply, stream
+
+    nodes = [json.loads(line) for line in (index_dir / "nodes.jsonl").read_text().splitlines()]
+    leaf = next(n["node_id"] for n in nodes if n["heading"] == "3.3 Training Procedure")
+    picks = {"thinking": "training", "results": [{"node_id": leaf, "sub_query": "epochs"}]}
+    with FakeOpenAIServer(reply(json.dumps(picks)), stream(["Fifty ", "epochs."])) as fake:
+        result = cli(
+            "query", "--index", str(index_dir), "--query", "How many epochs?", "--json",
+            "--provider", "openai", "--base-url", fake.base_url, "--model", "llama3.2",
+        )  # fmt: skip
+        bodies = fake.bodies
+    assert result.returncode == 0, result.stderr
+    trace = json.loads(result.stdout)
+    assert trace["locate"]["locator"] == "llm" and trace["answer"] == "Fifty epochs."
+    assert not trace["fallbacks"]
+    assert [b["model"] for b in bodies] == ["llama3.2", "llama3.2"]
+
+
+def test_query_with_an_unreachable_server_falls_back(index_dir):
+    result = cli(
+        "query", "--index", str(index_dir), "--query", "How many epochs?", "--json",
+        "--provider", "openai", "--base-url", "http://127.0.0.1:9/v1", "--model", "llama3.2",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    trace = json.loads(result.stdout)
+    assert [(f["stage"], f["reason"]) for f in trace["fallbacks"]] == [
+        ("locate", "connection"),
+        ("synthesize", "connection"),
+    ]
+
+
+def test_a_local_server_without_model_name_is_one_clear_error(index_dir):
+    result = cli(
+        "query", "--index", str(index_dir), "--query", "How many epochs?",
+        "--provider", "openai", "--base-url", "http://127.0.0.1:9/v1",
+    )  # fmt: skip
+    assert result.returncode == 2 and "needs --model" in result.stderr
     assert "Traceback" not in result.stderr

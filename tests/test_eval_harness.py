@@ -52,6 +52,31 @@ def test_report_has_every_metric_per_strategy(report):
     assert report["strategies"]["oracle-sections"]["section_hit@1"] == 1.0
 
 
+def test_budget_metrics_walk_the_whole_ranked_list(report):
+    # Top-k 50 and one 40-candidate window for every strategy, both named in the report.
+    assert report["settings"]["top_k"] == 50
+    assert report["settings"]["candidate_window"] == 40
+    flat = report["questions"]["flat-hybrid"]
+    assert all(r["n_passages"] == 40 for r in flat)  # papers hold far more than 40 chunks
+    assert all(r["n_passages"] <= 40 for r in report["questions"]["treerag"])
+    assert max(r["n_passages"] for r in report["questions"]["treerag"]) > 10
+
+
+def test_top_k_and_window_are_settings(eval_dir, tmp_path):
+    small = config(strategies=("flat-hybrid",), limit=1, top_k=7)
+    small = EvalConfig(
+        **{
+            **small.__dict__,
+            "query_settings": small.query_settings.set("retrieve.candidate_window", 5),
+        }
+    )
+    got = evaluate(eval_dir / "qasper", small, cache_dir=tmp_path)
+    assert got["settings"]["top_k"] == 7 and got["settings"]["candidate_window"] == 5
+    assert got["questions"]["flat-hybrid"][0]["n_passages"] == 5
+    with pytest.raises(ValueError, match="top_k"):
+        config(top_k=0)
+
+
 def test_per_question_records_explain_each_outcome(report):
     records = report["questions"]["treerag"]
     assert len(records) == 3

@@ -9,7 +9,19 @@ from collections.abc import Callable, Iterator
 
 import anthropic
 import pytest
-from fake_anthropic import FakeAnthropicServer, delay, reply, status, stream, stream_error
+from fake_anthropic import (
+    FakeAnthropicServer,
+    cut,
+    delay,
+    empty_stream,
+    html_page,
+    malformed,
+    no_stop,
+    reply,
+    status,
+    stream,
+    stream_error,
+)
 
 from treerag_core.errors import LLMError
 from treerag_core.llm import (
@@ -120,10 +132,14 @@ def test_stream_stopped_early_still_reports_input_usage(server, client) -> None:
     assert not s.done and s.text == "one " and s.usage.input_tokens == 500
 
 
-def test_stream_reports_max_tokens_stop(server, client) -> None:
+def test_answer_cut_by_the_token_limit_is_truncated(server, client) -> None:
     server.push(reply("truncated answer", stop_reason="max_tokens"))
     s = client().stream("prompt", HAIKU, 4)
-    assert "".join(s) == "truncated answer" and s.stop_reason == "max_tokens"
+    err = expect_reason("truncated", lambda: "".join(s))
+    assert "4 tokens" in str(err)
+    assert s.text == "truncated answer" and s.stop_reason == "max_tokens" and not s.done
+    server.push(reply('{"thinking": "t", "res', stop_reason="max_tokens"))
+    expect_reason("truncated", lambda: client().complete("", "q", HAIKU, 4))
 
 
 # --- errors -----------------------------------------------------------------------------------
@@ -191,6 +207,51 @@ def test_error_event_mid_stream(server, client) -> None:
 
     server.push(stream_error([], error_type="rate_limit_error", message="slow down"))
     expect_reason("rate_limit", lambda: list(client().stream("q", HAIKU, 10)))
+
+
+def test_stream_without_stop_event_is_incomplete(server, client) -> None:
+    server.push(no_stop(["AdaRouter was ", "trained for fif"]))
+    s = client().stream("q", HAIKU, 100)
+    err = expect_reason("incomplete", lambda: "".join(s))
+    assert "stop event" in str(err) and s.text == "AdaRouter was trained for fif" and not s.done
+
+
+def test_connection_closed_mid_stream_is_incomplete(server, client) -> None:
+    server.push(cut(["AdaRouter was ", "trained for fif"]))
+    s = client().stream("q", HAIKU, 100)
+    expect_reason("incomplete", lambda: "".join(s))
+    assert not s.done
+
+
+def test_200_without_events_is_empty_response(server, client) -> None:
+    server.push(empty_stream())
+    expect_reason("empty_response", lambda: client().complete("", "q", HAIKU, 10))
+
+
+def test_html_page_from_a_proxy_is_bad_response(server, client) -> None:
+    server.push(html_page())
+    err = expect_reason("bad_response", lambda: client().complete("", "q", HAIKU, 10))
+    assert "HTML" in str(err)
+    server.push(html_page(502))
+    err = expect_reason("api_error", lambda: "".join(client().stream("q", HAIKU, 10)))
+    assert "HTML page (Proxy login)" in str(err) and "<html" not in str(err)
+
+
+def test_malformed_stream_data_is_bad_response(server, client) -> None:
+    server.push(malformed())
+    expect_reason("bad_response", lambda: "".join(client().stream("q", HAIKU, 10)))
+
+
+@pytest.mark.parametrize(
+    ("code", "reason"),
+    [(403, "forbidden"), (404, "model_not_found"), (413, "too_large"), (400, "api_error")],
+)
+def test_http_status_reasons(server, client, code, reason) -> None:
+    body = None
+    if code == 404:
+        body = {"type": "error", "error": {"type": "not_found_error", "message": "model: x"}}
+    server.push(status(code, body))
+    expect_reason(reason, lambda: client().complete("", "q", HAIKU, 10))
 
 
 def test_key_never_shows_in_errors_or_repr(server, client) -> None:

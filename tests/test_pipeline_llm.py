@@ -159,8 +159,9 @@ def test_prompt_budget_narrows_a_corpus_to_the_most_relevant_documents(
     settings = fast().set("locate.budget_tokens", 50)  # far too small for four trees
     trace = run(engine, "AdaRouter training epochs EUR/USD router", settings)
     assert trace.locate.locator == "llm"
-    [note] = [n for n in trace.locate.notes if n.startswith("prompt budget")]
+    [note] = [n for n in trace.locate.notes if "left out" in n]
     assert "left out 3 document(s)" in note and "test_paper.md" not in note
+    assert any("the tree was cut after" in n for n in trace.locate.notes)
     prompt = server.requests[0].prompt_text
     assert f"[{paper.root_id}]" in prompt  # the most relevant document was kept
     others = [d.root_id for d in hashing_index.documents if d.doc_id != paper.doc_id]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -13,8 +14,8 @@ from tqdm import tqdm
 
 from treerag_core.config import IndexSettings
 from treerag_core.errors import LLMError, QueryError, TreeRAGError
-from treerag_core.names import Fusion, Locator
-from treerag_core.settings import QuerySettings, anthropic_api_key
+from treerag_core.names import Fusion, Locator, Provider
+from treerag_core.settings import LLMSettings, QuerySettings
 from treerag_core.strategies import get_strategy, strategy_names
 
 # Flags that set one query setting each: flag dest -> the setting's dotted path.
@@ -62,29 +63,79 @@ def _progress_bars():
     return update, close
 
 
-def _llm_summarizer(settings: IndexSettings, previous):
-    """The LLM summarizer when asked for; without a key that is an error, not a silent no."""
+def _llm_settings(args: argparse.Namespace, base: LLMSettings | None = None) -> LLMSettings:
+    """The LLM access: `base`, then the environment's choice (`settings_from_env`), then flags.
+
+    --provider, --base-url, --model (answer; for openai also locate unless --locate-model),
+    --locate-model, --context-tokens. A custom OpenAI-compatible server needs a model name,
+    from --model or TREERAG_LLM_MODEL (no default fits every server).
+    """
+    from treerag_core.llm import MODEL_ENV, OPENAI_DEFAULT_MODEL, base_url_for, settings_from_env
+
+    base = base or LLMSettings()
+    env_settings = settings_from_env()
+    provider = getattr(args, "provider", None) or env_settings.provider
+    changes: dict = {"provider": provider}
+    if provider == env_settings.provider:
+        changes.update(
+            locate_model=env_settings.locate_model, answer_model=env_settings.answer_model
+        )
+    elif provider == Provider.OPENAI:
+        changes.update(locate_model=OPENAI_DEFAULT_MODEL, answer_model=OPENAI_DEFAULT_MODEL)
+    named = {}
+    for flag, name in (
+        ("base_url", "base_url"),
+        ("model", "answer_model"),
+        ("locate_model", "locate_model"),
+        ("context_tokens", "context_tokens"),
+    ):
+        value = getattr(args, flag, None)
+        if value is not None:
+            named[name] = value
+    if provider == Provider.OPENAI and "answer_model" in named:
+        named.setdefault("locate_model", named["answer_model"])
+    changes.update(named)
+    try:
+        llm = base.with_(**changes)
+    except ValueError as exc:
+        raise QueryError(str(exc)) from exc
+    custom = llm.provider == Provider.OPENAI and base_url_for(llm) is not None
+    if custom and "answer_model" not in named and not os.environ.get(MODEL_ENV, "").strip():
+        raise QueryError(
+            "an OpenAI-compatible server needs --model (the name it serves, e.g. llama3.2) "
+            f"or {MODEL_ENV}"
+        )
+    return llm
+
+
+def _llm_summarizer(settings: IndexSettings, previous, args: argparse.Namespace):
+    """The LLM summarizer when asked for; without an LLM that is an error, not a silent no."""
     if not settings.llm_summaries:
         return None
-    from treerag_core.llm import make_client
+    from treerag_core.llm import KEY_ENV, api_key_for, make_client
     from treerag_core.summaries_llm import make_llm_summarizer
 
-    client = make_client(QuerySettings().llm, anthropic_api_key())
+    llm = _llm_settings(args)
+    client = make_client(llm, api_key_for(llm.provider))
     if client is None:
-        raise LLMError("--llm-summaries needs ANTHROPIC_API_KEY", reason="no_api_key")
+        need = KEY_ENV[llm.provider]
+        if llm.provider == Provider.OPENAI:
+            need += " or --base-url"
+        raise LLMError(f"--llm-summaries needs {need}", reason="no_api_key")
     cache = previous.summary_cache if previous is not None else {}
-    return make_llm_summarizer(client, QuerySettings().llm.locate_model, cache)
+    return make_llm_summarizer(client, llm.locate_model, cache)
 
 
-def _ktype_summarizer(settings: IndexSettings, previous):
-    """LLM K-Type document summaries with --llm-summaries (cached by content hash)."""
+def _ktype_summarizer(settings: IndexSettings, previous, args: argparse.Namespace):
+    """LLM K-Type document summaries with --llm-summaries (cached by content hash); called
+    after `_llm_summarizer`, which already refused a missing key."""
     if not settings.llm_summaries:
         return None
     from treerag_core.ktype import make_ktype_summarizer
-    from treerag_core.llm import make_client
+    from treerag_core.llm import api_key_for, make_client
 
-    llm = QuerySettings().llm
-    client = make_client(llm, anthropic_api_key())
+    llm = _llm_settings(args)
+    client = make_client(llm, api_key_for(llm.provider))
     layers = previous.layers if previous is not None else None
     cache = layers.ktype_cache if layers is not None else {}
     return make_ktype_summarizer(client, llm.locate_model, cache)
@@ -120,8 +171,8 @@ def cmd_index(args: argparse.Namespace) -> int:
         except TreeRAGError as exc:
             print(f"note: rebuilding from scratch ({exc})", file=sys.stderr)
     embedder = get_embedder(settings.embedder)
-    summarizer = _llm_summarizer(settings, previous)
-    ktype = _ktype_summarizer(settings, previous)
+    summarizer = _llm_summarizer(settings, previous, args)
+    ktype = _ktype_summarizer(settings, previous, args)
     update, close = _progress_bars()
     try:
         try:
@@ -191,6 +242,8 @@ def settings_from_args(args: argparse.Namespace, base: QuerySettings) -> QuerySe
             settings = settings.set("rerank.enabled", False)
         if getattr(args, "mock", False):
             settings = settings.set("llm.enabled", False)
+        elif getattr(args, "llm", True):  # eval calls no LLM without --llm
+            settings = settings.with_(llm=_llm_settings(args, settings.llm))
         get_strategy(settings.strategy)
     except ValueError as exc:  # a flag out of range is the user's to fix, not a traceback
         raise QueryError(str(exc)) from exc
@@ -202,9 +255,12 @@ def _query_settings(args: argparse.Namespace) -> QuerySettings:
 
 
 def _engine(args: argparse.Namespace):
+    from treerag_core.llm import api_key_for
     from treerag_core.pipeline import load_engine
 
-    return load_engine(args.index, api_key=None if args.mock else anthropic_api_key())
+    if args.mock:
+        return load_engine(args.index, api_key=None)
+    return load_engine(args.index, api_key=api_key_for(_llm_settings(args).provider))
 
 
 def _answer(engine, question: str, settings: QuerySettings, leaves, as_json: bool) -> None:
@@ -264,6 +320,31 @@ def cmd_interactive(args: argparse.Namespace) -> int:
             print("\n(interrupted)")
 
 
+def _add_llm_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--provider",
+        choices=Provider.values(),
+        default=None,
+        help="LLM API: anthropic (ANTHROPIC_API_KEY) or openai, i.e. any OpenAI-compatible "
+        "server (OPENAI_API_KEY, may be empty for a local one). Default: openai when only "
+        "OpenAI variables are set, else anthropic",
+    )
+    p.add_argument(
+        "--base-url",
+        default=None,
+        help="the server, e.g. http://127.0.0.1:11434/v1 for Ollama "
+        "(default: OPENAI_BASE_URL / ANTHROPIC_BASE_URL, else the provider's API)",
+    )
+    p.add_argument("--model", default=None, help="the answer model (openai: also locates)")
+    p.add_argument("--locate-model", default=None, help="the model that picks sections")
+    p.add_argument(
+        "--context-tokens",
+        type=int,
+        default=None,
+        help="the model's context window; the locate prompt is cut to fit it (default 200000)",
+    )
+
+
 def _add_query_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--index", required=True, help="index folder made by `index`")
     p.add_argument("--mock", action="store_true", help="no LLM call at all; everything else real")
@@ -293,11 +374,13 @@ def _add_shared_retrieval_options(p: argparse.ArgumentParser) -> None:
         "--candidate-window", type=int, default=None, help="pooled candidates (default 40)"
     )
     p.add_argument("--no-rerank", action="store_true", help="keep the fused order")
+    _add_llm_options(p)
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
     from treerag_core.evaluation.harness import EvalConfig, evaluate
     from treerag_core.evaluation.report import markdown_table, write_report
+    from treerag_core.llm import api_key_for
 
     strategies = tuple(s.strip() for s in args.strategy.split(",") if s.strip())
     index_settings = IndexSettings(
@@ -314,6 +397,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         scope=args.scope,
         limit=args.limit,
         use_llm=args.llm,
+        top_k=args.top_k,
         index_settings=index_settings,
         query_settings=query,
     )
@@ -332,13 +416,18 @@ def cmd_eval(args: argparse.Namespace) -> int:
             config,
             cache_dir=Path(args.cache),
             progress=progress,
-            api_key=anthropic_api_key() if args.llm else None,
+            api_key=api_key_for(query.llm.provider) if args.llm else None,
         )
     finally:
         bar.close()
     if args.out:
         write_report(Path(args.out), report)
     print(markdown_table(report))
+    used = report["settings"]
+    print(
+        f"top-k {used['top_k']} passages per question (budget metrics walk them); "
+        f"candidate window {used['candidate_window']} for every strategy"
+    )
     left_out = ", ".join(f"{n} {why}" for why, n in report["left_out"].items()) or "none"
     print(f"n = questions scored; left out of every mean (whole set): {left_out}")
     for reason, count in report["skipped"].items():
@@ -368,7 +457,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--llm-summaries",
         action="store_true",
-        help="one-line section summaries from the LLM (needs ANTHROPIC_API_KEY; cached)",
+        help="one-line section summaries from the LLM (the --provider key, or a local "
+        "--base-url; cached)",
     )
     p.add_argument(
         "--max-file-mb",
@@ -376,6 +466,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=IndexSettings().max_file_bytes / 1024 / 1024,
         help="skip files larger than this (default 20)",
     )
+    _add_llm_options(p)
     p.set_defaults(func=cmd_index)
 
     p = sub.add_parser("query", help="answer one question, printing every step")
@@ -394,13 +485,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scope", choices=("doc", "corpus"), default="doc")
     p.add_argument("--limit", type=int, default=None, help="only the first N usable questions")
     p.add_argument("--out", default=None, help="write the JSON report here")
-    p.add_argument("--llm", action="store_true", help="allow LLM calls (needs ANTHROPIC_API_KEY)")
+    p.add_argument("--llm", action="store_true", help="allow LLM calls (see --provider)")
     p.add_argument("--cache", default="data/eval-cache", help="where built indexes are cached")
     p.add_argument("--embedder", default=None, help=EMBEDDER_HELP)
     p.add_argument("--max-depth", type=int, default=IndexSettings().max_depth)
     p.add_argument("--chunk-size", type=int, default=IndexSettings().chunk_size)
     p.add_argument("--chunk-overlap", type=int, default=IndexSettings().chunk_overlap)
     _add_shared_retrieval_options(p)
+    p.add_argument(
+        "--top-k", type=int, default=50, help="passages kept per question (budget metrics: 50)"
+    )
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser(

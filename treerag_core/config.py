@@ -9,6 +9,8 @@ import os
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from treerag_core.names import EmbedderName
+
 DEFAULT_MAX_FILE_BYTES = 20 * 1024 * 1024
 
 
@@ -20,7 +22,7 @@ class IndexSettings:
     chunk_size: int = 200
     chunk_overlap: int = 50
     min_chunk_chars: int = 20
-    embedder: str = "multilingual"  # multilingual | minilm | hashing | st:<folder path>
+    embedder: str = EmbedderName.MULTILINGUAL.value  # a names.EmbedderName or st:<folder>
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
     summary_chars: int = 160
     llm_summaries: bool = False

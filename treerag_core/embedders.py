@@ -13,11 +13,12 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from treerag_core.errors import EmbedderError
+from treerag_core.names import EmbedderName
 from treerag_core.text import tokenize
 
 Progress = Callable[[int, int], None]
 
-EMBEDDER_NAMES: tuple[str, ...] = ("multilingual", "minilm", "hashing")
+EMBEDDER_NAMES: tuple[str, ...] = EmbedderName.values()
 ST_PREFIX = "st:"
 
 
@@ -287,11 +288,11 @@ def get_embedder(name: str) -> Embedder:
 
 
 def _make(name: str) -> Embedder:
-    if name == "multilingual":
+    if name == EmbedderName.MULTILINGUAL:
         return MultilingualEmbedder()
-    if name == "minilm":
+    if name == EmbedderName.MINILM:
         return minilm_embedder()
-    if name == "hashing":
+    if name == EmbedderName.HASHING:
         return HashingEmbedder()
     if name.startswith(ST_PREFIX) and name[len(ST_PREFIX) :].strip():
         return SentenceTransformerEmbedder(name, name[len(ST_PREFIX) :].strip())

@@ -6,6 +6,7 @@ import hashlib
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
@@ -59,6 +60,7 @@ class CorpusIndex:
     _doc_stats: dict[str, BM25Stats] = field(default_factory=dict, repr=False)
     _scopes: dict[str, tuple] = field(default_factory=dict, repr=False)
     _heading_terms: dict[str, frozenset[str]] = field(default_factory=dict, repr=False)
+    _structure: dict[str, Any] = field(default_factory=dict, repr=False)  # structure.py's tables
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self) -> None:

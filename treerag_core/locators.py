@@ -12,6 +12,8 @@ import numpy as np
 from treerag_core.errors import LLMError, QueryError
 from treerag_core.fusion import fuse
 from treerag_core.index import CorpusIndex
+from treerag_core.llm import structured_output_note
+from treerag_core.prompt_budget import LOCATE_REPLY_TOKENS, fit_blocks, locate_tree_budget
 from treerag_core.prompts import (
     build_locate_prompt,
     estimate_tokens,
@@ -161,7 +163,8 @@ def tree_for_prompt(
 ) -> tuple[str, list[str]]:
     """Serialize the scope's forest; past the token budget keep the most relevant documents.
 
-    Returns the text and the names of documents cut. At least one document is always sent.
+    Returns the text and the names of documents cut. At least one document is always sent
+    (`cut_to_budget` then trims its tree).
     """
     docs = [d.doc_id for d in index.documents if scope is None or d.doc_id in scope]
     order = [d for d in ranked_docs if d in docs] + [d for d in docs if d not in ranked_docs]
@@ -175,6 +178,17 @@ def tree_for_prompt(
         kept, text = trial, candidate
     cut = [d for d in docs if d not in kept]
     return text, cut
+
+
+def cut_to_budget(text: str, budget_tokens: int) -> tuple[str, str]:
+    """A tree text still over budget (one big document) cut after its last whole node block.
+
+    Returns the text and a note for the trace ("" when nothing was cut).
+    """
+    if estimate_tokens(text) <= budget_tokens:
+        return text, ""
+    kept_text, kept, total = fit_blocks(text, budget_tokens)
+    return kept_text, f"prompt budget: the tree was cut after {kept} of {total} nodes"
 
 
 def _nodes_of(index: CorpusIndex, doc_ids: Sequence[str]) -> list[TreeNode]:
@@ -199,11 +213,25 @@ def llm_locate(
     """
     started = time.perf_counter()
     ranked_docs = list(dict.fromkeys(index.nodes[i].doc_id for i in local.leaf_ids))
-    tree_text, cut = tree_for_prompt(index, scope, locate_budget(settings), ranked_docs, language)
+    frame = estimate_tokens(
+        "".join(build_locate_prompt(question, "", language, settings.locate.max_leaves))
+    )
+    budget = locate_tree_budget(settings.locate.budget_tokens, settings.llm.context_tokens, frame)
+    tree_text, cut = tree_for_prompt(index, scope, budget.tokens, ranked_docs, language)
+    tree_text, trimmed = cut_to_budget(tree_text, budget.tokens)
     prefix, rest = build_locate_prompt(question, tree_text, language, settings.locate.max_leaves)
-    text, usage = client.complete(prefix, rest, settings.llm.locate_model, max_tokens=1024)
+    notes = [budget.why]
+    if cut:
+        notes.append(f"prompt budget: left out {len(cut)} document(s): {', '.join(cut)}")
+    if trimmed:
+        notes.append(trimmed)
+    text, usage = client.complete(
+        prefix, rest, settings.llm.locate_model, max_tokens=LOCATE_REPLY_TOKENS, json_mode=True
+    )
+    structured = structured_output_note(client, settings.llm.locate_model)
+    if structured:
+        notes.append(f"structured output: {structured}")
     thinking, picks = parse_locate_response(text)
-    notes = [f"prompt budget: left out {len(cut)} document(s): {', '.join(cut)}"] if cut else []
     allowed = {d.doc_id for d in index.documents if scope is None or d.doc_id in scope}
     local_rank = {leaf: i for i, leaf in enumerate(local.leaf_ids)}
     leaves: dict[str, LocatedLeaf] = {}
@@ -231,12 +259,6 @@ def llm_locate(
         seconds=time.perf_counter() - started,
         notes=tuple(notes),
     )
-
-
-def locate_budget(settings: QuerySettings) -> int:
-    """Tokens of serialized tree the locate prompt may hold: the setting, capped by the model's
-    context window (a quarter of it, leaving room for instructions and the reply)."""
-    return min(settings.locate.budget_tokens, max(500, settings.llm.context_tokens // 4))
 
 
 def fallback_reason(exc: LLMError) -> Fallback:

@@ -43,7 +43,7 @@ class Locator(_Named):
     KEYWORD = "keyword"  # the seed's mock: question terms against headings
 
 
-class Embedder(_Named):
+class EmbedderName(_Named):
     """Built-in embedders; `st:<folder>` (a sentence-transformers folder) is accepted too."""
 
     MULTILINGUAL = "multilingual"
@@ -62,6 +62,7 @@ class StrategyName(_Named):
     """The built-in strategies code refers to by name (the registry lists every strategy)."""
 
     TREERAG = "treerag"
+    FLAT_STRUCTURED = "flat-structured"
     FLAT_HYBRID = "flat-hybrid"
     FLAT_DENSE = "flat-dense"
     FLAT_BM25 = "flat-bm25"

@@ -13,8 +13,9 @@ def _scores(hit: RetrievedChunk) -> str:
     rerank = f"{hit.rerank:.2f}" if hit.rerank is not None else "-"
     forced = "  (min-max 1.0 on a tiny leaf)" if hit.minmax_forced else ""
     pooled = f"  pooled={hit.pool_fused:.2f}" if hit.pool_fused is not None else ""
+    prior = f"  section={hit.prior:.2f}" if hit.prior is not None else ""
     return (
-        f"dense={hit.dense:.2f}  bm25={hit.bm25:.2f}  fused={hit.fused:.2f}{pooled}  "
+        f"dense={hit.dense:.2f}  bm25={hit.bm25:.2f}  fused={hit.fused:.2f}{pooled}{prior}  "
         f"rerank={rerank}{forced}"
     )
 
@@ -33,6 +34,8 @@ def render_retrieval(trace: Trace) -> str:
             lines.append(f"Thinking: {locate.thinking}")
         for note in locate.notes:
             lines.append(f"Note: {note}")
+        if locate.documents:
+            lines.append(f"Routed to documents: {', '.join(locate.documents)}")
         lines.append(f"Located {len(locate.leaves)} leaf nodes:")
         for leaf in locate.leaves:
             score = f"  (score {leaf.score:.3f})" if leaf.score is not None else ""
@@ -66,8 +69,12 @@ def render_footer(trace: Trace) -> str:
     if unsupported:
         lines.append("Unsupported citations: " + "; ".join(c.heading_path for c in unsupported))
     timing = ", ".join(f"{row['stage']} {row['ms']:.0f} ms" for row in stage_summary(trace))
-    cost = sum(row["cost_usd"] for row in stage_summary(trace))
-    lines.append(f"Timing: {timing}" + (f"; cost ${cost:.4f}" if cost else ""))
+    rows = stage_summary(trace)
+    cost = sum(row["cost_usd"] for row in rows)
+    if not all(row["cost_known"] for row in rows):
+        lines.append(f"Timing: {timing}; cost unknown (no price for this model)")
+    else:
+        lines.append(f"Timing: {timing}" + (f"; cost ${cost:.4f}" if cost else ""))
     lines.append(RULE)
     return "\n".join(lines) + "\n"
 

@@ -233,6 +233,12 @@ def get_reranker(model: str) -> Reranker:
     return SentenceTransformersCrossEncoder(model.strip())
 
 
+def _passage(hit: RetrievedChunk, read_path: bool) -> str:
+    if read_path and hit.chunk.heading_path:
+        return f"{hit.chunk.heading_path}\n{hit.chunk.text}"
+    return hit.chunk.text
+
+
 def _skip_reason(reranker: Reranker | None, language: str, rerank_chinese: bool) -> str | None:
     if reranker is None:
         return RERANK_OFF
@@ -248,6 +254,7 @@ def rerank_chunks(
     top_k: int,
     language: str,
     rerank_chinese: bool,
+    read_path: bool = False,
 ) -> tuple[list[RetrievedChunk], str | None]:
     """Rerank the pooled candidates (best first, one per chunk) and keep the top_k.
 
@@ -256,6 +263,7 @@ def rerank_chunks(
     Returns the hits and None, or (when rerank is off, skipped for Chinese, or the model
     fails) the top_k in fused order with `rerank` cleared and the reason as a short string.
     Inputs are never mutated: every returned hit is a `dataclasses.replace` copy.
+    With `read_path` the model reads `heading path + passage` (strategies that read structure).
     """
     if top_k <= 0:
         raise ValueError(f"top_k must be > 0, but got {top_k}")
@@ -264,7 +272,7 @@ def rerank_chunks(
     if reason is None and reranker is not None and pooled:
         try:
             scores = np.asarray(
-                reranker.score(query, [h.chunk.text for h in pooled]), dtype=np.float64
+                reranker.score(query, [_passage(h, read_path) for h in pooled]), dtype=np.float64
             )
             if scores.shape != (len(pooled),):
                 raise ValueError(f"{scores.size} scores for {len(pooled)} passages")

@@ -101,6 +101,7 @@ class RerankSettings(_Step):
     enabled: bool = True
     model: str = "bundled-en"  # bundled-en | <sentence-transformers CrossEncoder folder>
     chinese: bool = False  # the bundled model is English: measured to hurt Chinese questions
+    read_path: bool = True  # strategies that read structure: the model reads path + passage
 
     def __post_init__(self) -> None:
         _check(bool(self.model.strip()), "rerank model must not be empty")

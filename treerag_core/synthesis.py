@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
+from treerag_core.prompt_budget import ANSWER_REPLY_TOKENS, check_fits
 from treerag_core.prompts import build_synthesis_prompt
 from treerag_core.text_rules import sentence_spans
 from treerag_core.types import ContextSection, Language, RetrievedChunk
@@ -78,7 +79,15 @@ def stream_llm_answer(
     language: Language,
     model: str,
     sections: Sequence[ContextSection] = (),
+    context_tokens: int | None = None,
 ) -> Iterator[str]:
-    """Text deltas from the LLM; the caller reads `.usage` of the returned stream afterwards."""
+    """Text deltas from the LLM; the caller reads `.usage` of the returned stream afterwards.
+
+    Raises:
+        LLMError: reason "context_too_small" when the prompt and reply exceed
+        `context_tokens` (nothing is sent).
+    """
     prompt = synthesis_prompt(question, hits, language, sections)
-    return client.stream(prompt, model, max_tokens=1024)
+    if context_tokens is not None:
+        check_fits(prompt, ANSWER_REPLY_TOKENS, context_tokens, "answer")
+    return client.stream(prompt, model, max_tokens=ANSWER_REPLY_TOKENS)

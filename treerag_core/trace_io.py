@@ -45,6 +45,7 @@ def _locate(data: dict[str, Any] | None) -> LocateResult | None:
         seconds=data.get("seconds", 0.0),
         notes=tuple(data.get("notes", ())),
         inputs=dict(data.get("inputs", {})),
+        documents=tuple(data.get("documents", ())),
     )
 
 
@@ -119,6 +120,8 @@ def stage_summary(trace: Trace) -> list[dict[str, Any]]:
             "input_tokens": usage.input_tokens,
             "output_tokens": usage.output_tokens,
             "cost_usd": round(usage.cost_usd, 6),
+            # False: tokens were used but no price is known (never shown as $0).
+            "cost_known": usage.cost_known,
         }
         for name, seconds, usage in rows
     ]

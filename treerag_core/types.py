@@ -94,6 +94,7 @@ class RetrievedChunk:
     minmax_forced: bool = False  # min-max made this the leaf's 1.0 on a 1-2 chunk leaf
     pool_fused: float | None = None  # fusion recomputed over all leaves' hits: the pooled order
     sub_query: str = ""
+    prior: float | None = None  # structure-aware strategies: the section evidence (0-1) it got
 
 
 @dataclass(frozen=True)
@@ -106,6 +107,9 @@ class Usage:
     cache_write_tokens: int = 0
     cost_usd: float = 0.0
     model: str = ""
+    # False when no price is known (an unknown hosted model, or tokens not reported):
+    # cost_usd is then 0.0 but means "not estimated", never "free".
+    cost_known: bool = True
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -115,6 +119,7 @@ class Usage:
             self.cache_write_tokens + other.cache_write_tokens,
             self.cost_usd + other.cost_usd,
             self.model or other.model,
+            self.cost_known and other.cost_known,
         )
 
 
@@ -138,6 +143,7 @@ class LocateResult:
     seconds: float = 0.0
     notes: tuple[str, ...] = ()  # e.g. what a prompt budget cut
     inputs: dict[str, Any] = field(default_factory=dict, compare=False)  # settings it read
+    documents: tuple[str, ...] = ()  # documents step 2 is routed to (empty: every one in scope)
 
     @classmethod
     def skipped(cls, why: str) -> LocateResult:

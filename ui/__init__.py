@@ -1,1 +1,1 @@
-"""Explorer components that pages compose (no page logic here)."""
+"""Streamlit building blocks the pages compose (the engine never imports these)."""

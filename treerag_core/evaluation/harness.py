@@ -33,6 +33,7 @@ class EvalConfig:
     scope: str = "doc"  # doc: each question against its own document(s); corpus: all documents
     limit: int | None = None
     use_llm: bool = False
+    top_k: int = 50  # passages kept per question: budget metrics walk up to 50 (eval README)
     index_settings: IndexSettings = field(default_factory=IndexSettings)
     query_settings: QuerySettings = field(
         default_factory=lambda: QuerySettings().set("answer.final_top_k", 10)
@@ -44,6 +45,8 @@ class EvalConfig:
             raise ValueError(
                 f"unknown strategies {unknown}; choose from {', '.join(strategy_names())}"
             )
+        if self.top_k <= 0:
+            raise ValueError(f"top_k must be > 0, but got {self.top_k}")
         if self.scope not in ("doc", "corpus"):
             raise ValueError(f"scope must be doc or corpus, but got {self.scope!r}")
 
@@ -145,6 +148,7 @@ def question_record(question: EvalQuestion, trace: Trace, metrics: dict[str, flo
             }
             for h in trace.reranked[:5]
         ],
+        "n_passages": len(trace.reranked),
         "fallbacks": [f"{f.stage}:{f.reason}" for f in trace.fallbacks],
         "outcome": _explain(metrics, paths),
         "metrics": {k: round(v, 4) for k, v in metrics.items()},
@@ -168,6 +172,7 @@ def evaluate(
         index = dataset_index(dataset, config.index_settings, cache_dir)
     engine = Engine(index, get_embedder(index.embedder_name), api_key if config.use_llm else None)
     settings = config.query_settings.set("llm.enabled", config.use_llm)
+    settings = settings.set("answer.final_top_k", config.top_k)
     per: dict[str, list[dict[str, float]]] = {s: [] for s in config.strategies}
     records: dict[str, list[dict]] = {s: [] for s in config.strategies}
     latency: dict[str, dict[str, list[float]]] = {
@@ -229,12 +234,15 @@ def evaluate(
                 "output_tokens": used.output_tokens,
                 "cache_read_tokens": used.cache_read_tokens,
                 "cost_usd": round(used.cost_usd, 6),
+                "cost_known": used.cost_known,  # False: no price for the model
             }
     return {
         "dataset": dataset.name,
         "scope": config.scope,
         "partial": partial,
         "settings": {
+            "top_k": config.top_k,
+            "candidate_window": settings.retrieve.candidate_window,
             "index": config.index_settings.to_dict(),
             "query": settings.to_dict(),
             "embedder": index.embedder_name,

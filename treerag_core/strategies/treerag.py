@@ -13,7 +13,6 @@ from treerag_core.locators import (
     fallback_reason,
     keyword_locate,
     llm_locate,
-    local_locate,
     manual_locate,
     score_leaves,
 )
@@ -22,11 +21,18 @@ from treerag_core.retrieval import pool, search_leaf
 from treerag_core.settings import QuerySettings
 from treerag_core.strategies import register
 from treerag_core.strategies.base import QueryContext, Retrieval
+from treerag_core.strategies.structured import (
+    StructureOptions,
+    score_scope,
+    structure_options,
+    structured_retrieval,
+)
+from treerag_core.structure import route
 from treerag_core.types import Fallback, Language, LocateResult
 
 # Which settings each locator reads: a stored step 1 is reused while these are unchanged.
-_LOCAL_INPUTS = ("max_leaves", "cutoff", "heading_weight")
-_FUSION_INPUTS = ("fusion", "dense_weight", "rrf_k")
+_LOCAL_INPUTS = ("max_leaves",)
+_FUSION_INPUTS = ("fusion", "dense_weight", "rrf_k", "candidate_window")
 
 
 def corpus_language(index: CorpusIndex, scope: Sequence[str] | None) -> Language:
@@ -36,21 +42,33 @@ def corpus_language(index: CorpusIndex, scope: Sequence[str] | None) -> Language
 
 
 def _local(ctx: QueryContext) -> LocateResult:
-    s = ctx.settings
-    qvec = ctx.query_vector(ctx.question)
-    return local_locate(
-        ctx.index, ctx.question, qvec, ctx.tokenize, s.locate, s.retrieve, ctx.scope
+    """The local step 1: documents routed when the scope holds more than `route_documents`,
+    sections ranked by the heading-aware window (scores shown, never a cut)."""
+    started = time.perf_counter()
+    options = structure_options(ctx.settings, TreeRAG.name)
+    scores = score_scope(ctx, options)
+    result = route(
+        ctx.index,
+        scores,
+        ctx.settings.retrieve.candidate_window,
+        ctx.question,
+        ctx.settings.locate.max_leaves,
+        options.route_documents,
     )
+    return replace(result, seconds=time.perf_counter() - started)
 
 
 @register
 class TreeRAG:
     name = StrategyName.TREERAG.value
-    label = "Locate leaves on the tree (LLM or local), then hybrid search inside them"
+    label = (
+        "Heading-aware ranking of every chunk, routed to the best documents; an LLM or manual "
+        "pick searches inside the picked leaves"
+    )
     reads_structure = True
     locates = True
     needs_gold_leaves = False
-    options_type = None
+    options_type = StructureOptions
 
     def effective_settings(self, settings: QuerySettings) -> QuerySettings:
         return settings.with_(strategy=self.name)
@@ -58,9 +76,12 @@ class TreeRAG:
     def locate_inputs(self, settings: QuerySettings, locator: str) -> dict[str, Any]:
         loc, ret, llm = settings.locate, settings.retrieve, settings.llm
         if locator == Locator.LOCAL:
+            options = structure_options(settings, self.name)
             return {
                 **{k: getattr(loc, k) for k in _LOCAL_INPUTS},
                 **{k: getattr(ret, k) for k in _FUSION_INPUTS},
+                "section_weight": options.section_weight,
+                "route_documents": options.route_documents,
             }
         if locator == Locator.KEYWORD:
             return {"max_leaves": loc.max_leaves}
@@ -100,6 +121,9 @@ class TreeRAG:
             return replace(_local(ctx), seconds=time.perf_counter() - started)
 
     def retrieve(self, ctx: QueryContext, located: LocateResult) -> Retrieval:
+        if located.locator == Locator.LOCAL:  # the heading-aware window, routed by documents
+            scores = score_scope(ctx, structure_options(ctx.settings, self.name))
+            return structured_retrieval(ctx, scores, located.documents)
         groups = tuple(
             search_leaf(
                 ctx.index,

@@ -1,0 +1,106 @@
+"""The LLM sidebar block (ui/llm_panel.py) through Streamlit's AppTest, against the fake servers."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+from fake_openai import FakeOpenAIServer, reply
+from streamlit.testing.v1 import AppTest
+
+from treerag_core.settings import LLMSettings
+
+
+def panel_app() -> None:
+    import streamlit as st
+
+    from ui.llm_panel import llm_panel
+
+    st.session_state["out"] = llm_panel()
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch):
+    names = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL")
+    for name in (*names, "TREERAG_LLM_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def app() -> AppTest:
+    at = AppTest.from_function(panel_app, default_timeout=30)
+    return at.run()
+
+
+def widget(at: AppTest, kind: str, key: str):
+    return next(w for w in getattr(at, kind) if w.key == key)
+
+
+def captions(at: AppTest) -> str:
+    return " | ".join(c.value for c in at.sidebar.caption)
+
+
+def test_defaults_are_anthropic_and_say_nothing_is_configured() -> None:
+    at = app()
+    assert not at.exception
+    settings, key = at.session_state["out"]
+    assert settings == LLMSettings(context_tokens=200_000) and key is None
+    assert "Not configured (no ANTHROPIC_API_KEY)" in captions(at)
+
+
+def test_a_typed_key_stays_in_the_session_and_out_of_the_settings() -> None:
+    at = app()
+    widget(at, "text_input", "llm_key_anthropic").input("sk-ant-typed-secret").run()
+    settings, key = at.session_state["out"]
+    assert key == "sk-ant-typed-secret"
+    assert "sk-ant-typed-secret" not in repr(settings.to_dict())
+    assert "the key typed in this session" in captions(at)
+
+
+def test_local_openai_server_needs_no_key_and_the_test_says_what_answered() -> None:
+    with FakeOpenAIServer(reply("ok")) as fake:
+        url = fake.base_url
+        at = app()
+        widget(at, "selectbox", "llm_provider").set_value("openai").run()
+        widget(at, "text_input", "llm_base_url_openai").input(url).run()
+        widget(at, "text_input", "llm_locate_model_openai").input("llama3.2").run()
+        widget(at, "number_input", "llm_context_openai").set_value(8192).run()
+        settings, key = at.session_state["out"]
+        assert settings.provider == "openai" and settings.base_url == url
+        assert settings.locate_model == "llama3.2" and settings.context_tokens == 8192
+        assert key is None and f"Using {url} with no key" in captions(at)
+        widget(at, "button", "llm_test").click().run()
+    [success] = at.sidebar.success
+    assert success.value.startswith(f"openai at {url} · model llama3.2 · answered 'ok'")
+    assert not at.sidebar.error
+
+
+def test_a_failed_connection_test_shows_the_reason() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    at = app()
+    widget(at, "selectbox", "llm_provider").set_value("openai").run()
+    widget(at, "text_input", "llm_base_url_openai").input(f"http://127.0.0.1:{port}/v1").run()
+    widget(at, "button", "llm_test").click().run()
+    [error] = at.sidebar.error
+    assert error.value.startswith("connection: Cannot reach") and str(port) in error.value
+    # A changed setting hides the stale result.
+    widget(at, "text_input", "llm_answer_model_openai").input("other").run()
+    assert not at.sidebar.error
+
+
+def test_llm_off_is_returned_and_said() -> None:
+    at = app()
+    widget(at, "toggle", "llm_enabled").set_value(False).run()
+    settings, _ = at.session_state["out"]
+    assert not settings.enabled and "LLM off" in captions(at)
+
+
+def test_an_openai_endpoint_in_the_environment_preselects_it(monkeypatch) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:11434/v1")
+    monkeypatch.setenv("TREERAG_LLM_MODEL", "qwen2.5:7b")
+    at = app()
+    settings, _ = at.session_state["out"]
+    assert settings.provider == "openai" and settings.base_url == ""  # the env's is used
+    assert settings.locate_model == settings.answer_model == "qwen2.5:7b"
+    assert "Using http://127.0.0.1:11434/v1 with no key" in captions(at)

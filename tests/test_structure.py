@@ -1,0 +1,110 @@
+"""Structure-aware scores: path-aware passage BM25 and section evidence, over the scope."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from treerag_core.structure import path_passage, scope_structure, structured_scores
+from treerag_core.text import tokenize
+
+DOC = "test_paper.md"
+
+
+def _doc_id(index, name: str) -> str:
+    return next(d.doc_id for d in index.documents if d.name == name)
+
+
+def _heading_only_term(index, doc_id):
+    """A term of some leaf's heading path that no chunk of the document contains."""
+    body = {
+        t
+        for c, toks in zip(index.chunks, index.tokens, strict=True)
+        if c.doc_id == doc_id
+        for t in toks
+    }
+    for leaf in index.leaves(doc_id):
+        for term in tokenize(leaf.heading_path):
+            if term not in body and len(index.leaf_rows(leaf.node_id)):
+                return leaf, term
+    pytest.skip("every heading word also appears in the body")
+
+
+def test_a_heading_word_reaches_its_sections_passages(hashing_index):
+    index = hashing_index
+    doc = _doc_id(index, DOC)
+    leaf, term = _heading_only_term(index, doc)
+    qvec = np.zeros(index.dim, dtype=np.float32)
+    got = structured_scores(index, [doc], qvec, [term], dense_weight=0.5, section_weight=0.2)
+    rows, _, flat_bm25 = index.score_scope([doc], qvec, [term])
+    assert np.array_equal(got.rows, rows)
+    assert not flat_bm25.any()  # flat search cannot see the heading
+    in_leaf = np.isin(got.rows, index.leaf_rows(leaf.node_id))
+    assert (got.bm25[in_leaf] > 0).all()
+    assert got.section[in_leaf].max() == 1.0  # the only section matching the term
+    assert set(np.flatnonzero(got.score == got.score.max())) <= set(np.flatnonzero(in_leaf))
+
+
+def test_section_evidence_is_one_number_per_section(hashing_index):
+    index = hashing_index
+    doc = _doc_id(index, DOC)
+    qvec = index.embeddings[index.leaf_rows(index.leaves(doc)[1].node_id)[0]]
+    got = structured_scores(
+        index,
+        [doc],
+        qvec,
+        tokenize("router design training"),
+        dense_weight=0.5,
+        section_weight=0.3,
+    )
+    assert len(got.section_raw) == len(got.leaf_ids)
+    assert got.section.min() >= 0.0 and got.section.max() <= 1.0
+    for leaf_pos in set(got.leaf_of_row.tolist()):
+        assert len(set(got.section[got.leaf_of_row == leaf_pos].tolist())) == 1
+    np.testing.assert_allclose(got.score, got.fused + 0.3 * got.section)
+
+
+def test_tables_are_built_once_per_scope(hashing_index):
+    doc = _doc_id(hashing_index, DOC)
+    assert scope_structure(hashing_index, [doc]) is scope_structure(hashing_index, [doc])
+    whole = scope_structure(hashing_index, None)
+    assert len(whole.rows) == len(hashing_index.chunks)
+
+
+def test_an_empty_scope_scores_nothing(hashing_index):
+    qvec = np.zeros(hashing_index.dim, dtype=np.float32)
+    got = structured_scores(
+        hashing_index, ["no-such-doc"], qvec, ["router"], dense_weight=0.5, section_weight=0.2
+    )
+    assert len(got.rows) == 0 and len(got.score) == 0
+
+
+def test_path_passage_puts_the_path_first():
+    assert path_passage("3 Methods > 3.1 Setup", "We train.") == "3 Methods > 3.1 Setup\nWe train."
+    assert path_passage("", "We train.") == "We train."
+
+
+def test_window_votes_and_sections_come_from_one_order(hashing_index):
+    from treerag_core.structure import document_votes, section_ranking, window
+
+    index = hashing_index
+    qvec = index.embeddings[0]
+    got = structured_scores(
+        index,
+        None,
+        qvec,
+        tokenize("router training dataset"),
+        dense_weight=0.5,
+        section_weight=0.0,
+    )
+    top = window(got, 10)
+    assert len(top) == 10 and (np.diff(got.score[top]) <= 0).all()
+    votes = document_votes(got, 10)
+    assert abs(sum(v for _, v in votes) - 1.0) < 1e-9
+    assert [v for _, v in votes] == sorted((v for _, v in votes), reverse=True)
+    best_doc = votes[0][0]
+    routed = window(got, 10, [best_doc])
+    assert {got.doc_of_row[p] for p in routed.tolist()} == {best_doc}
+    sections = section_ranking(got, 10)
+    assert sum(n for _, _, n in sections) == 10
+    assert sections[0][0] == got.leaf_ids[got.leaf_of_row[top[0]]]

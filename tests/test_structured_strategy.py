@@ -1,0 +1,105 @@
+"""treerag's heading-aware path and flat-structured: same ranking, routing only by documents."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from treerag_core.embedders import get_embedder
+from treerag_core.pipeline import Engine, run
+from treerag_core.settings import QuerySettings
+from treerag_core.strategies.structured import StructureOptions
+from treerag_core.trace_io import trace_from_json, trace_to_json
+
+MOCK = (
+    QuerySettings()
+    .set("llm.enabled", False)
+    .set("locate.locator", "local")
+    .set("answer.final_top_k", 40)
+)
+QUESTION = "How many epochs was the router trained for?"
+
+
+class RecordingReranker:
+    """Scores by passage length and records what it was shown."""
+
+    name = "recording"
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def score(self, query, passages, batch_size=16):
+        self.seen.extend(passages)
+        return np.asarray([float(len(p)) for p in passages])
+
+
+@pytest.fixture()
+def engine(hashing_index):
+    reranker = RecordingReranker()
+    engine = Engine(hashing_index, get_embedder("hashing"), reranker_factory=lambda _: reranker)
+    return engine, reranker
+
+
+def _doc(index, name):
+    return next(d.doc_id for d in index.documents if d.name == name)
+
+
+def test_structure_strategies_rerank_path_and_passage_flat_stays_blind(engine):
+    eng, reranker = engine
+    paper = [_doc(eng.index, "test_paper.md")]
+    for strategy in ("treerag", "flat-structured"):
+        reranker.seen.clear()
+        trace = run(eng, QUESTION, MOCK, strategy=strategy, scope=paper, synthesize=False)
+        first = trace.candidates[0]
+        assert any(s == f"{first.chunk.heading_path}\n{first.chunk.text}" for s in reranker.seen)
+    reranker.seen.clear()
+    trace = run(eng, QUESTION, MOCK, strategy="flat-hybrid", scope=paper, synthesize=False)
+    assert sorted(reranker.seen) == sorted(h.chunk.text for h in trace.candidates)
+    reranker.seen.clear()
+    plain = MOCK.set("rerank.read_path", False)
+    trace = run(eng, QUESTION, plain, strategy="treerag", scope=paper, synthesize=False)
+    assert sorted(reranker.seen) == sorted(h.chunk.text for h in trace.candidates)
+
+
+def test_one_document_is_never_cut_so_treerag_equals_flat_structured(engine):
+    eng, _ = engine
+    paper = [_doc(eng.index, "test_paper.md")]
+    tree = run(eng, QUESTION, MOCK, strategy="treerag", scope=paper, synthesize=False)
+    flat = run(eng, QUESTION, MOCK, strategy="flat-structured", scope=paper, synthesize=False)
+    assert tree.locate.documents == ()
+    assert [h.chunk.chunk_id for h in tree.candidates] == [
+        h.chunk.chunk_id for h in flat.candidates
+    ]
+    assert tree.locate.leaves and all(leaf.score is not None for leaf in tree.locate.leaves)
+    assert all(0.0 <= h.prior <= 1.0 for h in tree.candidates)
+
+
+def test_a_wide_scope_is_routed_to_the_best_two_documents(engine):
+    eng, _ = engine
+    assert len(eng.index.documents) > 2
+    wide = MOCK.set(
+        "retrieve.candidate_window", len(eng.index.chunks)
+    )  # every document in the window
+    trace = run(eng, QUESTION, wide, strategy="treerag", synthesize=False)
+    assert len(trace.locate.documents) == 2
+    assert {h.chunk.doc_id for h in trace.candidates} <= set(trace.locate.documents)
+    assert any("share of the window" in note for note in trace.locate.notes)
+    off = run(
+        eng,
+        QUESTION,
+        wide.with_option("treerag", StructureOptions(route_documents=0)),
+        strategy="treerag",
+        synthesize=False,
+    )
+    assert off.locate.documents == ()
+    back = trace_from_json(trace_to_json(trace))
+    assert back.locate.documents == trace.locate.documents
+    assert back.candidates[0].prior == trace.candidates[0].prior
+
+
+def test_every_strategy_hands_the_same_window_to_rerank(engine):
+    eng, _ = engine
+    settings = MOCK.set("retrieve.candidate_window", 7)
+    for strategy in ("treerag", "flat-structured", "flat-hybrid"):
+        trace = run(eng, QUESTION, settings, strategy=strategy, synthesize=False)
+        assert len(trace.candidates) == 7

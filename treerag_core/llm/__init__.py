@@ -1,0 +1,84 @@
+"""LLM access behind one interface (`LLMClient`): Anthropic or any OpenAI-compatible server.
+
+Callers import from here; only `anthropic_provider` imports anthropic and only
+`openai_provider` imports openai (each loaded when first needed).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from treerag_core.errors import LLMError
+from treerag_core.llm.base import REASONS, LLMClient, TextStream, structured_output_note
+from treerag_core.llm.factory import (
+    BASE_URL_ENV,
+    DEFAULT_BASE_URL,
+    KEY_ENV,
+    MODEL_ENV,
+    OPENAI_DEFAULT_MODEL,
+    api_key_for,
+    base_url_for,
+    endpoint_of,
+    llm_configured,
+    llm_settings_of,
+    make_client,
+    resolve_key,
+    settings_from_env,
+    test_connection,
+)
+from treerag_core.llm.prices import (
+    PRICES,
+    Price,
+    estimate_cost,
+    format_cost,
+    is_local_endpoint,
+    price_for,
+    priced,
+)
+from treerag_core.llm.summaries import SUMMARY_INPUT_CHARS, summarize_batch
+
+__all__ = [
+    "BASE_URL_ENV",
+    "DEFAULT_BASE_URL",
+    "KEY_ENV",
+    "MODEL_ENV",
+    "OPENAI_DEFAULT_MODEL",
+    "PRICES",
+    "REASONS",
+    "SUMMARY_INPUT_CHARS",
+    "AnthropicClient",
+    "LLMClient",
+    "LLMError",
+    "OpenAIClient",
+    "Price",
+    "TextStream",
+    "api_key_for",
+    "base_url_for",
+    "endpoint_of",
+    "estimate_cost",
+    "format_cost",
+    "is_local_endpoint",
+    "llm_configured",
+    "llm_settings_of",
+    "make_client",
+    "price_for",
+    "priced",
+    "resolve_key",
+    "settings_from_env",
+    "structured_output_note",
+    "summarize_batch",
+    "test_connection",
+]
+
+
+def __getattr__(name: str) -> Any:
+    # The provider classes load their SDK on first mention only.
+    if name == "AnthropicClient":
+        from treerag_core.llm.anthropic_provider import AnthropicClient
+
+        return AnthropicClient
+    if name == "OpenAIClient":
+        from treerag_core.llm.openai_provider import OpenAIClient
+
+        return OpenAIClient
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,231 @@
+"""The only module importing anthropic: Messages API calls, streaming, errors as LLMError."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import anthropic
+import httpx2
+
+from treerag_core.errors import LLMError
+from treerag_core.llm.base import TextStream, check_call, check_finished
+from treerag_core.llm.errors import clean_detail, public_url, scrub, status_error
+from treerag_core.llm.prices import priced
+from treerag_core.types import Usage
+
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+KEY_ENV = "ANTHROPIC_API_KEY"
+BASE_URL_ENV = "ANTHROPIC_BASE_URL"
+
+
+def _to_usage(sdk_usage: Any) -> Usage:
+    return Usage(
+        input_tokens=int(getattr(sdk_usage, "input_tokens", 0) or 0),
+        output_tokens=int(getattr(sdk_usage, "output_tokens", 0) or 0),
+        cache_read_tokens=int(getattr(sdk_usage, "cache_read_input_tokens", 0) or 0),
+        cache_write_tokens=int(getattr(sdk_usage, "cache_creation_input_tokens", 0) or 0),
+    )
+
+
+class AnthropicClient:
+    """A thin seam over `anthropic.Anthropic`: two calls, typed errors, usage with cost.
+
+    The SDK client is built lazily, once, and is safe to share across threads (Streamlit's
+    `cache_resource`). The key is kept private and never appears in repr, logs or errors.
+    `total_usage` accumulates every call made through this client.
+    """
+
+    provider = "anthropic"
+
+    def __init__(
+        self,
+        api_key: str,
+        *,
+        base_url: str | None = None,
+        timeout: float = 30.0,
+        max_retries: int = 2,
+    ) -> None:
+        if not api_key or not api_key.strip():
+            raise ValueError(f"api_key must be a non-empty string (set {KEY_ENV})")
+        if timeout <= 0:
+            raise ValueError(f"timeout must be > 0 seconds, but got {timeout}")
+        if max_retries < 0:
+            raise ValueError(f"max_retries must be >= 0, but got {max_retries}")
+        self._api_key = api_key.strip()
+        self.base_url = base_url or os.environ.get(BASE_URL_ENV, "").strip() or None
+        self.timeout = float(timeout)
+        self.max_retries = int(max_retries)
+        self.total_usage = Usage()
+        self._sdk: anthropic.Anthropic | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def where(self) -> str:
+        """The endpoint as shown in names, messages and traces (no user:password)."""
+        return public_url(self.base_url or DEFAULT_BASE_URL)
+
+    @property
+    def name(self) -> str:
+        return f"anthropic at {self.where}"
+
+    def __repr__(self) -> str:
+        return (
+            f"AnthropicClient(base_url={self.where!r}, "
+            f"timeout={self.timeout}, max_retries={self.max_retries})"
+        )
+
+    def sdk(self) -> anthropic.Anthropic:
+        """The SDK client, built on first use."""
+        with self._lock:
+            if self._sdk is None:
+                self._sdk = anthropic.Anthropic(
+                    api_key=self._api_key,
+                    base_url=self.base_url,
+                    timeout=self.timeout,
+                    max_retries=self.max_retries,
+                )
+            return self._sdk
+
+    def add_usage(self, usage: Usage) -> None:
+        with self._lock:
+            self.total_usage = self.total_usage + usage
+
+    def structured_output(self, model: str) -> str:
+        """Anthropic's Messages API has no JSON mode here: replies are parsed from text."""
+        return "anthropic: no JSON mode on the Messages API; JSON parsed from the reply text"
+
+    def complete(
+        self, prefix: str, rest: str, model: str, max_tokens: int, json_mode: bool = False
+    ) -> tuple[str, Usage]:
+        """One reply as text. `prefix` (if any) is sent as a prompt-cached block.
+
+        Streams internally, so `timeout` bounds the silence between bytes rather than the
+        whole reply. `json_mode` changes nothing here (see `structured_output`).
+
+        Raises:
+            LLMError: any reason of `base.REASONS` except invalid_json.
+        """
+        content: list[dict[str, Any]] = []
+        if prefix:
+            content.append({"type": "text", "text": prefix, "cache_control": {"type": "ephemeral"}})
+        if rest:
+            content.append({"type": "text", "text": rest})
+        check_call([prefix, rest], model, max_tokens)
+        stream = TextStream(model, lambda s: self._run(s, content, max_tokens))
+        text = "".join(stream)
+        return text, stream.usage
+
+    def stream(self, prompt: str, model: str, max_tokens: int) -> TextStream:
+        """A streamed reply: iterate for text deltas, then read `.usage` (see TextStream)."""
+        check_call([prompt], model, max_tokens)
+        # No temperature: SDK 2.12's Messages API no longer takes sampling parameters.
+        content = [{"type": "text", "text": prompt}]
+        return TextStream(model, lambda s: self._run(s, content, max_tokens))
+
+    def _run(
+        self, out: TextStream, content: list[dict[str, Any]], max_tokens: int
+    ) -> Iterator[str]:
+        parts: list[str] = []
+        events = 0
+        stopped = False
+        content_type = ""
+        with (
+            self.translate_errors(),
+            self.sdk().messages.stream(
+                model=out.model,
+                max_tokens=max_tokens,
+                messages=[{"role": "user", "content": content}],
+            ) as sdk_stream,
+        ):
+            try:
+                content_type = sdk_stream.response.headers.get("content-type", "")
+                # Raw events, not `text_stream`: the stop event must be seen, not assumed.
+                for event in sdk_stream:
+                    events += 1
+                    kind = event.type
+                    if kind == "content_block_delta" and event.delta.type == "text_delta":
+                        parts.append(event.delta.text)
+                        yield event.delta.text
+                    elif kind == "message_delta":
+                        out.stop_reason = event.delta.stop_reason
+                    elif kind == "message_stop":
+                        stopped = True
+            finally:
+                out.text = "".join(parts)
+                reported = False
+                with contextlib.suppress(AssertionError):  # no message_start seen yet
+                    sdk_usage = sdk_stream.current_message_snapshot.usage
+                    out.usage = _to_usage(sdk_usage)
+                    reported = True
+                out.usage = priced(out.usage, out.model, self.base_url, reported)
+                self.add_usage(out.usage)
+        check_finished(
+            f"Anthropic at {self.where}",
+            events=events,
+            stopped=stopped,
+            stop_reason=out.stop_reason,
+            truncated=out.stop_reason == "max_tokens",
+            text=out.text,
+            max_tokens=max_tokens,
+            content_type=content_type,
+        )
+        out.done = True
+
+    @contextlib.contextmanager
+    def translate_errors(self) -> Iterator[None]:
+        """Turn SDK and transport errors into LLMError with a short `reason`."""
+        where = self.where
+        try:
+            yield
+        except anthropic.APIStatusError as err:
+            raise self._status_error(err) from err
+        except (anthropic.APITimeoutError, httpx2.TimeoutException) as err:
+            raise LLMError(
+                f"No reply from Anthropic at {where} within {self.timeout:g} s (timeout): "
+                "retry, or raise the time-out.",
+                reason="timeout",
+            ) from err
+        except httpx2.RemoteProtocolError as err:
+            raise LLMError(
+                f"Anthropic at {where} closed the connection mid-reply: the reply is incomplete "
+                "and was not used.",
+                reason="incomplete",
+            ) from err
+        except (anthropic.APIConnectionError, httpx2.TransportError) as err:
+            raise LLMError(
+                f"Cannot reach the Anthropic API at {where}: check the network or {BASE_URL_ENV}.",
+                reason="connection",
+            ) from err
+        except (json.JSONDecodeError, AssertionError) as err:
+            # Malformed `data:` lines, or events out of order (a delta before message_start).
+            raise LLMError(
+                f"Anthropic at {where} sent malformed stream data ({type(err).__name__}): "
+                "not used.",
+                reason="bad_response",
+            ) from err
+        except anthropic.AnthropicError as err:
+            raise LLMError(
+                scrub(f"Anthropic SDK error: {type(err).__name__}: {err}", self._api_key),
+                reason="api_error",
+            ) from err
+
+    def _status_error(self, err: anthropic.APIStatusError) -> LLMError:
+        kind = getattr(err, "type", None) or ""
+        detail = clean_detail(str(err.api_message or err.message), self._api_key)
+        if err.status_code == 200:
+            # An `error` event inside a 200 stream (e.g. overloaded_error mid-answer).
+            reason = {"rate_limit_error": "rate_limit", "authentication_error": "auth"}.get(
+                kind, "api_error"
+            )
+            return LLMError(f"Anthropic stream failed ({kind or 'error'}): {detail}", reason=reason)
+        label = f"Anthropic at {self.where}"
+        model = ""
+        if err.request is not None:
+            with contextlib.suppress(ValueError, AttributeError):
+                model = json.loads(err.request.content or b"{}").get("model", "")
+        return status_error(label, err.status_code, kind, detail, model, KEY_ENV)

@@ -1,0 +1,144 @@
+"""The LLM client interface every caller codes against, and the stream every provider returns."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Protocol, runtime_checkable
+
+from treerag_core.errors import LLMError
+from treerag_core.types import Usage
+
+# Why a reply was refused or failed, as `LLMError.reason` (the trace's Fallback.reason).
+REASONS: dict[str, str] = {
+    "connection": "the server could not be reached",
+    "timeout": "no reply within the time-out",
+    "auth": "the key was rejected (401)",
+    "forbidden": "the key may not use this (403)",
+    "model_not_found": "the model does not exist on this server (404)",
+    "not_found": "wrong endpoint path (404)",
+    "too_large": "the request is too large (413)",
+    "rate_limit": "rate limited (429)",
+    "api_error": "the server answered with an error",
+    "bad_response": "not an answer (an HTML page, or malformed stream data)",
+    "empty_response": "a 200 reply without any event",
+    "incomplete": "the stream ended before its stop event",
+    "truncated": "the answer was cut by the token limit",
+    "invalid_json": "the reply holds no usable JSON",
+    "context_too_small": "the model's context cannot hold the prompt",
+}
+
+
+class TextStream:
+    """Text deltas of one streamed reply; `usage`, `text` and `stop_reason` are final at the end.
+
+    Iterate it once (`for delta in s`), then read `s.usage`. The request starts on the first
+    `next()`, not at construction. A reply that ends without its stop event, or is cut by the
+    token limit, raises LLMError at the end: nothing incomplete is ever a final answer. If the
+    consumer stops early (or an error ends the stream) `usage` holds what the server had
+    reported so far, so partial calls are still costed.
+    """
+
+    def __init__(self, model: str, run: Callable[[TextStream], Iterator[str]]) -> None:
+        self.model = model
+        self.usage = Usage(model=model)
+        self.text = ""
+        self.stop_reason: str | None = None
+        self.done = False
+        self._gen = run(self)
+
+    def __iter__(self) -> TextStream:
+        return self
+
+    def __next__(self) -> str:
+        return next(self._gen)
+
+    def close(self) -> None:
+        """Stop reading and release the connection."""
+        self._gen.close()
+
+
+@runtime_checkable
+class LLMClient(Protocol):
+    """What every LLM use (locate, summaries, graph extraction, reports, answers) calls.
+
+    `provider` is the API spoken ("anthropic" | "openai"); `name` says which server, for
+    traces and the explorer. Both calls raise LLMError (see REASONS) and never return a
+    reply that was cut short.
+    """
+
+    provider: str
+    name: str
+
+    def complete(
+        self, prefix: str, rest: str, model: str, max_tokens: int, json_mode: bool = False
+    ) -> tuple[str, Usage]:
+        """One whole reply. `prefix` is the cacheable part of the prompt (may be "").
+
+        `json_mode` asks for a JSON object where the server supports it; callers still
+        parse the reply robustly (`structured_output_note` says what happened).
+        """
+        ...
+
+    def stream(self, prompt: str, model: str, max_tokens: int) -> TextStream:
+        """A streamed reply: iterate for text deltas, then read `.usage`."""
+        ...
+
+
+def structured_output_note(client: object, model: str) -> str:
+    """What a client did with `json_mode` for `model` (empty when it has nothing to say)."""
+    note = getattr(client, "structured_output", None)
+    return note(model) if callable(note) else ""
+
+
+def check_call(prompt_parts: list[str], model: str, max_tokens: int) -> None:
+    """The argument checks every provider shares (bad calls are the caller's bug)."""
+    if not any(part for part in prompt_parts):
+        raise ValueError("the prompt is empty: nothing to send to the model")
+    if not model.strip():
+        raise ValueError("model must be a model name such as 'claude-haiku-4-5' or 'llama3.2'")
+    if max_tokens < 1:
+        raise ValueError(f"max_tokens must be >= 1, but got {max_tokens}")
+
+
+def check_finished(
+    label: str,
+    *,
+    events: int,
+    stopped: bool,
+    stop_reason: str | None,
+    truncated: bool,
+    text: str,
+    max_tokens: int,
+    content_type: str = "",
+) -> None:
+    """Raise LLMError unless the stream was a complete reply (shared by every provider).
+
+    `events` counts parsed stream events, `stopped` says the provider's stop/finish event
+    was seen, `truncated` that it named the token limit.
+    """
+    kind = content_type.split(";")[0].strip().lower()
+    if kind == "text/html":
+        raise LLMError(
+            f"{label} answered with an HTML page, not an event stream: a proxy, a login page "
+            "or a wrong base URL?",
+            reason="bad_response",
+        )
+    if events == 0:
+        raise LLMError(
+            f"{label} answered 200 with no stream events"
+            + (f" (content-type {kind})" if kind else "")
+            + ": wrong base URL, or a server that does not stream?",
+            reason="empty_response",
+        )
+    if not stopped:
+        raise LLMError(
+            f"{label}'s stream ended without its stop event after {len(text)} characters: "
+            "the reply is incomplete and was not used.",
+            reason="incomplete",
+        )
+    if truncated:
+        raise LLMError(
+            f"{label}'s reply was cut by the token limit ({max_tokens} tokens, stop reason "
+            f"{stop_reason}) after {len(text)} characters: not used as a final answer.",
+            reason="truncated",
+        )
