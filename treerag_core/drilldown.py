@@ -259,9 +259,14 @@ def parent_scores(
     signal: str = "summary",
     keep: int = 1,
     store: VectorStore | None = None,
+    scope: Sequence[str] | None = None,
 ) -> tuple[LayerCandidate, ...]:
     """The sections (leaves with passages) of the chosen documents, scored by their own vectors
-    (heading path + summary) and BM25 over the same text; best first, the top `keep` chosen."""
+    (heading path + summary) and BM25 over the same text; best first, the top `keep` chosen.
+
+    The passage signal reads the flat pass over the question's whole `scope` (the one the
+    document layer made, cached per scope), not a new pass per set of chosen documents.
+    """
     layers = ensure_layers(index)
     wanted = set(doc_ids)
     ids = [p for p in layers.parent_ids if index.nodes[p].doc_id in wanted]
@@ -271,7 +276,7 @@ def parent_scores(
         _bm25(layers, [parent_text(n) for n in nodes], q_tokens) if ids else np.zeros(0, np.float32)
     )
     passage = (
-        best_passages(index, qvec, q_tokens, params, list(doc_ids), store)[1]
+        best_passages(index, qvec, q_tokens, params, scope, store)[1]
         if signal != "summary"
         else None
     )
@@ -351,7 +356,15 @@ def drill_down(
     )
     chosen_docs = [c.item_id for c in documents if c.chosen]
     parents = parent_scores(
-        index, qvec, q_tokens, chosen_docs, params, options.parent_signal, options.parents, store
+        index,
+        qvec,
+        q_tokens,
+        chosen_docs,
+        params,
+        options.parent_signal,
+        options.parents,
+        store,
+        scope,
     )
     chosen_parents = [c.item_id for c in parents if c.chosen]
     children = child_hits(

@@ -67,7 +67,15 @@ class Drilldown:
         )
         chosen = [c.item_id for c in docs if c.chosen]
         parents = parent_scores(
-            ctx.index, qvec, tokens, chosen, params, opts.parent_signal, opts.parents, store
+            ctx.index,
+            qvec,
+            tokens,
+            chosen,
+            params,
+            opts.parent_signal,
+            opts.parents,
+            store,
+            ctx.scope,
         )
         return DrilldownResult(docs, parents, ())
 
