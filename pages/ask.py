@@ -109,6 +109,7 @@ def _sidebar(doc_options: dict[str, str], scope_key: str) -> None:
             "weighted": "weighted (min-max, then weighted sum)",
             "rrf": "RRF (reciprocal rank)",
             "dbsf": "DBSF (mean ± 3 std)",
+            "union": "union (either retriever, once per chunk)",
         }.get,
     )
     sb.slider("Dense weight", 0.0, 1.0, step=0.05, key="qs_dense_weight", persist_state=KEEP)
@@ -123,7 +124,7 @@ def _sidebar(doc_options: dict[str, str], scope_key: str) -> None:
         help="Used by RRF only: 1 / (k + rank).",
     )
     sb.slider("Top-k per leaf", 1, 20, key="qs_top_k_per_leaf", persist_state=KEEP)
-    sb.slider("Final top-k", 1, 20, key="qs_final_top_k", persist_state=KEEP)
+    sb.slider("Final top-k", 1, 50, key="qs_final_top_k", persist_state=KEEP)
     sb.toggle("Rerank (cross-encoder)", key="qs_rerank", persist_state=KEEP)
     sb.toggle(
         "Rerank Chinese questions too",

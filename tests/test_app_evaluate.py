@@ -68,8 +68,8 @@ def ran(qasper) -> AppTest:
 
 
 @pytest.fixture(scope="module")
-def saved_report(ran, tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("reports") / "qasper-run.json"
+def saved_report(ran, app_env) -> Path:
+    path = app_env / "my-reports" / "qasper-run.json"  # reports load only from the app's folders
     write_report(path, ran.session_state["eval_report"])
     return path
 
@@ -308,7 +308,9 @@ def test_a_missing_folder_shows_an_error_and_runs_nothing(tmp_path):
     assert at.session_state["eval_report"] is None
 
 
-def test_bad_report_files_show_an_error(tmp_path):
+def test_bad_report_files_show_an_error(app_env):
+    tmp_path = app_env / "bad-reports"  # inside the data folder: the only place paths load from
+    tmp_path.mkdir(exist_ok=True)
     garbage = tmp_path / "garbage.json"
     garbage.write_text("not json", encoding="utf-8")
     other = tmp_path / "other.json"
@@ -326,3 +328,11 @@ def test_bad_report_files_show_an_error(tmp_path):
     at.file_uploader[0].set_value([("bad.json", b"\xff\xfe", "application/json")]).run()
     assert not at.exception, at.exception
     assert "not valid UTF-8 JSON" in errors(at)
+
+
+@pytest.mark.parametrize("typed", ["/dev/zero", "/etc/hostname", "../../../etc/passwd"])
+def test_report_path_outside_the_app_folders_is_refused(typed):
+    at = load_from_path(typed)
+    errors = " ".join(e.value for e in at.error).replace("\\", "")
+    assert "outside the folders this app reads from" in errors
+    assert at.session_state["eval_report"] is None

@@ -33,7 +33,7 @@ def test_record_and_reload(tmp_path, trace):
     final = log.hits(query_id, "final")
     assert [h["chunk_id"] for h in final] == [h.chunk.chunk_id for h in trace.reranked]
     assert all(h["end_offset"] > h["start_offset"] for h in final)
-    per_leaf = log.hits(query_id, "retrieve")
+    per_leaf = log.hits(query_id, "vector")
     assert len(per_leaf) == sum(len(g.hits) for g in trace.retrieved)
     log.close()
     # It is a plain SQLite file any tool can read.
@@ -77,3 +77,112 @@ def test_old_log_without_workspace_column_is_upgraded(tmp_path, trace):
     log = AuditLog(path)
     query_id = log.record(trace, workspace="w")
     assert log.load(query_id) == trace
+
+
+def test_workspace_is_recorded_and_history_shows_only_its_rows(tmp_path, trace):
+    log = AuditLog(tmp_path / "audit.sqlite")
+    mine = log.record(trace, workspace="ws-a")
+    theirs = log.record(trace, workspace="ws-b")
+    assert [r["workspace"] for r in log.recent(workspace="ws-a")] == ["ws-a"]
+    assert log.load(mine, workspace="ws-a") == trace
+    with pytest.raises(KeyError):  # another session's id is not readable from this one
+        log.load(theirs, workspace="ws-a")
+    assert log.recent(workspace="") == []  # an empty id is no wildcard
+
+
+def test_audit_file_is_private_0600(tmp_path, trace):
+    path = tmp_path / "audit.sqlite"
+    log = AuditLog(path)
+    log.record(trace, workspace="w")
+    assert path.stat().st_mode & 0o777 == 0o600
+    path.chmod(0o644)  # a log from before: made private when opened
+    AuditLog(path).close()
+    assert path.stat().st_mode & 0o777 == 0o600
+
+
+def test_rows_are_removed_with_their_workspace(tmp_path, trace):
+    log = AuditLog(tmp_path / "audit.sqlite")
+    gone = log.record(trace, workspace="ws-a")
+    kept = log.record(trace, workspace="ws-b")
+    assert log.forget_workspace("ws-a") == 1
+    assert [r["id"] for r in log.recent()] == [kept]
+    assert log.hits(gone, "rerank") == [] and log.hits(gone, "keyword") == []
+    assert log.hits(kept, "rerank")
+    # secure_delete: the removed question text is not left in the file's free pages.
+    log.close()
+    assert trace.question.encode() in (tmp_path / "audit.sqlite").read_bytes()  # ws-b's copy
+    log = AuditLog(tmp_path / "audit.sqlite")
+    log.forget_workspace("ws-b")
+    log.close()
+    assert trace.question.encode() not in (tmp_path / "audit.sqlite").read_bytes()
+
+
+def test_rows_expire_after_the_retention_period(tmp_path, trace, monkeypatch):
+    import dataclasses
+    from datetime import UTC, datetime, timedelta
+
+    old = dataclasses.replace(
+        trace, created_at=(datetime.now(UTC) - timedelta(days=40)).isoformat(timespec="seconds")
+    )
+    log = AuditLog(tmp_path / "audit.sqlite", retention=30)
+    log.record(old, workspace="w")
+    fresh = log.record(trace, workspace="w")
+    assert log.expire() == 1
+    assert [r["id"] for r in log.recent()] == [fresh]
+    log.close()
+    forever = AuditLog(tmp_path / "audit.sqlite", retention=0)  # 0: rows are kept forever
+    forever.record(old, workspace="w")
+    assert forever.expire() == 0 and len(forever.recent()) == 2
+    forever.close()
+    monkeypatch.setenv("TREERAG_AUDIT_RETENTION_DAYS", "30")  # opened later: expired then
+    assert [r["id"] for r in AuditLog(tmp_path / "audit.sqlite").recent()] == [fresh]
+
+
+def test_retention_setting_bad_value_is_named(monkeypatch):
+    from treerag_core.audit import retention_days
+
+    monkeypatch.setenv("TREERAG_AUDIT_RETENTION_DAYS", "forever")
+    with pytest.raises(ValueError, match="TREERAG_AUDIT_RETENTION_DAYS"):
+        retention_days()
+
+
+def test_retrieval_gate_seed_004(tmp_path, hashing_index):
+    """Seed 004 section 9: the minimal constitution of a persisted retrieval, plus 9.2."""
+    from treerag_core.embedders import get_embedder
+
+    engine = Engine(hashing_index, get_embedder("hashing"))
+    trace = run(
+        engine, "How does the router choose experts?", QuerySettings().set("llm.enabled", False)
+    )
+    log = AuditLog(tmp_path / "audit.sqlite")
+    query_id = log.record(trace, workspace="gate")
+    stages = {s: log.hits(query_id, s) for s in ("keyword", "vector", "fusion", "rerank")}
+    assert stages["keyword"] and stages["vector"] and stages["fusion"] and stages["rerank"]
+    for name in ("fusion", "rerank"):  # deduplicated: one row per chunk
+        ids = [h["chunk_id"] for h in stages[name]]
+        assert len(ids) == len(set(ids))
+    with sqlite3.connect(tmp_path / "audit.sqlite") as conn:
+        (records,) = conn.execute("SELECT COUNT(*) FROM query WHERE id = ?", (query_id,)).fetchone()
+        (n_hits,) = conn.execute(
+            "SELECT COUNT(*) FROM hit WHERE query_id = ?", (query_id,)
+        ).fetchone()
+    assert records == 1 and n_hits == sum(len(v) for v in stages.values())
+    # 9.2: score details per stage, provider snapshot, timing.
+    assert "keyword_score" in stages["keyword"][0]["score_details"]
+    assert "vector_score" in stages["vector"][0]["score_details"]
+    assert {"fusion_score", "components"} <= set(stages["fusion"][0]["score_details"])
+    assert {"rerank_score", "model"} <= set(stages["rerank"][0]["score_details"])
+    params = log.record_params(query_id)
+    assert params["fusion_strategy"] == "weighted"
+    assert params["rerank_strategy"].startswith("cross-encoder:")
+    # Per searched group: a leaf keeps top_k_per_leaf (8), a whole-scope group candidate_window.
+    window = 40 if any(g.leaf_id is None for g in trace.retrieved) else 8
+    assert params["keyword_top_k"] == params["vector_top_k"] == window
+    assert params["fusion_top_k"] == 40 and params["rerank_top_k"] == 5
+    assert {"embedder", "reranker", "versions"} <= set(params["provider_snapshot"])
+    assert {"retrieve", "rerank", "total"} <= set(params["timing_ms"])
+    assert set(params["flags"]) >= {"is_out_of_scope", "is_sensitive"}
+    # Every final hit traces back to the retriever(s) that found it.
+    for hit in stages["rerank"]:
+        found = hit["score_details"]["found_by"]
+        assert found and set(found) <= {"keyword", "vector"}

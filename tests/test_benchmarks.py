@@ -209,3 +209,26 @@ def test_run_all_writes_one_report_with_every_table(tmp_path):
         assert heading in text
     assert text.count("| oracle-sections |") == 8  # headline + detail table, four runs
     assert "within the 15-minute budget" in text
+
+
+def test_heading_recovery_scoring_and_round_trip_without_chromium() -> None:
+    from benchmarks import bench_convert
+    from treerag_core.convert import convert_bytes
+    from treerag_core.parsing import scan_headings
+
+    markdown = (SAMPLES / "test_paper.md").read_text(encoding="utf-8")
+    truth = [(h.hashes, h.text) for h in scan_headings(markdown)]
+    for fmt, data in (
+        ("html", bench_convert.to_html(markdown, "t").encode()),
+        ("docx", bench_convert.to_docx(markdown)),
+    ):
+        doc = convert_bytes(f"t.{fmt}", data, 10 * 1024 * 1024)
+        got = [(h.level, h.text) for h in doc.headings]
+        score = bench_convert.score(truth, got)
+        assert score["matched"] == score["truth"] == len(truth), fmt
+    assert bench_convert.score([(1, "A"), (2, "B")], [(1, "a"), (1, "B"), (3, "C")]) == {
+        "truth": 2,
+        "found": 3,
+        "matched": 2,
+        "leveled": 1,
+    }

@@ -213,3 +213,15 @@ def test_lenient_matching_finds_every_gold_section_the_metric_finds() -> None:
                     assert strict <= set(match_nodes(gold, trees[doc])), gold
                     checked += 1
     assert checked >= 40
+
+
+def test_pdf_citation_with_a_page_suffix_maps_and_names_its_pages() -> None:
+    paths = {"0002": "Item 8 > Balance Sheets"}
+    chunk = Chunk(
+        "0002_chunk_00", "Total assets 1,000", "0002", paths["0002"], "r.pdf", 0, 18, 38, 39
+    )
+    hit = RetrievedChunk(chunk, 0.9, 1.0, 1.0, 1.0, 1.0, 1)
+    answer = "Assets were 1,000 [Source: Item 8 > Balance Sheets (pp. 38-39)]."
+    (citation,) = parse_citations(answer, [hit], paths)
+    assert citation.node_ids == ("0002",) and citation.supported
+    assert citation.pages == (38, 39)

@@ -174,6 +174,64 @@ def test_bad_query_flags_are_one_line_errors(index_dir, flags, message):
     assert "Traceback" not in result.stderr
 
 
+def test_index_converts_pdf_docx_html_and_query_shows_pages(tmp_path):
+    import docx
+
+    from tests.pdf_factory import report_pdf
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "report.pdf").write_bytes(report_pdf(3))
+    (docs / "scan.pdf").write_bytes(b"%PDF-1.4 broken")
+    (docs / "page.html").write_text("<h1>Guide</h1><p>Some guide text about trains.</p>")
+    document = docx.Document()
+    document.add_heading("Memo", level=1)
+    document.add_paragraph("A memo paragraph about hotels and budgets.")
+    document.save(docs / "memo.docx")
+    folder = tmp_path / "idx"
+    result = cli("index", "--input", str(docs), "--output", str(folder), "--mock")
+    assert result.returncode == 0, result.stderr
+    assert "indexed 3 documents" in result.stdout
+    assert "skipped scan.pdf: " in result.stderr and "not a readable PDF" in result.stderr
+    result = cli("query", "--index", str(folder), "--query", "net income page 2", "--mock")
+    assert result.returncode == 0, result.stderr
+    assert "(p. " in result.stdout  # hits from the PDF name their page
+
+
+def test_treerag_max_file_mb_is_read_by_index(tmp_path, monkeypatch, capsys):
+    from treerag_core.cli import main
+
+    monkeypatch.setenv("TREERAG_MAX_FILE_MB", "0.0001")  # ~104 bytes
+    doc = tmp_path / "big.md"
+    doc.write_text("# Big\n\n" + "word " * 100, encoding="utf-8")
+    code = main(["index", "--input", str(doc), "--output", str(tmp_path / "ix"), "--mock"])
+    err = capsys.readouterr().err
+    assert code != 0 and "larger than the limit" in err
+    monkeypatch.setenv("TREERAG_MAX_FILE_MB", "lots")
+    assert main(["index", "--input", str(doc), "--output", str(tmp_path / "ix")]) == 2
+    assert "TREERAG_MAX_FILE_MB" in capsys.readouterr().err
+
+
+def test_terminal_output_escapes_control_sequences(tmp_path):
+    osc52 = "\x1b]52;c;ZXZpbA==\x07"  # a clipboard write
+    doc = tmp_path / "evil.md"
+    doc.write_text(
+        f"# Evil \x1b[31mred\x1b[0m\n\n## Router\n\nThe router {osc52}picks experts by score.\n",
+        encoding="utf-8",
+    )
+    folder = tmp_path / "idx"
+    assert cli("index", "--input", str(doc), "--output", str(folder), "--mock").returncode == 0
+    question = "How does the router \x1b[2J pick\x9b experts?"
+    result = cli("query", "--index", str(folder), "--query", question, "--mock")
+    assert result.returncode == 0, result.stderr
+    for raw in ("\x1b", "\x07", "\x9b"):
+        assert raw not in result.stdout
+    assert "\\x1b]52;c;" in result.stdout and "\\x1b[2J" in result.stdout
+    as_json = cli("query", "--index", str(folder), "--query", question, "--mock", "--json")
+    assert "\x9b" not in as_json.stdout and "\x1b" not in as_json.stdout
+    assert json.loads(as_json.stdout)["question"] == question.strip()  # same value, escaped
+
+
 # --- any LLM server (OpenAI-compatible) ------------------------------------------------------
 
 

@@ -195,3 +195,23 @@ def test_a_raw_line_separator_inside_a_string_does_not_split_the_line(tmp_path: 
     rows = [row("q1", question="one\u2028two", evidence=["alpha"]), row("q2", evidence=["beta"])]
     ds = load_dataset(make_set(tmp_path, rows, DOCS))
     assert [q.question for q in ds.questions] == ["one\u2028two", "?"]
+
+
+def test_pdf_set_reads_evidence_pages_as_page_gold(tmp_path):
+    from tests.pdf_factory import report_pdf
+    from treerag_core.evaluation.dataset import GoldPage, dataset_sources
+
+    (tmp_path / "pdfs").mkdir()
+    (tmp_path / "pdfs" / "r.pdf").write_bytes(report_pdf(2))
+    rows = [
+        {"id": "q1", "doc": "r.pdf", "question": "Net income?", "evidence_pages": [1]},
+        {"id": "q2", "doc": "r.pdf", "question": "Nothing?", "evidence_pages": []},
+    ]
+    (tmp_path / "questions.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    data = load_dataset(tmp_path)
+    assert data.paged and data.doc_names == ("r.pdf",)
+    assert data.questions[0].gold_pages == (GoldPage("r.pdf", 2),)  # 0-based in the file
+    assert [q.id for q in data.usable_questions] == ["q1"]
+    assert data.left_out["no evidence pages"] == 1
+    (source,) = dataset_sources(data)
+    assert source.page_starts and source.source_format == "pdf"

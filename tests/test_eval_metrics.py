@@ -360,10 +360,10 @@ def test_markdown_table_with_chosen_keys() -> None:
 def test_report_round_trip_leaves_no_temp_file(tmp_path: Path) -> None:
     path = tmp_path / "reports" / "qasper.json"
     write_report(path, REPORT)
-    assert load_report(path) == REPORT
+    assert load_report(path, roots=[tmp_path]) == REPORT
     assert "per-doc" in path.read_text(encoding="utf-8")
     write_report(path, {**REPORT, "scope": "all-docs"})  # replaces the old file
-    assert load_report(path)["scope"] == "all-docs"
+    assert load_report(path, roots=[tmp_path])["scope"] == "all-docs"
     assert sorted(p.name for p in path.parent.iterdir()) == ["qasper.json"]
 
 
@@ -378,12 +378,28 @@ def test_write_report_keeps_the_old_file_when_serialising_fails(tmp_path: Path) 
 
 def test_load_report_errors_name_the_file(tmp_path: Path) -> None:
     with pytest.raises(EvalDataError, match=r"missing\.json"):
-        load_report(tmp_path / "missing.json")
+        load_report(tmp_path / "missing.json", roots=[tmp_path])
     broken = tmp_path / "broken.json"
     broken.write_text("{not json", encoding="utf-8")
     with pytest.raises(EvalDataError, match=r"broken\.json"):
-        load_report(broken)
+        load_report(broken, roots=[tmp_path])
     listed = tmp_path / "list.json"
     listed.write_text("[1, 2]", encoding="utf-8")
     with pytest.raises(EvalDataError, match="JSON object"):
-        load_report(listed)
+        load_report(listed, roots=[tmp_path])
+
+
+def test_page_level_gold_counts_a_passage_mostly_on_the_page():
+    from treerag_core.evaluation.metrics import page_hits, page_metrics
+
+    starts = (0, 100, 200)  # pages 1, 2, 3
+    assert page_hits(Passage("a.pdf", 90, 130), "a.pdf", 2, starts)  # 30 of 40 chars on p. 2
+    assert not page_hits(Passage("a.pdf", 80, 110), "a.pdf", 2, starts)  # 10 of 30
+    assert page_hits(Passage("a.pdf", 80, 120), "a.pdf", 2, starts)  # exactly half counts
+    assert not page_hits(Passage("b.pdf", 100, 150), "a.pdf", 2, starts)
+    passages = [Passage("a.pdf", 0, 50), Passage("a.pdf", 210, 260), Passage("a.pdf", 120, 180)]
+    got = page_metrics([("a.pdf", 2), ("a.pdf", 3)], passages, {"a.pdf": starts})
+    assert got["page_hit@1"] == 0.0 and got["page_hit@3"] == 1.0
+    assert got["page_recall@3"] == 1.0 and got["page_recall@1"] == 0.0
+    assert got["page_mrr@10"] == 0.5
+    assert got["page_hit@1000c"] == 1.0

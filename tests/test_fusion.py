@@ -118,7 +118,7 @@ def test_two_chunks_with_no_match_anywhere_are_not_flagged() -> None:
     assert not result.minmax_forced.any()
 
 
-@pytest.mark.parametrize("method", ["weighted", "rrf", "dbsf"])
+@pytest.mark.parametrize("method", ["weighted", "rrf", "dbsf", "union"])
 def test_empty_group(method: str) -> None:
     result = fuse(np.array([]), np.array([]), method, 0.5)
     for arr in (result.dense_norm, result.bm25_norm, result.fused, result.minmax_forced):
@@ -126,7 +126,7 @@ def test_empty_group(method: str) -> None:
     assert result.minmax_forced.dtype == bool
 
 
-@pytest.mark.parametrize("method", ["weighted", "rrf", "dbsf"])
+@pytest.mark.parametrize("method", ["weighted", "rrf", "dbsf", "union"])
 def test_permuting_chunks_permutes_scores(method: str) -> None:
     rng = np.random.default_rng(7)
     dense, bm25 = rng.random(8), rng.random(8) * 5
@@ -165,3 +165,19 @@ def test_bad_scores_are_rejected() -> None:
         fuse(DENSE, np.array([1.0, 2.0]), "weighted", 0.5)
     with pytest.raises(ValueError, match="dense scores must be finite, but got nan at position 1"):
         fuse(np.array([0.1, np.nan, 0.3]), BM25, "weighted", 0.5)
+
+
+def test_union_fusion_hand_computed_and_deduplicated_by_chunk() -> None:
+    # minmax(DENSE) = [0, 1, 0.5]; minmax(BM25) = [0, 0.5, 1]; BM25 0 adds nothing.
+    result = fuse(DENSE, BM25, "union", 0.5)
+    np.testing.assert_allclose(result.fused, [0.0, 1.0, 1.0])
+    assert result.fused.shape == DENSE.shape  # one score per chunk: a union without duplicates
+    # A retriever with weight 0 takes no part.
+    np.testing.assert_allclose(fuse(DENSE, BM25, "union", 1.0).fused, [0.0, 1.0, 0.5])
+    np.testing.assert_allclose(fuse(DENSE, BM25, "union", 0.0).fused, [0.0, 0.5, 1.0])
+
+
+def test_union_is_a_fusion_name() -> None:
+    from treerag_core.names import Fusion
+
+    assert Fusion.parse("union") == Fusion.UNION

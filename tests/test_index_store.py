@@ -11,9 +11,16 @@ import pytest
 from tests.conftest import sample_sources
 from treerag_core.config import IndexSettings
 from treerag_core.embedders import get_embedder
-from treerag_core.errors import IndexFormatError
+from treerag_core.errors import EmbedderError, IndexBusyError, IndexFormatError
 from treerag_core.index import SourceDocument, build_index, corpus_stats
-from treerag_core.store import SCHEMA_VERSION, load_index, save_index
+from treerag_core.store import (
+    SCHEMA_VERSION,
+    check_embedder,
+    index_lock,
+    load_index,
+    recover_index,
+    save_index,
+)
 
 
 class CountingEmbedder:
@@ -77,7 +84,11 @@ def test_save_load_gives_identical_search(tmp_path, hashing_index):
             assert np.array_equal(x, y)
     manifest = json.loads((folder / "manifest.json").read_text())
     assert manifest["schema_version"] == SCHEMA_VERSION
-    assert manifest["embedder"] == {"name": "hashing", "dim": hashing_index.dim}
+    assert {k: manifest["embedder"][k] for k in ("name", "dim")} == {
+        "name": "hashing",
+        "dim": hashing_index.dim,
+    }
+    assert len(manifest["embedder"]["fingerprint"]) == hashing_index.dim
     assert {d["sha256"] for d in manifest["documents"]} == {s.sha256 for s in sample_sources()}
     assert not list(tmp_path.glob(".idx.tmp-*"))  # the atomic write left nothing behind
 
@@ -175,4 +186,192 @@ def test_save_replaces_existing_index(tmp_path, hashing_index):
     save_index(hashing_index, target)
     save_index(hashing_index, target)
     assert load_index(target).chunks == hashing_index.chunks
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["idx"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".idx.lock", "idx"]
+
+
+def _pdf_index():
+    from tests.pdf_factory import report_pdf
+    from treerag_core.ingest import sources_from_uploads
+
+    sources, _ = sources_from_uploads([("r.pdf", report_pdf(3))], 1024 * 1024)
+    sources.append(SourceDocument("n.md", "# N\n\nplain markdown text, no pages at all.\n"))
+    return build_index(sources, IndexSettings(embedder="hashing"), get_embedder("hashing"))
+
+
+def test_page_spans_and_page_map_survive_save_and_load(tmp_path):
+    index = _pdf_index()
+    loaded = load_index(save_index(index, tmp_path / "idx"))
+    assert loaded.chunks == index.chunks
+    assert loaded.documents == index.documents
+    assert loaded.document("r.pdf").page_starts == index.document("r.pdf").page_starts != ()
+    assert loaded.document("r.pdf").source_format == "pdf"
+    assert all(c.page_start is None for c in loaded.chunks if c.doc_id == "n.md")
+
+
+def test_sources_of_an_index_keep_page_maps():
+    index = _pdf_index()
+    again = build_index(index.sources(), index.settings, get_embedder("hashing"))
+    assert again.chunks == index.chunks and again.documents == index.documents
+
+
+def test_index_without_page_fields_still_loads(tmp_path):
+    folder = save_index(_pdf_index(), tmp_path / "idx")
+    # An index written before PDF support: no page fields on chunks or documents.
+    rows = [json.loads(line) for line in (folder / "chunks.jsonl").read_text().splitlines()]
+    for row in rows:
+        del row["page_start"], row["page_end"]
+    (folder / "chunks.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    manifest = json.loads((folder / "manifest.json").read_text())
+    for doc in manifest["documents"]:
+        del doc["page_starts"], doc["source_format"]
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    loaded = load_index(folder)
+    assert all(c.page_start is None for c in loaded.chunks)
+    assert loaded.document("r.pdf").page_starts == ()
+
+
+def test_save_keeps_the_tree_edits_sidecar(tmp_path):
+    folder = save_index(_pdf_index(), tmp_path / "idx")
+    (folder / "tree_edits.json").write_text('{"version": 1, "documents": {}}')
+    save_index(_pdf_index(), folder)
+    assert (folder / "tree_edits.json").read_text() == '{"version": 1, "documents": {}}'
+
+
+def test_zero_byte_embeddings_npy_is_a_clear_error(saved):
+    (saved / "embeddings.npy").write_bytes(b"")
+    with pytest.raises(IndexFormatError, match=r"embeddings\.npy.*rebuild"):
+        load_index(saved)
+
+
+def test_chunk_pointing_to_a_missing_node_is_a_clear_error(saved):
+    rows = [json.loads(line) for line in (saved / "chunks.jsonl").read_text().splitlines()]
+    rows[3]["source_node_id"] = "9999"
+    (saved / "chunks.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(IndexFormatError, match="points to node '9999'"):
+        load_index(saved)
+
+
+def test_npy_header_is_checked_before_the_body_is_read(saved, hashing_index):
+    n, dim = hashing_index.embeddings.shape
+    path = saved / "embeddings.npy"
+    # A right header with a 1 GB body (sparse, so the test writes nothing): refused by size.
+    with path.open("r+b") as fh:
+        fh.truncate(1 << 30)
+    with pytest.raises(IndexFormatError, match="expected"):
+        load_index(saved)
+    # A header claiming another shape is refused before its body is touched.
+    np.save(path, np.zeros((n + 1, dim), dtype=np.float32))
+    with pytest.raises(IndexFormatError, match="shape"):
+        load_index(saved)
+
+
+class OtherModel:
+    """Another model under the same name and dimension (its vectors differ)."""
+
+    def __init__(self, dim: int) -> None:
+        self.name, self.dim = "hashing", dim
+        self.inner = get_embedder("hashing")
+
+    def embed_query(self, text):
+        return self.inner.embed_query(text[::-1] + " other model")
+
+
+def test_other_embedder_same_dimension_is_refused_by_fingerprint(saved, hashing_index):
+    assert load_index(saved, embedder=get_embedder("hashing")).dim == hashing_index.dim
+    with pytest.raises(EmbedderError, match="another model"):
+        load_index(saved, embedder=OtherModel(hashing_index.dim))
+
+
+def test_other_embedder_other_dimension_is_a_clear_error(hashing_index):
+    with pytest.raises(EmbedderError, match="512-d"):
+        check_embedder(hashing_index, get_embedder("hashing").__class__(dim=512))
+
+
+def test_second_writer_gets_a_clear_busy_error(tmp_path, hashing_index):
+    target = (tmp_path / "idx").resolve()
+    with index_lock(target), pytest.raises(IndexBusyError, match="another process"):
+        save_index(hashing_index, target, lock_timeout=0.2)
+    save_index(hashing_index, target, lock_timeout=0.2)  # free again once the first is done
+    assert load_index(target).chunks == hashing_index.chunks
+
+
+def test_crash_between_the_two_renames_is_recovered_on_open(saved, hashing_index):
+    # What the two-rename fallback leaves when killed between its renames.
+    saved.rename(saved.with_name(".idx.old-4242"))
+    (saved.parent / ".idx.tmp-abc").mkdir()  # a half-written new copy
+    assert load_index(saved).chunks == hashing_index.chunks
+    assert sorted(p.name for p in saved.parent.iterdir()) == [".idx.lock", "idx"]
+
+
+def test_stale_tmp_folders_are_removed_on_write_and_open(saved, hashing_index):
+    (saved.parent / ".idx.tmp-dead1").mkdir()
+    save_index(hashing_index, saved)
+    assert not list(saved.parent.glob(".idx.tmp-*"))
+    (saved.parent / ".idx.tmp-dead2").mkdir()
+    load_index(saved)
+    assert not list(saved.parent.glob(".idx.tmp-*"))
+
+
+def test_recovery_waits_for_a_running_writer(saved):
+    (saved.parent / ".idx.tmp-live").mkdir()  # a writer still at work: not ours to delete
+    with index_lock(saved.resolve()):
+        assert recover_index(saved) is False
+    assert (saved.parent / ".idx.tmp-live").is_dir()
+
+
+INDEXER = """
+import sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[2])
+from treerag_core.store import load_index, save_index
+index = load_index(sys.argv[3])
+print("ready", flush=True)
+while True:
+    save_index(index, Path(sys.argv[1]))
+"""
+
+
+def test_killed_indexer_always_leaves_a_loadable_index(tmp_path, hashing_index):
+    """Kill a process saving in a loop at random points, 8 times: an index is always there."""
+    import random
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    source = save_index(hashing_index, tmp_path / "source")
+    target = tmp_path / "idx"
+    save_index(hashing_index, target)
+    rng = random.Random(15)
+    repo = str(Path(__file__).resolve().parents[1])
+    for _ in range(8):
+        proc = subprocess.Popen(
+            [sys.executable, "-c", INDEXER, str(target), repo, str(source)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+            time.sleep(rng.uniform(0.0, 0.4))  # a few saves take ~0.1 s each
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=30)
+        # The path itself holds a finished index, before any recovery runs.
+        assert (target / "manifest.json").is_file()
+        assert load_index(target).chunks == hashing_index.chunks
+    assert recover_index(target)
+    assert not [p for p in tmp_path.iterdir() if ".tmp-" in p.name or ".old-" in p.name]
+
+
+def test_scope_caches_are_bounded_lru(hashing_index):
+    from treerag_core.index import MAX_SCOPE_CACHE
+    from treerag_core.text import tokenize
+
+    qvec = get_embedder("hashing").embed_query("router")
+    docs = [d.doc_id for d in hashing_index.documents]
+    scopes = [[docs[0]], None] + [[docs[i % len(docs)], f"ghost-{i}"] for i in range(20)]
+    for scope in scopes:
+        hashing_index.score_scope(scope, qvec, tokenize("router"))
+        hashing_index.score_scope([docs[0]], qvec, tokenize("router"))  # kept: used often
+    assert len(hashing_index._scopes) <= MAX_SCOPE_CACHE
+    assert "*" + docs[0] in hashing_index._scopes

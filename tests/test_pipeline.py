@@ -169,3 +169,21 @@ def test_answer_context_fills_a_character_budget(paper_engine):
     used = sum(len(h.chunk.text) for h in trace.reranked)
     assert (trace.reranked and used <= 450) or len(trace.reranked) == 1
     assert trace.reranked == trace.candidates[: len(trace.reranked)]
+
+
+def test_query_vector_cache_is_per_engine_bounded_and_not_shared(hashing_index):
+    import dataclasses
+
+    from treerag_core.embedders import get_embedder
+    from treerag_core.pipeline import QUERY_VECTOR_CACHE, Engine
+
+    base = Engine(hashing_index, get_embedder("hashing"))
+    mine = dataclasses.replace(base, api_key="session-a")  # what the explorer does per session
+    theirs = dataclasses.replace(base, api_key="session-b")
+    mine.query_vector("what my session asked")
+    assert "what my session asked" in mine._vectors
+    assert "what my session asked" not in theirs._vectors
+    assert "what my session asked" not in base._vectors
+    for i in range(QUERY_VECTOR_CACHE + 20):
+        mine.query_vector(f"q{i}")
+    assert len(mine._vectors) == QUERY_VECTOR_CACHE

@@ -95,10 +95,23 @@ def _match(cited_path: str, prepared: _Prepared) -> tuple[str, ...]:
     )
 
 
+_PAGE_SUFFIX = re.compile(r"\s*[(（]\s*pp?\.\s*\d+(?:\s*[-–]\s*\d+)?\s*[)）]\s*$")
+
+
+def _pages_of(retrieved: Sequence[RetrievedChunk], node_ids: Sequence[str]) -> tuple[int, ...]:
+    pages: set[int] = set()
+    for hit in retrieved:
+        c = hit.chunk
+        if c.source_node_id in node_ids and c.page_start is not None:
+            pages.update(range(c.page_start, (c.page_end or c.page_start) + 1))
+    return tuple(sorted(pages))
+
+
 def _marker_paths(body: str, prepared: _Prepared) -> list[tuple[str, tuple[str, ...]]]:
     found: list[tuple[str, tuple[str, ...]]] = []
     for piece in _PATH_LIST_SEP.split(body):
-        piece = piece.strip(_QUOTES)
+        # A PDF passage is shown to the model as "path (p. 38)": the page is not the path.
+        piece = _PAGE_SUFFIX.sub("", piece).strip(_QUOTES)
         if not piece:
             continue
         ids = _match(piece, prepared)
@@ -142,5 +155,8 @@ def parse_citations(
             # A path like "Abstract" names a node in every paper: the evidence shown to the
             # model says which one was meant.
             retrieved_ids = tuple(i for i in ids if i in sources)
-            citations.append(Citation(marker, path, retrieved_ids or ids, bool(retrieved_ids)))
+            pages = _pages_of(retrieved, retrieved_ids)
+            citations.append(
+                Citation(marker, path, retrieved_ids or ids, bool(retrieved_ids), pages)
+            )
     return citations

@@ -12,9 +12,10 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from treerag_core.config import IndexSettings
+from treerag_core.config import IndexSettings, max_file_bytes
 from treerag_core.errors import LLMError, QueryError, TreeRAGError
 from treerag_core.names import Fusion, Locator, Provider
+from treerag_core.render import terminal_safe
 from treerag_core.settings import LLMSettings, QuerySettings
 from treerag_core.strategies import get_strategy, strategy_names
 
@@ -141,11 +142,24 @@ def _ktype_summarizer(settings: IndexSettings, previous, args: argparse.Namespac
     return make_ktype_summarizer(client, llm.locate_model, cache)
 
 
+def _max_file_bytes(flag_mb: float | None) -> int:
+    """--max-file-mb, else TREERAG_MAX_FILE_MB, else the default; a bad value is an error."""
+    if flag_mb is not None:
+        if not flag_mb > 0:
+            raise TreeRAGError(f"--max-file-mb must be > 0, but got {flag_mb}")
+        return int(flag_mb * 1024 * 1024)
+    try:
+        return max_file_bytes()
+    except ValueError as exc:
+        raise TreeRAGError(str(exc)) from exc
+
+
 def cmd_index(args: argparse.Namespace) -> int:
     from treerag_core.embedders import get_embedder
     from treerag_core.index import build_index, corpus_stats
     from treerag_core.ingest import sources_from_paths
     from treerag_core.store import load_index, save_index
+    from treerag_core.tree_edits import load_edits
 
     embedder_name = "hashing" if args.mock and not args.embedder else args.embedder
     settings = IndexSettings(
@@ -153,13 +167,21 @@ def cmd_index(args: argparse.Namespace) -> int:
         chunk_size=args.chunk_size,
         chunk_overlap=args.chunk_overlap,
         embedder=embedder_name or IndexSettings().embedder,
-        max_file_bytes=int(args.max_file_mb * 1024 * 1024),
+        max_file_bytes=_max_file_bytes(args.max_file_mb),
+        max_pages=args.max_pages,
         llm_summaries=args.llm_summaries,
     )
     started = time.perf_counter()
-    sources, rejected = sources_from_paths(args.input, settings.max_file_bytes)
+    # Tree corrections kept beside the index (tree_edits.json) are applied on every re-index.
+    edits = load_edits(args.output)
+    notes: list[str] = []
+    sources, rejected = sources_from_paths(
+        args.input, settings.max_file_bytes, edits, settings.max_pages, notes
+    )
     for bad in rejected:
-        print(f"skipped {bad.name}: {bad.reason}", file=sys.stderr)
+        print(terminal_safe(f"skipped {bad.name}: {bad.reason}"), file=sys.stderr)
+    for note in notes:
+        print(terminal_safe(f"note: {note}"), file=sys.stderr)
     if not sources:
         print("error: no readable document among the inputs", file=sys.stderr)
         return 2
@@ -265,7 +287,12 @@ def _engine(args: argparse.Namespace):
 
 def _answer(engine, question: str, settings: QuerySettings, leaves, as_json: bool) -> None:
     from treerag_core.pipeline import run_stream
-    from treerag_core.render import render_footer, render_header, render_retrieval
+    from treerag_core.render import (
+        json_terminal_safe,
+        render_footer,
+        render_header,
+        render_retrieval,
+    )
     from treerag_core.trace_io import trace_to_json
 
     trace = None
@@ -278,9 +305,12 @@ def _answer(engine, question: str, settings: QuerySettings, leaves, as_json: boo
         elif event.kind == "reranked":
             print(render_retrieval(trace), end="", flush=True)
         elif event.kind == "delta":
-            print(event.delta, end="", flush=True)
+            print(terminal_safe(event.delta), end="", flush=True)
     assert trace is not None
-    print(trace_to_json(trace) if as_json else render_footer(trace), end="\n" if as_json else "")
+    if as_json:  # json escapes C0 controls itself; C1 and bidi controls need the same
+        print(json_terminal_safe(trace_to_json(trace)))
+    else:
+        print(render_footer(trace), end="")
 
 
 def cmd_query(args: argparse.Namespace) -> int:
@@ -309,13 +339,13 @@ def cmd_interactive(args: argparse.Namespace) -> int:
             continue
         if line == ":history":
             for n, past in enumerate(history, start=1):
-                print(f"{n:3d}  {past}")
+                print(f"{n:3d}  {terminal_safe(past)}")
             continue
         history.append(line)
         try:
             _answer(engine, line, settings, None, args.json)
         except TreeRAGError as exc:  # a bad question must not end the session
-            print(f"error: {exc}")
+            print(f"error: {terminal_safe(str(exc))}")
         except KeyboardInterrupt:
             print("\n(interrupted)")
 
@@ -446,7 +476,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("index", help="build or update an index folder from documents")
     p.add_argument(
-        "--input", nargs="+", required=True, help="files or folders (.md .markdown .txt)"
+        "--input",
+        nargs="+",
+        required=True,
+        help="files or folders (.md .markdown .txt .pdf .docx .html .htm)",
     )
     p.add_argument("--output", required=True, help="index folder (updated in place, atomically)")
     p.add_argument("--mock", action="store_true", help="hashing embedder: no model load")
@@ -463,8 +496,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--max-file-mb",
         type=float,
-        default=IndexSettings().max_file_bytes / 1024 / 1024,
-        help="skip files larger than this (default 20)",
+        default=None,
+        help="skip files larger than this (default: TREERAG_MAX_FILE_MB, else 20)",
+    )
+    p.add_argument(
+        "--max-pages",
+        type=int,
+        default=IndexSettings().max_pages,
+        help=f"skip PDFs with more pages than this (default {IndexSettings().max_pages})",
     )
     _add_llm_options(p)
     p.set_defaults(func=cmd_index)
@@ -515,12 +554,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    try:
+        parser = build_parser()
+    except ValueError as exc:  # a bad TREERAG_* variable read for a default
+        print(f"error: {terminal_safe(str(exc))}", file=sys.stderr)
+        return 2
     args = parser.parse_args(argv)
     try:
         return int(args.func(args))
     except TreeRAGError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {terminal_safe(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

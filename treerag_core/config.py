@@ -5,13 +5,33 @@ Query settings live in `treerag_core.settings`, one class per step.
 
 from __future__ import annotations
 
+import math
 import os
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
 from typing import Any
 
 from treerag_core.names import EmbedderName
 
 DEFAULT_MAX_FILE_BYTES = 20 * 1024 * 1024
+
+
+def max_file_bytes() -> int:
+    """The per-document size cap: TREERAG_MAX_FILE_MB (a positive number of MB) or 20 MB.
+
+    Raises:
+        ValueError: the variable is set but not a positive number.
+    """
+    raw = os.environ.get("TREERAG_MAX_FILE_MB", "").strip()
+    if not raw:
+        return DEFAULT_MAX_FILE_BYTES
+    try:
+        mb = float(raw)
+    except ValueError:
+        mb = math.nan
+    if not (math.isfinite(mb) and mb > 0):
+        raise ValueError(f"TREERAG_MAX_FILE_MB must be a positive number of MB, but got {raw!r}")
+    return int(mb * 1024 * 1024)
 
 
 @dataclass(frozen=True)
@@ -23,7 +43,8 @@ class IndexSettings:
     chunk_overlap: int = 50
     min_chunk_chars: int = 20
     embedder: str = EmbedderName.MULTILINGUAL.value  # a names.EmbedderName or st:<folder>
-    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    max_file_bytes: int = field(default_factory=max_file_bytes)  # TREERAG_MAX_FILE_MB
+    max_pages: int = 2000  # a PDF with more pages is rejected with a clear message
     summary_chars: int = 160
     llm_summaries: bool = False
 
@@ -36,6 +57,8 @@ class IndexSettings:
             raise ValueError(
                 f"chunk_overlap must be in [0, chunk_size), but got {self.chunk_overlap}"
             )
+        if self.max_pages <= 0:
+            raise ValueError(f"max_pages must be > 0, but got {self.max_pages}")
         if self.max_file_bytes <= 0:
             raise ValueError(f"max_file_bytes must be > 0, but got {self.max_file_bytes}")
 
@@ -51,3 +74,14 @@ class IndexSettings:
 def data_dir() -> str:
     """Where the app keeps indexes and the audit log (TREERAG_DATA_DIR, default ./data)."""
     return os.environ.get("TREERAG_DATA_DIR", "data")
+
+
+def eval_roots() -> tuple[Path, ...]:
+    """Folders holding eval sets the app may read (TREERAG_EVAL_DIRS, os.pathsep-separated).
+
+    Default: `shared/eval` beside the repository, where the dev sets live.
+    """
+    listed = os.environ.get("TREERAG_EVAL_DIRS", "")
+    if listed.strip():
+        return tuple(Path(p) for p in listed.split(os.pathsep) if p.strip())
+    return (Path(__file__).resolve().parents[2] / "shared" / "eval",)

@@ -31,5 +31,37 @@ class LLMError(TreeRAGError):
         self.reason = reason
 
 
+class UnsupportedFormatError(InputDocumentError):
+    """A file type the converters do not read (or a legacy format such as .doc)."""
+
+
+class CorruptDocumentError(InputDocumentError):
+    """A PDF, DOCX or HTML file that cannot be parsed: truncated, damaged or mislabelled."""
+
+
+class EncryptedDocumentError(InputDocumentError):
+    """A password-protected document: its text cannot be read without the password."""
+
+
+class NeedsOCRError(InputDocumentError):
+    """A PDF without a text layer (a scan): it needs OCR before it can be indexed."""
+
+
+class TooManyPagesError(InputDocumentError):
+    """A PDF with more pages than the configured limit."""
+
+
+class UnsafePathError(TreeRAGError):
+    """A path the server refuses to read: outside the allowed folders, not a file, too large."""
+
+
+class IndexBusyError(TreeRAGError):
+    """Another process is writing the same index folder; retry when it has finished."""
+
+
+class WorkspaceLimitError(TreeRAGError):
+    """An upload would take a session's workspace over one of its limits."""
+
+
 class VectorStoreError(TreeRAGError):
     """A vector store (e.g. a Qdrant server) cannot be reached or refused a request."""

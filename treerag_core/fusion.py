@@ -124,6 +124,10 @@ def fuse(
     - "rrf": sum of w / (rrf_k + rank), ranks 1-based; a BM25 score of exactly 0 means "no
       match" and adds nothing. The normalised columns are the min-max values, for display.
     - "dbsf": the weighted sum of `dbsf_normalize` values.
+    - "union": every chunk found by either retriever, once (the group is already one entry
+      per chunk: deduplicated by chunk), scored by the better of its min-max values
+      (CombMAX), so a chunk one retriever ranks first is never pushed down by the other. A
+      retriever with weight 0 takes no part; a BM25 score of 0 (no match) contributes nothing.
     """
     _check_args(method, dense_weight, rrf_k)
     d = _as_scores(dense, "dense")
@@ -140,6 +144,10 @@ def fuse(
     if method == "rrf":
         fused = w_dense / (rrf_k + rank_positions(d)) + np.where(
             b != 0.0, w_bm25 / (rrf_k + rank_positions(b)), 0.0
+        )
+    elif method == "union":
+        fused = np.maximum(
+            d_norm if w_dense > 0 else 0.0, np.where(b != 0.0, b_norm, 0.0) if w_bm25 > 0 else 0.0
         )
     else:
         fused = w_dense * d_norm + w_bm25 * b_norm

@@ -16,6 +16,7 @@ from treerag_core.config import IndexSettings
 from treerag_core.embedders import Embedder
 from treerag_core.ktype import KTypeLLM
 from treerag_core.layers import Layers, build_layers
+from treerag_core.pagemap import page_span
 from treerag_core.parsing import parse_document
 from treerag_core.summaries import content_key, summarize_tree
 from treerag_core.text import tokenize
@@ -23,6 +24,7 @@ from treerag_core.text_rules import detect_language
 from treerag_core.types import Chunk, DocumentInfo, Language, TreeNode
 from treerag_core.vectors.faiss_store import FlatGroup
 
+MAX_SCOPE_CACHE = 8  # distinct document scopes whose flat FAISS + BM25 stay in memory
 # progress(stage, done, total): stage is "parse", "embed" or "index".
 ProgressFn = Callable[[str, int, int], None]
 
@@ -33,6 +35,8 @@ class SourceDocument:
 
     name: str
     text: str
+    page_starts: tuple[int, ...] = ()  # from a PDF conversion: where each page begins
+    source_format: str = ""
 
     @property
     def sha256(self) -> str:
@@ -54,6 +58,7 @@ class CorpusIndex:
     tokens: list[list[str]]
     summary_cache: dict[str, str] = field(default_factory=dict)
     layers: Layers | None = None  # drill-down: K-Type document and section vectors
+    embedder_fingerprint: tuple[float, ...] = ()  # the embedder's vector of a probe text
     _leaf_rows: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
     _faiss: dict[str, FlatGroup] = field(default_factory=dict, repr=False)
     _bm25: dict[str, LeafBM25] = field(default_factory=dict, repr=False)
@@ -73,6 +78,14 @@ class CorpusIndex:
     def leaves(self, doc_id: str | None = None) -> list[TreeNode]:
         return [
             n for n in self.nodes.values() if n.is_leaf and (doc_id is None or n.doc_id == doc_id)
+        ]
+
+    def sources(self) -> list[SourceDocument]:
+        """The documents as SourceDocuments again (texts, page maps and formats kept), to
+        rebuild with other settings or add files without losing a PDF's pages."""
+        return [
+            SourceDocument(d.doc_id, self.texts[d.doc_id], d.page_starts, d.source_format)
+            for d in self.documents
         ]
 
     def document(self, doc_id: str) -> DocumentInfo:
@@ -144,15 +157,20 @@ class CorpusIndex:
         self, scope: Sequence[str] | None, query_vector: np.ndarray, query_tokens: list[str]
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Flat scores over every chunk in scope: one FAISS index and one BM25 for the scope."""
-        key = "*" if scope is None else "*" + "\x1f".join(sorted(scope))
+        key = "*" if scope is None else "*" + "\x1f".join(sorted(set(scope)))
         with self._lock:
-            cached = self._scopes.get(key)
+            cached = self._scopes.pop(key, None)
             if cached is None:
                 rows = self.scope_rows(scope)
                 index = FlatGroup(self.embeddings[rows], self.dim)
                 tokens = [self.tokens[i] for i in rows]
                 scorer = LeafBM25.from_tokens(tokens, BM25Stats.from_tokens(tokens))
-                cached = self._scopes[key] = (rows, index, scorer)
+                cached = (rows, index, scorer)
+            self._scopes[key] = cached  # most recently used last
+            # Each distinct scope holds a FAISS + BM25 copy: keep only the recent few, so no
+            # client can grow memory by asking over ever new sets of documents.
+            while len(self._scopes) > MAX_SCOPE_CACHE:
+                self._scopes.pop(next(iter(self._scopes)))
         rows, index, scorer = cached
         if not len(rows):
             empty = np.zeros(0, dtype=np.float32)
@@ -231,20 +249,21 @@ def build_index(
                 sha256=src.sha256,
                 size_chars=len(src.text),
                 root_id=root.node_id,
+                page_starts=tuple(src.page_starts),
+                source_format=src.source_format,
             )
         )
         for node in doc_nodes:
             nodes[node.node_id] = node
             if node.is_leaf:
-                chunks.extend(
-                    chunk_leaf(
-                        node,
-                        src.text,
-                        chunk_size=settings.chunk_size,
-                        overlap=settings.chunk_overlap,
-                        min_chars=settings.min_chunk_chars,
-                    )
+                leaf_chunks = chunk_leaf(
+                    node,
+                    src.text,
+                    chunk_size=settings.chunk_size,
+                    overlap=settings.chunk_overlap,
+                    min_chars=settings.min_chunk_chars,
                 )
+                chunks.extend(with_pages(leaf_chunks, src.page_starts))
         notify("parse", done + 1, len(sources))
 
     tokens = [tokenize(c.text) for c in chunks]
@@ -263,11 +282,29 @@ def build_index(
         embeddings=embeddings,
         tokens=tokens,
         summary_cache=summary_cache,
+        embedder_fingerprint=_fingerprint(embedder),
     )
     previous_layers = previous.layers if previous is not None else None
     index.layers = build_layers(index, embedder.embed, ktype_summarizer, previous_layers)
     notify("index", 1, 1)
     return index
+
+
+def with_pages(chunks: Sequence[Chunk], page_starts: Sequence[int]) -> list[Chunk]:
+    """The chunks with their first and last page set (unchanged when there are no pages)."""
+    if not page_starts:
+        return list(chunks)
+    return [
+        replace(c, page_start=first, page_end=last)
+        for c in chunks
+        for first, last in [page_span(page_starts, c.start, c.end)]
+    ]
+
+
+def _fingerprint(embedder: Embedder) -> tuple[float, ...]:
+    from treerag_core.store import embedder_fingerprint  # store imports this module
+
+    return embedder_fingerprint(embedder)
 
 
 def _reusable_embeddings(

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import hashlib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from treerag_core.convert import DEFAULT_MAX_PAGES, ConvertedDocument, convert_bytes
 from treerag_core.errors import InputDocumentError
 from treerag_core.index import SourceDocument
-from treerag_core.loading import collect_inputs, decode_document, read_document
+from treerag_core.loading import collect_inputs, read_bytes
+from treerag_core.tree_edits import TreeEdit, apply_edits, edits_for
+
+Edits = Mapping[str, Sequence[TreeEdit]]  # source sha256 -> that document's tree edits
 
 
 @dataclass(frozen=True)
@@ -19,29 +24,74 @@ class Rejected:
     reason: str
 
 
+@dataclass(frozen=True)
+class Converted:
+    """One input after conversion: the document as inferred, and its source bytes' hash."""
+
+    document: ConvertedDocument
+    sha256: str  # of the file's bytes: the key its tree edits are stored under
+
+
+def convert_upload(
+    name: str, data: bytes, max_bytes: int, max_pages: int = DEFAULT_MAX_PAGES
+) -> Converted:
+    """Convert one file's bytes (raises InputDocumentError or a subclass)."""
+    return Converted(convert_bytes(name, data, max_bytes, max_pages), _sha(data))
+
+
+def to_source(converted: Converted, edits: Edits | None = None) -> tuple[SourceDocument, list[str]]:
+    """The SourceDocument to index, with the stored edits applied; problems are returned."""
+    doc, problems = converted.document, []
+    todo = edits_for(edits, converted.sha256)
+    if todo:
+        doc, problems = apply_edits(doc, todo)
+    source = SourceDocument(doc.name, doc.text, doc.page_starts, doc.fmt)
+    return source, [f"{doc.name}: tree edit not applied ({p})" for p in problems]
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
 def sources_from_paths(
-    paths: Sequence[str | Path], max_bytes: int
+    paths: Sequence[str | Path],
+    max_bytes: int,
+    edits: Edits | None = None,
+    max_pages: int = DEFAULT_MAX_PAGES,
+    notes: list[str] | None = None,
 ) -> tuple[list[SourceDocument], list[Rejected]]:
-    """Read files and folders; a bad file is reported and skipped, the others are kept."""
-    sources: list[SourceDocument] = []
+    """Read and convert files and folders; a bad file is reported and skipped, the others kept.
+
+    `notes` (when given) collects tree edits that no longer apply.
+    """
+    uploads: list[tuple[str, bytes]] = []
     rejected: list[Rejected] = []
     for path in collect_inputs([Path(p) for p in paths]):
         try:
-            sources.append(SourceDocument(path.name, read_document(path, max_bytes)))
+            uploads.append((path.name, read_bytes(path, max_bytes)))
         except InputDocumentError as exc:
             rejected.append(Rejected(path.name, str(exc)))
-    return sources, rejected
+    sources, bad = sources_from_uploads(uploads, max_bytes, edits, max_pages, notes)
+    return sources, rejected + bad
 
 
 def sources_from_uploads(
-    uploads: Sequence[tuple[str, bytes]], max_bytes: int
+    uploads: Sequence[tuple[str, bytes]],
+    max_bytes: int,
+    edits: Edits | None = None,
+    max_pages: int = DEFAULT_MAX_PAGES,
+    notes: list[str] | None = None,
 ) -> tuple[list[SourceDocument], list[Rejected]]:
-    """Decode uploaded files (name, bytes) the same way as files on disk."""
+    """Convert uploaded files (name, bytes) the same way as files on disk."""
     sources: list[SourceDocument] = []
     rejected: list[Rejected] = []
     for name, data in uploads:
         try:
-            sources.append(SourceDocument(name, decode_document(data, name, max_bytes)))
+            source, problems = to_source(convert_upload(name, data, max_bytes, max_pages), edits)
         except InputDocumentError as exc:
             rejected.append(Rejected(name, str(exc)))
+            continue
+        sources.append(source)
+        if notes is not None:
+            notes.extend(problems)
     return sources, rejected

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 
-from treerag_core.errors import InputDocumentError
+from treerag_core.errors import InputDocumentError, UnsafePathError
+from treerag_core.safepaths import read_bytes_checked
 
 ENCODINGS = ("utf-8", "utf-8-sig", "gb18030")
 TEXT_SUFFIXES = frozenset({".md", ".markdown", ".txt"})
+# Everything a folder is searched for: text plus the converted formats (PDF, DOCX, HTML).
+DOCUMENT_SUFFIXES = TEXT_SUFFIXES | frozenset({".pdf", ".docx", ".html", ".htm"})
 _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 
 
-def _too_large(name: str, size: int, max_bytes: int) -> InputDocumentError:
+def too_large(name: str, size: int, max_bytes: int) -> InputDocumentError:
     return InputDocumentError(
         f"{name}: {size:,} bytes ({size / 1024 / 1024:.1f} MB) is larger than the limit of "
         f"{max_bytes:,} bytes ({max_bytes / 1024 / 1024:.1f} MB); raise it with "
@@ -32,7 +36,7 @@ def decode_document(data: bytes, name: str, max_bytes: int) -> str:
         InputDocumentError: the bytes are empty or blank, binary, too large or undecodable.
     """
     if len(data) > max_bytes:
-        raise _too_large(name, len(data), max_bytes)
+        raise too_large(name, len(data), max_bytes)
     if not data.strip():
         raise InputDocumentError(f"{name}: the file is empty (or only whitespace)")
     if b"\x00" in data:
@@ -53,24 +57,42 @@ def decode_document(data: bytes, name: str, max_bytes: int) -> str:
     )
 
 
-def read_document(path: Path, max_bytes: int) -> str:
-    """Read and decode one file, checking its size before reading it.
+def read_bytes(path: Path, max_bytes: int) -> bytes:
+    """Read one file's bytes, checking its size before reading it.
+
+    A FIFO, device or socket is refused without opening it for a blocking read, and a
+    symlink loop is named as one.
 
     Raises:
-        InputDocumentError: the path is missing, a folder, unreadable, or a bad document.
+        InputDocumentError: the path is missing, a folder, not a regular file, a symlink loop,
+            unreadable, or a bad document.
     """
-    if not path.exists():
-        raise InputDocumentError(f"{path}: no such file")
-    if path.is_dir():
+    try:
+        resolved = path.resolve(strict=True)
+    except FileNotFoundError as exc:
+        if path.is_symlink():
+            raise InputDocumentError(f"{path}: a symlink to a missing file") from exc
+        raise InputDocumentError(f"{path}: no such file") from exc
+    except (OSError, RuntimeError) as exc:  # ELOOP (RuntimeError before Python 3.13)
+        raise InputDocumentError(f"{path}: a symlink loop, not a file") from exc
+    if resolved.is_dir():
         raise InputDocumentError(f"{path}: is a folder, not a file")
     try:
-        size = path.stat().st_size
-        if size > max_bytes:
-            raise _too_large(str(path), size, max_bytes)
-        data = path.read_bytes()
+        info = resolved.stat()
+        if stat.S_ISREG(info.st_mode) and info.st_size > max_bytes:
+            raise too_large(str(path), info.st_size, max_bytes)
+        data = read_bytes_checked(resolved, max_bytes)
+    except UnsafePathError as exc:
+        reason = str(exc).removeprefix(f"{resolved}: ")
+        raise InputDocumentError(f"{path}: {reason}") from exc
     except OSError as exc:
         raise InputDocumentError(f"{path}: cannot read the file ({exc.strerror or exc})") from exc
-    return decode_document(data, str(path), max_bytes)
+    return data
+
+
+def read_document(path: Path, max_bytes: int) -> str:
+    """Read and decode one text file (see `read_bytes` and `decode_document`)."""
+    return decode_document(read_bytes(path, max_bytes), str(path), max_bytes)
 
 
 def _folder_documents(folder: Path) -> list[Path]:
@@ -80,13 +102,16 @@ def _folder_documents(folder: Path) -> list[Path]:
         # Hidden folders (.git, .venv, ...) hold no documents the user meant to index.
         if any(part.startswith(".") for part in relative.parts):
             continue
-        if path.is_file() and path.suffix.lower() in TEXT_SUFFIXES:
+        # Anything named like a document but not a folder is kept: a FIFO, a broken link or
+        # a symlink loop is then rejected with its reason instead of skipped without a word.
+        if path.suffix.lower() in DOCUMENT_SUFFIXES and not path.is_dir():
             found.append(path)
     return sorted(found, key=lambda p: p.relative_to(folder).as_posix())
 
 
 def collect_inputs(paths: Sequence[Path]) -> list[Path]:
-    """Files as given, folders expanded recursively to *.md, *.markdown and *.txt (sorted).
+    """Files as given, folders expanded recursively to documents (.md .markdown .txt .pdf
+    .docx .html .htm), sorted.
 
     A file named twice is kept once, at its first position.
 
@@ -96,10 +121,13 @@ def collect_inputs(paths: Sequence[Path]) -> list[Path]:
     out: list[Path] = []
     seen: set[Path] = set()
     for path in paths:
-        if not path.exists():
+        if not path.exists() and not path.is_symlink():
             raise InputDocumentError(f"{path}: no such file or folder")
         for item in _folder_documents(path) if path.is_dir() else [path]:
-            key = item.resolve()
+            try:
+                key = item.resolve()
+            except (OSError, RuntimeError):  # a symlink loop: read_document reports it
+                key = item.absolute()
             if key not in seen:
                 seen.add(key)
                 out.append(item)

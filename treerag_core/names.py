@@ -32,6 +32,7 @@ class Fusion(_Named):
     WEIGHTED = "weighted"  # min-max each, then a weighted sum (LlamaIndex relative_score)
     RRF = "rrf"  # reciprocal rank fusion
     DBSF = "dbsf"  # distribution-based score fusion (mean ± 3 std)
+    UNION = "union"  # either retriever's hit, once per chunk, by its better min-max score
 
 
 class Locator(_Named):

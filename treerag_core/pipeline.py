@@ -28,6 +28,7 @@ from treerag_core.synthesis import extractive_answer, stream_llm_answer
 from treerag_core.text import is_stopword_only, tokenize
 from treerag_core.text_rules import detect_language
 from treerag_core.types import Fallback, LocateResult, RetrievedChunk, Trace, Usage
+from treerag_core.vector_cache import QueryVectorCache
 
 QUERY_VECTOR_CACHE = 512  # entries per engine: a long interactive session must not grow
 
@@ -54,15 +55,14 @@ class Engine:
     api_key: str | None = None
     client_factory: Callable[[LLMSettings, str | None], Any] = make_client
     reranker_factory: Callable[[str], Any] = get_reranker
-    _vectors: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    # init=False: `dataclasses.replace` (one engine per session) starts an empty cache, so no
+    # two sessions ever share query vectors.
+    _vectors: QueryVectorCache = field(
+        default_factory=lambda: QueryVectorCache(QUERY_VECTOR_CACHE), init=False, repr=False
+    )
 
     def query_vector(self, text: str) -> np.ndarray:
-        vector = self._vectors.get(text)
-        if vector is None:
-            if len(self._vectors) >= QUERY_VECTOR_CACHE:
-                self._vectors.pop(next(iter(self._vectors)))  # the oldest entry
-            vector = self._vectors[text] = self.embedder.embed_query(text)
-        return vector
+        return self._vectors.get(text, self.embedder.embed_query)
 
     def clear_cache(self) -> None:
         """Forget cached query vectors (benchmarks time each run from a cold start)."""
@@ -328,11 +328,12 @@ def rerun(
 def load_engine(folder: str, api_key: str | None = None) -> Engine:
     """An Engine over an index folder, with the embedder the index was built with."""
     from treerag_core.embedders import get_embedder
-    from treerag_core.store import load_index
+    from treerag_core.store import check_embedder, load_index
 
     index = load_index(folder)
     embedder = get_embedder(index.embedder_name)
     warm_up = getattr(embedder, "warm_up", None)
     if warm_up is not None:  # load the model now, so the first query's stage times are honest
         warm_up()
+    check_embedder(index, embedder, where=str(folder))  # same model, not only the same name
     return Engine(index=index, embedder=embedder, api_key=api_key)

@@ -2,11 +2,38 @@
 
 from __future__ import annotations
 
+import re
+
+from treerag_core.flags import question_flags
+from treerag_core.pagemap import format_pages
 from treerag_core.text_rules import preview
 from treerag_core.trace_io import stage_summary
 from treerag_core.types import RetrievedChunk, Trace
 
 RULE = "=" * 60
+# C0 controls but newline and tab, DEL, C1 controls (0x80-0x9f: 0x9b is a one-byte CSI), and
+# the bidi overrides that reorder what a terminal shows.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def terminal_safe(text: str) -> str:
+    """Text from questions and documents made inert for a terminal.
+
+    Escape and control characters become visible `\\xNN` / `\\uNNNN` escapes, so a
+    document cannot change colours, move the cursor, set the title or write the clipboard
+    (OSC 52) of whoever reads the CLI's output.
+    """
+
+    def show(match: re.Match[str]) -> str:
+        code = ord(match.group(0))
+        return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+    return _CONTROL.sub(show, text)
+
+
+def json_terminal_safe(text: str) -> str:
+    """JSON text with the same characters as `\\uNNNN` escapes (still valid, same value)."""
+    return _CONTROL.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)
 
 
 def _scores(hit: RetrievedChunk) -> str:
@@ -21,7 +48,7 @@ def _scores(hit: RetrievedChunk) -> str:
 
 
 def render_header(trace: Trace) -> str:
-    return f"{RULE}\nQuery: {trace.question}\n{RULE}\n"
+    return terminal_safe(f"{RULE}\nQuery: {trace.question}\n{RULE}\n")
 
 
 def render_retrieval(trace: Trace) -> str:
@@ -49,8 +76,11 @@ def render_retrieval(trace: Trace) -> str:
     for hit in trace.reranked:
         move = hit.pooled_rank - hit.final_rank
         arrow = f"  (up {move})" if move > 0 else f"  (down {-move})" if move < 0 else ""
+        pages = format_pages(hit.chunk.page_start, hit.chunk.page_end)
+        where = f" ({pages})" if pages else ""
         lines.append(
-            f"  #{hit.final_rank} [{hit.chunk.source_node_id}] {hit.chunk.heading_path}{arrow}"
+            f"  #{hit.final_rank} [{hit.chunk.source_node_id}] {hit.chunk.heading_path}{where}"
+            f"{arrow}"
         )
         lines.append(f'     "{preview(hit.chunk.text, 90)}"')
         lines.append(f"     {_scores(hit)}")
@@ -60,7 +90,7 @@ def render_retrieval(trace: Trace) -> str:
         lines.extend(f"  {line}" for line in section.text.splitlines()[:8])
         lines.append("")
     lines += [">>> Step 3: Answer"]
-    return "\n".join(lines) + "\n"
+    return terminal_safe("\n".join(lines) + "\n")
 
 
 def render_footer(trace: Trace) -> str:
@@ -75,9 +105,15 @@ def render_footer(trace: Trace) -> str:
         lines.append(f"Timing: {timing}; cost unknown (no price for this model)")
     else:
         lines.append(f"Timing: {timing}" + (f"; cost ${cost:.4f}" if cost else ""))
+    flags = question_flags(trace)
+    if flags.out_of_scope:
+        lines.append("Flag: out of scope (the evidence found is weak)")
+    if flags.sensitive:
+        lines.append(f"Flag: sensitive ({', '.join(flags.sensitive)})")
     lines.append(RULE)
-    return "\n".join(lines) + "\n"
+    return terminal_safe("\n".join(lines) + "\n")
 
 
 def render_trace(trace: Trace) -> str:
-    return render_header(trace) + render_retrieval(trace) + trace.answer + render_footer(trace)
+    answer = terminal_safe(trace.answer)
+    return render_header(trace) + render_retrieval(trace) + answer + render_footer(trace)

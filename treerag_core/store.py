@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import errno
+import fcntl
 import json
 import os
 import platform
 import shutil
 import tempfile
+import time
+from collections.abc import Iterator
 from dataclasses import asdict
 from datetime import UTC, datetime
 from importlib import metadata
@@ -16,7 +22,8 @@ from typing import Any
 import numpy as np
 
 from treerag_core.config import IndexSettings
-from treerag_core.errors import IndexFormatError
+from treerag_core.embedders import Embedder
+from treerag_core.errors import EmbedderError, IndexBusyError, IndexFormatError
 from treerag_core.index import CorpusIndex
 from treerag_core.layers import load_layers, save_layers
 from treerag_core.types import Chunk, DocumentInfo, TreeNode
@@ -25,6 +32,9 @@ SCHEMA_VERSION = 1
 MANIFEST = "manifest.json"
 FILES = ("nodes.jsonl", "chunks.jsonl", "embeddings.npy", "tokens.json", "texts.json")
 REBUILD_HINT = "rebuild it with `python -m treerag_core index --input DOCS --output {path}`"
+LOCK_TIMEOUT = 30.0  # seconds a second writer waits for the first before giving up
+PROBE_TEXT = "TreeRAG embedder fingerprint probe: 检索 retrieval 1234"
+FINGERPRINT_MIN_COSINE = 0.999  # same model, other BLAS: ~1.0; another model: far below
 
 
 def _versions() -> dict[str, str]:
@@ -42,7 +52,12 @@ def manifest_of(index: CorpusIndex) -> dict[str, Any]:
         "schema_version": SCHEMA_VERSION,
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "settings": index.settings.to_dict(),
-        "embedder": {"name": index.embedder_name, "dim": index.dim},
+        "embedder": {
+            "name": index.embedder_name,
+            "dim": index.dim,
+            "probe": PROBE_TEXT,
+            "fingerprint": [round(float(x), 6) for x in index.embedder_fingerprint],
+        },
         "versions": _versions(),
         "documents": [asdict(d) for d in index.documents],
         "counts": {"nodes": len(index.nodes), "chunks": len(index.chunks)},
@@ -56,49 +71,193 @@ def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
-def save_index(index: CorpusIndex, folder: str | Path) -> Path:
-    """Write the index to `folder`: written in a temp folder beside it, then renamed into place."""
-    target = Path(folder).resolve()
-    if target.exists() and (
-        not target.is_dir() or (any(target.iterdir()) and not (target / MANIFEST).is_file())
-    ):
-        # Replacing the folder deletes it: only ever do that to an index we wrote.
-        raise IndexFormatError(
-            f"{target} exists and is not a TreeRAG index; choose a new or empty folder"
-        )
+def _side(target: Path, kind: str) -> str:
+    """Prefix of the side folders of an index: `.name.tmp-*` (being written), `.name.old-*`."""
+    return f".{target.name}.{kind}-"
+
+
+@contextlib.contextmanager
+def index_lock(target: Path, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
+    """Hold the writer lock of an index folder (`.name.lock` beside it, fcntl; freed on exit,
+    also when the process dies). A second writer waits up to `timeout` seconds.
+
+    Raises:
+        IndexBusyError: another process still holds the lock after `timeout` seconds.
+    """
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    lock_path = target.parent / f".{target.name}.lock"
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        _write_jsonl(tmp / "nodes.jsonl", [asdict(n) for n in index.nodes.values()])
-        _write_jsonl(tmp / "chunks.jsonl", [asdict(c) for c in index.chunks])
-        np.save(tmp / "embeddings.npy", index.embeddings.astype(np.float32), allow_pickle=False)
-        (tmp / "tokens.json").write_text(
-            json.dumps(index.tokens, ensure_ascii=False), encoding="utf-8"
-        )
-        (tmp / "texts.json").write_text(json.dumps(index.texts, ensure_ascii=False), "utf-8")
-        if index.layers is not None:  # optional: indexes saved before layers load without
-            save_layers(index.layers, tmp)
-        # The manifest goes last: a folder without one was never finished.
-        (tmp / MANIFEST).write_text(
-            json.dumps(manifest_of(index), ensure_ascii=False, indent=2), encoding="utf-8"
-        )
-        backup = None
-        if target.exists():
-            backup = target.with_name(f".{target.name}.old-{os.getpid()}")
-            target.rename(backup)
-        tmp.rename(target)
-        if backup is not None:
-            shutil.rmtree(backup, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
+                    raise IndexBusyError(
+                        f"another process (pid {holder}) is writing the index at {target}; "
+                        f"waited {timeout:.0f} s: try again when it has finished"
+                    ) from None
+                time.sleep(0.05)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
+
+
+def _has_manifest(folder: Path) -> bool:
+    return (folder / MANIFEST).is_file()
+
+
+def recover_index(folder: str | Path, wait: float = 0.0) -> bool:
+    """Repair what a killed writer left beside an index folder; True when it could look.
+
+    Under the writer lock (skipped when a writer is running and `wait` runs out): if the
+    index itself is missing but a finished old copy survived a crash between two renames,
+    it is put back; then every stale `.name.tmp-*` and `.name.old-*` folder is removed.
+    """
+    target = Path(folder).resolve()
+    try:
+        with index_lock(target, timeout=wait):
+            _recover_locked(target)
+    except IndexBusyError:
+        return False
+    except OSError:  # a read-only place: nothing to repair there
+        return False
+    return True
+
+
+def _side_folders(target: Path) -> list[Path]:
+    """The `.name.tmp-*` / `.name.old-*` folders beside an index, newest first."""
+    prefixes = (_side(target, "tmp"), _side(target, "old"))
+    try:
+        found = [p for p in target.parent.iterdir() if p.name.startswith(prefixes) and p.is_dir()]
+    except OSError:  # no parent folder: nothing beside it
+        return []
+    return sorted(found, key=lambda p: p.stat().st_mtime, reverse=True)
+
+
+def _recover_locked(target: Path) -> None:
+    sides = _side_folders(target)
+    if not target.exists():
+        old = [p for p in sides if p.name.startswith(_side(target, "old")) and _has_manifest(p)]
+        if old:
+            old[0].rename(target)
+            sides.remove(old[0])
+    for side in sides:
+        shutil.rmtree(side, ignore_errors=True)
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Atomically swap two paths (Linux renameat2 RENAME_EXCHANGE); False if unsupported."""
+    renameat2 = getattr(_LIBC, "renameat2", None)
+    if renameat2 is None:
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):  # file system without it
+        return False
+    raise OSError(err, os.strerror(err), str(a))
+
+
+def _libc() -> ctypes.CDLL | None:
+    try:
+        return ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+
+
+_LIBC = _libc()
+
+
+def _fsync_tree(folder: Path) -> None:
+    for path in folder.iterdir():
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    _fsync_dir(folder)
+
+
+def _fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def save_index(index: CorpusIndex, folder: str | Path, lock_timeout: float = LOCK_TIMEOUT) -> Path:
+    """Write the index to `folder` under its writer lock, so a loadable index is always there.
+
+    The index is written into `.name.tmp-*` beside the folder, then swapped in with one atomic
+    exchange (Linux), or two renames whose gap `recover_index` repairs on the next open or
+    write. Stale side folders of killed writers are removed first.
+
+    Raises:
+        IndexBusyError: another process is writing the same folder (after `lock_timeout` s).
+        IndexFormatError: `folder` exists and is not a TreeRAG index.
+    """
+    target = Path(folder).resolve()
+    with index_lock(target, lock_timeout):
+        _recover_locked(target)
+        if target.exists() and (
+            not target.is_dir() or (any(target.iterdir()) and not _has_manifest(target))
+        ):
+            # Replacing the folder deletes it: only ever do that to an index we wrote.
+            raise IndexFormatError(
+                f"{target} exists and is not a TreeRAG index; choose a new or empty folder"
+            )
+        tmp = Path(tempfile.mkdtemp(prefix=_side(target, "tmp"), dir=target.parent))
+        try:
+            _write_files(index, tmp)
+            # Tree edits are the user's corrections, kept with the index across rebuilds.
+            edits = target / "tree_edits.json"
+            if edits.is_file():
+                shutil.copy2(edits, tmp / edits.name)
+            _fsync_tree(tmp)
+            if not target.exists():
+                tmp.rename(target)
+            elif _exchange(tmp, target):
+                shutil.rmtree(tmp, ignore_errors=True)  # it now holds the old index
+            else:
+                backup = target.with_name(f"{_side(target, 'old')}{os.getpid()}")
+                target.rename(backup)
+                tmp.rename(target)  # a crash before this line: recover_index puts backup back
+                shutil.rmtree(backup, ignore_errors=True)
+            _fsync_dir(target.parent)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
     return target
+
+
+def _write_files(index: CorpusIndex, tmp: Path) -> None:
+    _write_jsonl(tmp / "nodes.jsonl", [asdict(n) for n in index.nodes.values()])
+    _write_jsonl(tmp / "chunks.jsonl", [asdict(c) for c in index.chunks])
+    np.save(tmp / "embeddings.npy", index.embeddings.astype(np.float32), allow_pickle=False)
+    (tmp / "tokens.json").write_text(json.dumps(index.tokens, ensure_ascii=False), encoding="utf-8")
+    (tmp / "texts.json").write_text(json.dumps(index.texts, ensure_ascii=False), "utf-8")
+    if index.layers is not None:  # optional: indexes saved before layers load without
+        save_layers(index.layers, tmp)
+    # The manifest goes last: a folder without one was never finished.
+    (tmp / MANIFEST).write_text(
+        json.dumps(manifest_of(index), ensure_ascii=False, indent=2), encoding="utf-8"
+    )
 
 
 def read_manifest(folder: str | Path) -> dict[str, Any]:
     """The manifest of an index folder, validated; raises IndexFormatError with a fix."""
     path = Path(folder)
     hint = REBUILD_HINT.format(path=path)
+    if _side_folders(path.resolve()):
+        recover_index(path)  # a killed writer's leftovers; a missing index may come back
     if not path.is_dir():
         build = f"build one with `python -m treerag_core index --input DOCS --output {path}`"
         raise IndexFormatError(f"no index at {path}: {build}")
@@ -118,45 +277,52 @@ def read_manifest(folder: str | Path) -> dict[str, Any]:
     return manifest
 
 
-def load_index(folder: str | Path, expect_embedder: str | None = None) -> CorpusIndex:
-    """Load an index folder. Any missing, corrupt or mismatched part is an IndexFormatError."""
+def load_index(
+    folder: str | Path, expect_embedder: str | None = None, embedder: Embedder | None = None
+) -> CorpusIndex:
+    """Load an index folder. Any missing, corrupt or mismatched part is an IndexFormatError.
+
+    With `embedder`, its dimension and fingerprint (its vector of a fixed probe text) must
+    match the ones the index was built with (an EmbedderError otherwise): another model of the
+    same name or dimension would give meaningless scores without a word.
+    """
     path = Path(folder)
     manifest = read_manifest(path)
     hint = REBUILD_HINT.format(path=path)
     for name in FILES:
         if not (path / name).is_file():
             raise IndexFormatError(f"{path} is incomplete: {name} is missing; {hint}")
-    embedder = manifest.get("embedder", {})
-    if expect_embedder is not None and embedder.get("name") != expect_embedder:
+    info = manifest.get("embedder", {})
+    if not isinstance(info, dict):
+        raise IndexFormatError(f"{path / MANIFEST} is corrupt (embedder is not an object); {hint}")
+    if expect_embedder is not None and info.get("name") != expect_embedder:
         raise IndexFormatError(
-            f"{path} was built with embedder {embedder.get('name')!r}, not {expect_embedder!r}; "
-            f"query it with --embedder {embedder.get('name')} or {hint}"
+            f"{path} was built with embedder {info.get('name')!r}, not {expect_embedder!r}; "
+            f"query it with --embedder {info.get('name')} or {hint}"
         )
     current = "nodes.jsonl"
     try:
         nodes = [_node(row) for row in _read_jsonl(path / current)]
         current = "chunks.jsonl"
         chunks = [Chunk(**row) for row in _read_jsonl(path / current)]
+        current = MANIFEST
+        documents = [_document(d) for d in manifest["documents"]]
+        settings = IndexSettings.from_dict(manifest["settings"])
+        dim = int(info["dim"])
+        name = str(info["name"])
+        fingerprint = tuple(float(x) for x in info.get("fingerprint", ()))
         current = "embeddings.npy"
-        embeddings = np.load(path / current, allow_pickle=False)
+        embeddings = _load_embeddings(path / current, (len(chunks), dim), hint)
         current = "tokens.json"
         tokens = json.loads((path / current).read_text(encoding="utf-8"))
         current = "texts.json"
         texts = json.loads((path / current).read_text(encoding="utf-8"))
-        current = MANIFEST
-        documents = [DocumentInfo(**d) for d in manifest["documents"]]
-        settings = IndexSettings.from_dict(manifest["settings"])
-        dim = int(embedder["dim"])
-        name = str(embedder["name"])
     except (ValueError, TypeError, KeyError, UnicodeDecodeError, OSError) as exc:
         raise IndexFormatError(f"{path / current} is corrupt ({exc}); {hint}") from exc
-    if embeddings.dtype != np.float32 or embeddings.shape != (len(chunks), dim):
-        raise IndexFormatError(
-            f"{path / 'embeddings.npy'} has shape {embeddings.shape} {embeddings.dtype}, "
-            f"expected ({len(chunks)}, {dim}) float32; {hint}"
-        )
-    if len(tokens) != len(chunks):
+    if not isinstance(tokens, list) or len(tokens) != len(chunks):
         raise IndexFormatError(f"{path / 'tokens.json'} does not match chunks.jsonl; {hint}")
+    if not isinstance(texts, dict):
+        raise IndexFormatError(f"{path / 'texts.json'} is corrupt (not an object); {hint}")
     missing = [d.doc_id for d in documents if d.doc_id not in texts]
     if missing:
         raise IndexFormatError(f"{path / 'texts.json'} lacks documents {missing}; {hint}")
@@ -167,7 +333,8 @@ def load_index(folder: str | Path, expect_embedder: str | None = None) -> Corpus
         or any(p not in node_ids for p in layers.parent_ids)
     ):
         raise IndexFormatError(f"{path / 'layers.json'} does not match this index; {hint}")
-    return CorpusIndex(
+    _check_references(path, nodes, chunks, documents, hint)
+    index = CorpusIndex(
         settings=settings,
         embedder_name=name,
         dim=dim,
@@ -179,7 +346,106 @@ def load_index(folder: str | Path, expect_embedder: str | None = None) -> Corpus
         tokens=tokens,
         summary_cache=dict(manifest.get("summary_cache", {})),
         layers=layers,
+        embedder_fingerprint=fingerprint,
     )
+    if embedder is not None:
+        check_embedder(index, embedder, where=str(path))
+    return index
+
+
+def _load_embeddings(path: Path, shape: tuple[int, int], hint: str) -> np.ndarray:
+    """The vectors, after checking the .npy header and file size against the expected shape.
+
+    The header is read first: a body of the wrong shape, dtype or length is refused without
+    being read (a damaged or hostile file cannot make the loader read a gigabyte).
+    """
+    fmt = np.lib.format
+    with path.open("rb") as fh:
+        try:
+            version = fmt.read_magic(fh)
+            if version == (1, 0):
+                header = fmt.read_array_header_1_0(fh, max_header_size=10_000)
+            elif version == (2, 0):
+                header = fmt.read_array_header_2_0(fh, max_header_size=10_000)
+            else:
+                raise ValueError(f"unsupported .npy version {version}")
+        except (ValueError, EOFError) as exc:
+            raise IndexFormatError(f"{path} is not a valid .npy file ({exc}); {hint}") from exc
+        found, fortran, dtype = header
+        if dtype != np.float32 or tuple(found) != shape or fortran:
+            raise IndexFormatError(
+                f"{path} has shape {tuple(found)} {dtype}, expected {shape} float32; {hint}"
+            )
+        body = fh.tell()
+        expected = body + shape[0] * shape[1] * 4
+        size = os.fstat(fh.fileno()).st_size
+        if size != expected:
+            raise IndexFormatError(
+                f"{path} holds {size:,} bytes, expected {expected:,} for {shape}; {hint}"
+            )
+        data = np.fromfile(fh, dtype=np.float32, count=shape[0] * shape[1])
+    return data.reshape(shape)
+
+
+def _check_references(
+    path: Path,
+    nodes: list[TreeNode],
+    chunks: list[Chunk],
+    documents: list[DocumentInfo],
+    hint: str,
+) -> None:
+    """Every chunk's node and document, every node's parent and children must exist."""
+    node_ids = {n.node_id for n in nodes}
+    doc_ids = {d.doc_id for d in documents}
+    for chunk in chunks:
+        if chunk.source_node_id not in node_ids or chunk.doc_id not in doc_ids:
+            raise IndexFormatError(
+                f"{path / 'chunks.jsonl'}: chunk {chunk.chunk_id} points to node "
+                f"{chunk.source_node_id!r} of document {chunk.doc_id!r}, which is not in the "
+                f"index; {hint}"
+            )
+    for node in nodes:
+        linked = [node.parent_id] if node.parent_id is not None else []
+        bad = [i for i in [*linked, *node.children] if i not in node_ids]
+        if bad or node.doc_id not in doc_ids:
+            raise IndexFormatError(
+                f"{path / 'nodes.jsonl'}: node {node.node_id} links to missing nodes {bad} "
+                f"or document {node.doc_id!r}; {hint}"
+            )
+    for doc in documents:
+        if doc.root_id not in node_ids:
+            raise IndexFormatError(
+                f"{path / MANIFEST}: document {doc.doc_id!r} has no root node; {hint}"
+            )
+
+
+def embedder_fingerprint(embedder: Embedder) -> tuple[float, ...]:
+    """The embedder's vector of a fixed probe text: its identity, beyond name and dimension."""
+    return tuple(float(x) for x in embedder.embed_query(PROBE_TEXT))
+
+
+def check_embedder(index: CorpusIndex, embedder: Embedder, where: str = "the index") -> None:
+    """Raise EmbedderError unless `embedder` is the model the index was built with.
+
+    An index without a stored fingerprint (written before it existed) is checked by
+    dimension only.
+    """
+    if embedder.dim != index.dim:
+        raise EmbedderError(
+            f"{where} holds {index.dim}-d vectors from {index.embedder_name!r}; embedder "
+            f"{embedder.name!r} gives {embedder.dim}-d: rebuild the index or use its embedder"
+        )
+    if not index.embedder_fingerprint:
+        return
+    stored = np.asarray(index.embedder_fingerprint, dtype=np.float64)
+    now = np.asarray(embedder_fingerprint(embedder), dtype=np.float64)
+    cosine = float(stored @ now / ((np.linalg.norm(stored) * np.linalg.norm(now)) or 1.0))
+    if cosine < FINGERPRINT_MIN_COSINE:
+        raise EmbedderError(
+            f"{where} was built by another model than this {embedder.name!r} embedder "
+            f"(probe vectors agree to cosine {cosine:.3f}, need {FINGERPRINT_MIN_COSINE}): "
+            "its scores would be meaningless; rebuild the index with this embedder"
+        )
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -195,3 +461,9 @@ def _node(row: dict[str, Any]) -> TreeNode:
     row = dict(row)
     row["children"] = tuple(row.get("children", ()))
     return TreeNode(**row)
+
+
+def _document(row: dict[str, Any]) -> DocumentInfo:
+    row = dict(row)
+    row["page_starts"] = tuple(row.get("page_starts", ()))  # absent before PDF support
+    return DocumentInfo(**row)

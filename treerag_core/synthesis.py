@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
+from treerag_core.pagemap import format_pages
 from treerag_core.prompt_budget import ANSWER_REPLY_TOKENS, check_fits
 from treerag_core.prompts import build_synthesis_prompt
 from treerag_core.text_rules import sentence_spans
@@ -24,7 +26,28 @@ def evidence_pairs(
 ) -> list[tuple[str, str]]:
     """(label, text) the answer reads: a strategy's context sections first, then passages."""
     pairs = [(section.title, section.text) for section in sections if section.text.strip()]
-    return pairs + [(hit.chunk.heading_path, hit.chunk.text) for hit in hits]
+    return pairs + [(_label(hit), hit.chunk.text) for hit in hits]
+
+
+def _label(hit: RetrievedChunk) -> str:
+    """The passage's heading path, with its PDF pages when it has them: `path (p. 38)`."""
+    pages = format_pages(hit.chunk.page_start, hit.chunk.page_end)
+    return f"{hit.chunk.heading_path} ({pages})" if pages else hit.chunk.heading_path
+
+
+_LINK_BRACKETS = re.compile(r"([\[\]<>])")
+_BARE_URL = re.compile(r"(?i)(?<=:)//|\bwww\.")
+
+
+def inert_links(text: str) -> str:
+    """Document text quoted into a Markdown answer, with every link made inert.
+
+    Brackets and angle brackets are backslash-escaped (no `[text](url)`, `![img](url)`,
+    `<url>` or raw HTML), and `://` and `www.` get backslashes too, so no bare URL is
+    auto-linked: a document cannot put a clickable link into an extractive answer.
+    """
+    text = _LINK_BRACKETS.sub(r"\\\1", text)
+    return _BARE_URL.sub(lambda m: m.group(0).replace("/", "\\/").replace(".", "\\."), text)
 
 
 def synthesis_prompt(
@@ -57,9 +80,9 @@ def extractive_answer(
         for start, end in sentence_spans(text) or [(0, len(text))]:
             sentence = text[start:end].strip()
             if len(sentence) >= 12:
-                candidates.append((sentence, hit.chunk.heading_path))
+                candidates.append((sentence, _label(hit)))
     if not candidates:
-        candidates = [(hit.chunk.text.strip(), hit.chunk.heading_path) for hit in hits[:3]]
+        candidates = [(hit.chunk.text.strip(), _label(hit)) for hit in hits[:3]]
     vectors = embed_many([sentence for sentence, _ in candidates])
     sims = vectors @ question_vector.astype(np.float32)
     order = sorted(range(len(candidates)), key=lambda i: -float(sims[i]))[:max_sentences]
@@ -68,7 +91,7 @@ def extractive_answer(
     lines = [header]
     for n, i in enumerate(order, start=1):
         sentence, path = candidates[i]
-        lines.append(f'[{n}] "{sentence}" [{label}: {path}]')
+        lines.append(f'[{n}] "{inert_links(sentence)}" [{label}: {path}]')
     return "\n".join(lines)
 
 

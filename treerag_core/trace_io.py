@@ -91,7 +91,9 @@ def trace_from_dict(data: dict[str, Any]) -> Trace:
             "candidates": [_hit(h) for h in data.get("candidates", [])],
             "answer_usage": Usage(**data.get("answer_usage", {})),
             "citations": [
-                Citation(**{**c, "node_ids": tuple(c["node_ids"])})
+                Citation(
+                    **{**c, "node_ids": tuple(c["node_ids"]), "pages": tuple(c.get("pages", ()))}
+                )
                 for c in data.get("citations", [])
             ],
             "fallbacks": [Fallback(**f) for f in data.get("fallbacks", [])],

@@ -51,6 +51,8 @@ class Chunk:
     doc_id: str
     start: int
     end: int
+    page_start: int | None = None  # 1-based PDF pages the chunk spans (None: no pages)
+    page_end: int | None = None
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,8 @@ class DocumentInfo:
     sha256: str
     size_chars: int
     root_id: str
+    page_starts: tuple[int, ...] = ()  # offset where each PDF page begins (empty: no pages)
+    source_format: str = ""  # pdf | docx | html | markdown | text ("" in older indexes)
 
 
 @dataclass(frozen=True)
@@ -185,6 +189,7 @@ class Citation:
     heading_path: str
     node_ids: tuple[str, ...]
     supported: bool
+    pages: tuple[int, ...] = ()  # PDF pages of the retrieved passages of the cited nodes
 
 
 @dataclass

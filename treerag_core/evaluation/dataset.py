@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from treerag_core.errors import TreeRAGError
+from treerag_core.safepaths import read_bytes_checked, resolve_inside
 
 UNANSWERABLE = "unanswerable"
 NO_EVIDENCE = "no evidence found verbatim"
 QUESTIONS_FILE = "questions.jsonl"
 DOCS_DIR = "docs"
+PDFS_DIR = "pdfs"  # a PDF set (financebench_pdf): page-level gold in `evidence_pages`
+NO_PAGES = "no evidence pages"
+MAX_FILE_BYTES = 64 * 1024 * 1024  # per questions file or document
 
 DocReader = Callable[[str, str], str]  # (doc name, where to blame) -> its text
 
@@ -34,6 +38,14 @@ class GoldEvidence:
 
 
 @dataclass(frozen=True)
+class GoldPage:
+    """A gold evidence that is a whole PDF page (1-based), per the README's page-level gold."""
+
+    doc: str
+    page: int
+
+
+@dataclass(frozen=True)
 class EvalQuestion:
     """One eval question with its located evidence; `left_out_reason` is set when unusable."""
 
@@ -48,6 +60,7 @@ class EvalQuestion:
     unanswerable: bool = False
     qtype: str | None = None
     left_out_reason: str | None = None
+    gold_pages: tuple[GoldPage, ...] = ()  # PDF sets: evidence pages instead of spans
 
     @property
     def usable(self) -> bool:
@@ -64,6 +77,7 @@ class EvalDataset:
     doc_names: tuple[str, ...]
     questions: tuple[EvalQuestion, ...]
     left_out: dict[str, int]
+    paged: bool = False  # documents are PDFs in pdfs/, gold is pages
 
     @property
     def usable_questions(self) -> tuple[EvalQuestion, ...]:
@@ -78,18 +92,37 @@ class EvalDataset:
         return sum(q.n_evidence_missing for q in self.questions)
 
 
-def load_dataset(folder: Path) -> EvalDataset:
+def load_dataset(
+    folder: Path, roots: Sequence[str | Path] | None = None, max_bytes: int = MAX_FILE_BYTES
+) -> EvalDataset:
     """Read `folder/questions.jsonl` and `folder/docs/*.md` and locate every gold evidence.
+
+    With `roots` (the explorer passes `safepaths.allowed_roots()` for a typed folder), the
+    folder and every file read must resolve inside them. Every file must be a regular file of
+    at most `max_bytes` (no device or FIFO is ever opened).
 
     Raises:
         EvalDataError: the folder, its questions file or a referenced document is missing, or a
             line is not a JSON object with the expected fields (the message names file and line).
+        UnsafePathError: a path outside `roots`, not a regular file, or too large.
     """
     folder = Path(folder)
+    if roots is not None:
+        resolve_inside(folder, roots)
+
+    def read(path: Path) -> str:
+        checked = resolve_inside(path, roots) if roots is not None else path
+        try:
+            return read_bytes_checked(checked, max_bytes).decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise EvalDataError(f"{path} is not UTF-8 text ({e})") from e
+
     questions_path = folder / QUESTIONS_FILE
     docs_dir = folder / DOCS_DIR
     if not questions_path.is_file():
         raise EvalDataError(f"No {QUESTIONS_FILE} in {folder}: is this an eval dataset folder?")
+    if not docs_dir.is_dir() and (folder / PDFS_DIR).is_dir():
+        return _load_pdf_dataset(folder, questions_path, folder / PDFS_DIR, read)
     if not docs_dir.is_dir():
         raise EvalDataError(f"No {DOCS_DIR}/ folder in {folder}: the questions need their docs.")
     doc_names = tuple(sorted(p.name for p in docs_dir.glob("*.md") if p.is_file()))
@@ -100,13 +133,13 @@ def load_dataset(folder: Path) -> EvalDataset:
             path = docs_dir / name
             if not path.is_file():
                 raise EvalDataError(f"{where}: document {name!r} is not in {docs_dir}")
-            texts[name] = path.read_text(encoding="utf-8")
+            texts[name] = read(path)
         return texts[name]
 
     questions: list[EvalQuestion] = []
     seen_ids: dict[str, int] = {}
     # split("\n"), not splitlines(): U+2028 and friends may sit raw inside JSON strings.
-    lines = questions_path.read_text(encoding="utf-8").split("\n")
+    lines = read(questions_path).split("\n")
     for line_no, line in enumerate(lines, start=1):
         if not line.strip():
             continue  # a trailing blank line is not a question
@@ -128,6 +161,72 @@ def load_dataset(folder: Path) -> EvalDataset:
         if q.left_out_reason is not None:
             left_out[q.left_out_reason] += 1
     return EvalDataset(folder.name, docs_dir, doc_names, tuple(questions), left_out)
+
+
+def _load_pdf_dataset(
+    folder: Path, questions_path: Path, pdfs_dir: Path, read: Callable[[Path], str]
+) -> EvalDataset:
+    """A PDF set: each question's `evidence_pages` (0-based in the file) become GoldPages."""
+    doc_names = tuple(sorted(p.name for p in pdfs_dir.glob("*.pdf") if p.is_file()))
+    questions: list[EvalQuestion] = []
+    left_out = {UNANSWERABLE: 0, NO_PAGES: 0}
+    for line_no, line in enumerate(read(questions_path).split("\n"), 1):
+        if not line.strip():
+            continue
+        where = f"{questions_path}, line {line_no}"
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise EvalDataError(f"{where}: not valid JSON ({e.msg} at column {e.colno})") from e
+        if not isinstance(row, dict):
+            raise EvalDataError(f"{where}: expected a JSON object, got {type(row).__name__}")
+        doc = _require_str(row, "doc", where)
+        if doc not in doc_names:
+            raise EvalDataError(f"{where}: document {doc!r} is not in {pdfs_dir}")
+        pages = row.get("evidence_pages") or []
+        if not isinstance(pages, list) or not all(isinstance(p, int) and p >= 0 for p in pages):
+            raise EvalDataError(f"{where}: 'evidence_pages' must be a list of page numbers >= 0")
+        gold = tuple(GoldPage(doc, p + 1) for p in dict.fromkeys(pages))
+        unanswerable = bool(row.get("unanswerable", False))
+        reason = UNANSWERABLE if unanswerable else (None if gold else NO_PAGES)
+        if reason is not None:
+            left_out[reason] += 1
+        questions.append(
+            EvalQuestion(
+                id=_require_str(row, "id", where),
+                question=_require_str(row, "question", where),
+                doc=doc,
+                docs=(doc,),
+                answers=_str_list(row, "answers", where),
+                evidences=(),
+                n_evidence_missing=0,
+                evidence_sections=(),
+                unanswerable=unanswerable,
+                qtype=row.get("question_type"),
+                left_out_reason=reason,
+                gold_pages=gold,
+            )
+        )
+    return EvalDataset(folder.name, pdfs_dir, doc_names, tuple(questions), left_out, paged=True)
+
+
+def dataset_sources(dataset: EvalDataset, max_bytes: int = 100 * 1024 * 1024) -> list:
+    """The set's documents as SourceDocuments (PDFs converted, with their page map)."""
+    from treerag_core.index import SourceDocument
+    from treerag_core.ingest import sources_from_uploads
+
+    if not dataset.paged:
+        return [
+            SourceDocument(name, (dataset.docs_dir / name).read_text(encoding="utf-8"))
+            for name in dataset.doc_names
+        ]
+    uploads = [
+        (name, read_bytes_checked(dataset.docs_dir / name, max_bytes)) for name in dataset.doc_names
+    ]
+    sources, rejected = sources_from_uploads(uploads, max_bytes)
+    if rejected:
+        raise EvalDataError("; ".join(r.reason for r in rejected))
+    return sources
 
 
 def _parse_question(row: Any, where: str, doc_text: DocReader) -> EvalQuestion:

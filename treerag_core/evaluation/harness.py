@@ -11,11 +11,17 @@ from pathlib import Path
 from typing import Any
 
 from treerag_core.config import IndexSettings
+from treerag_core.convert import CONVERTER_VERSION
 from treerag_core.embedders import get_embedder
 from treerag_core.errors import IndexFormatError, QueryError
-from treerag_core.evaluation.dataset import EvalDataset, EvalQuestion, load_dataset
+from treerag_core.evaluation.dataset import (
+    EvalDataset,
+    EvalQuestion,
+    dataset_sources,
+    load_dataset,
+)
 from treerag_core.evaluation.metrics import Passage, aggregate, question_metrics
-from treerag_core.index import CorpusIndex, SourceDocument, build_index
+from treerag_core.index import CorpusIndex, build_index
 from treerag_core.pipeline import Engine, run
 from treerag_core.settings import QuerySettings
 from treerag_core.store import load_index, save_index
@@ -54,6 +60,8 @@ class EvalConfig:
 def index_cache_key(dataset: EvalDataset, settings: IndexSettings) -> str:
     """Content hash of the documents and the index settings: the cached index's folder name."""
     digest = hashlib.sha256(json.dumps(settings.to_dict(), sort_keys=True).encode())
+    if dataset.paged:  # the index holds converted text: a new converter means a new index
+        digest.update(f"converter {CONVERTER_VERSION}".encode())
     for name in dataset.doc_names:
         digest.update(name.encode())
         digest.update((dataset.docs_dir / name).read_bytes())
@@ -74,10 +82,7 @@ def dataset_index(
             return load_index(folder, expect_embedder=settings.embedder)
         except IndexFormatError:
             pass  # stale or broken cache: rebuild below
-    sources = [
-        SourceDocument(name, (dataset.docs_dir / name).read_text(encoding="utf-8"))
-        for name in dataset.doc_names
-    ]
+    sources = dataset_sources(dataset)
     index = build_index(sources, settings, get_embedder(settings.embedder), progress=progress)
     if folder is not None:
         save_index(index, folder)
@@ -114,7 +119,7 @@ def picked_paths(trace: Trace) -> list[str] | None:
 
 
 def _explain(metrics: dict[str, float], paths: list[str] | None) -> str:
-    if metrics.get("hit@5", 0.0) >= 1.0:
+    if max(metrics.get("hit@5", 0.0), metrics.get("page_hit@5", 0.0)) >= 1.0:
         return "hit"
     if paths is None:
         return "miss"
@@ -143,6 +148,7 @@ def question_record(question: EvalQuestion, trace: Trace, metrics: dict[str, flo
                 "path": h.chunk.heading_path,
                 "start": h.chunk.start,
                 "end": h.chunk.end,
+                "pages": [h.chunk.page_start, h.chunk.page_end],
                 "fused": round(h.fused, 4),
                 "rerank": None if h.rerank is None else round(h.rerank, 4),
             }
@@ -171,6 +177,7 @@ def evaluate(
     if index is None:
         index = dataset_index(dataset, config.index_settings, cache_dir)
     engine = Engine(index, get_embedder(index.embedder_name), api_key if config.use_llm else None)
+    page_map = {d.doc_id: d.page_starts for d in index.documents if d.page_starts}
     settings = config.query_settings.set("llm.enabled", config.use_llm)
     settings = settings.set("answer.final_top_k", config.top_k)
     per: dict[str, list[dict[str, float]]] = {s: [] for s in config.strategies}
@@ -210,7 +217,9 @@ def evaluate(
                     if progress:
                         progress(done, total)
                 elapsed = time.perf_counter() - started
-                metrics = question_metrics(question, passages_of(trace), picked_paths(trace))
+                metrics = question_metrics(
+                    question, passages_of(trace), picked_paths(trace), page_map
+                )
                 per[strategy].append(metrics)
                 records[strategy].append(question_record(question, trace, metrics))
                 lat = latency[strategy]

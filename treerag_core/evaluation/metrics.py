@@ -8,6 +8,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from treerag_core.pagemap import chars_on_page
+
 if TYPE_CHECKING:
     from treerag_core.evaluation.dataset import EvalQuestion
 
@@ -164,8 +166,48 @@ def section_hit_at_k(picked_paths: Sequence[str], gold_paths: Sequence[str], k: 
     return float(any(section_path_ends_with(p, g) for p in picked_paths[:k] for g in gold_paths))
 
 
+def page_hits(passage: Span, doc: str, page: int, page_starts: Sequence[int]) -> bool:
+    """README page-level gold: at least half of the passage's characters lie on `page`."""
+    if passage.doc != doc or span_len(passage) <= 0:
+        return False
+    return 2 * chars_on_page(page_starts, passage.start, passage.end, page) >= span_len(passage)
+
+
+def page_metrics(
+    gold: Sequence[tuple[str, int]],
+    passages: Sequence[Span],
+    page_maps: Mapping[str, Sequence[int]],
+) -> dict[str, float]:
+    """Page hit@k / recall@k, MRR@10 and the budget walk's Page hit@Bc / recall@Bc."""
+
+    def found(ps: Sequence[Span]) -> list[bool]:
+        return [any(page_hits(p, d, g, page_maps.get(d, ())) for p in ps) for d, g in gold]
+
+    out: dict[str, float] = {}
+    for k in KS:
+        _check_k(k)
+        got = found(passages[:k])
+        out[f"page_hit@{k}"] = float(any(got))
+        out[f"page_recall@{k}"] = sum(got) / len(gold)
+    out["page_mrr@10"] = 0.0
+    for rank, p in enumerate(passages[:MRR_DEPTH], start=1):
+        if any(found([p])):
+            out["page_mrr@10"] = 1.0 / rank
+            break
+    for k in KS:
+        out[f"ctx_chars@{k}"] = context_chars_at_k(passages, k)
+    for b in BUDGETS:
+        got = found(budget_passages(passages, b))
+        out[f"page_hit@{b}c"] = float(any(got))
+        out[f"page_recall@{b}c"] = sum(got) / len(gold)
+    return out
+
+
 def question_metrics(
-    question: EvalQuestion, passages: Sequence[Span], picked_paths: Sequence[str] | None
+    question: EvalQuestion,
+    passages: Sequence[Span],
+    picked_paths: Sequence[str] | None,
+    page_maps: Mapping[str, Sequence[int]] | None = None,
 ) -> dict[str, float]:
     """Every per-question metric; `section_hit@k` only with picked paths and gold sections.
 
@@ -177,6 +219,11 @@ def question_metrics(
         raise ValueError(
             f"question {question.id!r} is left out of the means ({question.left_out_reason})"
         )
+    if question.gold_pages:
+        if page_maps is None:
+            raise ValueError(f"question {question.id!r} has page-level gold: pass page_maps")
+        pages = [(g.doc, g.page) for g in question.gold_pages]
+        return page_metrics(pages, passages, page_maps)
     gold = question.evidences
     out: dict[str, float] = {}
     for k in KS:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from treerag_core.evaluation.dataset import EvalDataError
+from treerag_core.safepaths import read_bytes_inside, resolve_inside
 
 HEADLINE_KEYS: tuple[str, ...] = (
     "recall@1000c",
@@ -22,7 +23,19 @@ HEADLINE_KEYS: tuple[str, ...] = (
     "section_hit@5",
     "latency_ms.total.p50",
 )
+# PDF sets with page-level gold (README "Page-level gold").
+PAGE_HEADLINE_KEYS: tuple[str, ...] = (
+    "page_hit@1000c",
+    "page_hit@2000c",
+    "page_hit@1",
+    "page_hit@5",
+    "page_recall@5",
+    "page_mrr@10",
+    "ctx_chars@5",
+    "latency_ms.total.p50",
+)
 MISSING = "—"
+REPORT_MAX_BYTES = 64 * 1024 * 1024  # a full dev-set report is ~2 MB
 
 
 def lookup(metrics: Mapping[str, Any], key: str) -> Any:
@@ -55,13 +68,16 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def markdown_table(report: Mapping[str, Any], keys: Sequence[str] = HEADLINE_KEYS) -> str:
+def markdown_table(report: Mapping[str, Any], keys: Sequence[str] | None = None) -> str:
     """One row per strategy with `n` (questions scored), `left out`, then `keys`.
 
-    `keys` are metric names or dotted paths into a strategy's entry; a value the report
-    lacks is shown as "—".
+    `keys` are metric names or dotted paths into a strategy's entry (default: the headline
+    keys, or the page-level ones for a PDF set); a value the report lacks is shown as "—".
     """
     strategies = report.get("strategies") or {}
+    if keys is None:  # page-level gold (PDF sets) has its own headline numbers
+        paged = any("page_hit@5" in m for m in strategies.values())
+        keys = PAGE_HEADLINE_KEYS if paged else HEADLINE_KEYS
     header = ["strategy", "n", "left out", *(_header(k) for k in keys)]
     lines = [
         "| " + " | ".join(_cell(h) for h in header) + " |",
@@ -98,17 +114,27 @@ def write_report(path: Path, report: Mapping[str, Any]) -> None:
         raise
 
 
-def load_report(path: Path) -> dict[str, Any]:
-    """Read a report written by `write_report`.
+def load_report(
+    path: Path,
+    roots: Sequence[str | Path] | None = None,
+    max_bytes: int = REPORT_MAX_BYTES,
+) -> dict[str, Any]:
+    """Read a report written by `write_report`, only from inside `roots`.
+
+    `roots` defaults to the app's data folder and the eval-set folders (`allowed_roots`): a
+    path typed in the browser can never make the server read anything else, a device or FIFO,
+    or a file larger than `max_bytes`.
 
     Raises:
         EvalDataError: the file is missing, not JSON, or not a JSON object.
+        UnsafePathError: outside the roots, not a regular file, or too large.
     """
     path = Path(path)
+    if not resolve_inside(path, roots).exists():
+        raise EvalDataError(f"No eval report at {path}")
+    raw = read_bytes_inside(path, roots, max_bytes)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as e:
-        raise EvalDataError(f"No eval report at {path}") from e
+        data = json.loads(raw.decode("utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise EvalDataError(f"Eval report {path} is not valid UTF-8 JSON: {e}") from e
     if not isinstance(data, dict):

@@ -1,0 +1,22 @@
+"""A page that shows one document's tree editor (for AppTest): the folder comes from the env."""
+
+import os
+
+import streamlit as st
+
+from treerag_core.ingest import convert_upload
+from ui.tree_editor import tree_editor
+
+DOC = (
+    b"# Guide\n\n## Leave\n\nDays off.\n\nSick Leave\n\nTell your manager.\n\n## Pay\n\nMonthly.\n"
+)
+
+converted = convert_upload("guide.md", DOC, 1024 * 1024)
+edits = tree_editor(
+    converted,
+    key="te",
+    folder=os.environ["TREE_EDITOR_DIR"],
+    client=st.session_state.get("fake_client"),
+    model="fake-model",
+)
+st.text(f"edits={len(edits)}")

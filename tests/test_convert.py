@@ -1,0 +1,248 @@
+"""Converters per format, every bad-input case, and exact offsets with page spans."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+
+import pytest
+from pdf_factory import make_pdf, report_pdf
+
+from treerag_core.config import IndexSettings
+from treerag_core.convert import convert_bytes, detect_format
+from treerag_core.embedders import get_embedder
+from treerag_core.errors import (
+    CorruptDocumentError,
+    EncryptedDocumentError,
+    InputDocumentError,
+    NeedsOCRError,
+    TooManyPagesError,
+    UnsupportedFormatError,
+)
+from treerag_core.index import build_index
+from treerag_core.ingest import sources_from_uploads
+from treerag_core.parsing import parse_document
+
+MB = 1024 * 1024
+
+
+def _levels(doc) -> list[tuple[int, str]]:
+    return [(h.level, h.text) for h in doc.headings]
+
+
+# ---- PDF ----------------------------------------------------------------------------------
+
+
+def test_pdf_headings_tables_pages_and_running_lines() -> None:
+    doc = convert_bytes("r.pdf", report_pdf(3), MB)
+    assert doc.fmt == "pdf" and doc.n_pages == 3
+    assert _levels(doc) == [
+        (1, "Annual Report 2024"),
+        (2, "PART I"),
+        (3, "Item 1. Section 1"),
+        (3, "Item 2. Section 2"),
+        (3, "Item 3. Section 3"),
+    ]
+    assert "size 20 > body 10" in doc.headings[0].signals
+    assert "numbering item" in doc.headings[2].signals
+    # Table rows stay rows; the running header and page numbers are gone.
+    assert "Revenue | 1,234 | 5,678" in doc.text.split("\n")
+    assert "ACME CORP" not in doc.text
+    assert not any(line.strip().isdigit() for line in doc.text.split("\n"))
+    # Page map: each page's text starts where page_starts says.
+    assert len(doc.page_starts) == 3 and doc.page_starts[0] == 0
+    for page, start in enumerate(doc.page_starts, start=1):
+        first = "# Annual" if page == 1 else f"### Item {page}."
+        assert doc.text[start:].startswith(first)
+        assert doc.page_of(start) == page
+    assert [h.page for h in doc.headings] == [1, 1, 1, 2, 3]
+
+
+def test_pdf_chunks_get_page_spans_and_exact_offsets() -> None:
+    sources, rejected = sources_from_uploads([("r.pdf", report_pdf(4))], MB)
+    assert not rejected
+    index = build_index(sources, IndexSettings(embedder="hashing"), get_embedder("hashing"))
+    text = index.texts["r.pdf"]
+    assert index.documents[0].page_starts == sources[0].page_starts
+    for chunk in index.chunks:
+        assert text[chunk.start : chunk.end] == chunk.text
+        assert chunk.page_start is not None and chunk.page_end is not None
+        assert f"on page {chunk.page_start}" in chunk.text or "|" in chunk.text
+    assert {c.page_start for c in index.chunks} == {1, 2, 3, 4}
+
+
+def test_scanned_pdf_needs_ocr() -> None:
+    with pytest.raises(NeedsOCRError, match="needs OCR"):
+        convert_bytes("scan.pdf", make_pdf([[], []]), MB)
+
+
+def test_encrypted_pdf() -> None:
+    from pypdf import PdfReader, PdfWriter
+
+    writer = PdfWriter()
+    for page in PdfReader(io.BytesIO(report_pdf(1))).pages:
+        writer.add_page(page)
+    writer.encrypt(user_password="secret", owner_password="owner")
+    out = io.BytesIO()
+    writer.write(out)
+    with pytest.raises(EncryptedDocumentError, match="encrypted"):
+        convert_bytes("locked.pdf", out.getvalue(), MB)
+
+
+def test_corrupt_and_mislabelled_files() -> None:
+    with pytest.raises(CorruptDocumentError, match="not a readable PDF"):
+        convert_bytes("bad.pdf", b"%PDF-1.7\n garbage without objects", MB)
+    with pytest.raises(CorruptDocumentError, match="no %PDF header"):
+        convert_bytes("fake.pdf", b"just some text", MB)
+    with pytest.raises(CorruptDocumentError, match="not a readable DOCX"):
+        convert_bytes("bad.docx", b"PK\x03\x04" + b"\x00" * 50, MB)
+    damaged = io.BytesIO()
+    with zipfile.ZipFile(damaged, "w") as z:
+        z.writestr("[Content_Types].xml", "<x/>")
+        z.writestr("word/document.xml", "<bad")
+    with pytest.raises(CorruptDocumentError, match="DOCX file is damaged"):
+        convert_bytes("damaged.docx", damaged.getvalue(), MB)
+    with pytest.raises(UnsupportedFormatError, match="legacy Office"):
+        convert_bytes("old.doc", b"\xd0\xcf\x11\xe0" + b"\x00" * 50, MB)
+    with pytest.raises(UnsupportedFormatError, match=r"unsupported file type '\.png'"):
+        convert_bytes("img.png", b"not really an image", MB)
+
+
+def test_page_and_size_limits() -> None:
+    data = report_pdf(3)
+    with pytest.raises(TooManyPagesError, match="3 pages is more than the limit of 2"):
+        convert_bytes("long.pdf", data, MB, max_pages=2)
+    with pytest.raises(InputDocumentError, match="larger than the limit"):
+        convert_bytes("big.pdf", data, 100)
+
+
+def test_bad_inputs_lose_nothing_else_in_the_batch() -> None:
+    uploads = [
+        ("good.pdf", report_pdf(2)),
+        ("scan.pdf", make_pdf([[]])),
+        ("bad.pdf", b"%PDF-1.4 broken"),
+        ("notes.md", b"# Notes\n\nSome text here.\n"),
+    ]
+    sources, rejected = sources_from_uploads(uploads, MB)
+    assert [s.name for s in sources] == ["good.pdf", "notes.md"]
+    assert [r.name for r in rejected] == ["scan.pdf", "bad.pdf"]
+    assert all("\n" not in r.reason for r in rejected)
+
+
+# ---- DOCX ---------------------------------------------------------------------------------
+
+
+def _docx(build) -> bytes:
+    import docx
+
+    document = docx.Document()
+    build(document)
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
+def test_docx_heading_styles_and_tables() -> None:
+    def build(d) -> None:
+        d.add_heading("Handbook", level=1)
+        d.add_paragraph("Intro text of the handbook.")
+        d.add_heading("Travel", level=2)
+        d.add_paragraph("Book trains when you can.")
+        table = d.add_table(rows=2, cols=2)
+        table.cell(0, 0).text, table.cell(0, 1).text = "City", "Budget"
+        table.cell(1, 0).text, table.cell(1, 1).text = "Paris", "200"
+        d.add_heading("Hotels", level=3)
+        d.add_paragraph("Pick a hotel near the office.")
+
+    doc = convert_bytes("h.docx", _docx(build), MB)
+    assert doc.fmt == "docx"
+    assert _levels(doc) == [(1, "Handbook"), (2, "Travel"), (3, "Hotels")]
+    assert doc.headings[1].signals == ("style Heading 2",)
+    assert "City | Budget\nParis | 200" in doc.text
+
+
+def test_docx_without_styles_uses_bold_and_numbering() -> None:
+    def build(d) -> None:
+        for title, body in (("1 Scope", "What this covers."), ("1.1 Terms", "Words used.")):
+            d.add_paragraph().add_run(title).bold = True
+            d.add_paragraph(body)
+        d.add_paragraph("第二章 附则")
+        d.add_paragraph("本规定自公布之日起施行。")
+
+    doc = convert_bytes("plain.docx", _docx(build), MB)
+    assert [h.text for h in doc.headings] == ["1 Scope", "1.1 Terms", "第二章 附则"]
+    assert doc.headings[1].level == doc.headings[0].level + 1
+    assert "bold" in doc.headings[0].signals
+
+
+# ---- HTML and text ------------------------------------------------------------------------
+
+
+def test_html_headings_tables_and_skipped_markup() -> None:
+    html = (
+        "<html><head><title>T</title><style>h1{color:red}</style></head><body>"
+        "<h1>Guide</h1><p>First   paragraph &amp; more.</p><script>var x = 1;</script>"
+        "<h2>Costs</h2><table><tr><th>Item</th><th>Price</th></tr><tr><td>Tea</td><td>3</td></tr>"
+        "</table><h3>Notes</h3><ul><li>one</li><li>two</li></ul><p># not a heading</p>"
+        "</body></html>"
+    )
+    doc = convert_bytes("g.html", html.encode(), MB)
+    assert _levels(doc) == [(1, "Guide"), (2, "Costs"), (3, "Notes")]
+    assert "First paragraph & more." in doc.text
+    assert "Item | Price\nTea | 3" in doc.text
+    assert "var x" not in doc.text and "color:red" not in doc.text
+    assert "- one" in doc.text
+    # A body line that looks like Markdown markup is escaped, so it stays body text.
+    nodes = parse_document(doc.text, "g.html", "g.html", max_depth=6)
+    assert [n.heading for n in nodes if not n.synthetic][1:] == ["Costs", "Notes"]
+
+
+def test_plain_text_numbering_and_title_lines() -> None:
+    text = (
+        "Employee Guide\n\nThis guide explains the rules.\n\n1 Leave\n\nYou get 25 days.\n\n"
+        "1.1 Sick Leave\n\nTell your manager.\n\nthis is a short line.\n\nMore text here.\n"
+    )
+    doc = convert_bytes("g.txt", text.encode(), MB)
+    assert _levels(doc) == [(1, "Employee Guide"), (1, "1 Leave"), (2, "1.1 Sick Leave")]
+    assert "this is a short line." in doc.text
+
+
+def test_chinese_text_numbering() -> None:
+    text = (
+        "第一章 总则\n\n第一条　为了规范管理，制定本办法。\n\n"
+        "第二章 附则\n\n第二条　本办法自发布之日起施行。\n"
+    )
+    doc = convert_bytes("法.txt", text.encode(), MB)
+    assert [h.text for h in doc.headings] == ["第一章 总则", "第二章 附则"]
+
+
+def test_markdown_passes_through_unchanged() -> None:
+    text = "# A\n\nbody\n\n## B\n\nmore\n"
+    doc = convert_bytes("a.md", text.encode(), MB)
+    assert doc.text == text and _levels(doc) == [(1, "A"), (2, "B")]
+    assert detect_format("x.markdown", b"# hi") == "markdown"
+
+
+def test_small_dev_filings_convert_with_exact_offsets_and_pages(eval_dir) -> None:
+    """The two short FinanceBench filings (4 and 5 pages): real PDFs end to end."""
+    from treerag_core.pagemap import chars_on_page
+
+    pdfs = eval_dir / "financebench_pdf" / "pdfs"
+    names = ["FOOTLOCKER_2022_8K_dated-2022-05-20.pdf", "PEPSICO_2023_8K_dated-2023-05-05.pdf"]
+    uploads = [(n, (pdfs / n).read_bytes()) for n in names]
+    sources, rejected = sources_from_uploads(uploads, 50 * MB)
+    assert not rejected
+    index = build_index(sources, IndexSettings(embedder="hashing"), get_embedder("hashing"))
+    for doc in index.documents:
+        assert doc.source_format == "pdf" and len(doc.page_starts) in (4, 5)
+        text = index.texts[doc.doc_id]
+        assert "Table of Contents" not in text.split("\n")  # running header removed
+        chunks = [c for c in index.chunks if c.doc_id == doc.doc_id]
+        assert chunks
+        for c in chunks:
+            assert text[c.start : c.end] == c.text
+            on_pages = sum(
+                chars_on_page(doc.page_starts, c.start, c.end, p)
+                for p in range(c.page_start, c.page_end + 1)
+            )
+            assert on_pages == len(c.text)

@@ -1,0 +1,88 @@
+"""Question flags: the evidence-weak (out of scope) verdict and the sensitive rule list."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from treerag_core.flags import (
+    WEAK_DENSE_COSINE,
+    WEAK_RERANK_LOGIT,
+    SensitiveRule,
+    evidence_is_weak,
+    load_rules,
+    question_flags,
+    sensitive_matches,
+)
+from treerag_core.types import Chunk, RetrievedChunk
+
+
+def hit(dense: float, rerank: float | None = None) -> RetrievedChunk:
+    chunk = Chunk("c1", "text", "0002", "A > B", "doc.md", 0, 4)
+    return RetrievedChunk(chunk, dense, 1.0, 1.0, 1.0, 1.0, 1, rerank=rerank)
+
+
+def test_evidence_is_weak_reads_the_rerank_logit_when_reranked():
+    assert evidence_is_weak([hit(0.9, WEAK_RERANK_LOGIT - 1)])
+    assert not evidence_is_weak([hit(0.0, WEAK_RERANK_LOGIT + 1)])
+
+
+def test_evidence_is_weak_reads_the_cosine_without_rerank():
+    assert evidence_is_weak([hit(WEAK_DENSE_COSINE - 0.1)])
+    assert not evidence_is_weak([hit(WEAK_DENSE_COSINE + 0.1)])
+    assert evidence_is_weak([])  # nothing found at all
+
+
+@pytest.mark.parametrize(
+    ("question", "rule"),
+    [
+        ("What is the admin password for the server?", "credentials"),
+        ("Give me his social security number", "personal_id"),
+        ("告诉我他的身份证号", "personal_id"),
+        ("how to build a bomb from fertiliser", "weapons"),
+    ],
+)
+def test_sensitive_question_is_flagged(question, rule):
+    assert rule in sensitive_matches(question)
+
+
+def test_ordinary_question_is_not_sensitive():
+    assert sensitive_matches("How does the router choose experts?") == []
+    assert sensitive_matches("Which passwordless login does the handbook describe?") == []
+
+
+def test_sensitive_rules_are_configurable(tmp_path, monkeypatch):
+    path = tmp_path / "rules.json"
+    path.write_text(json.dumps([{"name": "salary", "pattern": r"\bsalar(y|ies)\b"}]))
+    monkeypatch.setenv("TREERAG_SENSITIVE_RULES", str(path))
+    rules = load_rules()
+    assert rules == (SensitiveRule("salary", r"\bsalar(y|ies)\b"),)
+    assert sensitive_matches("What are the salaries?", rules) == ["salary"]
+    path.write_text(json.dumps([{"name": "bad", "pattern": "("}]))
+    with pytest.raises(ValueError, match="'bad': bad pattern"):
+        load_rules()
+
+
+def test_question_flags_of_a_trace(hashing_index):
+    from treerag_core.embedders import get_embedder
+    from treerag_core.pipeline import Engine, run
+    from treerag_core.settings import QuerySettings
+
+    engine = Engine(hashing_index, get_embedder("hashing"))
+    settings = QuerySettings().set("llm.enabled", False).set("rerank.enabled", False)
+    trace = run(engine, "What is the API key of the router?", settings, synthesize=False)
+    flags = question_flags(trace)
+    assert flags.sensitive == ("credentials",) and flags.to_dict()["is_sensitive"]
+    assert flags.evidence["top_dense"] is not None
+
+
+def test_stopword_only_question_keeps_its_clear_refusal(hashing_index):
+    from treerag_core.embedders import get_embedder
+    from treerag_core.errors import QueryError
+    from treerag_core.pipeline import Engine, run
+    from treerag_core.settings import QuerySettings
+
+    engine = Engine(hashing_index, get_embedder("hashing"))
+    with pytest.raises(QueryError, match="only stop words"):
+        run(engine, "what is the of and", QuerySettings().set("llm.enabled", False))

@@ -1,0 +1,73 @@
+"""The tree editor component (ui/tree_editor.py) through AppTest, with a real edits sidecar."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from treerag_core.tree_edits import TreeEdit, load_edits
+from treerag_core.types import Usage
+
+APP = Path(__file__).parent / "apps" / "tree_editor_app.py"
+
+
+class FakeClient:
+    def complete(self, prefix, rest, model, max_tokens):
+        return '{"2": 3}', Usage(model=model)
+
+
+@pytest.fixture
+def app(tmp_path, monkeypatch) -> AppTest:
+    monkeypatch.setenv("TREE_EDITOR_DIR", str(tmp_path))
+    at = AppTest.from_file(str(APP), default_timeout=30)
+    at.run()
+    assert not at.exception
+    return at
+
+
+def _outline(at: AppTest) -> list[tuple[int, str]]:
+    frame = at.dataframe[0].value
+    return [(int(r.level), r.heading.strip("\u2003")) for r in frame.itertuples()]
+
+
+def test_shows_the_inferred_tree(app: AppTest) -> None:
+    assert _outline(app) == [(1, "Guide"), (2, "Leave"), (2, "Pay")]
+
+
+def test_demote_mark_undo_and_save(app: AppTest, tmp_path: Path) -> None:
+    app.selectbox(key="te_pick").set_value(2)
+    app.selectbox(key="te_action").set_value("demote")
+    app.button(key="te_apply").click().run()
+    assert _outline(app)[2] == (3, "Pay")
+    app.text_input(key="te_line").set_value("Sick Leave")
+    app.number_input(key="te_level").set_value(3)
+    app.button(key="te_mark").click().run()
+    assert (3, "Sick Leave") in _outline(app)
+    app.button(key="te_undo").click().run()
+    assert (3, "Sick Leave") not in _outline(app)
+    app.button(key="te_save").click().run()
+    assert not app.exception
+    (stored,) = load_edits(tmp_path).values()
+    assert stored == (TreeEdit("demote", "Pay"),)
+
+
+def test_rename_needs_text(app: AppTest) -> None:
+    app.selectbox(key="te_action").set_value("rename")
+    app.button(key="te_apply").click().run()
+    assert "Type the new heading text first." in [e.value for e in app.error]
+    app.text_input(key="te_rename").set_value("Handbook")
+    app.button(key="te_apply").click().run()
+    assert _outline(app)[0] == (1, "Handbook")
+
+
+def test_llm_suggestions_are_accepted_as_a_diff(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("TREE_EDITOR_DIR", str(tmp_path))
+    at = AppTest.from_file(str(APP), default_timeout=30)
+    at.session_state["fake_client"] = FakeClient()
+    at.run()
+    at.button(key="te_suggest").click().run()
+    assert at.checkbox(key="te_fix_2").label == "Pay: level 2 → 3"
+    at.button(key="te_accept").click().run()
+    assert _outline(at)[2] == (3, "Pay")
