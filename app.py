@@ -1,10 +1,11 @@
-"""TreeRAG Explorer: page config and navigation; the pages live in pages/."""
+"""TreeRAG Explorer: page config and navigation; the pages live in pages/, their parts in ui/."""
 
 from __future__ import annotations
 
 import streamlit as st
 
-from pages import state
+from ui.query_controls import WIDGET_DEFAULTS
+from ui.session import init_session
 
 st.set_page_config(
     page_title="TreeRAG Explorer",
@@ -12,7 +13,7 @@ st.set_page_config(
     layout="wide",
     initial_sidebar_state="expanded",
 )
-state.init_session()
+init_session(WIDGET_DEFAULTS)
 
 ASK = st.Page("pages/ask.py", title="Ask", icon=":material/forum:", default=True)
 DOCUMENTS = st.Page("pages/documents.py", title="Documents", icon=":material/description:")

@@ -89,14 +89,14 @@ def test_good_files_go_in_and_bad_files_are_reported(app_env):
         index.leaf_rows(leaf.node_id)
     )
     # Saved in this session's own workspace folder.
-    folder = app_env / "workspaces" / at.session_state["workspace_id"] / "index"
+    folder = app_env / "workspaces" / at.session_state["ws_id"] / "index"
     assert (folder / "manifest.json").is_file()
 
 
 def test_workspaces_are_private_to_a_session():
     first = upload(documents_page(), ("mine.md", PAPER))
     second = documents_page()
-    assert first.session_state["workspace_id"] != second.session_state["workspace_id"]
+    assert first.session_state["ws_id"] != second.session_state["ws_id"]
     assert second.session_state["ws_index"] is None
     assert not any("mine.md" in m.value for m in second.markdown)
 
@@ -157,14 +157,14 @@ def test_uploaded_corpus_is_queryable_on_the_ask_page():
     at = upload(documents_page(), ("paper.md", PAPER))
     at.switch_page("pages/ask.py").run()
     at.radio(key="qs_corpus").set_value("uploads").run()
-    at.text_input(key="question").input("How many epochs was the model trained for?")
+    at.text_input(key="ask_question").input("How many epochs was the model trained for?")
     at.button[0].click()
     at.run()
     assert not at.exception, at.exception
-    trace = at.session_state["trace"]
+    trace = at.session_state["ask_trace"]
     index = at.session_state["ws_index"]
     assert all(leaf.node_id in index.nodes for leaf in trace.locate.leaves)
-    assert at.session_state["trace_corpus"].startswith("ws:")
+    assert at.session_state["ask_trace_corpus"].startswith("ws:")
 
 
 def test_copy_the_samples_into_the_workspace():

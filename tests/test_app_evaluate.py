@@ -13,11 +13,11 @@ import pytest
 from streamlit.dataframe_util import convert_arrow_bytes_to_pandas_df
 from streamlit.testing.v1 import AppTest
 
-from pages.widgets import PALETTE
 from treerag_core.config import IndexSettings
 from treerag_core.evaluation.dataset import load_dataset
 from treerag_core.evaluation.harness import dataset_index, oracle_leaves
 from treerag_core.evaluation.report import load_report, write_report
+from ui.tree_graph import PALETTE
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
 QASPER = Path(__file__).resolve().parents[2] / "shared" / "eval" / "qasper"
@@ -70,7 +70,7 @@ def ran(qasper) -> AppTest:
 @pytest.fixture(scope="module")
 def saved_report(ran, app_env) -> Path:
     path = app_env / "my-reports" / "qasper-run.json"  # reports load only from the app's folders
-    write_report(path, ran.session_state["eval_report"])
+    write_report(path, ran.session_state["ev_report"])
     return path
 
 
@@ -124,7 +124,7 @@ def test_page_renders_before_any_run(qasper):
 
 
 def test_limited_run_fills_the_metric_table_with_the_reports_numbers(ran):
-    report = ran.session_state["eval_report"]
+    report = ran.session_state["ev_report"]
     show(ran, "Metrics")
     assert report["dataset"] == "qasper" and report["scope"] == "doc"
     frame = table(ran, "recall@1000c")
@@ -160,7 +160,7 @@ def chart_frame(at: AppTest) -> pd.DataFrame:
 
 
 def test_curve_chart_plots_each_strategy_at_k_1_3_5_10(ran):
-    report = ran.session_state["eval_report"]
+    report = ran.session_state["ev_report"]
     show(ran, "Metrics")
     for family in ("hit", "recall"):  # ends on the default, for the other tests
         ran.radio(key="ev_curve").set_value(family).run()
@@ -174,7 +174,7 @@ def test_curve_chart_plots_each_strategy_at_k_1_3_5_10(ran):
 
 
 def test_question_filters_change_the_list(ran):
-    records = ran.session_state["eval_report"]["questions"]
+    records = ran.session_state["ev_report"]["questions"]
     hits = {s: {r["id"]: hit(r) for r in records[s]} for s in STRATEGIES}
     ids = [r["id"] for r in records["treerag"]]
     expected = {
@@ -206,7 +206,7 @@ def test_question_filters_change_the_list(ran):
 
 
 def test_coverage_table_has_every_leaf_of_the_document(ran, qasper, app_env):
-    report = ran.session_state["eval_report"]
+    report = ran.session_state["ev_report"]
     show(ran, "Coverage map")
     doc = ran.selectbox(key="ev_cov_doc").value
     frame = table(ran, "pick rate")
@@ -250,7 +250,7 @@ def test_opening_a_question_lands_on_ask_with_its_trace(saved_report):
     at.button(key="ev_open_button").click().run()
     assert not at.exception, at.exception
     assert at.title[0].value == "TreeRAG Explorer"  # the Ask page
-    trace = at.session_state["trace"]
+    trace = at.session_state["ask_trace"]
     assert trace.question == record["question"]
     assert trace.strategy == "treerag" and trace.provider["llm"] is False
     assert trace.scope == [record["doc"]]
@@ -259,20 +259,20 @@ def test_opening_a_question_lands_on_ask_with_its_trace(saved_report):
         p["node_id"] for p in record["picked"]
     ]
     assert at.session_state["qs_corpus"] == "eval"
-    assert at.session_state["trace_corpus"] == at.session_state["eval_corpus"].key
+    assert at.session_state["ask_trace_corpus"] == at.session_state["ask_eval_corpus"].key
     assert "Eval set: qasper" in at.radio(key="qs_corpus").options
     # The graph draws that document's tree, with the picked leaves coloured.
-    index = at.session_state["eval_corpus"].index
+    index = at.session_state["ask_eval_corpus"].index
     nodes = graph_nodes(at)
     assert {index.nodes[i].doc_id for i in nodes if i in index.nodes} == {record["doc"]}
     drawn_picked = [i for i in nodes if i in {p["node_id"] for p in record["picked"]}]
     assert drawn_picked
     assert all(nodes[i]["color"]["background"] == PALETTE["picked"] for i in drawn_picked)
-    assert at.session_state["inspect"] in index.nodes
+    assert at.session_state["ask_inspect"] in index.nodes
     # The samples are one click away again.
     at.radio(key="qs_corpus").set_value("samples").run()
     assert not at.exception, at.exception
-    assert at.session_state["eval_corpus"] is not None
+    assert at.session_state["ask_eval_corpus"] is not None
 
 
 def test_a_saved_report_renders_the_same_table(ran, saved_report, app_env):
@@ -292,7 +292,7 @@ def test_a_saved_report_renders_the_same_table(ran, saved_report, app_env):
     # Saving on the server writes a report that loads back the same.
     ran.button(key="ev_save").click().run()
     [saved] = (app_env / "eval-reports").glob("*.json")
-    assert load_report(saved) == ran.session_state["eval_report"]
+    assert load_report(saved) == ran.session_state["ev_report"]
     assert any(saved.name in s.value.replace("\\", "") for s in ran.success)
 
 
@@ -305,7 +305,7 @@ def test_a_missing_folder_shows_an_error_and_runs_nothing(tmp_path):
     at.button(key="ev_run").click().run()
     assert not at.exception, at.exception
     assert "Nothing was run" in errors(at)
-    assert at.session_state["eval_report"] is None
+    assert at.session_state["ev_report"] is None
 
 
 def test_bad_report_files_show_an_error(app_env):
@@ -323,7 +323,7 @@ def test_bad_report_files_show_an_error(app_env):
         at = load_from_path(path)
         assert message in errors(at), path.name
         assert "Run button" in errors(at)  # what to do next
-        assert at.session_state["eval_report"] is None
+        assert at.session_state["ev_report"] is None
     at = evaluate_page()
     at.file_uploader[0].set_value([("bad.json", b"\xff\xfe", "application/json")]).run()
     assert not at.exception, at.exception
@@ -335,4 +335,4 @@ def test_report_path_outside_the_app_folders_is_refused(typed):
     at = load_from_path(typed)
     errors = " ".join(e.value for e in at.error).replace("\\", "")
     assert "outside the folders this app reads from" in errors
-    assert at.session_state["eval_report"] is None
+    assert at.session_state["ev_report"] is None

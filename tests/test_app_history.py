@@ -23,7 +23,7 @@ def app_env(tmp_path_factory):
 
 
 def ask(at: AppTest, question: str) -> None:
-    at.text_input(key="question").input(question)
+    at.text_input(key="ask_question").input(question)
     at.button[0].click()
     at.run()
     assert not at.exception, at.exception
@@ -42,15 +42,18 @@ def test_queries_are_logged_listed_and_reopened_with_their_settings(app_env):
     at.run()
     at.slider(key="qs_dense_weight").set_value(0.7).run()
     ask(at, "How many epochs was the model trained for?")
-    first = at.session_state["trace"]
+    first = at.session_state["ask_trace"]
     ask(at, "What does the ablation study remove?")
-    assert len(at.session_state["history"]) == 2
+    workspace = at.session_state["ws_id"]
 
-    # Every finished query is in the audit log, with its hits.
+    # Every finished query is in the audit log under this session's workspace, with its hits.
     with sqlite3.connect(app_env / "audit.sqlite") as db:
-        rows = db.execute("SELECT question FROM query ORDER BY id").fetchall()
+        rows = db.execute(
+            "SELECT id, question, corpus FROM query WHERE workspace = ? ORDER BY id", (workspace,)
+        ).fetchall()
         hits = db.execute("SELECT COUNT(*) FROM hit").fetchone()[0]
-    assert [r[0] for r in rows][-2:] == [
+    assert all(r[2].startswith("samples:") for r in rows)
+    assert [r[1] for r in rows] == [
         "How many epochs was the model trained for?",
         "What does the ablation study remove?",
     ]
@@ -60,22 +63,20 @@ def test_queries_are_logged_listed_and_reopened_with_their_settings(app_env):
     at.slider(key="qs_dense_weight").set_value(0.2).run()
     at.switch_page("pages/history.py").run()
     assert not at.exception, at.exception
-    [frame] = [d.value for d in at.dataframe]
-    assert list(frame["question"]) == [
-        "What does the ablation study remove?",
-        "How many epochs was the model trained for?",
-    ]
-    first_id = at.session_state["history"][0]["id"]
+    first_id, second_id = rows[0][0], rows[1][0]
+    listed = [b.key for b in at.button if b.key and b.key.startswith("open_")]
+    assert listed == [f"open_{second_id}", f"open_{first_id}"]  # newest first, each once
+    assert not at.dataframe  # one list, not a table and then buttons
     at.button(key=f"open_{first_id}").click().run()
     assert not at.exception, at.exception
-    trace = at.session_state["trace"]
+    trace = at.session_state["ask_trace"]
     assert trace.question == first.question
     assert trace.answer == first.answer
     assert [leaf.node_id for leaf in trace.locate.leaves] == [
         leaf.node_id for leaf in first.locate.leaves
     ]
     assert at.session_state["qs_dense_weight"] == 0.7
-    assert at.session_state["trace_id"] == first_id  # shown as logged, not re-run
+    assert at.session_state["ask_trace_id"] == first_id  # shown as logged, not re-run
     assert at.title[0].value == "TreeRAG Explorer"  # we are on the Ask page
 
 

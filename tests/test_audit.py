@@ -186,3 +186,10 @@ def test_retrieval_gate_seed_004(tmp_path, hashing_index):
     for hit in stages["rerank"]:
         found = hit["score_details"]["found_by"]
         assert found and set(found) <= {"keyword", "vector"}
+
+
+def test_the_corpus_a_query_ran_on_is_recorded(tmp_path, trace):
+    log = AuditLog(tmp_path / "audit.sqlite")
+    log.record(trace, workspace="ws-a", corpus="samples:hashing:abc")
+    [row] = log.recent(workspace="ws-a")
+    assert row["corpus"] == "samples:hashing:abc" and row["workspace"] == "ws-a"

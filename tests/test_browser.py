@@ -36,7 +36,8 @@ ARGS = [
 ]
 CONSOLE_ERRORS: list[str] = []
 MISSING: list[str] = []  # URLs answered 404
-PICKED = "#EA580C"  # pages.widgets.PALETTE["picked"], read here as the browser sees it
+FONT_PX = 18  # ui.tree_graph.FONT_PX, the label font in graph units
+PICKED = "#EA580C"  # ui.tree_graph.PALETTE["picked"], read here as the browser sees it
 ANSWER = (
     "The model was trained for 50 epochs with early stopping "
     "[Source: 3 Methods > 3.3 Training Procedure]."
@@ -278,6 +279,14 @@ def test_upload_ask_graph_click_inspector_and_streamed_answer(page, app_url, fak
     locate_calls = [r for r in fake_llm.requests if "cache_control" in json.dumps(r.body)]
     assert len(locate_calls) == 1
     page.screenshot(path=str(RESULTS / "browser-ask.png"))
+    # Label size as drawn: the font size in graph units times the view's zoom.
+    frame = page.frame_locator('iframe[title="streamlit_agraph.agraph"]').last
+    scale = frame.locator("body").evaluate("() => window.__net ? window.__net.getScale() : null")
+    if scale is not None:
+        label_px = round(FONT_PX * scale, 1)
+        (RESULTS / "browser-labels.json").write_text(json.dumps({"ask_label_px": label_px}))
+        print("\nlabel size on Ask (px):", label_px)
+        assert label_px >= 8, label_px
 
     # 5. Click another leaf: the inspector opens with its content and the override button.
     target = next(n for n in nodes if "3.1" in (n["label"] or "") and n["background"] != PICKED)
@@ -287,7 +296,8 @@ def test_upload_ask_graph_click_inspector_and_streamed_answer(page, app_url, fak
 
     # 6. Override: the clicked leaf joins the picked ones and steps 2-3 rerun (no new locate).
     page.get_by_role("button", name="Add to the picked leaves and rerun").click()
-    page.get_by_text("Manual override").wait_for()  # step 1's reasoning notes the override
+    # Step 1's reasoning (in a folded expander) notes the override.
+    page.get_by_text("Manual override").wait_for(state="attached")
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:  # the rerun has finished once the chips are back
         nodes = graph_nodes(page, expect_at_least=3)

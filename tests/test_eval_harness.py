@@ -10,7 +10,12 @@ from fake_anthropic import FakeAnthropicServer, reply
 
 from treerag_core.config import IndexSettings
 from treerag_core.evaluation.harness import EvalConfig, evaluate, oracle_leaves
-from treerag_core.evaluation.report import load_report, markdown_table, write_report
+from treerag_core.evaluation.report import (
+    LOCATOR_KEYS,
+    load_report,
+    markdown_table,
+    write_report,
+)
 from treerag_core.settings import QuerySettings
 
 SETTINGS = IndexSettings(embedder="hashing")
@@ -143,6 +148,13 @@ def test_llm_runs_report_tokens_and_cost(eval_dir, tmp_path, monkeypatch):
             cache_dir=tmp_path,
             api_key="sk-ant-test",
         )
-    usage = report["strategies"]["treerag"]["llm_usage"]
-    assert usage["input_tokens"] > 0 and usage["cost_usd"] > 0
-    assert len(server.requests) == 4  # locate + answer, for each of 2 questions
+    # The LLM locator and the local one run on the same questions, side by side.
+    local, llm = report["strategies"]["treerag"], report["strategies"]["treerag+llm"]
+    assert local["n_questions"] == llm["n_questions"] == 2
+    assert llm["locate_usage"]["input_tokens"] > 0 and llm["locate_usage"]["cost_usd"] > 0
+    assert local["locate_usage"]["input_tokens"] == 0  # the local locator calls no model
+    assert local["llm_usage"]["input_tokens"] > 0  # both still write an answer
+    assert all(p["locator"] == "llm" for p in report["questions"]["treerag+llm"])
+    assert len(server.requests) == 6  # local: answer; llm: locate + answer; 2 questions
+    table = markdown_table(report, LOCATOR_KEYS)
+    assert "treerag+llm" in table and "section_hit@3" in table

@@ -17,6 +17,7 @@ from treerag_core.rerank import (
     BUNDLED_EN,
     CHINESE_SKIPPED,
     RERANK_OFF,
+    CachedReranker,
     OnnxCrossEncoder,
     SentenceTransformersCrossEncoder,
     bundled_model_dir,
@@ -175,8 +176,31 @@ def test_bundled_ranks_qasper_gold_evidence_above_other_paragraphs(
 
 def test_get_reranker_is_cached_per_process() -> None:
     first = get_reranker(BUNDLED_EN)
-    assert isinstance(first, OnnxCrossEncoder)
+    assert isinstance(first, CachedReranker) and isinstance(first.inner, OnnxCrossEncoder)
     assert get_reranker(BUNDLED_EN) is first
+
+
+class CountingReranker:
+    name = "counting"
+
+    def __init__(self) -> None:
+        self.pairs: list[str] = []
+
+    def score(self, query: str, passages, batch_size: int = 16) -> np.ndarray:
+        self.pairs += list(passages)
+        return np.array([float(len(p)) for p in passages])
+
+
+def test_score_cache_scores_only_unseen_passages_and_stays_bounded() -> None:
+    inner = CountingReranker()
+    cached = CachedReranker(inner, max_pairs=3)
+    assert cached.score("q", ["a", "bb"]).tolist() == [1.0, 2.0]
+    assert cached.score("q", ["bb", "ccc", "a"]).tolist() == [2.0, 3.0, 1.0]
+    assert inner.pairs == ["a", "bb", "ccc"]  # a retune scored only the new passage
+    cached.score("other question", ["a"])  # another question is another pair
+    assert inner.pairs[-1] == "a" and len(cached._scores) == 3
+    with pytest.raises(ValueError, match="max_pairs"):
+        CachedReranker(inner, max_pairs=0)
 
 
 def test_missing_model_folder_names_the_path(tmp_path: Path) -> None:
@@ -214,7 +238,7 @@ def _tiny_cross_encoder(folder: Path) -> None:
 def test_sentence_transformers_folder_scores_each_pair(tmp_path: Path) -> None:
     _tiny_cross_encoder(tmp_path)
     reranker = get_reranker(str(tmp_path))
-    assert isinstance(reranker, SentenceTransformersCrossEncoder)
+    assert isinstance(reranker.inner, SentenceTransformersCrossEncoder)
     assert reranker.name == f"CrossEncoder {tmp_path.name}"
     passages = [ROUTER_YES, ROUTER_NO, "short"]
     scores = reranker.score(ROUTER_Q, passages, batch_size=3)

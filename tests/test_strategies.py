@@ -90,6 +90,8 @@ def test_builtins_are_registered_in_menu_order():
     assert "oracle-sections" not in strategy_names(runnable=True)
     assert not get_strategy("flat-hybrid").reads_structure
     assert get_strategy("treerag").reads_structure
+    assert get_strategy("flat-structured").reads_structure  # the same ranking, no routing
+    assert not get_strategy("flat-structured").locates
 
 
 def test_unknown_strategy_lists_the_valid_names():
@@ -126,8 +128,12 @@ def test_the_harness_accepts_a_registered_plugin(plugin):
         EvalConfig(strategies=("nope",))
 
 
-def test_the_explorer_menus_read_the_registry(plugin):
-    from pages import state
+def test_the_explorer_menus_read_the_registry(plugin, hashing_index):
+    from treerag_core.compare import compare_strategies
+    from ui.query_controls import runnable_strategies
 
     # The Ask page's strategy menu and the Compare list are built from the registry.
-    assert "first-leaves" in state.runnable_strategies()
+    assert "first-leaves" in runnable_strategies()
+    engine = Engine(hashing_index, get_embedder("hashing"))
+    compared = compare_strategies(engine, "router accuracy", MOCK, scope=["test_paper.md"])
+    assert "first-leaves" in [c.strategy for c in compared]

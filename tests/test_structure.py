@@ -108,3 +108,12 @@ def test_window_votes_and_sections_come_from_one_order(hashing_index):
     sections = section_ranking(got, 10)
     assert sum(n for _, _, n in sections) == 10
     assert sections[0][0] == got.leaf_ids[got.leaf_of_row[top[0]]]
+
+
+def test_one_question_is_scored_once(hashing_index):
+    doc = _doc_id(hashing_index, DOC)
+    qvec = hashing_index.embeddings[0]
+    args = (hashing_index, [doc], qvec, ["router"])
+    first = structured_scores(*args, dense_weight=0.5, section_weight=0.0)
+    assert structured_scores(*args, dense_weight=0.5, section_weight=0.0) is first
+    assert structured_scores(*args, dense_weight=0.6, section_weight=0.0) is not first

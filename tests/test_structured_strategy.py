@@ -103,3 +103,18 @@ def test_every_strategy_hands_the_same_window_to_rerank(engine):
     for strategy in ("treerag", "flat-structured", "flat-hybrid"):
         trace = run(eng, QUESTION, settings, strategy=strategy, synthesize=False)
         assert len(trace.candidates) == 7
+
+
+def test_picked_leaves_share_one_score_and_no_per_leaf_cut(engine):
+    eng, _ = engine
+    paper = _doc(eng.index, "test_paper.md")
+    picked = [
+        leaf.node_id for leaf in eng.index.leaves(paper) if len(eng.index.leaf_rows(leaf.node_id))
+    ][:3]
+    trace = run(eng, QUESTION, MOCK, strategy="treerag", leaves=picked, synthesize=False)
+    assert trace.locate.locator == "manual"
+    assert {h.chunk.source_node_id for h in trace.candidates} <= set(picked)
+    in_leaves = sum(len(eng.index.leaf_rows(leaf)) for leaf in picked)
+    assert len(trace.candidates) == min(in_leaves, 40)  # every chunk of the picked leaves
+    assert all(h.sub_query == QUESTION for h in trace.candidates)  # the original question
+    assert trace.retrieved[0].hits[0].pool_fused >= trace.retrieved[0].hits[-1].pool_fused

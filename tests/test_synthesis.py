@@ -1,12 +1,115 @@
-"""Extractive answers quote documents: their Markdown links must never become live links."""
+"""The keyless answer: whole sentences, scored by meaning and terms, deduplicated, cited, and
+"not answered" when the evidence is weak."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from markdown_it import MarkdownIt
 
-from treerag_core.synthesis import extractive_answer, inert_links
+from treerag_core.embedders import get_embedder
+from treerag_core.synthesis import (
+    NOT_ANSWERED,
+    Sentence,
+    choose_sentences,
+    extract,
+    extractive_answer,
+    inert_links,
+    whole_sentences,
+)
 from treerag_core.types import Chunk, RetrievedChunk
+
+DOC = (
+    "# Paper\n\n## Training\n\n"
+    "The router was trained for 50 epochs with early stopping. "
+    "Training used a batch size of 32 on one GPU. "
+    "The learning rate was 0.001 throughout.\n\n"
+    "## Results\n\n"
+    "Accuracy on EUR/USD reached 71.3 percent. The Sharpe ratio was 1.84 with AdaRouter.\n"
+)
+
+
+def hit(text: str, path: str, rank: int) -> RetrievedChunk:
+    start = DOC.index(text)
+    chunk = Chunk(f"c{rank}", text, f"n{rank}", path, "paper.md", start, start + len(text))
+    return RetrievedChunk(chunk, 0.5, 1.0, 0.5, 0.5, 0.5, rank + 1, final_rank=rank + 1)
+
+
+@pytest.fixture(scope="module")
+def embedder():
+    return get_embedder("hashing")
+
+
+def embed_many(embedder):
+    return lambda texts: embedder.embed(list(texts))
+
+
+def test_a_passage_cut_mid_sentence_gives_whole_sentences():
+    cut = hit("for 50 epochs with early stopping. Training used a batch", "Paper > Training", 0)
+    found = whole_sentences([cut], {"paper.md": DOC})
+    texts = [s.text for s in found]
+    assert texts == [
+        "The router was trained for 50 epochs with early stopping.",
+        "Training used a batch size of 32 on one GPU.",
+    ]
+    assert all(DOC[s.start : s.end] == s.text for s in found)
+    # Without the document text, only the passage's own sentences (never across a heading).
+    assert whole_sentences([cut], {})[0].text.startswith("for 50 epochs")
+
+
+def test_the_answer_cites_every_sentence_and_streams_one_at_a_time(embedder):
+    hits = [
+        hit("Accuracy on EUR/USD reached 71.3 percent. The Sharpe ratio", "Paper > Results", 0),
+        hit("The router was trained for 50 epochs with early stopping.", "Paper > Training", 1),
+    ]
+    question = "What accuracy did the router reach on EUR/USD?"
+    deltas = list(
+        extractive_answer(
+            question, embedder.embed_query(question), hits, "en", embed_many(embedder),
+            {"paper.md": DOC}, threshold=0.1,
+        )
+    )  # fmt: skip
+    assert deltas[0].startswith("Accuracy on EUR/USD reached 71.3 percent.")
+    assert all("[Source: Paper > " in d for d in deltas)
+    assert len(deltas) == len("".join(deltas).splitlines())
+
+
+def test_an_off_topic_question_is_not_answered_and_cites_nothing(embedder):
+    hits = [hit("The learning rate was 0.001 throughout.", "Paper > Training", 0)]
+    question = "What is the capital of France?"
+    text = "".join(
+        extractive_answer(
+            question, embedder.embed_query(question), hits, "en", embed_many(embedder),
+            {"paper.md": DOC},
+        )
+    )  # fmt: skip
+    assert text == NOT_ANSWERED["en"].format(path="Paper > Training")
+    assert "[Source:" not in text
+
+
+def test_duplicates_are_dropped_and_a_section_reads_in_document_order():
+    def s(text: str, start: int, score: float, path: str = "A") -> Sentence:
+        return Sentence(text, path, "d", start, start + len(text), 0, score=score)
+
+    scored = [
+        s("second sentence about epochs and training", 100, 0.9),
+        s("Second sentence about epochs and training!", 300, 0.89),  # a near-duplicate
+        s("first sentence about epochs", 10, 0.85),
+        s("other section sentence on epochs", 5, 0.84, path="B"),
+    ]
+    result = choose_sentences(scored, threshold=0.3)
+    assert [(x.path, x.start) for x in result.sentences] == [("A", 10), ("A", 100), ("B", 5)]
+    assert not choose_sentences(scored, threshold=0.95).answered
+
+
+def test_extract_keeps_only_sentences_near_the_best(embedder):
+    hits = [hit("The learning rate was 0.001 throughout.", "Paper > Training", 0)]
+    question = "What was the learning rate?"
+    result = extract(
+        question, embedder.embed_query(question), hits, embed_many(embedder), {"paper.md": DOC}, 0.1
+    )
+    assert result.answered and result.sentences[0].text == "The learning rate was 0.001 throughout."
+
 
 EVIL = (
     "The router is described [here](http://evil.example/x) with ![pixel](https://t.example/p)"
@@ -23,9 +126,12 @@ def test_inert_links_render_as_plain_text():
 def test_extractive_answer_never_renders_document_links_as_live_links():
     chunk = Chunk("c1", EVIL, "0002", "Paper > Router", "paper.md", 0, len(EVIL))
     hit = RetrievedChunk(chunk, 0.9, 1.0, 1.0, 1.0, 1.0, 1)
-    answer = extractive_answer(
-        np.ones(4, dtype=np.float32), [hit], "en", lambda texts: np.ones((len(texts), 4))
-    )
+    answer = "".join(
+        extractive_answer(
+            "router", np.ones(4, dtype=np.float32), [hit], "en",
+            lambda texts: np.ones((len(texts), 4), dtype=np.float32), threshold=0.0,
+        )
+    )  # fmt: skip
     html = MarkdownIt("commonmark").render(answer)
     assert "<a " not in html and "<img" not in html
     assert "[Source: Paper > Router]" in answer  # the citation marker itself stays parseable

@@ -58,6 +58,7 @@ CREATE INDEX IF NOT EXISTS hit_query ON hit(query_id);
 # Columns added after the first schema (a log written before is upgraded in place).
 QUERY_COLUMNS = {
     "workspace": "TEXT",
+    "corpus": "TEXT",  # the explorer's corpus key: which index the question ran on
     "keyword_top_k": "INTEGER",
     "vector_top_k": "INTEGER",
     "fusion_top_k": "INTEGER",
@@ -123,7 +124,11 @@ class AuditLog:
                 self._conn.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
 
     def record(
-        self, trace: Trace, workspace: str | None = None, flags: QuestionFlags | None = None
+        self,
+        trace: Trace,
+        workspace: str | None = None,
+        flags: QuestionFlags | None = None,
+        corpus: str | None = None,
     ) -> int:
         """Store a finished trace as a seed-004 record with its hits per stage; returns its id.
 
@@ -135,14 +140,15 @@ class AuditLog:
         created = trace.created_at or datetime.now(UTC).isoformat(timespec="seconds")
         with self._lock, self._conn:
             cur = self._conn.execute(
-                "INSERT INTO query (created_at, workspace, question, strategy, locator,"
+                "INSERT INTO query (created_at, workspace, corpus, question, strategy, locator,"
                 " settings_json, provider_json, timing_json, fallbacks_json, answer, trace_json,"
                 " keyword_top_k, vector_top_k, fusion_top_k, rerank_top_k, fusion_strategy,"
                 " rerank_strategy, timing_ms_json, flags_json, is_out_of_scope, is_sensitive)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     created,
                     workspace,
+                    corpus,
                     trace.question,
                     trace.strategy,
                     locate.locator if locate else None,
@@ -205,7 +211,8 @@ class AuditLog:
         )
         with self._lock:
             cur = self._conn.execute(
-                "SELECT id, created_at, workspace, question, strategy, locator, is_out_of_scope,"
+                "SELECT id, created_at, workspace, corpus, question, strategy, locator,"
+                " is_out_of_scope,"
                 f" is_sensitive FROM query {where} ORDER BY id DESC LIMIT ?",
                 args,
             )

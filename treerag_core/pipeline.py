@@ -205,15 +205,18 @@ def synthesize_step(engine: Engine, trace: Trace, settings: QuerySettings, clien
             if parts:
                 yield "\n\n"
             parts = []
-    if not parts:
-        text = extractive_answer(
+    if not parts:  # streamed one cited sentence at a time, like the LLM's answer
+        for delta in extractive_answer(
+            trace.question,
             engine.query_vector(trace.question),
             trace.reranked,
             trace.language,
             lambda texts: engine.embedder.embed(list(texts)),
-        )
-        parts = [text]
-        yield text
+            engine.index.texts,
+            sections=trace.sections,
+        ):
+            parts.append(delta)
+            yield delta
     trace.answer = "".join(parts)
     node_paths = {nid: n.heading_path for nid, n in engine.index.nodes.items()}
     trace.citations = parse_citations(trace.answer, trace.reranked, node_paths)

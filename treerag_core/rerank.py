@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import importlib.resources
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -221,16 +222,57 @@ class SentenceTransformersCrossEncoder:
         return scores
 
 
+SCORE_CACHE_PAIRS = 20_000  # (question, passage) scores kept per model: a few MB at most
+
+
+class CachedReranker:
+    """A reranker that remembers its scores per (question, passage), so a retune (a slider
+    move that changes the candidates) scores only the passages it has not seen.
+
+    Bounded (least recently used pairs go first) and thread-safe. Exact for the bundled
+    model, which scores each pair alone; a batched model's score can move by padding noise.
+    """
+
+    def __init__(self, inner: Reranker, max_pairs: int = SCORE_CACHE_PAIRS) -> None:
+        if max_pairs <= 0:
+            raise ValueError(f"max_pairs must be > 0, but got {max_pairs}")
+        self.inner = inner
+        self.name = inner.name
+        self.max_pairs = max_pairs
+        self._scores: OrderedDict[tuple[str, str], float] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def score(self, query: str, passages: Sequence[str], batch_size: int = 16) -> np.ndarray:
+        keys = [(query, p) for p in passages]
+        with self._lock:
+            known = {k: self._scores[k] for k in keys if k in self._scores}
+            for k in known:
+                self._scores.move_to_end(k)
+        missing = list(dict.fromkeys(k for k in keys if k not in known))
+        if missing:
+            fresh = np.asarray(
+                self.inner.score(query, [p for _, p in missing], batch_size), dtype=np.float64
+            )
+            if fresh.shape != (len(missing),):  # checked again by the caller; not cached
+                return fresh
+            with self._lock:
+                for k, v in zip(missing, fresh.tolist(), strict=True):
+                    known[k] = self._scores[k] = float(v)
+                while len(self._scores) > self.max_pairs:
+                    self._scores.popitem(last=False)
+        return np.array([known[k] for k in keys], dtype=np.float64)
+
+
 @functools.lru_cache(maxsize=8)
 def get_reranker(model: str) -> Reranker:
-    """`bundled-en` or a CrossEncoder folder path; one instance per process and model."""
+    """`bundled-en` or a CrossEncoder folder path; one cached instance per process and model."""
     if not model or not model.strip():
         raise EmbedderError(
             f"rerank_model is empty; use '{BUNDLED_EN}' or a CrossEncoder folder path"
         )
     if model.strip() == BUNDLED_EN:
-        return OnnxCrossEncoder()
-    return SentenceTransformersCrossEncoder(model.strip())
+        return CachedReranker(OnnxCrossEncoder())
+    return CachedReranker(SentenceTransformersCrossEncoder(model.strip()))
 
 
 def _passage(hit: RetrievedChunk, read_path: bool) -> str:

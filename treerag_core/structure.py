@@ -114,7 +114,42 @@ def structured_scores(
     fusion: str = "weighted",
     rrf_k: int = 60,
 ) -> StructuredScores:
-    """Score every chunk in scope: path-aware hybrid plus its section's evidence."""
+    """Score every chunk in scope: path-aware hybrid plus its section's evidence.
+
+    The last few results are kept on the index, so step 1 and step 2 of one question
+    (treerag scores in both) pay once.
+    """
+    key = (
+        _scope_key(scope),
+        np.asarray(query_vector, dtype=np.float32).tobytes(),
+        tuple(query_tokens),
+        dense_weight,
+        section_weight,
+        fusion,
+        rrf_k,
+    )
+    recent: dict = index._structure.setdefault("recent", {})
+    if key in recent:
+        return recent[key]
+    result = _score(
+        index, scope, query_vector, query_tokens, dense_weight, section_weight, fusion, rrf_k
+    )
+    if len(recent) >= 4:  # bounded: only the current question's steps need it
+        recent.pop(next(iter(recent)))
+    recent[key] = result
+    return result
+
+
+def _score(
+    index: CorpusIndex,
+    scope: Sequence[str] | None,
+    query_vector: np.ndarray,
+    query_tokens: list[str],
+    dense_weight: float,
+    section_weight: float,
+    fusion: str,
+    rrf_k: int,
+) -> StructuredScores:
     table = scope_structure(index, scope)
     rows, dense, _ = index.score_scope(scope, query_vector, [])
     if not np.array_equal(rows, table.rows):  # both come from scope_rows: a bug if not
@@ -151,13 +186,25 @@ def path_passage(heading_path: str, text: str) -> str:
     return f"{heading_path}\n{text}" if heading_path else text
 
 
-def window(scores: StructuredScores, size: int, documents: Sequence[str] = ()) -> np.ndarray:
+def window(
+    scores: StructuredScores,
+    size: int,
+    documents: Sequence[str] = (),
+    leaves: Sequence[str] = (),
+) -> np.ndarray:
     """Positions (into `scores.rows`) of the best `size` chunks, best first, ties in row order;
-    with `documents`, only chunks of those documents compete."""
+    with `documents` (or `leaves`), only chunks of those documents (leaves) compete."""
     score = scores.score
+    keep = np.ones(len(score), dtype=bool)
     if documents:
         wanted = set(documents)
-        keep = np.asarray([doc in wanted for doc in scores.doc_of_row], dtype=bool)
+        keep &= np.asarray([doc in wanted for doc in scores.doc_of_row], dtype=bool)
+    if leaves:
+        wanted = set(leaves)
+        keep &= np.asarray([leaf in wanted for leaf in scores.leaf_ids], dtype=bool)[
+            scores.leaf_of_row
+        ]
+    if documents or leaves:
         score = np.where(keep, score, -np.inf)
         size = min(size, int(keep.sum()))
     return np.argsort(-score, kind="stable")[:size]
@@ -199,6 +246,7 @@ def window_hits(
     size: int,
     question: str,
     documents: Sequence[str] = (),
+    leaves: Sequence[str] = (),
 ) -> list[RetrievedChunk]:
     """The window as hits, best first: every score kept, the section evidence as `prior`."""
     return [
@@ -215,7 +263,7 @@ def window_hits(
             prior=float(scores.section[p]),
             sub_query=question,
         )
-        for rank, p in enumerate(window(scores, size, documents).tolist(), start=1)
+        for rank, p in enumerate(window(scores, size, documents, leaves).tolist(), start=1)
     ]
 
 

@@ -1,1 +1,2 @@
-"""Streamlit building blocks the pages compose (the engine never imports these)."""
+"""Streamlit building blocks the pages compose (the engine never imports these); pages/ keeps
+only the page scripts."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ from treerag_core.evaluation.dataset import (
 )
 from treerag_core.evaluation.metrics import Passage, aggregate, question_metrics
 from treerag_core.index import CorpusIndex, build_index
+from treerag_core.names import Locator
 from treerag_core.pipeline import Engine, run
 from treerag_core.settings import QuerySettings
 from treerag_core.store import load_index, save_index
@@ -155,10 +156,28 @@ def question_record(question: EvalQuestion, trace: Trace, metrics: dict[str, flo
             for h in trace.reranked[:5]
         ],
         "n_passages": len(trace.reranked),
+        "locator": trace.locate.locator if trace.locate else "",
         "fallbacks": [f"{f.stage}:{f.reason}" for f in trace.fallbacks],
         "outcome": _explain(metrics, paths),
         "metrics": {k: round(v, 4) for k, v in metrics.items()},
     }
+
+
+def eval_runs(
+    strategies: Sequence[str], settings: QuerySettings, use_llm: bool
+) -> list[tuple[str, str, QuerySettings]]:
+    """(report row, strategy, settings) per run. With the LLM on, a strategy that locates runs
+    twice on the same questions: its local locator (row `name`) and the LLM's (`name+llm`),
+    so the report compares the two pickers side by side."""
+    out: list[tuple[str, str, QuerySettings]] = []
+    for name in strategies:
+        plugin = get_strategy(name)
+        if use_llm and plugin.locates and not plugin.needs_gold_leaves:
+            out.append((name, name, settings.set("locate.locator", Locator.LOCAL)))
+            out.append((f"{name}+llm", name, settings.set("locate.locator", Locator.LLM)))
+        else:
+            out.append((name, name, settings))
+    return out
 
 
 def evaluate(
@@ -180,20 +199,22 @@ def evaluate(
     page_map = {d.doc_id: d.page_starts for d in index.documents if d.page_starts}
     settings = config.query_settings.set("llm.enabled", config.use_llm)
     settings = settings.set("answer.final_top_k", config.top_k)
-    per: dict[str, list[dict[str, float]]] = {s: [] for s in config.strategies}
-    records: dict[str, list[dict]] = {s: [] for s in config.strategies}
+    runs = eval_runs(config.strategies, settings, config.use_llm)
+    per: dict[str, list[dict[str, float]]] = {row: [] for row, _, _ in runs}
+    records: dict[str, list[dict]] = {row: [] for row, _, _ in runs}
     latency: dict[str, dict[str, list[float]]] = {
-        s: {"locate": [], "retrieve": [], "rerank": [], "total": []} for s in config.strategies
+        row: {"locate": [], "retrieve": [], "rerank": [], "total": []} for row, _, _ in runs
     }
-    spent: dict[str, Usage] = {s: Usage() for s in config.strategies}
+    spent: dict[str, Usage] = {row: Usage() for row, _, _ in runs}
+    located: dict[str, Usage] = {row: Usage() for row, _, _ in runs}
     skipped: dict[str, int] = {}
-    total = len(questions) * len(config.strategies)
+    total = len(questions) * len(runs)
     done = 0
     partial = False
     try:
         for question in questions:
             scope = list(question.docs) if config.scope == "doc" else None
-            for strategy in config.strategies:
+            for row, strategy, row_settings in runs:
                 needs_gold = get_strategy(strategy).needs_gold_leaves
                 leaves = oracle_leaves(index, question) if needs_gold else None
                 engine.clear_cache()  # every strategy pays for its own query embedding
@@ -202,14 +223,14 @@ def evaluate(
                     trace = run(
                         engine,
                         question.question,
-                        settings,
+                        row_settings,
                         strategy=strategy,
                         scope=scope,
                         leaves=leaves,
                         synthesize=config.use_llm,
                     )
                 except QueryError as exc:
-                    key = f"{strategy}: {exc}"
+                    key = f"{row}: {exc}"
                     skipped[key] = skipped.get(key, 0) + 1
                     continue
                 finally:
@@ -220,31 +241,33 @@ def evaluate(
                 metrics = question_metrics(
                     question, passages_of(trace), picked_paths(trace), page_map
                 )
-                per[strategy].append(metrics)
-                records[strategy].append(question_record(question, trace, metrics))
-                lat = latency[strategy]
+                per[row].append(metrics)
+                records[row].append(question_record(question, trace, metrics))
+                lat = latency[row]
                 lat["locate"].append((trace.locate.seconds if trace.locate else 0.0) * 1000)
                 lat["retrieve"].append(trace.retrieve_seconds * 1000)
                 lat["rerank"].append(trace.rerank_seconds * 1000)
                 lat["total"].append(elapsed * 1000)
-                spent[strategy] = spent[strategy] + _usage_of(trace)
+                spent[row] = spent[row] + _usage_of(trace)
+                if trace.locate is not None:
+                    located[row] = located[row] + trace.locate.usage
     except KeyboardInterrupt:
         partial = True
     n_left_out = len(dataset.questions) - len(dataset.usable_questions)
     strategies = {}
-    for strategy in config.strategies:
-        if not per[strategy]:
+    for row, _, _ in runs:
+        if not per[row]:
             continue
-        strategies[strategy] = aggregate(per[strategy], latency[strategy], n_left_out=n_left_out)
+        strategies[row] = aggregate(per[row], latency[row], n_left_out=n_left_out)
         if config.use_llm:
-            used = spent[strategy]
-            strategies[strategy]["llm_usage"] = {
-                "input_tokens": used.input_tokens,
-                "output_tokens": used.output_tokens,
-                "cache_read_tokens": used.cache_read_tokens,
-                "cost_usd": round(used.cost_usd, 6),
-                "cost_known": used.cost_known,  # False: no price for the model
-            }
+            for key, used in (("llm_usage", spent[row]), ("locate_usage", located[row])):
+                strategies[row][key] = {
+                    "input_tokens": used.input_tokens,
+                    "output_tokens": used.output_tokens,
+                    "cache_read_tokens": used.cache_read_tokens,
+                    "cost_usd": round(used.cost_usd, 6),
+                    "cost_known": used.cost_known,  # False: no price for the model
+                }
     return {
         "dataset": dataset.name,
         "scope": config.scope,

@@ -36,6 +36,19 @@ PAGE_HEADLINE_KEYS: tuple[str, ...] = (
 )
 MISSING = "—"
 REPORT_MAX_BYTES = 64 * 1024 * 1024  # a full dev-set report is ~2 MB
+# `eval --llm`: the local and the LLM locator on the same questions.
+LOCATOR_KEYS: tuple[str, ...] = (
+    "section_hit@1",
+    "section_hit@3",
+    "section_hit@5",
+    "recall@1000c",
+    "recall@2000c",
+    "hit@5",
+    "locate_usage.input_tokens",
+    "locate_usage.output_tokens",
+    "locate_usage.cost_usd",
+    "llm_usage.cost_usd",
+)
 
 
 def lookup(metrics: Mapping[str, Any], key: str) -> Any:
@@ -59,8 +72,10 @@ def _header(key: str) -> str:
 def _format(key: str, value: Any) -> str:
     if value is None or isinstance(value, bool) or not isinstance(value, int | float):
         return MISSING
-    if key.startswith(("ctx_chars", "latency_ms", "n_")):
+    if key.startswith(("ctx_chars", "latency_ms", "n_")) or key.endswith("_tokens"):
         return f"{value:.0f}"
+    if key.endswith("cost_usd"):
+        return f"{value:.4f}"
     return f"{value:.3f}"
 
 

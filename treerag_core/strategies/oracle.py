@@ -10,7 +10,7 @@ from treerag_core.names import StrategyName
 from treerag_core.settings import QuerySettings
 from treerag_core.strategies import register
 from treerag_core.strategies.base import QueryContext, Retrieval
-from treerag_core.strategies.treerag import TreeRAG
+from treerag_core.strategies.treerag import leaf_search
 from treerag_core.types import LocateResult
 
 
@@ -37,4 +37,4 @@ class OracleSections:
         return manual_locate(ctx.index, ctx.question, ctx.leaves, source="oracle")
 
     def retrieve(self, ctx: QueryContext, located: LocateResult) -> Retrieval:
-        return TreeRAG().retrieve(ctx, located)
+        return leaf_search(ctx, located)

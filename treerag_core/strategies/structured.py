@@ -59,12 +59,18 @@ def score_scope(ctx: QueryContext, options: StructureOptions) -> StructuredScore
 
 
 def structured_retrieval(
-    ctx: QueryContext, scores: StructuredScores, documents: Sequence[str] = ()
+    ctx: QueryContext,
+    scores: StructuredScores,
+    documents: Sequence[str] = (),
+    leaves: Sequence[str] = (),
 ) -> Retrieval:
-    """The window of the structure-aware order (only `documents`, when given) as one group."""
+    """The window of the structure-aware order as one group (only chunks of `documents` or of
+    `leaves`, when given)."""
     size = ctx.settings.retrieve.candidate_window
-    hits = tuple(window_hits(ctx.index, scores, size, ctx.question, documents))
-    if documents:
+    hits = tuple(window_hits(ctx.index, scores, size, ctx.question, documents, leaves))
+    if leaves:
+        label = f"{len(leaves)} picked leaves, heading-aware, one score across them"
+    elif documents:
         label = f"every section of {len(documents)} routed document(s), heading-aware"
     else:
         label = "every section in scope, heading-aware"

@@ -121,18 +121,28 @@ class TreeRAG:
             return replace(_local(ctx), seconds=time.perf_counter() - started)
 
     def retrieve(self, ctx: QueryContext, located: LocateResult) -> Retrieval:
-        if located.locator == Locator.LOCAL:  # the heading-aware window, routed by documents
-            scores = score_scope(ctx, structure_options(ctx.settings, self.name))
+        """Local pick: the heading-aware window of the routed documents. LLM, keyword or
+        manual pick: the same window cut to the picked leaves, so chunks of different leaves
+        keep one comparable score (scope-wide IDF, the original question, no per-leaf cut)."""
+        scores = score_scope(ctx, structure_options(ctx.settings, self.name))
+        if located.locator == Locator.LOCAL:
             return structured_retrieval(ctx, scores, located.documents)
-        groups = tuple(
-            search_leaf(
-                ctx.index,
-                leaf.node_id,
-                leaf.sub_query,
-                ctx.settings.retrieve,
-                ctx.query_vector,
-                ctx.tokenize,
-            )
-            for leaf in located.leaves
+        leaves = tuple(leaf.node_id for leaf in located.leaves)
+        return structured_retrieval(ctx, scores, leaves=leaves)
+
+
+def leaf_search(ctx: QueryContext, located: LocateResult) -> Retrieval:
+    """Hybrid search inside each picked leaf with its sub-query, pooled (the oracle's step 2:
+    the ceiling of a perfect section choice, measured as before)."""
+    groups = tuple(
+        search_leaf(
+            ctx.index,
+            leaf.node_id,
+            leaf.sub_query,
+            ctx.settings.retrieve,
+            ctx.query_vector,
+            ctx.tokenize,
         )
-        return Retrieval(groups, pool(groups, ctx.settings.retrieve))
+        for leaf in located.leaves
+    )
+    return Retrieval(groups, pool(groups, ctx.settings.retrieve))

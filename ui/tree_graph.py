@@ -1,66 +1,19 @@
-"""Shared UI pieces: the tree graph, score tables, citation chips, the node inspector, errors."""
+"""The tree graph: layout, collapsing, colours and the one click/key protocol of its component."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-import pandas as pd
 import streamlit as st
 
-from treerag_core.errors import TreeRAGError
 from treerag_core.index import CorpusIndex
-from treerag_core.text_rules import one_line, preview
-from treerag_core.trace_io import stage_summary
-from treerag_core.types import RetrievedChunk, TreeNode
-
-# ---- text safety ---------------------------------------------------------------------------
-
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:=^])")
-
-
-def plain(text: str) -> str:
-    """Escape Markdown so document text shown in a label or caption stays literal text."""
-    return _MD_SPECIAL.sub(r"\\\1", one_line(str(text)))
-
-
-def safe_answer_stream(deltas: Iterable[str]) -> Iterator[str]:
-    """Answer deltas made safe and readable as Markdown.
-
-    Images are defused (`![..](url)` would load a URL): the answer is written by an LLM that
-    read the documents, so an instruction planted in a document could ask for an image whose
-    URL carries the question away. A trailing "!" is held back one delta so an image opener
-    split across deltas is still caught. Single newlines become line breaks, so the
-    extractive answer's numbered lines stay on their own lines.
-    """
-    held = ""
-    for delta in deltas:
-        text = (held + delta).replace("![", "!\\[")
-        held = ""
-        if text.endswith("!"):
-            text, held = text[:-1], "!"
-        if text:
-            yield text.replace("\n", "  \n")
-    if held:
-        yield held
-
-
-def safe_answer(text: str) -> str:
-    return "".join(safe_answer_stream([text]))
-
-
-def show_error(exc: Exception, what_next: str = "") -> None:
-    """An expected failure as a message with the next step; never a traceback."""
-    message = str(exc) if isinstance(exc, TreeRAGError | ValueError | KeyError) else repr(exc)
-    # The message may quote a file name or a question: shown as text, not Markdown.
-    st.error(plain(message) + (f"\n\n{what_next}" if what_next else ""), icon=":material/error:")
-
-
-# ---- the tree graph (streamlit-agraph's component, called with a stable key) ---------------
+from treerag_core.text_rules import is_unspaced, one_line
+from treerag_core.types import TreeNode
 
 PALETTE = {
     "root": "#1E293B",
@@ -77,11 +30,13 @@ PALETTE = {
     "edge_path": "#EA580C",
 }
 FULL_TREE_LIMIT = 40  # larger trees collapse the subtrees off the focus paths
-MAX_WIDTH_SLOTS = 9  # ... and so do trees wider than this many node slots (labels would shrink)
-SLOT_PX, LEVEL_PX = 150, 100  # node slot width and level height, in graph pixels
-SIBLING_CAP = 12  # an open node with more children shows the focused ones and a "+N" node
+MAX_WIDTH_SLOTS = 7  # ... and so do trees wider than this many node slots (labels would shrink)
+SLOT_PX, LEVEL_PX = 170, 110  # node slot width and level height, in graph pixels
+SIBLING_CAP = 6  # an open node with more children shows the focused ones and a "+N" node
 MORE_PREFIX = "more:"  # id prefix of the "+N more" placeholder nodes
-LABEL_CHARS = 30
+LABEL_LINE_UNITS = 16  # a label line holds this many Latin characters (a CJK one counts 2)
+LABEL_LINES = 3
+FONT_PX = 18  # in graph units; the browser test measures what this becomes on screen
 
 
 @dataclass(frozen=True)
@@ -273,7 +228,7 @@ def graph_view(
                     "level": _depth(index, parent) + 1,
                     "color": {"background": "#FFFFFF", "border": PALETTE["border"]},
                     "shapeProperties": {"borderDashes": [5, 4]},
-                    "font": {"color": "#475569", "size": 13},
+                    "font": {"color": "#475569", "size": FONT_PX - 2},
                 }
             )
             view.edges.append({"from": parent, "to": more_id, "color": PALETTE["edge"], "width": 1})
@@ -308,10 +263,10 @@ def _node_dict(
     URL on double-click), so document text must never go there."""
     node_id = node.node_id
     if node.is_root:
-        label = preview(index.document(node.doc_id).title or node.heading, 34)
+        label = wrap_label(index.document(node.doc_id).title or node.heading)
         background, font = PALETTE["root"], "#FFFFFF"
     else:
-        label = f"{node_id} · {preview(node.heading, LABEL_CHARS)}"
+        label = f"{node_id} · " + wrap_label(node.heading, first_line_used=len(node_id) + 3)
         background, font = (
             (PALETTE["leaf"], "#0F172A") if node.is_leaf else (PALETTE["section"], "#0F172A")
         )
@@ -328,7 +283,7 @@ def _node_dict(
     elif node_id in marks.unsupported:
         border, width = PALETTE["unsupported"], 4
         label = "✗ " + label
-    if node_id == marks.selected:
+    if node_id == marks.selected and node_id not in marks.cited | marks.unsupported:
         border, width = PALETTE["selected"], 5
     if hidden:
         label += f"  (+{hidden})"
@@ -345,11 +300,48 @@ def _node_dict(
             "highlight": {"background": background, "border": PALETTE["selected"]},
             "hover": {"background": background, "border": PALETTE["selected"]},
         },
-        "font": {"color": font, "size": 14},
+        "font": {"color": font, "size": FONT_PX},
     }
+    if node_id == marks.selected:  # a blue halo: the cited (green) border stays visible
+        out["shadow"] = {"enabled": True, "color": PALETTE["selected"], "size": 22, "x": 0, "y": 0}
     if hidden:
         out["shapeProperties"] = {"borderDashes": [5, 4]}
     return out
+
+
+def _units(ch: str) -> int:
+    return 2 if is_unspaced(ch) else 1
+
+
+def wrap_label(text: str, first_line_used: int = 0) -> str:
+    """A heading as at most LABEL_LINES lines of LABEL_LINE_UNITS units, cut with "…".
+
+    vis-network wraps only at spaces, so a Chinese heading would run out of its box and over
+    its neighbours: lines are broken here, between words or between CJK characters.
+    """
+    words = re.findall(r"[^\s]+|\s+", one_line(text))
+    tokens: list[str] = []
+    for word in words:  # a CJK run may break anywhere; a Latin word stays whole if it fits
+        if any(is_unspaced(c) for c in word) or len(word) > LABEL_LINE_UNITS:
+            tokens.extend(word)
+        else:
+            tokens.append(word)
+    lines: list[str] = []
+    line, used = "", first_line_used
+    for token in tokens:
+        size = sum(_units(c) for c in token)
+        if used + size > LABEL_LINE_UNITS and line.strip():
+            lines.append(line.rstrip())
+            line, used = "", 0
+            if token.isspace():
+                continue
+        line += token
+        used += size
+    if line.strip():
+        lines.append(line.rstrip())
+    if len(lines) > LABEL_LINES:
+        lines = [*lines[: LABEL_LINES - 1], lines[LABEL_LINES - 1][:-1] + "…"]
+    return "\n".join(lines)
 
 
 def graph_config(height: int) -> dict[str, Any]:
@@ -369,7 +361,7 @@ def graph_config(height: int) -> dict[str, Any]:
         "nodes": {
             "shape": "box",
             "margin": 7,
-            "widthConstraint": {"minimum": 70, "maximum": SLOT_PX - 22},
+            "widthConstraint": {"minimum": 70, "maximum": SLOT_PX - 16},
         },
         "interaction": {"hover": True, "dragNodes": False, "tooltipDelay": 200},
     }
@@ -444,264 +436,70 @@ def heading_matches(index: CorpusIndex, doc_ids: Sequence[str], query: str) -> l
     ]
 
 
-def last_click(key_holder: str) -> str | None:
-    """The current value of the graph component whose key is stored under `key_holder`."""
-    key = st.session_state.get(key_holder)
-    value = st.session_state.get(key) if key else None
-    return value if isinstance(value, str) else None
+# ---- the click protocol (one place for Ask, Documents and Evaluate) ----------------------
 
 
-def handle_graph_click(clicked: str | None, seen_key: str) -> str | None:
-    """A new click (the component keeps returning the last one) as a node id, else None."""
-    if clicked is None or clicked == st.session_state.get(seen_key):
-        return None
-    st.session_state[seen_key] = clicked
-    return clicked
+class GraphFocus(Protocol):
+    """The page state a graph click changes: the inspected node and the expanded nodes."""
+
+    inspect: str | None
+    expanded: set[str]
 
 
-def apply_click(
-    index: CorpusIndex, clicked: str, inspect_key: str = "inspect", expanded_key: str = "expanded"
-) -> None:
+def apply_click(index: CorpusIndex, clicked: str, focus: GraphFocus) -> None:
     """A click inspects a node; a click on a collapsed node or "+N" also expands it."""
-    expanded = set(st.session_state.get(expanded_key, set()))
+    expanded = set(focus.expanded)
     if clicked.startswith(MORE_PREFIX):
         parent = clicked.removeprefix(MORE_PREFIX)
         if parent in index.nodes:
             expanded.add(parent)
-            st.session_state[inspect_key] = parent
+            focus.inspect = parent
     elif clicked in index.nodes:
-        st.session_state[inspect_key] = clicked
+        focus.inspect = clicked
         if index.nodes[clicked].children:
             expanded.add(clicked)
-    st.session_state[expanded_key] = expanded
+    focus.expanded = expanded
 
 
-# ---- tables ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class TreeGraph:
+    """One graph component on a page, under session keys `<base>_key` and `<base>_seen`.
 
-
-def outline_frame(index: CorpusIndex, doc_id: str) -> pd.DataFrame:
-    """The document's tree as rows: id, depth, heading (indented), summary, chunk count."""
-    rows = []
-    for node in index.nodes.values():
-        if node.doc_id != doc_id:
-            continue
-        depth = _depth(index, node.node_id)
-        rows.append(
-            {
-                "node": node.node_id,
-                "level": depth,
-                "heading": "　" * depth + node.heading,
-                "kind": "root" if node.is_root else "leaf" if node.is_leaf else "section",
-                "summary": node.summary,
-                "chunks": len(index.leaf_rows(node.node_id)),
-                "chars": node.end - node.start,
-            }
-        )
-    return pd.DataFrame(rows)
-
-
-def chunk_frame(index: CorpusIndex, node_id: str) -> pd.DataFrame:
-    rows = [
-        {
-            "chunk": index.chunks[r].chunk_id,
-            "start": index.chunks[r].start,
-            "end": index.chunks[r].end,
-            "chars": index.chunks[r].end - index.chunks[r].start,
-            "text": index.chunks[r].text,
-        }
-        for r in index.leaf_rows(node_id).tolist()
-    ]
-    return pd.DataFrame(rows, columns=["chunk", "start", "end", "chars", "text"])
-
-
-def leaf_score_frame(hits: Sequence[RetrievedChunk]) -> pd.DataFrame:
-    """Step 2 for one leaf: every score a chunk got, in the leaf's rank order."""
-    columns = [
-        "rank", "text", "dense", "bm25", "dense_norm", "bm25_norm", "fused", "forced_1",
-        "chunk", "offsets",
-    ]  # fmt: skip
-    return pd.DataFrame(
-        [
-            {
-                "rank": h.leaf_rank,
-                "text": preview(h.chunk.text, 110),
-                "dense": h.dense,
-                "bm25": h.bm25,
-                "dense_norm": h.dense_norm,
-                "bm25_norm": h.bm25_norm,
-                "fused": h.fused,
-                "forced_1": "⚠ 1.0 forced" if h.minmax_forced else "",
-                "chunk": h.chunk.chunk_id,
-                "offsets": f"{h.chunk.start}–{h.chunk.end}",
-            }
-            for h in hits
-        ],
-        columns=columns,
-    )
-
-
-def _bar(label: str, low: float, high: float, help_: str) -> Any:
-    if high <= low:
-        high = low + 1.0
-    return st.column_config.ProgressColumn(
-        label, min_value=float(low), max_value=float(high), format="%.3f", help=help_
-    )
-
-
-def score_columns(frame: pd.DataFrame, fusion: str) -> dict[str, Any]:
-    """Score bars scaled to what each column can hold (raw BM25 and RRF have no fixed top)."""
-    top = lambda col: float(frame[col].max()) if len(frame) else 1.0  # noqa: E731
-    low = lambda col: min(0.0, float(frame[col].min())) if len(frame) else 0.0  # noqa: E731
-    fused_help = {
-        "weighted": "dense_weight × dense_norm + (1 − dense_weight) × bm25_norm",
-        "rrf": "Σ weight / (k + rank) over the two rankings",
-        "dbsf": "normalised by mean ± 3 std, then weighted",
-    }.get(fusion, "fused score")
-    return {
-        "rank": st.column_config.NumberColumn("rank", width="small"),
-        "text": st.column_config.TextColumn("text", width="medium"),
-        "dense": _bar("dense", min(0.0, low("dense")), max(1.0, top("dense")), "cosine"),
-        "bm25": _bar("BM25", low("bm25"), top("bm25"), "raw BM25 (IDF over the document)"),
-        "dense_norm": _bar("dense norm", 0.0, 1.0, "dense after normalisation"),
-        "bm25_norm": _bar("BM25 norm", 0.0, 1.0, "BM25 after normalisation"),
-        "fused": _bar("fused", low("fused"), max(top("fused"), 1e-9), fused_help),
-        "forced_1": st.column_config.TextColumn(
-            "min-max",
-            help="A leaf of 1-2 chunks: min-max gave this chunk 1.0 whatever its real "
-            "relevance, so its fused score is not comparable with other leaves' before rerank.",
-        ),
-    }
-
-
-def rank_change(before: int, after: int) -> str:
-    move = before - after
-    return f"↑{move}" if move > 0 else f"↓{-move}" if move < 0 else "="
-
-
-def rerank_frame(
-    reranked: Sequence[RetrievedChunk], pooled: Sequence[RetrievedChunk]
-) -> pd.DataFrame:
-    """Every pooled candidate: its fused (pooled) rank, rerank score and final rank."""
-    final = {h.chunk.chunk_id: h for h in reranked}
-    rows = []
-    for cand in pooled:
-        hit = final.get(cand.chunk.chunk_id)
-        rows.append(
-            {
-                "final": hit.final_rank if hit else None,
-                "change": rank_change(cand.pooled_rank, hit.final_rank) if hit else "dropped",
-                "pooled": cand.pooled_rank,
-                "leaf": cand.chunk.source_node_id,
-                "chunk": cand.chunk.chunk_id,
-                "text": preview(cand.chunk.text, 110),
-                # The pooled order's own score (fusion over all leaves), not the per-leaf one.
-                "fused": cand.pool_fused if cand.pool_fused is not None else cand.fused,
-                "rerank": hit.rerank if hit else cand.rerank,
-                "forced_1": "⚠ 1.0 forced" if cand.minmax_forced else "",
-            }
-        )
-    frame = pd.DataFrame(
-        rows,
-        columns=[
-            "final",
-            "change",
-            "pooled",
-            "leaf",
-            "chunk",
-            "text",
-            "fused",
-            "rerank",
-            "forced_1",
-        ],
-    )
-    frame["final"] = frame["final"].astype("Int64")
-    return frame.sort_values(["final", "pooled"], na_position="last").reset_index(drop=True)
-
-
-def stage_frame(trace: Any) -> pd.DataFrame:
-    rows = stage_summary(trace)
-    frame = pd.DataFrame(rows)
-    frame["cost_usd"] = frame["cost_usd"].map(lambda c: f"${c:.4f}")
-    return frame
-
-
-# ---- inspector -------------------------------------------------------------------------------
-
-
-def inspector(
-    index: CorpusIndex,
-    node_id: str,
-    *,
-    picked: Sequence[str] | None = None,
-    on_toggle: Callable[[list[str]], None] | None = None,
-    key: str = "inspector",
-) -> None:
-    """Heading path, summary, content and chunks (with offsets) of one node.
-
-    With `picked` and `on_toggle`, a leaf gets a button that adds it to or removes it from
-    the picked leaves; `on_toggle` receives the new leaf list.
+    The component keeps returning its last click, so a click is new only when it differs from
+    the one already seen. A click arrives as the component's value on the next run: `take_click`
+    applies it before the page builds its marks (so colours and the inspector show it in that
+    same run), and `draw` catches a click the pre-read could not see and reruns.
     """
-    node = index.nodes.get(node_id)
-    if node is None:
-        st.info(f"Node {node_id} is not in this index (the documents changed since).")
-        return
-    kind = "document root" if node.is_root else "leaf" if node.is_leaf else "section"
-    with st.container(border=True):
-        st.markdown(f"**{plain(node.heading)}** `{node_id}` · {kind} · {plain(node.doc_id)}")
-        st.caption(plain(node.heading_path))
-        if picked is not None and on_toggle is not None and node.is_leaf:
-            _toggle_button(node_id, list(picked), on_toggle, key)
-        st.markdown("**Summary**")
-        st.text(node.summary or "(no summary)")
-        rows = index.leaf_rows(node_id)
-        st.markdown(f"**Content** · characters {node.start}–{node.end} of the document")
-        with st.container(height=200):
-            st.text(node.content or "(no text of its own: see its children)")
-        if node.is_leaf:
-            st.markdown(f"**Chunks** ({len(rows)})")
-            st.dataframe(
-                chunk_frame(index, node_id),
-                hide_index=True,
-                width="stretch",
-                column_config={"text": st.column_config.TextColumn("text", width="large")},
-                key=f"{key}_chunks",
-            )
-        else:
-            children = [index.nodes[c] for c in node.children]
-            st.markdown(f"**Children** ({len(children)})")
-            st.dataframe(
-                pd.DataFrame(
-                    [{"node": c.node_id, "heading": c.heading, "leaf": c.is_leaf} for c in children]
-                ),
-                hide_index=True,
-                width="stretch",
-                key=f"{key}_children",
-            )
 
+    base: str
 
-def _toggle_button(
-    node_id: str, picked: list[str], on_toggle: Callable[[list[str]], None], key: str
-) -> None:
-    if node_id in picked:
-        last = len(picked) == 1
-        st.button(
-            "Remove from the picked leaves and rerun",
-            key=f"{key}_remove",
-            icon=":material/remove:",
-            disabled=last,
-            help="At least one leaf must stay picked." if last else None,
-            on_click=on_toggle,
-            args=([i for i in picked if i != node_id],),
-        )
-    else:
-        full = len(picked) >= 5
-        st.button(
-            "Add to the picked leaves and rerun",
-            key=f"{key}_add",
-            icon=":material/add:",
-            type="primary",
-            disabled=full,
-            help="Step 1 picks at most 5 leaves: remove one first." if full else None,
-            on_click=on_toggle,
-            args=([*picked, node_id],),
-        )
+    @property
+    def key_holder(self) -> str:
+        return f"{self.base}_key"
+
+    @property
+    def seen_key(self) -> str:
+        return f"{self.base}_seen"
+
+    def _new_click(self, clicked: Any) -> str | None:
+        if not isinstance(clicked, str) or clicked == st.session_state.get(self.seen_key):
+            return None
+        st.session_state[self.seen_key] = clicked
+        return clicked
+
+    def take_click(self, index: CorpusIndex, focus: GraphFocus) -> None:
+        key = st.session_state.get(self.key_holder)
+        clicked = self._new_click(st.session_state.get(key) if key else None)
+        if clicked:
+            apply_click(index, clicked, focus)
+
+    def draw(self, index: CorpusIndex, view: GraphView, focus: GraphFocus) -> None:
+        new_key = graph_key(self.base, view)
+        if new_key != st.session_state.get(self.key_holder):  # a fresh component: no click yet
+            st.session_state[self.seen_key] = None
+            st.session_state[self.key_holder] = new_key
+        value = draw_graph(view, key=new_key, height=graph_height(view))
+        clicked = self._new_click(value)
+        if clicked:
+            apply_click(index, clicked, focus)
+            st.rerun()

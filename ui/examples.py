@@ -1,0 +1,39 @@
+"""Example questions for the bundled sample documents."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+# file name -> questions, checked to find their section across the whole sample corpus with
+# the local locator (no LLM).
+EXAMPLES: dict[str, tuple[str, ...]] = {
+    "test_paper.md": (
+        "AdaRouter使用什么算法？",
+        "AdaRouter在EUR/USD上的准确率是多少？",
+        "为什么AdaRouter比baseline表现好？",
+        "训练用了多少个epoch？",
+        "What algorithm does the router use to pick a model?",
+        "How many epochs was the model trained for?",
+    ),
+    "zh_sample.md": (
+        "X3 的额定载重是多少？",
+        "每个充电桩可以服务几台机器人？",
+        "导航类故障怎么排除？",
+    ),
+    "1908.10461.md": (
+        "Which cross-lingual features are used?",
+        "Does the dependency parse help zero-shot parsing?",
+        "What datasets are the parsers evaluated on?",
+    ),
+    "劳动合同法(2012-12-28).md": (
+        "试用期最长可以约定多久？",
+        "用人单位什么情况下需要支付经济补偿？",
+        "劳务派遣有哪些规定？",
+    ),
+}
+
+
+def examples_for(doc_ids: Sequence[str], per_doc: int = 6) -> list[tuple[str, str]]:
+    """(document, question) pairs for the sample documents among `doc_ids`, seed's first."""
+    wanted = set(doc_ids)
+    return [(doc, q) for doc, qs in EXAMPLES.items() if doc in wanted for q in qs[:per_doc]]

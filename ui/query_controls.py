@@ -1,0 +1,221 @@
+"""The Ask sidebar: query-settings widgets (key prefix `qs_`) and their mapping to settings."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import streamlit as st
+
+from treerag_core.llm import PRICES
+from treerag_core.names import Fusion, Locator
+from treerag_core.settings import QuerySettings
+from treerag_core.strategies import all_strategies
+from treerag_core.types import Trace
+from ui.resources import EVAL, SAMPLES, UPLOADS, session_api_key
+
+KEEP = "session"  # sidebar values survive a visit to another page
+QUESTION = "ask_question"  # the question box's widget key
+API_KEY = "qs_api_key"  # session memory only: never written to disk, the audit log or a trace
+
+# Sidebar widget key -> the query setting it controls (a dotted QuerySettings path).
+SETTING_WIDGETS: dict[str, str] = {
+    "qs_use_llm": "llm.enabled",
+    "qs_locate_model": "llm.locate_model",
+    "qs_answer_model": "llm.answer_model",
+    "qs_locator": "locate.locator",
+    "qs_strategy": "strategy",
+    "qs_max_leaves": "locate.max_leaves",
+    "qs_fusion": "retrieve.fusion",
+    "qs_dense_weight": "retrieve.dense_weight",
+    "qs_rrf_k": "retrieve.rrf_k",
+    "qs_top_k_per_leaf": "retrieve.top_k_per_leaf",
+    "qs_final_top_k": "answer.final_top_k",
+    "qs_rerank": "rerank.enabled",
+    "qs_rerank_chinese": "rerank.chinese",
+}
+# Controls that wait for an explicit Ask (a new step 1 may cost an LLM call); every other
+# control reruns at once, and the engine decides whether the stored step 1 still holds.
+ASK_SETTINGS = (
+    "strategy",
+    "locate.locator",
+    "locate.max_leaves",
+    "llm.enabled",
+    "llm.locate_model",
+)
+FUSION_LABELS = {
+    "weighted": "weighted (min-max, then weighted sum)",
+    "rrf": "RRF (reciprocal rank)",
+    "dbsf": "DBSF (mean ± 3 std)",
+    "union": "union (either retriever, once per chunk)",
+}
+
+
+def setting(settings: QuerySettings | Mapping[str, Any], path: str) -> Any:
+    """The value at a dotted path of settings (or their dict); None when it is not there."""
+    data: Any = settings.to_dict() if isinstance(settings, QuerySettings) else settings
+    for part in path.split("."):
+        if not isinstance(data, Mapping) or part not in data:
+            return None
+        data = data[part]
+    return data
+
+
+# Widget defaults go into session state once, so widgets pass no value=.
+WIDGET_DEFAULTS: dict[str, Any] = {
+    "qs_corpus": SAMPLES,
+    **{key: setting(QuerySettings(), path) for key, path in SETTING_WIDGETS.items()},
+    "qs_scope_samples": [],
+    "qs_scope_uploads": [],
+    "qs_scope_eval": [],
+    QUESTION: "",
+    API_KEY: "",
+}
+
+
+def runnable_strategies() -> dict[str, str]:
+    """Name -> label of the registry's strategies a user can run (oracle needs gold).
+
+    Read at render time, so a plug-in registered after import shows up too."""
+    return {s.name: s.label for s in all_strategies() if not s.needs_gold_leaves}
+
+
+def api_key() -> str | None:
+    return session_api_key(st.session_state.get(API_KEY))
+
+
+def query_settings() -> QuerySettings:
+    """The settings the sidebar shows. Raises ValueError for a value no step accepts."""
+    settings = QuerySettings()
+    for key, path in SETTING_WIDGETS.items():
+        settings = settings.set(path, st.session_state[key])
+    return settings
+
+
+def apply_settings(settings: Mapping[str, Any]) -> None:
+    """Put a trace's settings back into the sidebar widgets (reopening from History)."""
+    for key, path in SETTING_WIDGETS.items():
+        value = setting(settings, path)
+        if value is not None:
+            st.session_state[key] = value
+
+
+def changed_settings(trace: Trace, settings: QuerySettings, paths: Sequence[str]) -> list[str]:
+    """The settings among `paths` whose value differs from what the trace ran with."""
+    now = settings.to_dict()
+    return [
+        p
+        for p in paths
+        if setting(trace.settings, p) is not None and setting(trace.settings, p) != setting(now, p)
+    ]
+
+
+def changed_controls(trace: Trace, settings: QuerySettings) -> list[str]:
+    """Rerun-at-once controls whose value differs from the trace's."""
+    rerun_paths = [p for p in SETTING_WIDGETS.values() if p not in ASK_SETTINGS]
+    return changed_settings(trace, settings, rerun_paths)
+
+
+def sidebar(doc_options: Mapping[str, str], scope_key: str, eval_label: str | None) -> None:
+    """Corpus, scope, LLM and the step-1/step-2 controls; menus are built from the registry."""
+    ss = st.session_state
+    sb = st.sidebar
+    labels = {SAMPLES: "Sample documents", UPLOADS: "My uploads"}
+    if eval_label is not None:
+        labels[EVAL] = eval_label
+    sb.radio(
+        "Corpus", list(labels), key="qs_corpus", persist_state=KEEP, format_func=labels.get,
+        horizontal=True,
+    )  # fmt: skip
+    ss[scope_key] = [d for d in ss.get(scope_key, []) if d in doc_options]
+    sb.multiselect(
+        "Document scope",
+        list(doc_options),
+        key=scope_key,
+        persist_state=KEEP,
+        format_func=lambda d: doc_options.get(d, d),
+        placeholder="All documents",
+        help="Search only these documents (empty: all of them).",
+    )
+    _llm_controls()
+    sb.subheader("Step 1 · Locate")
+    sb.selectbox(
+        "Locator",
+        Locator.values(),
+        key="qs_locator",
+        persist_state=KEEP,
+        help="auto: the LLM when a key is set, else local. local: best chunk + heading "
+        "match per leaf. keyword: question terms in headings and summaries.",
+    )
+    labels_of = runnable_strategies()
+    sb.selectbox(
+        "Strategy",
+        list(labels_of),
+        key="qs_strategy",
+        persist_state=KEEP,
+        help="\n".join(f"- **{n}**: {label}" for n, label in labels_of.items()),
+    )
+    sb.slider("Max leaves", 1, 5, key="qs_max_leaves", persist_state=KEEP)
+    sb.subheader("Step 2 · Retrieve and rerank")
+    sb.caption("Changes here re-run steps 2-3 from the stored step 1: no new LLM call.")
+    sb.selectbox(
+        "Fusion", Fusion.values(), key="qs_fusion", persist_state=KEEP,
+        format_func=lambda f: FUSION_LABELS.get(f, f),
+    )  # fmt: skip
+    sb.slider("Dense weight", 0.0, 1.0, step=0.05, key="qs_dense_weight", persist_state=KEEP)
+    sb.caption(f"BM25 weight = 1 − dense = {1.0 - float(ss.qs_dense_weight):.2f}")
+    sb.slider(
+        "RRF k", 1, 120, key="qs_rrf_k", persist_state=KEEP, disabled=ss.qs_fusion != "rrf",
+        help="Used by RRF only: 1 / (k + rank).",
+    )  # fmt: skip
+    sb.slider("Top-k per leaf", 1, 20, key="qs_top_k_per_leaf", persist_state=KEEP)
+    sb.slider("Final top-k", 1, 50, key="qs_final_top_k", persist_state=KEEP)
+    sb.toggle("Rerank (cross-encoder)", key="qs_rerank", persist_state=KEEP)
+    sb.toggle(
+        "Rerank Chinese questions too",
+        key="qs_rerank_chinese",
+        persist_state=KEEP,
+        disabled=not ss.qs_rerank,
+        help="The bundled cross-encoder is English-only; off by default for Chinese.",
+    )
+
+
+def _llm_controls() -> None:
+    ss = st.session_state
+    sb = st.sidebar
+    sb.subheader("LLM")
+    key = api_key()
+    if key:
+        sb.toggle("Use the LLM (Anthropic)", key="qs_use_llm", persist_state=KEEP)
+    else:  # shown off and disabled: without a key nothing can call the LLM
+        sb.toggle(
+            "Use the LLM (Anthropic)",
+            value=False,
+            disabled=True,
+            key="qs_use_llm_nokey",
+            help="Type an API key below (or start the server with ANTHROPIC_API_KEY).",
+        )
+    sb.text_input(
+        "Anthropic API key",
+        key=API_KEY,
+        persist_state=KEEP,
+        type="password",
+        placeholder="sk-ant-… (this session only)",
+        help="Kept in this browser session's memory only: never written to disk, the audit "
+        "log or a trace. Empty: the server's ANTHROPIC_API_KEY, if it has one.",
+    )
+    typed = bool(str(ss.get(API_KEY, "")).strip())
+    if not key:
+        sb.caption("No API key: the local locator and an extractive answer run offline.")
+    elif not ss.qs_use_llm:
+        sb.caption("LLM off: local locator and an extractive answer.")
+    else:
+        sb.caption(f"Using the {'key typed in this session' if typed else 'server key'}.")
+    llm_on = bool(key) and bool(ss.qs_use_llm)
+    models = list(PRICES)
+    for widget_key, label in (
+        ("qs_locate_model", "Locate model"),
+        ("qs_answer_model", "Answer model"),
+    ):
+        options = models if ss[widget_key] in models else [ss[widget_key], *models]
+        sb.selectbox(label, options, key=widget_key, disabled=not llm_on, persist_state=KEEP)

@@ -1,0 +1,207 @@
+"""Score tables as DataFrames with their column configs: outline, chunks, step 2, rerank, stages."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from treerag_core.index import CorpusIndex
+from treerag_core.text_rules import preview
+from treerag_core.trace_io import stage_summary
+from treerag_core.types import RetrievedChunk, Trace
+
+TEXT_CHARS = 400  # a table cell shows this much of a chunk (the inspector shows all of it)
+FORCED = "⚠ 1.0 forced"
+
+
+def outline_frame(index: CorpusIndex, doc_id: str) -> pd.DataFrame:
+    """The document's tree as rows: id, depth, heading (indented), summary, chunk count."""
+    rows = []
+    for node in index.nodes.values():
+        if node.doc_id != doc_id:
+            continue
+        depth = len(index.ancestors(node.node_id))
+        rows.append(
+            {
+                "node": node.node_id,
+                "level": depth,
+                "heading": "　" * depth + node.heading,
+                "kind": "root" if node.is_root else "leaf" if node.is_leaf else "section",
+                "summary": node.summary,
+                "chunks": len(index.leaf_rows(node.node_id)),
+                "chars": node.end - node.start,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def chunk_frame(index: CorpusIndex, node_id: str) -> pd.DataFrame:
+    rows = [
+        {
+            "chunk": index.chunks[r].chunk_id,
+            "start": index.chunks[r].start,
+            "end": index.chunks[r].end,
+            "chars": index.chunks[r].end - index.chunks[r].start,
+            "text": index.chunks[r].text,
+        }
+        for r in index.leaf_rows(node_id).tolist()
+    ]
+    return pd.DataFrame(rows, columns=["chunk", "start", "end", "chars", "text"])
+
+
+def leaf_score_frame(hits: Sequence[RetrievedChunk]) -> pd.DataFrame:
+    """Step 2 for one group: every score a chunk got, in the group's rank order.
+
+    The min-max column is there only when min-max forced a 1.0 in this group.
+    """
+    forced = any(h.minmax_forced for h in hits)
+    columns = [
+        "rank", "text", "dense", "bm25", "dense_norm", "bm25_norm", "fused",
+        *(["forced_1"] if forced else []), "chunk", "offsets",
+    ]  # fmt: skip
+    rows = []
+    for h in hits:
+        row = {
+            "rank": h.leaf_rank,
+            "text": preview(h.chunk.text, TEXT_CHARS),
+            "dense": h.dense,
+            "bm25": h.bm25,
+            "dense_norm": h.dense_norm,
+            "bm25_norm": h.bm25_norm,
+            "fused": h.fused,
+            "chunk": h.chunk.chunk_id,
+            "offsets": f"{h.chunk.start}–{h.chunk.end}",
+        }
+        if forced:
+            row["forced_1"] = FORCED if h.minmax_forced else ""
+        rows.append(row)
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _bar(label: str, low: float, high: float, help_: str) -> Any:
+    if high <= low:
+        high = low + 1.0
+    return st.column_config.ProgressColumn(
+        label, min_value=float(low), max_value=float(high), format="%.3f", help=help_
+    )
+
+
+FUSED_HELP = {
+    "weighted": "dense_weight × dense_norm + (1 − dense_weight) × bm25_norm",
+    "rrf": "Σ weight / (k + rank) over the two rankings",
+    "dbsf": "normalised by mean ± 3 std, then weighted",
+}
+FORCED_HELP = (
+    "A group of 1-2 chunks: min-max gave this chunk 1.0 whatever its real relevance, so its "
+    "fused score is not comparable with other groups' before rerank."
+)
+
+
+def score_columns(frame: pd.DataFrame, fusion: str) -> dict[str, Any]:
+    """Score bars scaled to what each column can hold (raw BM25 and RRF have no fixed top)."""
+
+    def top(col: str) -> float:
+        return float(frame[col].max()) if len(frame) else 1.0
+
+    def low(col: str) -> float:
+        return min(0.0, float(frame[col].min())) if len(frame) else 0.0
+
+    return {
+        "rank": st.column_config.NumberColumn("rank", width="small"),
+        "text": st.column_config.TextColumn("text", width="large"),
+        "dense": _bar("dense", min(0.0, low("dense")), max(1.0, top("dense")), "cosine"),
+        "bm25": _bar("BM25", low("bm25"), top("bm25"), "raw BM25 (IDF over the document)"),
+        "dense_norm": _bar("dense norm", 0.0, 1.0, "dense after normalisation"),
+        "bm25_norm": _bar("BM25 norm", 0.0, 1.0, "BM25 after normalisation"),
+        "fused": _bar("fused", low("fused"), max(top("fused"), 1e-9), FUSED_HELP.get(fusion, "")),
+        "forced_1": st.column_config.TextColumn("min-max", help=FORCED_HELP),
+    }
+
+
+def rank_change(before: int, after: int) -> str:
+    move = before - after
+    return f"↑{move}" if move > 0 else f"↓{-move}" if move < 0 else "="
+
+
+def rerank_frame(
+    reranked: Sequence[RetrievedChunk],
+    pooled: Sequence[RetrievedChunk],
+    previous: Mapping[str, int] | None = None,
+) -> pd.DataFrame:
+    """Every pooled candidate: its pooled (fused) rank, rerank score and final rank.
+
+    A candidate that did not reach the final top-k has an empty final rank ("dropped" in
+    the change column). The rerank column is there only when the cross-encoder scored; the
+    min-max column only when min-max forced a 1.0; with `previous` (chunk -> final rank of
+    the run before a slider move), "since last" says how each passage moved.
+    """
+    final = {h.chunk.chunk_id: h for h in reranked}
+    scored = any(c.rerank is not None for c in pooled)
+    forced = any(c.minmax_forced for c in pooled)
+    rows = []
+    for cand in pooled:
+        hit = final.get(cand.chunk.chunk_id)
+        row: dict[str, Any] = {
+            "final": str(hit.final_rank) if hit else "",
+            "change": rank_change(cand.pooled_rank, hit.final_rank) if hit else "dropped",
+        }
+        if previous:
+            before = previous.get(cand.chunk.chunk_id)
+            row["since last"] = (
+                ("new" if before is None else rank_change(before, hit.final_rank))
+                if hit
+                else ("out" if before is not None else "")
+            )
+        row |= {
+            "pooled": cand.pooled_rank,
+            "leaf": cand.chunk.source_node_id,
+            "chunk": cand.chunk.chunk_id,
+            "text": preview(cand.chunk.text, TEXT_CHARS),
+            # The pooled order's own score (fusion over all groups), not the per-group one.
+            "fused": cand.pool_fused if cand.pool_fused is not None else cand.fused,
+        }
+        if scored:
+            rerank = hit.rerank if hit else cand.rerank
+            row["rerank"] = float(rerank) if rerank is not None else float("nan")
+        if forced:
+            row["forced_1"] = FORCED if cand.minmax_forced else ""
+        rows.append(row)
+    frame = pd.DataFrame(rows)
+    if frame.empty:
+        return frame
+    order = frame["final"].map(lambda v: int(v) if v else 10**9)
+    return (
+        frame.assign(_o=order)
+        .sort_values(["_o", "pooled"])
+        .drop(columns="_o")
+        .reset_index(drop=True)
+    )
+
+
+def rerank_columns(frame: pd.DataFrame) -> dict[str, Any]:
+    config: dict[str, Any] = {
+        "final": st.column_config.TextColumn("final rank", width="small"),
+        "change": st.column_config.TextColumn("change", help="pooled (fused) rank → final rank"),
+        "since last": st.column_config.TextColumn(
+            "since last", help="how the passage moved since the previous settings"
+        ),
+        "pooled": st.column_config.NumberColumn("pooled rank", width="small"),
+        "text": st.column_config.TextColumn("text", width="large"),
+        "fused": st.column_config.NumberColumn("fused", format="%.3f"),
+        "forced_1": st.column_config.TextColumn("min-max", help=FORCED_HELP),
+    }
+    if "rerank" in frame and frame["rerank"].notna().any():
+        low, high = float(frame["rerank"].min()), float(frame["rerank"].max())
+        config["rerank"] = st.column_config.ProgressColumn(
+            "rerank", min_value=low, max_value=high if high > low else low + 1, format="%.2f"
+        )
+    return config
+
+
+def stage_frame(trace: Trace) -> pd.DataFrame:
+    frame = pd.DataFrame(stage_summary(trace))
+    frame["cost_usd"] = frame["cost_usd"].map(lambda c: f"${c:.4f}")
+    return frame

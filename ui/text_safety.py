@@ -1,0 +1,50 @@
+"""Document and model text shown safely: Markdown escaped, images defused, errors as messages."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+
+import streamlit as st
+
+from treerag_core.errors import TreeRAGError
+from treerag_core.text_rules import one_line
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:=^])")
+
+
+def plain(text: str) -> str:
+    """Escape Markdown so document text shown in a label or caption stays literal text."""
+    return _MD_SPECIAL.sub(r"\\\1", one_line(str(text)))
+
+
+def safe_answer_stream(deltas: Iterable[str]) -> Iterator[str]:
+    """Answer deltas made safe and readable as Markdown.
+
+    Images are defused (`![..](url)` would load a URL): the answer is written by an LLM that
+    read the documents, so an instruction planted in a document could ask for an image whose
+    URL carries the question away. A trailing "!" is held back one delta so an image opener
+    split across deltas is still caught. Single newlines become line breaks, so the
+    extractive answer's numbered lines stay on their own lines.
+    """
+    held = ""
+    for delta in deltas:
+        text = (held + delta).replace("![", "!\\[")
+        held = ""
+        if text.endswith("!"):
+            text, held = text[:-1], "!"
+        if text:
+            yield text.replace("\n", "  \n")
+    if held:
+        yield held
+
+
+def safe_answer(text: str) -> str:
+    return "".join(safe_answer_stream([text]))
+
+
+def show_error(exc: Exception, what_next: str = "") -> None:
+    """An expected failure as a message with the next step; never a traceback."""
+    message = str(exc) if isinstance(exc, TreeRAGError | ValueError | KeyError) else repr(exc)
+    # The message may quote a file name or a question: shown as text, not Markdown.
+    st.error(plain(message) + (f"\n\n{what_next}" if what_next else ""), icon=":material/error:")

@@ -1,0 +1,227 @@
+"""Views of one Trace, generic over strategies: citations, fallbacks, costs and the three steps.
+
+Step 2 draws every RetrievalGroup by its kind and every ContextSection a strategy adds, so a
+new strategy shows up here without a page change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from treerag_core.index import CorpusIndex
+from treerag_core.text_rules import path_leaf
+from treerag_core.trace_io import stage_summary
+from treerag_core.types import ContextSection, RetrievalGroup, Trace
+from ui.score_tables import (
+    leaf_score_frame,
+    rerank_columns,
+    rerank_frame,
+    score_columns,
+    stage_frame,
+)
+from ui.text_safety import plain
+
+Span = tuple[int, int]
+GROUP_KINDS = {"leaf": "picked leaf", "scope": "whole scope", "graph": "graph", "layer": "layer"}
+
+
+def cited_targets(trace: Trace, index: CorpusIndex) -> list[tuple[Any, str | None, Span | None]]:
+    """(citation, node to open, cited passage span) for each distinct citation of the answer.
+
+    A path can name several nodes ("Abstract" of two papers): the retrieved one is preferred;
+    the span is the first passage of the evidence from that node.
+    """
+    sources: dict[str, Span] = {}
+    for hit in trace.reranked:
+        sources.setdefault(hit.chunk.source_node_id, (hit.chunk.start, hit.chunk.end))
+    seen: set[tuple[str, bool]] = set()
+    out = []
+    for cite in trace.citations:
+        if (cite.heading_path, cite.supported) in seen:
+            continue
+        seen.add((cite.heading_path, cite.supported))
+        ids = [nid for nid in cite.node_ids if nid in index.nodes]
+        target = next((nid for nid in ids if nid in sources), ids[0] if ids else None)
+        out.append((cite, target, sources.get(target) if target else None))
+    return out
+
+
+def citations(
+    trace: Trace, index: CorpusIndex, on_select: Callable[[str | None, Span | None], None]
+) -> None:
+    """The answer's citations as chips; a click calls `on_select(node_id, passage span)`."""
+    if not trace.citations:
+        st.caption("The answer cites no section.")
+        return
+    st.caption("Citations: click one to open the cited passage in its section's text.")
+    with st.container(horizontal=True):
+        for i, (cite, target, span) in enumerate(cited_targets(trace, index)):
+            leaf = path_leaf(cite.heading_path)
+            icon = ":material/link:" if cite.supported else ":material/warning: unsupported:"
+            st.button(
+                f"{icon} {plain(leaf)}" + (f" · {target}" if target else ""),
+                key=f"cite_{i}",
+                on_click=on_select,
+                args=(target, span),
+                disabled=target is None,
+                help=plain(cite.heading_path)
+                + (
+                    ""
+                    if cite.supported
+                    else " — not among the retrieved evidence: the claim is not backed by "
+                    "what the model was shown."
+                ),
+            )
+
+
+def fallbacks(trace: Trace) -> None:
+    """Every step that did not go the preferred way, in plain words."""
+    for fb in trace.fallbacks:
+        st.warning(f"**{fb.stage}** · {plain(fb.detail or fb.reason)}", icon=":material/alt_route:")
+
+
+def costs(trace: Trace, rerun_ms: float | None = None) -> None:
+    """Time, tokens and cost per stage; `rerun_ms` when steps 2-3 re-ran from step 1."""
+    rows = stage_summary(trace)
+    total_ms = sum(r["ms"] for r in rows)
+    tokens = sum(r["input_tokens"] + r["output_tokens"] for r in rows)
+    cost = sum(r["cost_usd"] for r in rows)
+    st.caption(f"Total {total_ms:,.0f} ms · {tokens:,} tokens · ${cost:.4f}")
+    st.dataframe(stage_frame(trace), hide_index=True, width="stretch", key="stage_table")
+    if rerun_ms is not None:
+        st.caption(
+            f"Re-ran with the new settings in {rerun_ms:.0f} ms (engine time, no LLM call): "
+            "step 1 was reused where its inputs were unchanged and redone by the local "
+            "locator where they changed; the step-1 row shows the original run's cost."
+        )
+
+
+def step1(trace: Trace) -> None:
+    """Step 1: locator, reasoning, fallbacks and the picked leaves with their sub-queries."""
+    loc = trace.locate
+    if loc is None:
+        st.info("No step-1 result.")
+        return
+    if not loc.leaves and loc.locator == "none":
+        st.info(f"Strategy {trace.strategy}: {plain(loc.thinking)}")
+        return
+    usage = loc.usage
+    bits = [f"locator **{plain(loc.locator)}**", f"{loc.seconds * 1000:,.0f} ms"]
+    if usage.input_tokens or usage.output_tokens:
+        bits.append(f"{usage.input_tokens:,} in / {usage.output_tokens:,} out tokens")
+        bits.append(f"${usage.cost_usd:.4f}" + (f" ({plain(usage.model)})" if usage.model else ""))
+    st.markdown(" · ".join(bits))
+    for note in loc.notes:
+        st.caption(plain(note))
+    rows = [
+        {
+            "node": leaf.node_id,
+            "heading path": leaf.heading_path,
+            "sub-query": leaf.sub_query,
+            "score": leaf.score,
+            "source": leaf.source,
+        }
+        for leaf in loc.leaves
+    ]
+    st.dataframe(
+        pd.DataFrame(rows, columns=["node", "heading path", "sub-query", "score", "source"]),
+        hide_index=True,
+        width="stretch",
+        key="step1_table",
+        column_config={
+            "score": st.column_config.NumberColumn("locator score", format="%.3f"),
+            "heading path": st.column_config.TextColumn("heading path", width="large"),
+        },
+    )
+    with st.expander("Why these sections (the locator's reasoning)"):
+        st.text(loc.thinking or "(none given)")
+
+
+def _fusion_caption(trace: Trace) -> str:
+    s = trace.settings.get("retrieve", {})
+    fusion = s.get("fusion", "weighted")
+    if fusion == "rrf":
+        how = f"RRF, k = {s.get('rrf_k')}"
+    else:
+        dw = float(s.get("dense_weight", 0.5))
+        how = f"{fusion}: {dw:.2f} × dense + {1 - dw:.2f} × BM25 (normalised)"
+    return (
+        f"{how} · top {s.get('top_k_per_leaf')} per group · {trace.retrieve_seconds * 1000:,.1f} ms"
+    )
+
+
+def group_title(group: RetrievalGroup) -> str:
+    kind = GROUP_KINDS.get(group.kind, group.kind)
+    where = f"[{group.leaf_id}] " if group.leaf_id else ""
+    return f"{where}{plain(group.label)} · {plain(kind)}"
+
+
+def step2(trace: Trace) -> None:
+    """Step 2: one score table per searched group, then the strategy's context sections."""
+    fusion = trace.settings.get("retrieve", {}).get("fusion", "weighted")
+    st.caption(_fusion_caption(trace))
+    if not trace.retrieved and not trace.sections:
+        st.info("Nothing was retrieved.")
+    for number, group in enumerate(trace.retrieved):
+        hits = list(group.hits)
+        st.markdown(f"**{group_title(group)}**")
+        if group.sub_query:
+            st.caption(f"sub-query: {plain(group.sub_query)}")
+        if not hits:
+            st.caption("This group has no chunks.")
+            continue
+        frame = leaf_score_frame(hits)
+        st.dataframe(
+            frame,
+            hide_index=True,
+            width="stretch",
+            column_config=score_columns(frame, fusion),
+            key=f"s2_{group.leaf_id or group.kind}_{number}",
+        )
+        if any(h.minmax_forced for h in hits):
+            st.caption(
+                "⚠ 1.0 forced: this group has only 1-2 chunks, so min-max normalisation made its "
+                "top chunk 1.0 whatever its real relevance; compare across groups after rerank."
+            )
+    for number, section in enumerate(trace.sections):
+        context_section(section, key=f"s2_section_{number}")
+
+
+def context_section(section: ContextSection, key: str) -> None:
+    """A strategy's extra context: its rows as a table, else its text."""
+    st.markdown(f"**{plain(section.title)}** · {plain(section.kind)}")
+    if section.rows:
+        st.dataframe(pd.DataFrame(list(section.rows)), hide_index=True, width="stretch", key=key)
+    elif section.text.strip():
+        with st.container(height=200, border=True):
+            st.text(section.text)
+    if section.chunk_ids:
+        st.caption(
+            f"built from {len(section.chunk_ids)} passage(s): {', '.join(section.chunk_ids[:8])}"
+        )
+
+
+def rerank(trace: Trace, previous: Mapping[str, int] | None = None) -> None:
+    """The pooled candidates across groups: rerank score, final rank and rank changes."""
+    pooled = sorted(trace.candidates, key=lambda h: h.pooled_rank)
+    reranked = trace.reranked
+    if trace.reranker:
+        st.caption(
+            f"{plain(trace.reranker)} · {len(pooled)} pooled candidates → top "
+            f"{len(reranked)} · {trace.rerank_seconds * 1000:,.0f} ms"
+        )
+    else:
+        reason = next((f.detail for f in trace.fallbacks if f.stage == "rerank"), "rerank off")
+        st.caption(f"No rerank ({plain(reason)}): the fused order is kept.")
+    frame = rerank_frame(reranked, pooled, previous)
+    st.dataframe(
+        frame,
+        hide_index=True,
+        width="stretch",
+        column_config=rerank_columns(frame),
+        key="rerank_table",
+    )
