@@ -466,3 +466,23 @@ def test_treerag_kg_traces_show_their_leaf_graphs(monkeypatch):
     assert len(at.get("component_instance")) == len(graphed)  # one graph view each
     assert [e.label.split("]")[0] for e in at.expander] == [f"[{i}" for i in graphed]
     assert any("Paths" in m.value for m in at.markdown)
+
+
+def test_drilldown_traces_show_the_ktype_card_and_the_layers():
+    at = new_app()
+    at.selectbox(key="qs_strategy").set_value("drilldown").run()
+    ask(at, PAPER_QUESTION)
+    assert at.session_state["ask_trace"].strategy == "drilldown"
+    assert any(h.value.startswith("Drill-down: document") for h in at.subheader)
+    assert at.metric, "no K-Type card"
+    shown = texts(at)
+    assert all(f"{n}. " in shown for n in (1, 2, 3)), shown  # the three layers
+
+
+def test_hirag_traces_show_their_graph_neighbourhood():
+    at = new_app()
+    at.selectbox(key="qs_strategy").set_value("hirag-local").run()
+    ask(at, PAPER_QUESTION)
+    assert at.session_state["ask_trace"].strategy == "hirag-local"
+    assert any(h.value == "HiRAG graph neighbourhood" for h in at.subheader)
+    assert len(at.get("component_instance")) == 2  # the tree, and the HiRAG graph

@@ -155,6 +155,30 @@ def strategy_views(trace: Trace, engine: Engine) -> None:
     """Views a strategy adds under the step panels, drawn by the strategy's own UI module."""
     if trace.strategy == "treerag-kg":
         leaf_graphs(trace, engine)
+    elif trace.strategy.startswith("hirag"):
+        from ui.hirag_view import graph_store_for, is_hirag_trace, render_hirag
+
+        if is_hirag_trace(trace.sections):
+            st.subheader("HiRAG graph neighbourhood")
+            render_hirag(trace.sections, graph_store_for(engine.index), key="ask_hirag")
+    elif trace.strategy == "drilldown":
+        drilldown_layers(trace, engine)
+
+
+def drilldown_layers(trace: Trace, engine: Engine) -> None:
+    """drilldown: the K-Type summary of each chosen document, then the three layers."""
+    from ui.drilldown_view import is_drilldown, ktype_card, layer_view, lit_ids
+
+    if not is_drilldown(trace.sections):
+        return
+    st.subheader("Drill-down: document → section → passages")
+    layers = engine.index.layers
+    summaries = layers.summaries if layers is not None else {}
+    for number, doc_id in enumerate(lit_ids(trace.sections).documents):
+        if doc_id in summaries:
+            with st.expander(f"K-Type summary · {plain(doc_id)}", expanded=number == 0):
+                ktype_card(summaries[doc_id], key=f"ask_ktype_{number}")
+    layer_view(trace.sections)
 
 
 def leaf_graphs(trace: Trace, engine: Engine) -> None:
