@@ -406,6 +406,9 @@ def test_an_off_topic_question_is_flagged_out_of_scope_beside_the_answer():
     assert any("Out of scope?" in w.value for w in at.warning), texts(at)
     on_topic = ask(new_app(), PAPER_QUESTION)
     assert not any("Out of scope?" in w.value for w in on_topic.warning)
+    assert not any("Sensitive question" in w.value for w in on_topic.warning)
+    secret = ask(new_app(), "What API key did the model training use?")
+    assert any("Sensitive question" in w.value and "credentials" in w.value for w in secret.warning)
 
 
 def test_section_scores_and_routed_documents_are_shown():
