@@ -30,6 +30,7 @@ from ui.query_log import open_trace
 from ui.resources import default_embedder, warm_reranker
 from ui.session import EvalState, require_app
 from ui.text_safety import plain, show_error
+from ui.workspace import sync_workspace
 
 require_app("pages/evaluate.py")
 ss = st.session_state
@@ -303,6 +304,7 @@ def _coverage(report: dict[str, Any], folder: Path | None) -> None:
 def main() -> None:
     for key, value in WIDGET_DEFAULTS.items():
         ss.setdefault(key, list(value) if isinstance(value, list) else value)
+    sync_workspace()  # the ?ws= workspace of a reload: opened questions are logged under it
     run, load, upload = _sidebar()
     st.title("Evaluate")
     st.caption(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from pathlib import Path
 
@@ -259,3 +260,14 @@ def test_a_reload_with_the_workspace_id_in_the_url_restores_it():
     assert other.session_state["ws_id"] != "0" * 32
     assert other.session_state["ws_index"] is None
     assert any("expired" in i.value for i in other.info)
+
+
+def test_idle_workspaces_expire_when_a_session_starts(app_env):
+    stale = app_env / "workspaces" / ("a" * 32)
+    (stale / "index").mkdir(parents=True)
+    stamp = stale / ".last-used"
+    stamp.touch()
+    old = 1_000_000_000  # 2001: far beyond the idle limit
+    os.utime(stamp, (old, old))
+    documents_page()
+    assert not stale.exists()

@@ -18,6 +18,7 @@ from ui.resources import (
     SAMPLES,
     UPLOADS,
     Corpus,
+    audit_log,
     cached_embedder,
     default_embedder,
     sample_corpus,
@@ -38,12 +39,17 @@ def sync_workspace() -> None:
     ws = WorkspaceState()
     if not st.session_state.get("ws_synced"):
         st.session_state.ws_synced = True
-        spaces = Workspaces.default()
+        # An expired workspace takes its audit-log queries with it.
+        spaces = Workspaces.default(forget=lambda gone: audit_log().forget_workspace(gone))
         spaces.expire_idle()
         wanted = st.query_params.get("ws")
         if wanted and wanted != ws.id:
             index = spaces.restore(wanted) if is_workspace_id(wanted) else None
-            if index is not None:
+            # A live workspace without documents still owns its History: adopt its id too.
+            known = index is not None or (
+                is_workspace_id(wanted) and spaces.folder(wanted).is_dir()
+            )
+            if known:
                 ws.id, ws.index, ws.engine = wanted, index, None
                 ws.version += 1
             else:
