@@ -13,6 +13,7 @@ from treerag_core.convert import SUPPORTED_SUFFIXES
 from treerag_core.errors import InputDocumentError, TreeRAGError, WorkspaceLimitError
 from treerag_core.index import SourceDocument
 from treerag_core.ingest import Converted, Rejected, convert_upload, to_source
+from treerag_core.llm.factory import make_client, resolve_key, settings_from_env
 from treerag_core.tree_edits import load_edits, save_edits
 from treerag_core.workspaces import WorkspaceLimits, check_drop, check_sources
 from ui.resources import UPLOADS
@@ -131,6 +132,17 @@ def ingest(uploads: Sequence[tuple[str, bytes]]) -> None:
         st.rerun()
 
 
+def _llm_client() -> tuple[Any, str]:
+    """A client for level suggestions when one is configured (the server's settings, with the
+    key typed on the Ask page's LLM block, if any), else (None, "") and no suggestions."""
+    ss = st.session_state
+    llm = settings_from_env()
+    if not ss.get("llm_enabled", True):
+        return None, ""
+    client = make_client(llm, resolve_key(llm, ss.get(f"llm_key_{llm.provider}")))
+    return client, llm.locate_model
+
+
 def review() -> None:
     """The inferred tree of each converted file, to correct before it is indexed."""
     pending: list[Converted] = st.session_state.get(PENDING, [])
@@ -138,10 +150,13 @@ def review() -> None:
         return
     st.markdown(f"**Check the inferred trees** ({len(pending)} file(s) waiting)")
     folder = workspace_folder()
+    client, model = _llm_client()
     current = {}
     for conv in pending:
         with st.expander(conv.document.name, expanded=len(pending) == 1):
-            current[conv.sha256] = tree_editor(conv, key=f"te_{conv.sha256[:16]}", folder=folder)
+            current[conv.sha256] = tree_editor(
+                conv, key=f"te_{conv.sha256[:16]}", folder=folder, client=client, model=model
+            )
     c1, c2 = st.columns(2)
     if c1.button("Index these files", key="review_go", type="primary", icon=":material/input:"):
         for conv in pending:  # the corrections travel with the document (tree_edits.json)
