@@ -230,8 +230,10 @@ def test_clicking_a_node_opens_the_inspector_and_override_reruns():
     assert [leaf.node_id for leaf in new.locate.leaves] == [*picked, target]
     assert new.locate.leaves[-1].source == "manual"
     assert "Manual override" in new.locate.thinking
-    assert target in [g.leaf_id for g in new.retrieved]
-    assert target in leaf_tables(at)
+    # The picked leaves are searched as one heading-aware window (one score across leaves).
+    [group] = new.retrieved
+    assert "picked leaves" in group.label
+    assert {h.chunk.source_node_id for h in group.hits} <= {*picked, target}
     assert background(at)[target] == PALETTE["picked"]
     # And back: removing it restores the original leaf set.
     at.session_state[at.session_state["ask_graph_key"]] = target
@@ -278,7 +280,10 @@ def test_flat_strategy_and_compare():
     at.button(key="compare_run").click().run()
     assert not at.exception, at.exception
     compared = [c.value for c in at.caption if "shared with" in c.value]
-    assert len(compared) == len(strategy_names(runnable=True))  # every registered one
+    # Every registered strategy but treerag-kg, which needs an index built with graphs (off
+    # by default) and says so instead of comparing.
+    runnable = [s for s in strategy_names(runnable=True) if s != "treerag-kg"]
+    assert len(compared) == len(runnable)
     paths = {h.chunk.heading_path for h in at.session_state["ask_trace"].reranked}
     assert any(
         p.replace(" ", "") in m.value.replace("\\", "").replace(" ", "")

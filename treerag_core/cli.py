@@ -39,7 +39,7 @@ EMBEDDER_HELP = (
 )
 
 
-STAGE_LABELS = {"parse": "parsing", "embed": "embedding", "index": "indexing"}
+STAGE_LABELS = {"parse": "parsing", "embed": "embedding", "graph": "graphs", "index": "indexing"}
 STAGE_UNITS = {"parse": "docs", "embed": "chunks", "index": "steps"}
 
 
@@ -166,6 +166,8 @@ def cmd_index(args: argparse.Namespace) -> int:
         max_file_bytes=_max_file_bytes(args.max_file_mb),
         max_pages=args.max_pages,
         llm_summaries=args.llm_summaries,
+        graph_min_leaf_chars=args.graph_min_leaf_chars,
+        llm_graphs=args.llm_graphs,
     )
     started = time.perf_counter()
     # Tree corrections kept beside the index (tree_edits.json) are applied on every re-index.
@@ -190,6 +192,7 @@ def cmd_index(args: argparse.Namespace) -> int:
             print(f"note: rebuilding from scratch ({exc})", file=sys.stderr)
     embedder = get_embedder(settings.embedder)
     summarizer = _llm_summarizer(settings, previous, args)
+    graph_extractor = _llm_graph_extractor(settings, args)
     update, close = _progress_bars()
     try:
         try:
@@ -200,11 +203,19 @@ def cmd_index(args: argparse.Namespace) -> int:
                 previous=previous,
                 progress=update,
                 summarizer=summarizer,
+                graph_extractor=graph_extractor,
             )
         except LLMError as exc:
             print(f"note: LLM summaries failed ({exc}); using local summaries", file=sys.stderr)
             settings = replace(settings, llm_summaries=False)
-            index = build_index(sources, settings, embedder, previous=previous, progress=update)
+            index = build_index(
+                sources,
+                settings,
+                embedder,
+                previous=previous,
+                progress=update,
+                graph_extractor=graph_extractor,
+            )
     finally:
         close()
     save_index(index, output)
@@ -216,9 +227,62 @@ def cmd_index(args: argparse.Namespace) -> int:
         f"{stats['longest_leaf_chars']} chars, embedder {index.embedder_name}, "
         f"{seconds:.1f} s -> {output}"
     )
+    _print_graph_summary(index, graph_extractor)
     if rejected:
         print(f"{len(rejected)} file(s) skipped (see above)")
     return 0
+
+
+def _llm_graph_extractor(settings: IndexSettings, args: argparse.Namespace):
+    """The LLM graph extractor when asked for; without an LLM that is an error, not a silent no."""
+    if not settings.llm_graphs:
+        return None
+    if settings.graph_min_leaf_chars <= 0:
+        raise TreeRAGError(
+            "--llm-graphs needs --graph-min-leaf-chars N (graphs are off by default)"
+        )
+    from treerag_core.graph.extract_llm import LLMGraphExtractor
+    from treerag_core.llm import KEY_ENV, api_key_for, make_client
+
+    llm = _llm_settings(args)
+    client = make_client(llm, api_key_for(llm.provider))
+    if client is None:
+        raise LLMError(f"--llm-graphs needs {KEY_ENV[llm.provider]}", reason="no_api_key")
+    return LLMGraphExtractor(client, llm.locate_model)
+
+
+def _print_graph_summary(index, extractor) -> None:
+    """Per-leaf graph statistics (the hub check: max degree), and what the LLM cost."""
+    if index.graphs is None:
+        return
+    graphs = sorted(index.graphs.values(), key=lambda g: g.leaf_id)
+    print(
+        f"graphs: {len(graphs)} leaves of >= {index.settings.graph_min_leaf_chars} chars, "
+        f"{sum(len(g.concepts) for g in graphs)} nodes, "
+        f"{sum(len(g.relations) for g in graphs)} edges, "
+        f"{sum(g.build_seconds for g in graphs):.2f} s"
+    )
+    for g in graphs:
+        stats = g.stats()
+        path = index.nodes[g.leaf_id].heading_path
+        print(
+            f"  {g.leaf_id} {stats['nodes']:>4} nodes {stats['edges']:>5} edges "
+            f"max degree {stats['max_degree']:>3} {stats['build_seconds'] * 1000:>7.1f} ms "
+            f"{stats['extractor']}  {g.doc_id} > {path}"
+        )
+    if extractor is not None:
+        usage = extractor.usage
+        print(
+            f"LLM graphs: {usage.input_tokens} input + {usage.output_tokens} output tokens, "
+            f"${usage.cost_usd:.4f}"
+        )
+        if extractor.failure is not None:
+            print(
+                f"note: LLM graph extraction failed ({extractor.failure}); "
+                f"{len(extractor.fallback_leaves)} leaves got offline graphs; run the same "
+                "command again to resume",
+                file=sys.stderr,
+            )
 
 
 def settings_from_args(args: argparse.Namespace, base: QuerySettings) -> QuerySettings:
@@ -387,6 +451,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         chunk_size=args.chunk_size,
         chunk_overlap=args.chunk_overlap,
         embedder=args.embedder or IndexSettings().embedder,
+        graph_min_leaf_chars=args.graph_min_leaf_chars,
     )
     # --strategy is a list here (the strategies to compare), not one query setting.
     flags = argparse.Namespace(**{**vars(args), "strategy": None})
@@ -475,6 +540,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="skip files larger than this (default: TREERAG_MAX_FILE_MB, else 20)",
     )
     p.add_argument(
+        "--graph-min-leaf-chars",
+        type=int,
+        default=IndexSettings().graph_min_leaf_chars,
+        help="leaves at least this long get a knowledge graph (0: none; default %(default)s)",
+    )
+    p.add_argument(
+        "--llm-graphs",
+        action="store_true",
+        help="extract graph entities and relations with the LLM (needs ANTHROPIC_API_KEY; "
+        "cached per leaf; a failure keeps what was extracted)",
+    )
+    p.add_argument(
         "--max-pages",
         type=int,
         default=IndexSettings().max_pages,
@@ -506,6 +583,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--chunk-size", type=int, default=IndexSettings().chunk_size)
     p.add_argument("--chunk-overlap", type=int, default=IndexSettings().chunk_overlap)
     _add_shared_retrieval_options(p)
+    p.add_argument(
+        "--graph-min-leaf-chars",
+        type=int,
+        default=IndexSettings().graph_min_leaf_chars,
+        help="leaves at least this long get a knowledge graph (treerag-kg needs them; "
+        "0: none; default %(default)s)",
+    )
     p.add_argument(
         "--top-k", type=int, default=50, help="passages kept per question (budget metrics: 50)"
     )

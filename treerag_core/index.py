@@ -15,6 +15,9 @@ from treerag_core.bm25 import BM25Stats, LeafBM25
 from treerag_core.chunking import chunk_leaf
 from treerag_core.config import IndexSettings
 from treerag_core.embedders import Embedder
+from treerag_core.graph.build import LeafExtractor, build_graphs, concept_names, split_vectors
+from treerag_core.graph.extract import EXTRACTOR_VERSION
+from treerag_core.graph.types import LeafGraph
 from treerag_core.pagemap import page_span
 from treerag_core.parsing import parse_document
 from treerag_core.summaries import content_key, summarize_tree
@@ -23,7 +26,7 @@ from treerag_core.text_rules import detect_language
 from treerag_core.types import Chunk, DocumentInfo, Language, TreeNode
 
 MAX_SCOPE_CACHE = 8  # distinct document scopes whose flat FAISS + BM25 stay in memory
-# progress(stage, done, total): stage is "parse", "embed" or "index".
+# progress(stage, done, total): stage is "parse", "embed", "graph" or "index".
 ProgressFn = Callable[[str, int, int], None]
 
 
@@ -55,6 +58,8 @@ class CorpusIndex:
     embeddings: np.ndarray
     tokens: list[list[str]]
     summary_cache: dict[str, str] = field(default_factory=dict)
+    graphs: dict[str, LeafGraph] | None = None  # long leaf id -> its graph; None: built without
+    graph_vectors: dict[str, np.ndarray] = field(default_factory=dict)  # concept name vectors
     embedder_fingerprint: tuple[float, ...] = ()  # the embedder's vector of a probe text
     _leaf_rows: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
     _faiss: dict[str, faiss.Index] = field(default_factory=dict, repr=False)
@@ -218,6 +223,7 @@ def build_index(
     progress: ProgressFn | None = None,
     summary_overrides: dict[str, str] | None = None,
     summarizer: Callable[[Sequence[TreeNode], Language], dict[str, str]] | None = None,
+    graph_extractor: LeafExtractor | None = None,
 ) -> CorpusIndex:
     """Parse, summarise, chunk, tokenise and embed `sources` into a CorpusIndex.
 
@@ -225,6 +231,8 @@ def build_index(
     content hash is unchanged reuse their embeddings: only changed documents hit the model.
     `summarizer` (LLM summaries) returns {content_key: summary} for a document's nodes; its
     results are kept in the index's summary cache, so an unchanged section is never resent.
+    Leaves of at least `settings.graph_min_leaf_chars` get a graph (`graph_extractor`, else
+    the offline one); graphs of unchanged leaves are taken from `previous`.
     """
     notify = progress or (lambda stage, done, total: None)
     sources = _unique_names(sources)
@@ -293,8 +301,35 @@ def build_index(
         summary_cache=summary_cache,
         embedder_fingerprint=_fingerprint(embedder),
     )
+    if settings.graph_min_leaf_chars > 0:
+        index.graphs, index.graph_vectors = graph_stage(
+            index, embedder, previous, graph_extractor, notify
+        )
     notify("index", 1, 1)
     return index
+
+
+def graph_stage(
+    index: CorpusIndex,
+    embedder: Embedder,
+    previous: CorpusIndex | None = None,
+    extractor: LeafExtractor | None = None,
+    notify: ProgressFn | None = None,
+) -> tuple[dict[str, LeafGraph], dict[str, np.ndarray]]:
+    """Leaf graphs and the vectors of their concept names (matched to questions by meaning)."""
+    graphs = build_graphs(
+        index.nodes,
+        index.chunks,
+        {d.doc_id: d.language for d in index.documents},
+        index.settings.graph_min_leaf_chars,
+        previous=previous.graphs if previous is not None else None,
+        extractor=extractor,
+        extractor_version=getattr(extractor, "version", EXTRACTOR_VERSION),
+        progress=None if notify is None else lambda done, total: notify("graph", done, total),
+    )
+    names = concept_names(graphs)
+    matrix = embedder.embed(names) if names else np.zeros((0, embedder.dim), dtype=np.float32)
+    return graphs, split_vectors(graphs, np.asarray(matrix, dtype=np.float32))
 
 
 def with_pages(chunks: Sequence[Chunk], page_starts: Sequence[int]) -> list[Chunk]:
@@ -366,10 +401,13 @@ def corpus_stats(index: CorpusIndex) -> dict[str, int]:
     """Counts for the CLI summary and the UI."""
     leaves = index.leaves()
     longest = max((n.end - n.start for n in leaves), default=0)
+    graphs = index.graphs or {}
     return {
         "documents": len(index.documents),
         "nodes": len(index.nodes),
         "leaves": len(leaves),
         "chunks": len(index.chunks),
         "longest_leaf_chars": longest,
+        "graphs": len(graphs),
+        "graph_max_degree": max((g.max_degree for g in graphs.values()), default=0),
     }

@@ -213,6 +213,7 @@ def synthesize_step(engine: Engine, trace: Trace, settings: QuerySettings, clien
             trace.language,
             lambda texts: engine.embedder.embed(list(texts)),
             engine.index.texts,
+            sections=trace.sections,
         ):
             parts.append(delta)
             yield delta

@@ -24,12 +24,15 @@ import numpy as np
 from treerag_core.config import IndexSettings
 from treerag_core.embedders import Embedder
 from treerag_core.errors import EmbedderError, IndexBusyError, IndexFormatError
+from treerag_core.graph.build import split_vectors
+from treerag_core.graph.store import load_graphs, save_graphs
 from treerag_core.index import CorpusIndex
 from treerag_core.types import Chunk, DocumentInfo, TreeNode
 
 SCHEMA_VERSION = 1
 MANIFEST = "manifest.json"
 FILES = ("nodes.jsonl", "chunks.jsonl", "embeddings.npy", "tokens.json", "texts.json")
+GRAPH_VECTORS = "graph_vectors.npy"  # beside graphs.json, only in indexes built with graphs
 REBUILD_HINT = "rebuild it with `python -m treerag_core index --input DOCS --output {path}`"
 LOCK_TIMEOUT = 30.0  # seconds a second writer waits for the first before giving up
 PROBE_TEXT = "TreeRAG embedder fingerprint probe: 检索 retrieval 1234"
@@ -243,6 +246,12 @@ def _write_files(index: CorpusIndex, tmp: Path) -> None:
     np.save(tmp / "embeddings.npy", index.embeddings.astype(np.float32), allow_pickle=False)
     (tmp / "tokens.json").write_text(json.dumps(index.tokens, ensure_ascii=False), encoding="utf-8")
     (tmp / "texts.json").write_text(json.dumps(index.texts, ensure_ascii=False), "utf-8")
+    if index.graphs is not None:
+        save_graphs(index.graphs.values(), tmp)
+        vectors = [index.graph_vectors[k] for k in sorted(index.graphs)]
+        matrix = np.concatenate(vectors) if vectors else np.zeros((0, index.dim), np.float32)
+        # float16 halves the file; a concept name only needs to match a question's vector.
+        np.save(tmp / GRAPH_VECTORS, matrix.astype(np.float16), allow_pickle=False)
     # The manifest goes last: a folder without one was never finished.
     (tmp / MANIFEST).write_text(
         json.dumps(manifest_of(index), ensure_ascii=False, indent=2), encoding="utf-8"
@@ -324,6 +333,7 @@ def load_index(
     if missing:
         raise IndexFormatError(f"{path / 'texts.json'} lacks documents {missing}; {hint}")
     _check_references(path, nodes, chunks, documents, hint)
+    graphs, graph_vectors = _load_graphs(path, dim, hint)
     index = CorpusIndex(
         settings=settings,
         embedder_name=name,
@@ -336,10 +346,30 @@ def load_index(
         tokens=tokens,
         summary_cache=dict(manifest.get("summary_cache", {})),
         embedder_fingerprint=fingerprint,
+        graphs=graphs,
+        graph_vectors=graph_vectors,
     )
     if embedder is not None:
         check_embedder(index, embedder, where=str(path))
     return index
+
+
+def _load_graphs(path: Path, dim: int, hint: str) -> tuple[dict | None, dict[str, np.ndarray]]:
+    """The leaf graphs and their concept vectors, or (None, {}) for an index built without."""
+    graphs = load_graphs(path)
+    if graphs is None:
+        return None, {}
+    try:
+        matrix = np.load(path / GRAPH_VECTORS, allow_pickle=False)
+        if (
+            matrix.dtype not in (np.float16, np.float32)
+            or matrix.ndim != 2
+            or matrix.shape[1] != dim
+        ):
+            raise ValueError(f"shape {matrix.shape} {matrix.dtype}, expected (n, {dim}) float16")
+        return graphs, split_vectors(graphs, matrix.astype(np.float32))
+    except (ValueError, OSError) as exc:
+        raise IndexFormatError(f"{path / GRAPH_VECTORS} is corrupt ({exc}); {hint}") from exc
 
 
 def _load_embeddings(path: Path, shape: tuple[int, int], hint: str) -> np.ndarray:

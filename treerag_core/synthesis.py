@@ -240,6 +240,7 @@ def extractive_answer(
     embed_many: EmbedMany,
     doc_texts: Mapping[str, str] | None = None,
     threshold: float | None = None,
+    sections: Sequence[ContextSection] = (),
 ) -> Iterator[str]:
     """A cited answer without an LLM, streamed one sentence at a time.
 
@@ -256,6 +257,21 @@ def extractive_answer(
         threshold = NOT_FOUND_THRESHOLD[language]
     result = extract(question, question_vector, hits, embed_many, doc_texts or {}, threshold)
     yield from render_extract(result, language)
+    if result.answered:
+        yield from _graph_paths(sections, language)
+
+
+def _graph_paths(sections: Sequence[ContextSection], language: Language) -> Iterator[str]:
+    """The best graph path of each section that has one (rows with "path" and "section")."""
+    rows = [
+        s.rows[0] for s in sections if s.rows and "path" in s.rows[0] and "section" in s.rows[0]
+    ]
+    if not rows:
+        return
+    label = "来源" if language == "zh" else "Source"
+    yield "\n\n" + ("图路径:" if language == "zh" else "Graph paths:")
+    for row in rows[:2]:
+        yield f"\n- {inert_links(str(row['path']))} [{label}: {row['section']}]"
 
 
 def stream_llm_answer(

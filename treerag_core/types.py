@@ -98,6 +98,7 @@ class RetrievedChunk:
     minmax_forced: bool = False  # min-max made this the leaf's 1.0 on a 1-2 chunk leaf
     pool_fused: float | None = None  # fusion recomputed over all leaves' hits: the pooled order
     sub_query: str = ""
+    graph: float | None = None  # graph-search score in [0, 1] (treerag-kg); None: no graph ran
     prior: float | None = None  # structure-aware strategies: the section evidence (0-1) it got
 
 

@@ -1,0 +1,75 @@
+"""Index build time and size with and without leaf graphs, as ratios from one run.
+
+Builds the index without graphs, then runs the graph stage on that same index with the same
+embedder (so the chunk embeddings are paid once), saves both and compares the folders.
+Run: `python benchmarks/bench_graph_cost.py --data ../shared/eval/qasper [--embedder minilm]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:  # run as `python benchmarks/bench_graph_cost.py` from anywhere
+    sys.path.insert(0, str(REPO))
+
+from treerag_core.config import IndexSettings  # noqa: E402
+from treerag_core.embedders import get_embedder  # noqa: E402
+from treerag_core.index import SourceDocument, build_index, graph_stage  # noqa: E402
+from treerag_core.store import GRAPH_VECTORS, save_index  # noqa: E402
+
+
+def _size(folder: Path) -> int:
+    return sum(f.stat().st_size for f in folder.iterdir())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", required=True, help="an eval folder with docs/*.md")
+    parser.add_argument("--embedder", default=IndexSettings().embedder)
+    parser.add_argument("--min-chars", type=int, default=3000)
+    args = parser.parse_args(argv)
+    docs = sorted((Path(args.data) / "docs").glob("*.md"))
+    sources = [SourceDocument(p.name, p.read_text(encoding="utf-8")) for p in docs]
+    embedder = get_embedder(args.embedder)
+    embedder.embed(["warm up"])  # the model load is not part of either build
+    plain = IndexSettings(embedder=args.embedder, graph_min_leaf_chars=0)
+    began = time.perf_counter()
+    base = build_index(sources, plain, embedder)
+    base_seconds = time.perf_counter() - began
+    graphed = replace(base, settings=replace(plain, graph_min_leaf_chars=args.min_chars))
+    began = time.perf_counter()
+    graphed.graphs, graphed.graph_vectors = graph_stage(graphed, embedder)
+    graph_seconds = time.perf_counter() - began
+    extraction = sum(g.build_seconds for g in graphed.graphs.values())
+    concepts = sum(len(g.concepts) for g in graphed.graphs.values())
+    with tempfile.TemporaryDirectory() as tmp:
+        without = _size(save_index(base, Path(tmp) / "without"))
+        folder = save_index(graphed, Path(tmp) / "with")
+        with_graphs = _size(folder)
+        graphs_json = (folder / "graphs.json").stat().st_size
+        vectors = (folder / GRAPH_VECTORS).stat().st_size
+    print(
+        f"{len(docs)} documents, {len(graphed.graphs)} leaves >= {args.min_chars} chars, "
+        f"{concepts} concepts"
+    )
+    print(
+        f"build: {base_seconds:.1f} s without graphs; the graph stage adds {graph_seconds:.1f} s "
+        f"(extraction {extraction:.1f} s, concept-name vectors {graph_seconds - extraction:.1f} s)"
+        f"; ratio {(base_seconds + graph_seconds) / base_seconds:.2f}x"
+    )
+    print(
+        f"size: {without / 1e6:.1f} MB without graphs, {with_graphs / 1e6:.1f} MB with "
+        f"(graphs.json {graphs_json / 1e6:.1f} MB, {GRAPH_VECTORS} {vectors / 1e6:.1f} MB); "
+        f"ratio {with_graphs / without:.2f}x"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

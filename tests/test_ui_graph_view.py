@@ -1,0 +1,55 @@
+"""The leaf graph view: lit concepts, paths and used edges, legible fonts, path table (AppTest)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+from ui.graph_view import FONT_PX, build_view
+
+APP = Path(__file__).parent / "apps" / "leaf_graph_app.py"
+
+
+def _graph_data(at: AppTest) -> dict:
+    (element,) = [e for e in at.get("component_instance")]
+    return json.loads(json.loads(element.proto.json_args)["data"])
+
+
+def test_question_concepts_paths_and_edges_are_lit():
+    at = AppTest.from_file(str(APP), default_timeout=60).run()
+    assert not at.exception
+    data = _graph_data(at)
+    roles = {n["id"]: n["role"] for n in data["nodes"]}
+    assert ("match" in roles.values() and "path" in roles.values()) or "ranked" in roles.values()
+    assert all(n["font"]["size"] >= 18 >= 0 for n in data["nodes"]) and FONT_PX >= 18
+    used = [e for e in data["edges"] if e["used"]]
+    assert used and all(e["width"] > 1 for e in used)
+    assert all(roles.get(e["from"]) and roles.get(e["to"]) for e in data["edges"])
+    paths = at.dataframe[0].value
+    assert list(paths.columns[:2]) == ["path", "hops"] and len(paths) > 0
+    assert paths["path"].str.contains("—co-occurs with→").all()
+    concepts = at.dataframe[1].value
+    assert "用人单位" in set(concepts["concept"])
+
+
+def test_without_a_question_nothing_is_lit_and_no_tables():
+    at = AppTest.from_file(str(APP), default_timeout=60).run()
+    at.toggle[0].set_value(False).run()
+    data = _graph_data(at)
+    assert {n["role"] for n in data["nodes"]} == {"plain"}
+    assert not any(e["used"] for e in data["edges"])
+    assert len(at.dataframe) == 0
+
+
+def test_view_caps_the_nodes_and_keeps_the_lit_ones():
+    from treerag_core.graph.types import Concept, LeafGraph, Span
+
+    concepts = tuple(
+        Concept(f"L#c{i}", f"k{i}", f"concept {i}", (Span(0, 1, ("c",)),) * (i % 3 + 1))
+        for i in range(1, 61)
+    )
+    graph = LeafGraph("L", "d", "x", "offline", "en", concepts, ())
+    view = build_view(graph, None, max_nodes=10)
+    assert len(view.nodes) == 10 and view.hidden == 50
