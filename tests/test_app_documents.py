@@ -180,17 +180,21 @@ def test_copy_the_samples_into_the_workspace():
 
 
 def test_pdf_tree_review_edit_and_pages_with_a_corrupt_file_beside_it(app_env):
-    from pdf_factory import report_pdf
+    from pdf_factory import make_pdf, report_pdf
 
     pdf = report_pdf(3)
     at = upload(
         documents_page(),
         ("report.pdf", pdf),
         ("broken.pdf", b"%PDF-1.7 garbage"),
+        ("scan.pdf", make_pdf([[], []])),
         ("paper.md", PAPER),
     )
-    errors = unescape(" ".join(e.value for e in at.error))
-    assert "broken.pdf" in errors and "report.pdf" not in errors
+    lines = [unescape(e.value) for e in at.error]
+    assert len(lines) == 2  # one line per bad file
+    assert any("broken.pdf" in line for line in lines)
+    assert any("scan.pdf" in line and "OCR" in line for line in lines)
+    assert not any("report.pdf" in line for line in lines)
     # The Markdown file went in at once; the PDF waits for its tree review.
     assert [d.doc_id for d in at.session_state["ws_index"].documents] == ["paper.md"]
     [pending] = at.session_state["docs_pending"]
@@ -272,3 +276,19 @@ def test_idle_workspaces_expire_when_a_session_starts(app_env):
     os.utime(stamp, (old, old))
     documents_page()
     assert not stale.exists()
+
+
+def test_html_waits_for_its_tree_review_then_goes_in():
+    page = (
+        b"<html><body><h1>Guide</h1><p>Intro text.</p><h2>Costs</h2><p>Tea costs 3.</p>"
+        b"<h2>Notes</h2><p>Two notes.</p></body></html>"
+    )
+    at = upload(documents_page(), ("guide.html", page))
+    assert at.session_state["ws_index"] is None
+    assert [p.document.name for p in at.session_state["docs_pending"]] == ["guide.html"]
+    at.button(key="review_go").click().run()
+    assert not at.exception, at.exception
+    index = at.session_state["ws_index"]
+    assert [d.doc_id for d in index.documents] == ["guide.html"]
+    assert {"Guide", "Costs", "Notes"} <= {n.heading for n in index.nodes.values()}
+    assert at.session_state["docs_pending"] == []
