@@ -12,7 +12,7 @@ from treerag_core.config import IndexSettings, data_dir
 from treerag_core.index import CorpusIndex, ProgressFn, SourceDocument, build_index
 from treerag_core.pipeline import Engine
 from treerag_core.store import save_index
-from treerag_core.workspaces import Workspaces, is_workspace_id
+from treerag_core.workspaces import STAMP, Workspaces, is_workspace_id
 from ui.resources import (
     EVAL,
     SAMPLES,
@@ -39,8 +39,11 @@ def sync_workspace() -> None:
     ws = WorkspaceState()
     if not st.session_state.get("ws_synced"):
         st.session_state.ws_synced = True
-        # An expired workspace takes its audit-log queries with it.
-        spaces = Workspaces.default(forget=lambda gone: audit_log().forget_workspace(gone))
+        try:  # an expired workspace takes its audit-log queries with it
+            spaces = Workspaces.default(forget=lambda gone: audit_log().forget_workspace(gone))
+        except ValueError as exc:  # a TREERAG_WS_* variable that is not a positive number
+            st.error(f"Workspace limits: {exc}", icon=":material/error:")
+            return
         spaces.expire_idle()
         wanted = st.query_params.get("ws")
         if wanted and wanted != ws.id:
@@ -102,6 +105,7 @@ def set_workspace(
     embedder = cached_embedder(settings.embedder)
     index = build_index(sources, settings, embedder, previous=ws.index, progress=progress)
     save_index(index, folder)
+    (folder.parent / STAMP).touch()  # idle expiry counts from the last change
     ws.index, ws.engine = index, None
     ws.version += 1
     return index
