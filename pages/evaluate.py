@@ -73,7 +73,8 @@ def _sidebar() -> tuple[bool, bool, Any]:
             key="ev_folder",
             persist_state=KEEP,
             placeholder="/path/to/set",
-            help="A folder with questions.jsonl and docs/*.md, in the dev sets' format.",
+            help="A folder with questions.jsonl and docs/*.md, in the dev sets' format, "
+            "inside one of: " + ", ".join(str(r) for r in ed.dataset_roots()) + ".",
         )
     sb.multiselect(
         "Strategies",
