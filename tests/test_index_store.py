@@ -98,7 +98,8 @@ def test_reindex_embeds_only_the_changed_document(tmp_path):
     embedder = CountingEmbedder()
     sources = sample_sources(["test_paper.md", "zh_sample.md"])
     first = build_index(sources, settings, embedder)
-    assert embedder.embedded == len(first.chunks)
+    # chunks, then the drill-down layers (one K-Type per document, one vector per section)
+    assert embedder.embedded == len(first.chunks) + len(first.layers.texts)
     changed = [
         sources[0],
         SourceDocument(
@@ -110,7 +111,9 @@ def test_reindex_embeds_only_the_changed_document(tmp_path):
     embedder.embedded = 0
     second = build_index(changed, settings, embedder, previous=first)
     zh_chunks = [c for c in second.chunks if c.doc_id == "zh_sample.md"]
-    assert embedder.embedded == len(zh_chunks)
+    new_layer_texts = set(second.layers.texts) - set(first.layers.texts)
+    assert 0 < len(new_layer_texts) < len(second.layers.texts)
+    assert embedder.embedded == len(zh_chunks) + len(new_layer_texts)
     paper_rows = [i for i, c in enumerate(second.chunks) if c.doc_id == "test_paper.md"]
     old_rows = [i for i, c in enumerate(first.chunks) if c.doc_id == "test_paper.md"]
     assert np.array_equal(second.embeddings[paper_rows], first.embeddings[old_rows])

@@ -1,4 +1,4 @@
-"""Command line: `python -m treerag_core index|query|interactive|eval`; errors become exit codes."""
+"""Command line: `python -m treerag_core index|query|interactive|eval|qdrant-push`; exit codes."""
 
 from __future__ import annotations
 
@@ -138,6 +138,66 @@ def _llm_summarizer(settings: IndexSettings, previous, args: argparse.Namespace)
     return make_llm_summarizer(client, llm.locate_model, cache)
 
 
+def _previous_hirag_reports(output: Path) -> dict:
+    from treerag_core.hirag.build import previous_llm_reports
+
+    return previous_llm_reports(output) if (output / "manifest.json").is_file() else {}
+
+
+def _index_hirag(index, output: Path, args: argparse.Namespace, cache: dict) -> None:
+    """`--hirag`: the corpus graph, communities, reports and entity vectors, in the folder."""
+    from treerag_core.hirag.build import HiragBuildSettings, build_into_folder
+
+    client, model = None, HiragBuildSettings().report_model
+    if args.hirag_llm_reports:
+        from treerag_core.llm import KEY_ENV, api_key_for, make_client
+
+        llm = _llm_settings(args)
+        client = make_client(llm, api_key_for(llm.provider))
+        if client is None:
+            raise LLMError(
+                f"--hirag-llm-reports needs {KEY_ENV[llm.provider]}", reason="no_api_key"
+            )
+        model = llm.locate_model
+    settings = HiragBuildSettings(
+        max_cluster_size=args.hirag_max_cluster_size,
+        llm_reports=client is not None,
+        report_model=model,
+    )
+    update, close = _progress_bars()
+    try:
+        hindex = build_into_folder(
+            index, output, settings, client=client, report_cache=cache, progress=update
+        )
+    finally:
+        close()
+    meta = hindex.meta
+    counts, usage = meta["counts"], meta["report_usage"]
+    print(
+        f"HiRAG graph: {counts['entities']} entities, {counts['relations']} relations, "
+        f"{counts['communities']} communities on {counts['levels']} levels, "
+        f"{meta['seconds']['total']:.1f} s; report tokens in {usage['input_tokens']} "
+        f"out {usage['output_tokens']} (${usage['cost_usd']:.4f})"
+    )
+    for note in meta["notes"]:
+        print(f"note: {note}", file=sys.stderr)
+
+
+def _ktype_summarizer(settings: IndexSettings, previous, args: argparse.Namespace):
+    """LLM K-Type document summaries with --llm-summaries (cached by content hash); called
+    after `_llm_summarizer`, which already refused a missing key."""
+    if not settings.llm_summaries:
+        return None
+    from treerag_core.ktype import make_ktype_summarizer
+    from treerag_core.llm import api_key_for, make_client
+
+    llm = _llm_settings(args)
+    client = make_client(llm, api_key_for(llm.provider))
+    layers = previous.layers if previous is not None else None
+    cache = layers.ktype_cache if layers is not None else {}
+    return make_ktype_summarizer(client, llm.locate_model, cache)
+
+
 def _max_file_bytes(flag_mb: float | None) -> int:
     """--max-file-mb, else TREERAG_MAX_FILE_MB, else the default; a bad value is an error."""
     if flag_mb is not None:
@@ -192,6 +252,7 @@ def cmd_index(args: argparse.Namespace) -> int:
             print(f"note: rebuilding from scratch ({exc})", file=sys.stderr)
     embedder = get_embedder(settings.embedder)
     summarizer = _llm_summarizer(settings, previous, args)
+    ktype = _ktype_summarizer(settings, previous, args)
     graph_extractor = _llm_graph_extractor(settings, args)
     update, close = _progress_bars()
     try:
@@ -203,6 +264,7 @@ def cmd_index(args: argparse.Namespace) -> int:
                 previous=previous,
                 progress=update,
                 summarizer=summarizer,
+                ktype_summarizer=ktype,
                 graph_extractor=graph_extractor,
             )
         except LLMError as exc:
@@ -218,7 +280,13 @@ def cmd_index(args: argparse.Namespace) -> int:
             )
     finally:
         close()
+    # save_index replaces the folder: read earlier LLM reports first, so they are reused.
+    hirag_cache = _previous_hirag_reports(output) if args.hirag else {}
     save_index(index, output)
+    if args.hirag:
+        _index_hirag(index, output, args, hirag_cache)
+    for note in index.layers.notes if index.layers is not None else ():
+        print(f"note: {note}", file=sys.stderr)
     stats = corpus_stats(index)
     seconds = time.perf_counter() - started
     print(
@@ -230,6 +298,29 @@ def cmd_index(args: argparse.Namespace) -> int:
     _print_graph_summary(index, graph_extractor)
     if rejected:
         print(f"{len(rejected)} file(s) skipped (see above)")
+    return 0
+
+
+def cmd_qdrant_push(args: argparse.Namespace) -> int:
+    import os
+
+    from treerag_core.store import load_index
+    from treerag_core.vectors.push import push_index
+    from treerag_core.vectors.qdrant_store import QdrantStore
+
+    url = args.url or os.environ.get("QDRANT_URL", "")
+    if not url:
+        print("error: give --url or set QDRANT_URL (e.g. http://localhost:6333)", file=sys.stderr)
+        return 2
+    index = load_index(args.index)
+    store = QdrantStore.from_url(url, index.dim, args.collection)  # key: QDRANT_API_KEY
+    started = time.perf_counter()
+    counts = push_index(index, store)
+    print(
+        f"pushed {counts['document']} documents, {counts['parent']} parents, "
+        f"{counts['child']} children to {url} collection {args.collection!r} "
+        f"({store.count()} points there) in {time.perf_counter() - started:.1f} s"
+    )
     return 0
 
 
@@ -540,6 +631,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="skip files larger than this (default: TREERAG_MAX_FILE_MB, else 20)",
     )
     p.add_argument(
+        "--hirag",
+        action="store_true",
+        help="also build the HiRAG corpus graph, communities and reports (the hirag-* strategies)",
+    )
+    p.add_argument(
+        "--hirag-llm-reports",
+        action="store_true",
+        help="community reports from the LLM (needs ANTHROPIC_API_KEY; batched, cached)",
+    )
+    p.add_argument("--hirag-max-cluster-size", type=int, default=10)
+    p.add_argument(
         "--graph-min-leaf-chars",
         type=int,
         default=IndexSettings().graph_min_leaf_chars,
@@ -594,6 +696,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--top-k", type=int, default=50, help="passages kept per question (budget metrics: 50)"
     )
     p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser(
+        "qdrant-push", help="copy an index's documents, sections and chunks to a Qdrant server"
+    )
+    p.add_argument("--index", required=True, help="an index folder")
+    p.add_argument(
+        "--url", default=None, help="the server, e.g. http://localhost:6333 (QDRANT_URL)"
+    )
+    p.add_argument("--collection", default="treerag", help="collection name (default treerag)")
+    p.set_defaults(func=cmd_qdrant_push)
 
     p = sub.add_parser("interactive", help="ask questions in a loop (history kept)")
     _add_query_options(p)

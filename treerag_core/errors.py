@@ -61,3 +61,7 @@ class IndexBusyError(TreeRAGError):
 
 class WorkspaceLimitError(TreeRAGError):
     """An upload would take a session's workspace over one of its limits."""
+
+
+class VectorStoreError(TreeRAGError):
+    """A vector store (e.g. a Qdrant server) cannot be reached or refused a request."""

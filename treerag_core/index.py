@@ -8,7 +8,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import faiss
 import numpy as np
 
 from treerag_core.bm25 import BM25Stats, LeafBM25
@@ -18,12 +17,15 @@ from treerag_core.embedders import Embedder
 from treerag_core.graph.build import LeafExtractor, build_graphs, concept_names, split_vectors
 from treerag_core.graph.extract import EXTRACTOR_VERSION
 from treerag_core.graph.types import LeafGraph
+from treerag_core.ktype import KTypeLLM
+from treerag_core.layers import Layers, build_layers
 from treerag_core.pagemap import page_span
 from treerag_core.parsing import parse_document
 from treerag_core.summaries import content_key, summarize_tree
 from treerag_core.text import tokenize
 from treerag_core.text_rules import detect_language
 from treerag_core.types import Chunk, DocumentInfo, Language, TreeNode
+from treerag_core.vectors.faiss_store import FlatGroup
 
 MAX_SCOPE_CACHE = 8  # distinct document scopes whose flat FAISS + BM25 stay in memory
 # progress(stage, done, total): stage is "parse", "embed", "graph" or "index".
@@ -58,11 +60,13 @@ class CorpusIndex:
     embeddings: np.ndarray
     tokens: list[list[str]]
     summary_cache: dict[str, str] = field(default_factory=dict)
+    layers: Layers | None = None  # drill-down: K-Type document and section vectors
     graphs: dict[str, LeafGraph] | None = None  # long leaf id -> its graph; None: built without
     graph_vectors: dict[str, np.ndarray] = field(default_factory=dict)  # concept name vectors
     embedder_fingerprint: tuple[float, ...] = ()  # the embedder's vector of a probe text
+    folder: str | None = None  # where it was loaded from or saved to (derived artifacts go there)
     _leaf_rows: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
-    _faiss: dict[str, faiss.Index] = field(default_factory=dict, repr=False)
+    _faiss: dict[str, FlatGroup] = field(default_factory=dict, repr=False)
     _bm25: dict[str, LeafBM25] = field(default_factory=dict, repr=False)
     _doc_stats: dict[str, BM25Stats] = field(default_factory=dict, repr=False)
     _scopes: dict[str, tuple] = field(default_factory=dict, repr=False)
@@ -109,15 +113,12 @@ class CorpusIndex:
         return out
 
     # ---- search primitives -----------------------------------------------------------
-    def leaf_faiss(self, leaf_id: str) -> faiss.Index:
+    def leaf_faiss(self, leaf_id: str) -> FlatGroup:
         """The leaf's flat inner-product index (rows normalised: cosine); built once, lazily."""
         with self._lock:
             index = self._faiss.get(leaf_id)
             if index is None:
-                index = faiss.IndexFlatIP(self.dim)
-                rows = self.leaf_rows(leaf_id)
-                if len(rows):
-                    index.add(np.ascontiguousarray(self.embeddings[rows]))
+                index = FlatGroup(self.embeddings[self.leaf_rows(leaf_id)], self.dim)
                 self._faiss[leaf_id] = index
             return index
 
@@ -145,7 +146,7 @@ class CorpusIndex:
         if not len(rows):
             empty = np.zeros(0, dtype=np.float32)
             return rows, empty, empty
-        dense = _dense_scores(self.leaf_faiss(leaf_id), query_vector, len(rows))
+        dense = self.leaf_faiss(leaf_id).scores(query_vector)
         bm25 = self.leaf_bm25(leaf_id).scores(query_tokens).astype(np.float32)
         return rows, dense, bm25
 
@@ -167,9 +168,7 @@ class CorpusIndex:
             cached = self._scopes.pop(key, None)
             if cached is None:
                 rows = self.scope_rows(scope)
-                index = faiss.IndexFlatIP(self.dim)
-                if len(rows):
-                    index.add(np.ascontiguousarray(self.embeddings[rows]))
+                index = FlatGroup(self.embeddings[rows], self.dim)
                 tokens = [self.tokens[i] for i in rows]
                 scorer = LeafBM25.from_tokens(tokens, BM25Stats.from_tokens(tokens))
                 cached = (rows, index, scorer)
@@ -182,7 +181,7 @@ class CorpusIndex:
         if not len(rows):
             empty = np.zeros(0, dtype=np.float32)
             return rows, empty, empty
-        dense = _dense_scores(index, query_vector, len(rows))
+        dense = index.scores(query_vector)
         return rows, dense, scorer.scores(query_tokens).astype(np.float32)
 
     def heading_terms(self, leaf_id: str) -> frozenset[str]:
@@ -193,15 +192,6 @@ class CorpusIndex:
             terms = frozenset(tokenize(f"{node.heading_path} {node.summary}"))
             self._heading_terms[leaf_id] = terms  # a racing duplicate computes the same set
         return terms
-
-
-def _dense_scores(index: faiss.Index, query_vector: np.ndarray, n: int) -> np.ndarray:
-    """Cosine of the query with all n vectors of a flat index, in the index's row order."""
-    sims, positions = index.search(query_vector.reshape(1, -1).astype(np.float32), n)
-    dense = np.zeros(n, dtype=np.float32)
-    valid = positions[0] >= 0  # FAISS ids are positions in the group
-    dense[positions[0][valid]] = sims[0][valid]
-    return dense
 
 
 def _unique_names(sources: Sequence[SourceDocument]) -> list[SourceDocument]:
@@ -223,6 +213,7 @@ def build_index(
     progress: ProgressFn | None = None,
     summary_overrides: dict[str, str] | None = None,
     summarizer: Callable[[Sequence[TreeNode], Language], dict[str, str]] | None = None,
+    ktype_summarizer: KTypeLLM | None = None,
     graph_extractor: LeafExtractor | None = None,
 ) -> CorpusIndex:
     """Parse, summarise, chunk, tokenise and embed `sources` into a CorpusIndex.
@@ -233,6 +224,7 @@ def build_index(
     results are kept in the index's summary cache, so an unchanged section is never resent.
     Leaves of at least `settings.graph_min_leaf_chars` get a graph (`graph_extractor`, else
     the offline one); graphs of unchanged leaves are taken from `previous`.
+    `ktype_summarizer` (LLM K-Type document summaries) is cached by content hash in the layers.
     """
     notify = progress or (lambda stage, done, total: None)
     sources = _unique_names(sources)
@@ -301,6 +293,8 @@ def build_index(
         summary_cache=summary_cache,
         embedder_fingerprint=_fingerprint(embedder),
     )
+    previous_layers = previous.layers if previous is not None else None
+    index.layers = build_layers(index, embedder.embed, ktype_summarizer, previous_layers)
     if settings.graph_min_leaf_chars > 0:
         index.graphs, index.graph_vectors = graph_stage(
             index, embedder, previous, graph_extractor, notify

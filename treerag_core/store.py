@@ -27,6 +27,7 @@ from treerag_core.errors import EmbedderError, IndexBusyError, IndexFormatError
 from treerag_core.graph.build import split_vectors
 from treerag_core.graph.store import load_graphs, save_graphs
 from treerag_core.index import CorpusIndex
+from treerag_core.layers import load_layers, save_layers
 from treerag_core.types import Chunk, DocumentInfo, TreeNode
 
 SCHEMA_VERSION = 1
@@ -237,6 +238,7 @@ def save_index(index: CorpusIndex, folder: str | Path, lock_timeout: float = LOC
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
+    index.folder = str(target)
     return target
 
 
@@ -246,6 +248,8 @@ def _write_files(index: CorpusIndex, tmp: Path) -> None:
     np.save(tmp / "embeddings.npy", index.embeddings.astype(np.float32), allow_pickle=False)
     (tmp / "tokens.json").write_text(json.dumps(index.tokens, ensure_ascii=False), encoding="utf-8")
     (tmp / "texts.json").write_text(json.dumps(index.texts, ensure_ascii=False), "utf-8")
+    if index.layers is not None:  # optional: indexes saved before layers load without
+        save_layers(index.layers, tmp)
     if index.graphs is not None:
         save_graphs(index.graphs.values(), tmp)
         vectors = [index.graph_vectors[k] for k in sorted(index.graphs)]
@@ -332,6 +336,13 @@ def load_index(
     missing = [d.doc_id for d in documents if d.doc_id not in texts]
     if missing:
         raise IndexFormatError(f"{path / 'texts.json'} lacks documents {missing}; {hint}")
+    layers = load_layers(path, dim, hint)
+    node_ids = {n.node_id for n in nodes}
+    if layers is not None and (
+        layers.doc_ids != [d.doc_id for d in documents]
+        or any(p not in node_ids for p in layers.parent_ids)
+    ):
+        raise IndexFormatError(f"{path / 'layers.json'} does not match this index; {hint}")
     _check_references(path, nodes, chunks, documents, hint)
     graphs, graph_vectors = _load_graphs(path, dim, hint)
     index = CorpusIndex(
@@ -345,7 +356,9 @@ def load_index(
         embeddings=embeddings,
         tokens=tokens,
         summary_cache=dict(manifest.get("summary_cache", {})),
+        layers=layers,
         embedder_fingerprint=fingerprint,
+        folder=str(path.resolve()),
         graphs=graphs,
         graph_vectors=graph_vectors,
     )

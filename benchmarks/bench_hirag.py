@@ -1,0 +1,76 @@
+"""HiRAG index cost against the plain index: build time, folder size, graph counts, LLM tokens."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:  # run as `python benchmarks/bench_hirag.py` from anywhere
+    sys.path.insert(0, str(REPO))
+
+from treerag_core.config import IndexSettings  # noqa: E402
+from treerag_core.embedders import get_embedder  # noqa: E402
+from treerag_core.evaluation.dataset import load_dataset  # noqa: E402
+from treerag_core.hirag.build import build_hirag  # noqa: E402
+from treerag_core.hirag.store import FOLDER, save_hirag  # noqa: E402
+from treerag_core.index import SourceDocument, build_index  # noqa: E402
+from treerag_core.store import save_index  # noqa: E402
+
+
+def folder_bytes(path: Path, skip: str | None = None) -> int:
+    return sum(
+        p.stat().st_size
+        for p in path.rglob("*")
+        if p.is_file() and (skip is None or skip not in p.relative_to(path).parts)
+    )
+
+
+def measure(data_dir: Path, out_dir: Path, embedder_name: str) -> dict:
+    dataset = load_dataset(data_dir)
+    sources = [
+        SourceDocument(name, (dataset.docs_dir / name).read_text(encoding="utf-8"))
+        for name in dataset.doc_names
+    ]
+    embedder = get_embedder(embedder_name)
+    getattr(embedder, "warm_up", lambda: None)()
+    started = time.perf_counter()
+    index = build_index(sources, IndexSettings(embedder=embedder_name), embedder)
+    plain_seconds = time.perf_counter() - started
+    folder = out_dir / f"{dataset.name}-{embedder_name}"
+    save_index(index, folder)
+    started = time.perf_counter()
+    hindex = build_hirag(index, embedder)
+    hirag_seconds = time.perf_counter() - started
+    save_hirag(hindex, folder)
+    return {
+        "dataset": dataset.name,
+        "documents": len(index.documents),
+        "chunks": len(index.chunks),
+        "embedder": embedder_name,
+        "plain_seconds": round(plain_seconds, 1),
+        "plain_bytes": folder_bytes(folder, skip=FOLDER),
+        "hirag_seconds": round(hirag_seconds, 1),
+        "hirag_stage_seconds": hindex.meta["seconds"],
+        "hirag_bytes": folder_bytes(folder / FOLDER),
+        "counts": hindex.meta["counts"],
+        "llm_tokens": hindex.meta["report_usage"],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--data", required=True, nargs="+", help="eval set folders")
+    parser.add_argument("--out", default="bench-results/hirag", help="where indexes are written")
+    parser.add_argument("--embedder", default="multilingual")
+    args = parser.parse_args(argv)
+    rows = [measure(Path(d), Path(args.out), args.embedder) for d in args.data]
+    print(json.dumps(rows, indent=2, ensure_ascii=False))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,78 @@
+"""Graph store and artifacts: NetworkX queries, JSON/npy round trip, clear errors, lazy build."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from hirag_fixtures import two_cliques
+
+from tests.conftest import sample_sources
+from treerag_core.config import IndexSettings
+from treerag_core.embedders import get_embedder
+from treerag_core.errors import IndexFormatError
+from treerag_core.hirag import build as hirag_build
+from treerag_core.hirag.build import build_hirag, load_or_build
+from treerag_core.hirag.store import NetworkXGraphStore, has_hirag, load_hirag, save_hirag
+from treerag_core.index import build_index
+from treerag_core.store import load_index, save_index
+
+
+def test_networkx_store_queries():
+    store = NetworkXGraphStore(two_cliques())
+    assert store.has_node("a0") and not store.has_node("zz")
+    assert store.node_degree("a0") == 6 and store.node_degree("zz") == 0
+    assert len(store.get_node_edges("a1")) == 5 and store.get_node_edges("zz") == []
+    assert store.get_edge("b0", "a0").description == "the bridge"
+    assert store.shortest_path("a1", "b1") == ["a1", "a0", "b0", "b1"]
+    assert store.shortest_path("a1", "zz") is None
+    assert len(store.subgraph_edges(["a0", "a1", "b0"])) == 2
+
+
+@pytest.fixture(scope="module")
+def small_index(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("idx") / "index"
+    index = build_index(
+        sample_sources(["test_paper.md"]),
+        IndexSettings(embedder="hashing"),
+        get_embedder("hashing"),
+    )
+    save_index(index, folder)
+    return folder
+
+
+def test_round_trip_and_errors(small_index):
+    index = load_index(small_index)
+    assert index.folder == str(small_index.resolve())
+    with pytest.raises(IndexFormatError, match="no HiRAG graph"):
+        load_hirag(small_index)
+    built = build_hirag(index, get_embedder("hashing"))
+    save_hirag(built, small_index)
+    loaded = load_hirag(small_index)
+    assert loaded.graph == built.graph and loaded.communities == built.communities
+    assert loaded.reports == built.reports and loaded.meta["fingerprint"] == built.fingerprint
+    assert (loaded.entity_vectors == built.entity_vectors).all()
+    (small_index / "hirag" / "graph.json").write_text("{broken", encoding="utf-8")
+    with pytest.raises(IndexFormatError, match=r"graph\.json is corrupt"):
+        load_hirag(small_index)
+    manifest = small_index / "hirag" / "manifest.json"
+    meta = json.loads(manifest.read_text(encoding="utf-8"))
+    manifest.write_text(json.dumps({**meta, "schema_version": 99}), encoding="utf-8")
+    with pytest.raises(IndexFormatError, match="schema 99"):
+        load_hirag(small_index)
+
+
+def test_lazy_build_saves_into_the_index_folder(small_index):
+    shutil.rmtree(small_index / "hirag", ignore_errors=True)
+    hirag_build._CACHE.clear()  # another test may have built this same corpus in memory
+    index = load_index(small_index)
+    with pytest.raises(IndexFormatError, match="no HiRAG graph"):
+        load_or_build(index, build_if_missing=False)
+    hindex, built = load_or_build(index)
+    assert built and has_hirag(small_index)
+    hirag_build._CACHE.clear()  # the next call must read the folder, not memory
+    again, built_again = load_or_build(load_index(small_index))
+    assert not built_again and again.fingerprint == hindex.fingerprint
+    assert hindex.meta["counts"]["entities"] == len(hindex.graph.entities) > 0
+    assert hindex.meta["seconds"]["total"] > 0

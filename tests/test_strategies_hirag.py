@@ -1,0 +1,87 @@
+"""The five HiRAG strategies on the sample corpus: registered, passages with offsets, sections."""
+
+from __future__ import annotations
+
+import pytest
+
+from treerag_core.embedders import get_embedder
+from treerag_core.hirag.retriever import HiragOptions
+from treerag_core.settings import QuerySettings
+from treerag_core.strategies import get_strategy
+from treerag_core.strategies.base import QueryContext
+from treerag_core.text import tokenize
+
+NAMES = ("hirag-naive", "hirag-local", "hirag-global", "hirag-bridge", "hirag")
+QUESTION = "How does the bandit router choose the breakout expert?"
+
+
+def run(index, name, question=QUESTION, scope=None, settings=None):
+    strategy = get_strategy(name)
+    embedder = get_embedder("hashing")
+    ctx = QueryContext(
+        index,
+        question,
+        "en",
+        strategy.effective_settings(settings or QuerySettings(strategy=name)),
+        scope,
+        embedder.embed_query,
+        tokenize,
+    )
+    located = strategy.locate(ctx)
+    assert located.locator == "none" and located.leaves == ()
+    return strategy.retrieve(ctx, located), ctx
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_mode_returns_passages_with_offsets(hashing_index, name):
+    result, _ = run(hashing_index, name)
+    assert result.candidates and len(result.candidates) <= 40
+    for hit in result.candidates:
+        chunk = hit.chunk
+        assert hashing_index.texts[chunk.doc_id][chunk.start : chunk.end] == chunk.text
+    assert [h.leaf_rank for h in result.candidates] == sorted(
+        h.leaf_rank for h in result.candidates
+    )
+    strategy = get_strategy(name)
+    assert not strategy.reads_structure and not strategy.locates
+
+
+def test_sections_per_mode(hashing_index):
+    kinds = {name: [s.kind for s in run(hashing_index, name)[0].sections] for name in NAMES}
+    assert kinds["hirag-naive"] == []
+    assert kinds["hirag-local"] == ["entities", "relations"]
+    assert kinds["hirag-global"] == ["reports"]
+    assert kinds["hirag-bridge"] == ["path"]
+    assert kinds["hirag"] == ["entities", "relations", "reports", "path"]
+
+
+def test_bridge_is_deterministic_and_no_path_recorded(hashing_index):
+    first, ctx = run(hashing_index, "hirag-bridge")
+    again, _ = run(hashing_index, "hirag-bridge")
+    assert first.sections == again.sections
+    assert [h.chunk.chunk_id for h in first.candidates] == [
+        h.chunk.chunk_id for h in again.candidates
+    ]
+    path_rows = first.sections[0].rows
+    if any(row["path"] == "no path" for row in path_rows):
+        assert any(f.reason == "no_path" for f in ctx.fallbacks)
+
+
+def test_scope_and_options(hashing_index):
+    result, _ = run(hashing_index, "hirag", question="劳动合同 解除", scope=["zh_sample.md"])
+    assert {h.chunk.doc_id for h in result.candidates} == {"zh_sample.md"}
+    settings = QuerySettings(strategy="hirag-local").with_option("hirag", HiragOptions(top_k=3))
+    result, _ = run(hashing_index, "hirag-local", settings=settings)
+    assert len(result.sections[0].rows) == 3
+
+
+def test_graph_unit_order_keeps_the_graph_order(hashing_index):
+    hybrid, _ = run(hashing_index, "hirag-local")
+    settings = QuerySettings(strategy="hirag-local").with_option(
+        "hirag", HiragOptions(unit_order="graph")
+    )
+    graph, _ = run(hashing_index, "hirag-local", settings=settings)
+    ids = lambda r: [h.chunk.chunk_id for h in r.candidates]  # noqa: E731
+    assert sorted(ids(graph)) == sorted(ids(hybrid))  # the same units, in another order
+    fused = [h.fused for h in hybrid.candidates]
+    assert fused == sorted(fused, reverse=True)

@@ -1,0 +1,101 @@
+"""The `drilldown` strategy on the plug-in contract: locate = upper layers, retrieve = passages."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from treerag_core.drilldown import DrilldownOptions
+from treerag_core.embedders import get_embedder
+from treerag_core.errors import QueryError
+from treerag_core.layers import layer_points
+from treerag_core.settings import QuerySettings
+from treerag_core.strategies import get_strategy
+from treerag_core.strategies.base import QueryContext
+from treerag_core.text import tokenize
+from treerag_core.vectors.attach import attach_store, store_for
+from treerag_core.vectors.qdrant_store import QdrantStore
+
+QUESTION = "劳动者解除劳动合同需要提前多少天书面通知用人单位？"
+
+
+def _ctx(index, settings=None, **kw) -> QueryContext:
+    embedder = get_embedder("hashing")
+    return QueryContext(
+        index=index,
+        question=QUESTION,
+        language="zh",
+        settings=settings or QuerySettings(strategy="drilldown"),
+        scope=None,
+        query_vector=embedder.embed_query,
+        tokenize=tokenize,
+        **kw,
+    )
+
+
+def test_registered_with_its_options():
+    strategy = get_strategy("drilldown")
+    assert strategy.options_type is DrilldownOptions and strategy.locates
+    inputs = strategy.locate_inputs(QuerySettings(), "drilldown")
+    assert inputs["documents"] == DrilldownOptions().documents and inputs["fusion"] == "weighted"
+
+
+def test_locate_then_retrieve(hashing_index):
+    strategy = get_strategy("drilldown")
+    settings = QuerySettings(strategy="drilldown").with_option(
+        "drilldown", DrilldownOptions(documents=1, parents=2, children=4)
+    )
+    ctx = _ctx(hashing_index, settings)
+    located = strategy.locate(ctx)
+    assert located.locator == "drilldown" and len(located.leaves) == 2
+    assert "Document layer" in located.thinking and located.inputs["parents"] == 2
+    got = strategy.retrieve(ctx, located)
+    assert 0 < len(got.candidates) <= 4
+    assert [g.kind for g in got.groups] == ["layer", "layer"]
+    assert sum(len(g.hits) for g in got.groups) == len(got.candidates)
+    assert [s.kind for s in got.sections] == ["document", "parent", "passages"]
+    chosen = [r["id"] for r in got.sections[1].rows if r["chosen"]]
+    assert chosen == [leaf.node_id for leaf in located.leaves]
+
+
+def test_manual_leaves_are_refused(hashing_index):
+    with pytest.raises(QueryError, match="picks its own sections"):
+        get_strategy("drilldown").locate(_ctx(hashing_index, leaves=["0001"]))
+
+
+def test_an_attached_qdrant_store_serves_the_same_answer(hashing_index):
+    strategy = get_strategy("drilldown")
+    seed = DrilldownOptions(1, 1, 3, "summary", "summary")  # scores from the same vectors
+    ctx = _ctx(hashing_index, QuerySettings().with_option("drilldown", seed))
+    plain = strategy.retrieve(ctx, strategy.locate(ctx))
+    store = QdrantStore.in_memory(hashing_index.dim)
+    store.upsert(layer_points(hashing_index))
+    attach_store(hashing_index, store)
+    try:
+        assert store_for(hashing_index) is store
+        served = strategy.retrieve(ctx, strategy.locate(ctx))
+    finally:
+        attach_store(hashing_index, None)
+    assert store_for(hashing_index) is None
+    ids = [h.chunk.chunk_id for h in served.candidates]
+    assert ids == [h.chunk.chunk_id for h in plain.candidates]
+
+
+def test_through_the_pipeline_with_step_one_reused_when_only_children_change(hashing_index):
+    from treerag_core.pipeline import Engine, rerun, run
+
+    engine = Engine(hashing_index, get_embedder("hashing"), api_key=None)
+    seed = DrilldownOptions(1, 1, 3, "summary", "summary")
+    settings = QuerySettings(strategy="drilldown").set("rerank.enabled", False)
+    settings = settings.with_option("drilldown", seed)
+    trace = run(engine, QUESTION, settings, synthesize=False)
+    assert trace.strategy == "drilldown" and trace.locate.locator == "drilldown"
+    assert [s.kind for s in trace.sections] == ["document", "parent", "passages"]
+    assert 0 < len(trace.candidates) <= 3
+    more = settings.with_option("drilldown", replace(seed, children=6))
+    again = rerun(engine, trace, more, synthesize=False)
+    assert again.locate is trace.locate  # the upper layers did not change: step 1 reused
+    assert len(again.candidates) > len(trace.candidates)
+    other_docs = settings.with_option("drilldown", replace(seed, documents=2))
+    assert rerun(engine, trace, other_docs, synthesize=False).locate is not trace.locate

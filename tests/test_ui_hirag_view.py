@@ -1,0 +1,86 @@
+"""The HiRAG view: a legible neighbourhood with the question's entities, path and communities
+lit, and one table per context section (AppTest over a small script)."""
+
+from __future__ import annotations
+
+import json
+
+from streamlit.testing.v1 import AppTest
+
+from treerag_core.types import ContextSection
+from ui.hirag_view import (
+    MAX_NODES,
+    PALETTE,
+    graph_store_for,
+    is_hirag_trace,
+    neighbourhood,
+    section_table,
+)
+
+
+def _sections() -> list[ContextSection]:
+    entities = ContextSection(
+        "entities",
+        "Entities",
+        "",
+        (
+            {"rank": 1, "entity": "Router", "key": "router", "description": "d"},
+            {"rank": 2, "entity": "Expert", "key": "expert", "description": "d"},
+        ),
+    )
+    relations = ContextSection(
+        "relations",
+        "Relations",
+        "",
+        ({"source": "Router", "target": "Expert", "source_key": "router", "target_key": "expert"},),
+    )
+    path = ContextSection(
+        "path",
+        "Bridge path",
+        "",
+        (
+            {"step": 1, "path": "router → gate → expert", "nodes": ["router", "gate", "expert"]},
+            {"step": 2, "path": "no path", "nodes": []},
+        ),
+    )
+    members = [f"m{i}" for i in range(100)]
+    reports = ContextSection(
+        "reports", "Community reports", "", ({"community": "L1-0", "entity_keys": members},)
+    )
+    return [entities, relations, reports, path]
+
+
+def test_neighbourhood_lights_entities_path_and_communities_and_stays_small():
+    view = neighbourhood(_sections())
+    ids = [n["id"] for n in view.nodes]
+    assert ids[:3] == ["router", "gate", "expert"]  # the path first
+    assert len(ids) == MAX_NODES and view.left_out == 103 - MAX_NODES
+    by_id = {n["id"]: n for n in view.nodes}
+    assert by_id["router"]["color"]["background"] == PALETTE["entity"]
+    assert by_id["gate"]["borderWidth"] == 4  # on the path
+    assert by_id["m0"]["color"]["background"] != PALETTE["other"]  # a community member
+    path_edges = [e for e in view.edges if e["width"] == 4]
+    assert {(e["from"], e["to"]) for e in path_edges} == {("gate", "router"), ("expert", "gate")}
+    assert view.communities == ["L1-0"]
+    assert list(section_table(_sections()[0]).columns) == ["rank", "entity", "description"]
+
+
+def test_app_renders_graph_and_tables():
+    at = AppTest.from_file("apps/hirag_view_app.py", default_timeout=60).run()
+    assert not at.exception
+    frames = [df.value for df in at.dataframe]
+    assert len(frames) == 4  # entities, relations, reports, path
+    assert "entity" in frames[0].columns and "title" in frames[2].columns
+    graph = next(el for el in at.get("component_instance"))
+    nodes = json.loads(json.loads(graph.proto.json_args)["data"])["nodes"]
+    assert 0 < len(nodes) <= MAX_NODES
+    assert any(n["color"]["background"] == PALETTE["entity"] for n in nodes)
+    at.selectbox[0].select("hirag-naive").run()
+    assert not at.exception and not at.dataframe
+    assert "no graph context" in at.info[0].value
+
+
+def test_helpers_for_wiring(hashing_index):
+    assert is_hirag_trace(_sections()) and not is_hirag_trace([])
+    store = graph_store_for(hashing_index)  # built by the strategy tests, or None: never builds
+    assert store is None or store.has_node(next(iter(store.nx_graph.nodes)))

@@ -1,0 +1,1 @@
+"""HiRAG: a corpus entity graph, hierarchical communities, reports and five retrieval modes."""
