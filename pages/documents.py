@@ -15,7 +15,13 @@ from ui.session import DocsState, WorkspaceState, require_app
 from ui.text_safety import show_error
 from ui.tree_graph import GraphMarks, TreeGraph, graph_legend, graph_view, heading_matches
 from ui.upload import build, uploader
-from ui.workspace import current_corpus, merge_sources, sources_of, workspace_settings
+from ui.workspace import (
+    current_corpus,
+    merge_sources,
+    sources_of,
+    sync_workspace,
+    workspace_settings,
+)
 
 require_app("pages/documents.py")
 docs = DocsState()
@@ -214,6 +220,13 @@ def _preview() -> None:
 
 def main() -> None:
     st.title("Documents")
+    sync_workspace()
+    if st.session_state.pop("ws_restore_failed", False):
+        st.info(
+            "The workspace named in the link has expired or does not exist: this is a new, "
+            "empty one.",
+            icon=":material/info:",
+        )
     uploader()
     try:
         _workspace()

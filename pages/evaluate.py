@@ -30,6 +30,7 @@ from ui.query_log import open_trace
 from ui.resources import default_embedder, warm_reranker
 from ui.session import EvalState, require_app
 from ui.text_safety import plain, show_error
+from ui.workspace import sync_workspace
 
 require_app("pages/evaluate.py")
 ss = st.session_state
@@ -72,7 +73,8 @@ def _sidebar() -> tuple[bool, bool, Any]:
             key="ev_folder",
             persist_state=KEEP,
             placeholder="/path/to/set",
-            help="A folder with questions.jsonl and docs/*.md, in the dev sets' format.",
+            help="A folder with questions.jsonl and docs/*.md, in the dev sets' format, "
+            "inside one of: " + ", ".join(str(r) for r in ed.dataset_roots()) + ".",
         )
     sb.multiselect(
         "Strategies",
@@ -303,6 +305,7 @@ def _coverage(report: dict[str, Any], folder: Path | None) -> None:
 def main() -> None:
     for key, value in WIDGET_DEFAULTS.items():
         ss.setdefault(key, list(value) if isinstance(value, list) else value)
+    sync_workspace()  # the ?ws= workspace of a reload: opened questions are logged under it
     run, load, upload = _sidebar()
     st.title("Evaluate")
     st.caption(

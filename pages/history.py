@@ -7,6 +7,7 @@ import streamlit as st
 from ui.query_log import open_from_history, recent
 from ui.session import HistoryState, require_app
 from ui.text_safety import plain, show_error
+from ui.workspace import sync_workspace
 
 require_app("pages/history.py")
 hist = HistoryState()
@@ -19,6 +20,7 @@ def _open(query_id: int) -> None:
 
 def main() -> None:
     st.title("History")
+    sync_workspace()  # its queries are listed: the ?ws= workspace of a reload
     st.caption(
         "Every finished question is written to the audit log (SQLite, with its settings, "
         "timings and every hit). This list shows the questions asked in this browser session."

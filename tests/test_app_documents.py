@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import re
 from pathlib import Path
 
@@ -175,3 +177,118 @@ def test_copy_the_samples_into_the_workspace():
     assert index.documents[0].doc_id == "test_paper.md"
     assert len(index.documents) >= 4
     assert at.session_state["doc_corpus"] == "uploads"  # the preview shows the copies
+
+
+def test_pdf_tree_review_edit_and_pages_with_a_corrupt_file_beside_it(app_env):
+    from pdf_factory import make_pdf, report_pdf
+
+    pdf = report_pdf(3)
+    at = upload(
+        documents_page(),
+        ("report.pdf", pdf),
+        ("broken.pdf", b"%PDF-1.7 garbage"),
+        ("scan.pdf", make_pdf([[], []])),
+        ("paper.md", PAPER),
+    )
+    lines = [unescape(e.value) for e in at.error]
+    assert len(lines) == 2  # one line per bad file
+    assert any("broken.pdf" in line for line in lines)
+    assert any("scan.pdf" in line and "OCR" in line for line in lines)
+    assert not any("report.pdf" in line for line in lines)
+    # The Markdown file went in at once; the PDF waits for its tree review.
+    assert [d.doc_id for d in at.session_state["ws_index"].documents] == ["paper.md"]
+    [pending] = at.session_state["docs_pending"]
+    assert pending.sha256 == hashlib.sha256(pdf).hexdigest()
+    key = f"te_{pending.sha256[:16]}"
+    [tree] = [d.value for d in at.dataframe if "why" in d.value.columns]
+    assert "Item 2. Section 2" in " ".join(tree["heading"])
+    assert not [b for b in at.button if b.key == f"{key}_suggest"]  # no LLM configured
+    pick = next(i for i, h in enumerate(tree["heading"]) if "Item 2." in h)
+    at.selectbox(key=f"{key}_pick").set_value(pick)
+    at.selectbox(key=f"{key}_action").set_value("rename")
+    at.text_input(key=f"{key}_rename").input("Risk Factors")
+    at.button(key=f"{key}_apply").click().run()
+    assert not at.exception, at.exception
+    at.button(key="review_go").click().run()
+    assert not at.exception, at.exception
+    index = at.session_state["ws_index"]
+    assert [d.doc_id for d in index.documents] == ["paper.md", "report.pdf"]
+    assert index.document("report.pdf").page_starts  # the page map went in
+    headings = [n.heading for n in index.nodes.values() if n.doc_id == "report.pdf"]
+    assert "Risk Factors" in headings and not any("Item 2." in h for h in headings)
+    folder = app_env / "workspaces" / at.session_state["ws_id"]
+    assert "Risk Factors" in (folder / "tree_edits.json").read_text(encoding="utf-8")
+    # The chunk table of a PDF leaf names its pages.
+    leaf = next(n for n in index.leaves("report.pdf") if n.heading == "Risk Factors")
+    at.session_state[at.session_state["doc_graph_key"]] = leaf.node_id
+    at.run()
+    [chunks] = [d.value for d in at.dataframe if "start" in d.value.columns]
+    assert list(chunks["pages"]) and all(p.startswith("p") for p in chunks["pages"])
+    assert "p. 2" in set(chunks["pages"])
+    # A rebuild keeps the page map (sources come from the index with their pages).
+    depth = next(s for s in at.slider if s.label.startswith("Depth cap"))
+    depth.set_value(2)
+    next(b for b in at.button if b.label == "Rebuild").click().run()
+    assert not at.exception, at.exception
+    assert at.session_state["ws_index"].document("report.pdf").page_starts
+
+
+def test_workspace_caps_are_refused_with_a_message(monkeypatch):
+    monkeypatch.setenv("TREERAG_WS_MAX_FILES", "1")
+    at = upload(documents_page(), ("a.md", PAPER), ("b.md", HOSTILE.encode()))
+    assert at.session_state["ws_index"] is None
+    assert "limit is 1" in unescape(" ".join(e.value for e in at.error))
+    monkeypatch.setenv("TREERAG_WS_MAX_FILES", "20")
+    monkeypatch.setenv("TREERAG_WS_MAX_CHUNKS", "2")
+    at = upload(documents_page(), ("paper.md", PAPER))
+    assert at.session_state["ws_index"] is None
+    assert "chunks" in unescape(" ".join(e.value for e in at.error))
+
+
+def test_a_reload_with_the_workspace_id_in_the_url_restores_it():
+    first = upload(documents_page(), ("paper.md", PAPER))
+    ws_id = first.session_state["ws_id"]
+    assert first.query_params["ws"] == ws_id
+    again = AppTest.from_file(str(APP), default_timeout=90)
+    again.query_params["ws"] = ws_id
+    again.run()
+    again.switch_page("pages/documents.py").run()
+    assert not again.exception, again.exception
+    assert again.session_state["ws_id"] == ws_id
+    assert [d.doc_id for d in again.session_state["ws_index"].documents] == ["paper.md"]
+    # A made-up id starts a fresh, empty workspace with a note.
+    other = AppTest.from_file(str(APP), default_timeout=90)
+    other.query_params["ws"] = "0" * 32
+    other.run()
+    other.switch_page("pages/documents.py").run()
+    assert not other.exception, other.exception
+    assert other.session_state["ws_id"] != "0" * 32
+    assert other.session_state["ws_index"] is None
+    assert any("expired" in i.value for i in other.info)
+
+
+def test_idle_workspaces_expire_when_a_session_starts(app_env):
+    stale = app_env / "workspaces" / ("a" * 32)
+    (stale / "index").mkdir(parents=True)
+    stamp = stale / ".last-used"
+    stamp.touch()
+    old = 1_000_000_000  # 2001: far beyond the idle limit
+    os.utime(stamp, (old, old))
+    documents_page()
+    assert not stale.exists()
+
+
+def test_html_waits_for_its_tree_review_then_goes_in():
+    page = (
+        b"<html><body><h1>Guide</h1><p>Intro text.</p><h2>Costs</h2><p>Tea costs 3.</p>"
+        b"<h2>Notes</h2><p>Two notes.</p></body></html>"
+    )
+    at = upload(documents_page(), ("guide.html", page))
+    assert at.session_state["ws_index"] is None
+    assert [p.document.name for p in at.session_state["docs_pending"]] == ["guide.html"]
+    at.button(key="review_go").click().run()
+    assert not at.exception, at.exception
+    index = at.session_state["ws_index"]
+    assert [d.doc_id for d in index.documents] == ["guide.html"]
+    assert {"Guide", "Costs", "Notes"} <= {n.heading for n in index.nodes.values()}
+    assert at.session_state["docs_pending"] == []

@@ -296,10 +296,10 @@ def test_a_saved_report_renders_the_same_table(ran, saved_report, app_env):
     assert any(saved.name in s.value.replace("\\", "") for s in ran.success)
 
 
-def test_a_missing_folder_shows_an_error_and_runs_nothing(tmp_path):
+def test_a_missing_folder_shows_an_error_and_runs_nothing(app_env):
     at = evaluate_page()
     at.selectbox(key="ev_dataset").set_value("other").run()
-    at.text_input(key="ev_folder").input(str(tmp_path / "no-such-set")).run()
+    at.text_input(key="ev_folder").input(str(app_env / "no-such-set")).run()
     assert "No questions.jsonl" in errors(at)
     assert "Pick one of the dev sets" in errors(at)
     at.button(key="ev_run").click().run()
@@ -328,6 +328,18 @@ def test_bad_report_files_show_an_error(app_env):
     at.file_uploader[0].set_value([("bad.json", b"\xff\xfe", "application/json")]).run()
     assert not at.exception, at.exception
     assert "not valid UTF-8 JSON" in errors(at)
+
+
+@pytest.mark.parametrize("typed", ["/etc", "/dev", "../../../tmp"])
+def test_a_dataset_folder_outside_the_allowed_roots_is_refused(typed):
+    at = evaluate_page()
+    at.selectbox(key="ev_dataset").set_value("other").run()
+    at.text_input(key="ev_folder").input(typed).run()
+    assert "outside the folders this app reads from" in errors(at)
+    at.button(key="ev_run").click().run()
+    assert not at.exception, at.exception
+    assert "Nothing was run" in errors(at)
+    assert at.session_state["ev_report"] is None
 
 
 @pytest.mark.parametrize("typed", ["/dev/zero", "/etc/hostname", "../../../etc/passwd"])

@@ -88,3 +88,20 @@ def test_history_is_per_session():
     second.run()
     second.switch_page("pages/history.py").run()
     assert any("No questions yet" in i.value for i in second.info)
+
+
+def test_a_reload_with_the_workspace_in_the_url_lists_its_queries():
+    at = AppTest.from_file(str(APP), default_timeout=90)
+    at.run()
+    ask(at, "How many epochs was the model trained for?")
+    at.switch_page("pages/history.py").run()
+    assert not at.exception, at.exception
+    workspace = at.session_state["ws_id"]
+    assert at.query_params["ws"] == workspace
+    reloaded = AppTest.from_file(str(APP), default_timeout=90)
+    reloaded.query_params["ws"] = workspace
+    reloaded.run()
+    reloaded.switch_page("pages/history.py").run()
+    assert not reloaded.exception, reloaded.exception
+    assert reloaded.session_state["ws_id"] == workspace
+    assert any("How many epochs" in m.value for m in reloaded.markdown)

@@ -27,6 +27,9 @@ def test_every_runnable_strategy_runs_without_the_llm_and_reuses_step_1(engine):
     )
     assert [r.strategy for r in results] == strategy_names(runnable=True)
     for r in results:
+        if r.strategy == "treerag-kg":  # needs an index built with graphs, and says so
+            assert r.trace is None and "rebuild it to add graphs" in r.error
+            continue
         assert r.trace is not None, r.error
         assert r.trace.provider["llm"] is False and not r.trace.answer
         assert all(h.chunk.doc_id == "test_paper.md" for h in r.trace.reranked)

@@ -13,12 +13,14 @@ from typing import Any
 import streamlit as st
 
 from treerag_core.config import IndexSettings, data_dir
+from treerag_core.errors import UnsafePathError
 from treerag_core.evaluation.analysis import TREE, report_query_settings
 from treerag_core.evaluation.dataset import EvalDataset, EvalQuestion, load_dataset
 from treerag_core.evaluation.harness import dataset_index, index_cache_key
 from treerag_core.evaluation.report import write_report
 from treerag_core.index import CorpusIndex
 from treerag_core.pipeline import Engine, run
+from treerag_core.safepaths import allowed_roots, resolve_inside
 from treerag_core.types import Trace
 from ui.resources import EVAL, REPO, Corpus, cached_embedder
 
@@ -58,19 +60,30 @@ def _fingerprint(folder: Path) -> str:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
+def dataset_roots() -> tuple[Path, ...]:
+    """The folders a dataset may be read from: the app's data folder and the eval sets."""
+    return allowed_roots()
+
+
+def safe_folder(folder: Path) -> Path:
+    """`folder` resolved, if inside `dataset_roots()` (UnsafePathError otherwise)."""
+    return resolve_inside(folder, dataset_roots())
+
+
 @st.cache_resource(show_spinner=False, max_entries=8)
-def _dataset(folder: str, fingerprint: str) -> EvalDataset:
-    return load_dataset(Path(folder))
+def _dataset(folder: str, fingerprint: str, roots: tuple[Path, ...]) -> EvalDataset:
+    return load_dataset(Path(folder), roots=roots)
 
 
 def dataset(folder: Path) -> EvalDataset:
     """The eval set in `folder` (read once per content version).
 
     Raises:
+        UnsafePathError: the folder (or a file in it) lies outside the allowed folders.
         EvalDataError: the folder, its questions.jsonl or a document is missing or malformed.
     """
-    folder = folder.resolve()
-    return _dataset(str(folder), _fingerprint(folder))
+    folder = safe_folder(folder)  # before anything is read, even a stat
+    return _dataset(str(folder), _fingerprint(folder), dataset_roots())
 
 
 @dataclass(frozen=True, eq=False)
@@ -91,8 +104,10 @@ class EvalSet:
     show_spinner="Indexing the eval set (once per server process; kept on disk after that)…",
     max_entries=6,
 )
-def _eval_set(folder: str, fingerprint: str, settings_json: str) -> EvalSet:
-    data = _dataset(folder, fingerprint)
+def _eval_set(
+    folder: str, fingerprint: str, settings_json: str, roots: tuple[Path, ...]
+) -> EvalSet:
+    data = _dataset(folder, fingerprint, roots)
     settings = IndexSettings.from_dict(json.loads(settings_json))
     # dataset_index keeps the built index under eval-cache/, keyed by a content hash, so a
     # new server process (or the CLI) loads it instead of embedding again.
@@ -107,12 +122,13 @@ def eval_set(folder: Path, settings: IndexSettings) -> EvalSet:
     """The eval set in `folder` indexed with `settings` (built once, then cached).
 
     Raises:
+        UnsafePathError: the folder lies outside the allowed folders.
         EvalDataError: the folder is missing or malformed.
         EmbedderError: the embedder named in `settings` cannot load.
     """
-    folder = folder.resolve()
+    folder = safe_folder(folder)
     settings_json = json.dumps(settings.to_dict(), sort_keys=True)
-    return _eval_set(str(folder), _fingerprint(folder), settings_json)
+    return _eval_set(str(folder), _fingerprint(folder), settings_json, dataset_roots())
 
 
 def report_json(report: Mapping[str, Any]) -> str:
@@ -136,7 +152,13 @@ def resolve_folder(report: Mapping[str, Any], *candidates: Path | None) -> Path 
     """The folder of the report's dataset: a candidate whose name matches, else a dev set."""
     name = str(report.get("dataset") or "")
     for folder in candidates:
-        if folder is not None and folder.name == name and folder.is_dir():
+        if folder is None or folder.name != name:
+            continue
+        try:  # a report names its folder: untrusted, so never even stat one outside the roots
+            folder = safe_folder(folder)
+        except UnsafePathError:
+            continue
+        if folder.is_dir():
             return folder
     dev = EVAL_ROOT / name
     return dev if name in DEV_SETS and dev.is_dir() else None

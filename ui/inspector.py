@@ -9,6 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from treerag_core.index import CorpusIndex
+from treerag_core.pagemap import format_pages
 from ui.score_tables import chunk_frame
 from ui.text_safety import plain
 
@@ -72,8 +73,18 @@ def inspector(
                 st.text(node.content)
         if node.is_leaf:
             st.markdown(f"**Chunks** ({len(rows)})")
+            frame = chunk_frame(index, node_id)
+            # A PDF's chunks say which pages they come from ("" for other formats).
+            frame.insert(
+                3,
+                "pages",
+                [
+                    format_pages(index.chunks[r].page_start, index.chunks[r].page_end)
+                    for r in rows.tolist()
+                ],
+            )
             st.dataframe(
-                chunk_frame(index, node_id),
+                frame,
                 hide_index=True,
                 width="stretch",
                 column_config={"text": st.column_config.TextColumn("text", width="large")},

@@ -1,24 +1,37 @@
-"""Uploads into the workspace: an inline reason for every refusal, progress, the report."""
+"""Uploads into the workspace: conversion, a tree review for inferred trees, every refusal."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from pathlib import PurePath
 from typing import Any
 
 import streamlit as st
 
 from treerag_core.config import IndexSettings
-from treerag_core.errors import TreeRAGError
+from treerag_core.convert import SUPPORTED_SUFFIXES
+from treerag_core.errors import InputDocumentError, TreeRAGError, WorkspaceLimitError
 from treerag_core.index import SourceDocument
-from treerag_core.ingest import sources_from_uploads
+from treerag_core.ingest import Converted, Rejected, convert_upload, to_source
+from treerag_core.llm.factory import make_client, resolve_key, settings_from_env
+from treerag_core.tree_edits import load_edits, save_edits
+from treerag_core.workspaces import WorkspaceLimits, check_drop, check_sources
 from ui.resources import UPLOADS
 from ui.session import DocsState, WorkspaceState
 from ui.text_safety import plain, show_error
-from ui.workspace import merge_sources, set_workspace, sources_of, workspace_settings
+from ui.tree_editor import tree_editor
+from ui.workspace import (
+    merge_sources,
+    set_workspace,
+    sources_of,
+    workspace_folder,
+    workspace_settings,
+)
 
-SUFFIXES = (".md", ".markdown", ".txt")
+SUFFIXES = tuple(sorted(SUPPORTED_SUFFIXES))
+# Formats whose heading tree is inferred (fonts, styles, tags): shown for review first.
+REVIEWED = frozenset({"pdf", "docx", "html"})
+PENDING = "docs_pending"  # session key: Converted files waiting for their tree review
 STAGES = {
     "parse": (0.0, 0.15, "Parsing"),
     "embed": (0.15, 0.95, "Embedding"),
@@ -42,7 +55,15 @@ def _progress_bar():
 
 
 def build(sources: Sequence[SourceDocument], settings: IndexSettings, verb: str) -> float | None:
-    """(Re)build the workspace, showing progress; returns seconds, or None after an error."""
+    """(Re)build the workspace, showing progress; returns seconds, or None after an error.
+
+    The session's caps are checked first, so an oversized workspace costs no embedding time.
+    """
+    try:
+        check_sources(sources, settings, WorkspaceLimits.from_env())
+    except (WorkspaceLimitError, ValueError) as exc:
+        show_error(exc, f"Nothing was {verb}; your workspace is unchanged.")
+        return None
     bar, update = _progress_bar()
     started = time.perf_counter()
     try:
@@ -55,36 +76,112 @@ def build(sources: Sequence[SourceDocument], settings: IndexSettings, verb: str)
     return time.perf_counter() - started
 
 
+def _stored_edits() -> dict:
+    try:
+        return load_edits(workspace_folder())
+    except InputDocumentError:
+        return {}  # a damaged edits file: the tree editor names it when it opens
+
+
+def _add(sources: list[SourceDocument], report: dict[str, Any]) -> None:
+    """Merge `sources` into the workspace and build; the outcome goes into `report`."""
+    docs = DocsState()
+    merged, replaced = merge_sources(sources_of(WorkspaceState().index), sources)
+    report["added"] = [s.name for s in sources]
+    report["replaced"] = replaced
+    seconds = build(merged, workspace_settings(), "added")
+    report["seconds"] = seconds
+    report["failed"] = seconds is None
+    if seconds is not None:
+        docs.corpus, docs.pick = UPLOADS, sources[0].name
+        docs.inspect = None
+
+
 def ingest(uploads: Sequence[tuple[str, bytes]]) -> None:
-    """Add the files (a same-named document is replaced); every refusal keeps its reason."""
+    """Convert the files; Markdown and text go in at once (a same-named document is replaced),
+    PDF, DOCX and HTML wait for their tree review. Every refusal keeps its own reason."""
     docs = DocsState()
     settings = workspace_settings()
-    wrong = [(n, b) for n, b in uploads if PurePath(n).suffix.lower() not in SUFFIXES]
-    usable = [(n, b) for n, b in uploads if (n, b) not in wrong]
-    sources, rejected = sources_from_uploads(usable, settings.max_file_bytes)
+    rejected: list[Rejected] = []
+    ready: list[SourceDocument] = []
+    pending: list[Converted] = list(st.session_state.get(PENDING, []))
+    edits = _stored_edits()
+    for name, data in uploads:
+        try:
+            converted = convert_upload(name, data, settings.max_file_bytes)
+        except InputDocumentError as exc:
+            rejected.append(Rejected(name, str(exc)))
+            continue
+        if converted.document.fmt in REVIEWED:
+            pending = [p for p in pending if p.document.name != name] + [converted]
+        else:
+            ready.append(to_source(converted, edits)[0])
+    st.session_state[PENDING] = pending
     report: dict[str, Any] = {
-        "added": [s.name for s in sources],
+        "added": [],
         "replaced": [],
-        "rejected": [
-            (n, f"only Markdown or plain text ({', '.join(SUFFIXES)}) can be added")
-            for n, _ in wrong
-        ]
-        + [(r.name, r.reason) for r in rejected],
+        "rejected": [(r.name, r.reason) for r in rejected],
         "seconds": None,
         "failed": False,
     }
-    if sources:
-        merged, replaced = merge_sources(sources_of(WorkspaceState().index), sources)
-        report["replaced"] = replaced
-        seconds = build(merged, settings, "added")
-        report["seconds"] = seconds
-        report["failed"] = seconds is None
-        if seconds is not None:
-            docs.corpus, docs.pick = UPLOADS, sources[0].name
-            docs.inspect = None
+    if ready:
+        _add(ready, report)
     docs.upload_report = report
     docs.uploader_round += 1  # a fresh uploader: the processed files leave the drop zone
     if not report["failed"]:
+        st.rerun()
+
+
+def _llm_client() -> tuple[Any, str]:
+    """A client for level suggestions when one is configured (the server's settings, with the
+    key typed on the Ask page's LLM block, if any), else (None, "") and no suggestions."""
+    ss = st.session_state
+    llm = settings_from_env()
+    if not ss.get("llm_enabled", True):
+        return None, ""
+    client = make_client(llm, resolve_key(llm, ss.get(f"llm_key_{llm.provider}")))
+    return client, llm.locate_model
+
+
+def review() -> None:
+    """The inferred tree of each converted file, to correct before it is indexed."""
+    pending: list[Converted] = st.session_state.get(PENDING, [])
+    if not pending:
+        return
+    st.markdown(f"**Check the inferred trees** ({len(pending)} file(s) waiting)")
+    folder = workspace_folder()
+    client, model = _llm_client()
+    current = {}
+    for conv in pending:
+        with st.expander(conv.document.name, expanded=len(pending) == 1):
+            current[conv.sha256] = tree_editor(
+                conv, key=f"te_{conv.sha256[:16]}", folder=folder, client=client, model=model
+            )
+    c1, c2 = st.columns(2)
+    if c1.button("Index these files", key="review_go", type="primary", icon=":material/input:"):
+        for conv in pending:  # the corrections travel with the document (tree_edits.json)
+            save_edits(folder, conv.sha256, conv.document.name, current[conv.sha256])
+        edits = load_edits(folder)
+        sources, notes = [], []
+        for conv in pending:
+            source, problems = to_source(conv, edits)
+            sources.append(source)
+            notes.extend(problems)
+        report: dict[str, Any] = {
+            "added": [],
+            "replaced": [],
+            "rejected": [],
+            "notes": notes,
+            "seconds": None,
+            "failed": False,
+        }
+        _add(sources, report)
+        DocsState().upload_report = report
+        if not report["failed"]:
+            st.session_state[PENDING] = []
+            st.rerun()
+    if c2.button("Discard these files", key="review_drop", icon=":material/close:"):
+        st.session_state[PENDING] = []
         st.rerun()
 
 
@@ -104,6 +201,8 @@ def show_report() -> None:
             plain("; ".join(parts)) + f" ({report['seconds']:.1f} s)",
             icon=":material/check_circle:",
         )
+    for note in report.get("notes", []):
+        st.warning(plain(note))
     for name, reason in report["rejected"]:
         reason = reason.removeprefix(f"{name}: ")  # the engine's message starts with the name
         st.error(f"**{plain(name)}** was not added: {plain(reason)}", icon=":material/block:")
@@ -114,16 +213,23 @@ def uploader() -> None:
     st.subheader("Add documents to your workspace")
     st.caption(
         "Only you see this workspace: it belongs to this browser session (saved on the server "
-        "under a random id). Markdown or plain text, up to 20 MB a file; headings (#, ##, …) "
-        "become the tree."
+        "under a random id). PDF, DOCX, HTML, Markdown or plain text, up to 20 MB a file. "
+        "Markdown headings (#, ##, …) become the tree; for PDF, DOCX and HTML the tree is "
+        "inferred and shown for correction before indexing."
     )
     # No `type=` filter: the component would refuse a file with its reason hidden in a
     # tooltip; here every refusal is written out below the drop zone.
     files = st.file_uploader(
-        "Drop .md, .markdown or .txt files",
+        "Drop " + ", ".join(SUFFIXES) + " files",
         accept_multiple_files=True,
         key=f"uploader_{docs.uploader_round}",
     )
     if files:
-        ingest([(f.name, f.getvalue()) for f in files])
+        try:  # before any file is read: a huge drop is refused as a whole
+            check_drop(len(files), WorkspaceLimits.from_env())
+        except (WorkspaceLimitError, ValueError) as exc:
+            show_error(exc, "Nothing was added; your workspace is unchanged.")
+        else:
+            ingest([(f.name, f.getvalue()) for f in files])
     show_report()
+    review()

@@ -12,11 +12,13 @@ from treerag_core.config import IndexSettings, data_dir
 from treerag_core.index import CorpusIndex, ProgressFn, SourceDocument, build_index
 from treerag_core.pipeline import Engine
 from treerag_core.store import save_index
+from treerag_core.workspaces import STAMP, Workspaces, is_workspace_id
 from ui.resources import (
     EVAL,
     SAMPLES,
     UPLOADS,
     Corpus,
+    audit_log,
     cached_embedder,
     default_embedder,
     sample_corpus,
@@ -26,6 +28,38 @@ from ui.session import AskState, WorkspaceState
 
 def workspace_folder() -> Path:
     return Path(data_dir()) / "workspaces" / WorkspaceState().id
+
+
+def sync_workspace() -> None:
+    """Keep the workspace id in the URL (`?ws=`), so a reload finds the same workspace.
+
+    Once per browser session: idle workspaces are expired, then the id the URL names is
+    restored; a bad, expired or missing one leaves this session's fresh, empty workspace.
+    """
+    ws = WorkspaceState()
+    if not st.session_state.get("ws_synced"):
+        st.session_state.ws_synced = True
+        try:  # an expired workspace takes its audit-log queries with it
+            spaces = Workspaces.default(forget=lambda gone: audit_log().forget_workspace(gone))
+        except ValueError as exc:  # a TREERAG_WS_* variable that is not a positive number
+            st.error(f"Workspace limits: {exc}", icon=":material/error:")
+            return
+        spaces.expire_idle()
+        wanted = st.query_params.get("ws")
+        if wanted and wanted != ws.id:
+            index = spaces.restore(wanted) if is_workspace_id(wanted) else None
+            # A live workspace without documents still owns its History: adopt its id too.
+            known = index is not None or (
+                is_workspace_id(wanted) and spaces.folder(wanted).is_dir()
+            )
+            if known:
+                ws.id, ws.index, ws.engine = wanted, index, None
+                ws.version += 1
+            else:
+                st.session_state.ws_restore_failed = True
+        spaces.touch(ws.id)
+    if st.query_params.get("ws") != ws.id:
+        st.query_params["ws"] = ws.id
 
 
 def workspace_corpus() -> Corpus | None:
@@ -49,10 +83,8 @@ def corpus_kind_of(key: str) -> str:
 
 
 def sources_of(index: CorpusIndex | None) -> list[SourceDocument]:
-    """The documents of an index as sources again (texts are stored in the index)."""
-    if index is None:
-        return []
-    return [SourceDocument(d.doc_id, index.texts[d.doc_id]) for d in index.documents]
+    """The documents of an index as sources again (texts and PDF page maps kept)."""
+    return [] if index is None else index.sources()
 
 
 def set_workspace(
@@ -73,6 +105,7 @@ def set_workspace(
     embedder = cached_embedder(settings.embedder)
     index = build_index(sources, settings, embedder, previous=ws.index, progress=progress)
     save_index(index, folder)
+    (folder.parent / STAMP).touch()  # idle expiry counts from the last change
     ws.index, ws.engine = index, None
     ws.version += 1
     return index
