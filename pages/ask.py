@@ -20,7 +20,7 @@ from ui.query_log import record
 from ui.resources import EVAL, SAMPLES, UPLOADS, Corpus, engine_for, warm_reranker
 from ui.session import AskState, require_app
 from ui.text_safety import show_error
-from ui.workspace import current_corpus
+from ui.workspace import current_corpus, sync_workspace
 
 require_app("pages/ask.py")
 ss = st.session_state
@@ -180,6 +180,7 @@ def _no_corpus(kind: str) -> None:
 
 
 def main() -> None:
+    sync_workspace()  # the ?ws= workspace of a reload: its uploads and History come back
     if ss.qs_corpus == EVAL and ask.eval_corpus is None:
         ss.qs_corpus = SAMPLES  # no eval set opened in this session
     kind = ss.qs_corpus

@@ -489,3 +489,14 @@ def test_hirag_traces_show_their_graph_neighbourhood():
     assert at.session_state["ask_trace"].strategy == "hirag-local"
     assert any(h.value == "HiRAG graph neighbourhood" for h in at.subheader)
     assert len(at.get("component_instance")) == 2  # the tree, and the HiRAG graph
+
+
+def test_ask_keeps_the_workspace_in_the_url_and_a_reload_restores_it():
+    at = new_app()
+    ws_id = at.session_state["ws_id"]
+    assert at.query_params["ws"] == ws_id
+    again = AppTest.from_file(str(APP), default_timeout=90)
+    again.query_params["ws"] = ws_id
+    again.run()
+    assert not again.exception, again.exception
+    assert again.session_state["ws_id"] == ws_id
