@@ -1,0 +1,94 @@
+"""The explorer in real Chromium against an OpenAI-compatible server (a local fake), no Anthropic.
+
+With only `OPENAI_BASE_URL` and a model name set (what pointing the explorer at Ollama or
+vLLM looks like), the sidebar's provider is openai, the answer streams in from that server,
+and a locate reply that is not JSON falls back to the local locator and says so.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+from fake_openai import FakeOpenAIServer, reply
+from test_browser import ARGS, CHROMIUM, REPO, _free_port, _require_chromium
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
+
+ANSWER = "Fifty epochs, from the local model [Source: 3 Methods > 3.3 Training Procedure]."
+
+
+@pytest.fixture(scope="module")
+def openai_app(tmp_path_factory):
+    _require_chromium()
+    data = tmp_path_factory.mktemp("browser_openai")
+    with FakeOpenAIServer(default=reply(ANSWER, pause=0.1)) as server:
+        port = _free_port()
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "OPENAI_"))}
+        env.update(
+            TREERAG_EMBEDDER="hashing",
+            TREERAG_DATA_DIR=str(data),
+            OPENAI_BASE_URL=server.base_url,
+            TREERAG_LLM_MODEL="llama3.2",
+            HF_HUB_OFFLINE="1",
+        )
+        log = (data / "streamlit.log").open("w")
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.address",
+             "127.0.0.1", "--server.port", str(port), "--server.headless", "true",
+             "--browser.gatherUsageStats", "false"],
+            cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        url = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                        if r.read() == b"ok":
+                            break
+                except OSError:
+                    pass
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"streamlit did not start:\n{(data / 'streamlit.log').read_text()}")
+                time.sleep(0.3)
+            yield url, server
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+            log.close()
+
+
+def test_ask_streams_the_answer_from_an_openai_compatible_server(openai_app):
+    from playwright.sync_api import sync_playwright
+
+    url, server = openai_app
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        page = browser.new_page(viewport={"width": 1500, "height": 1100})
+        page.set_default_timeout(60_000)
+        page.goto(url)
+        page.get_by_label("Question", exact=True).fill("How many epochs was the model trained for?")
+        page.get_by_role("button", name="Ask", exact=True).click()
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            body = page.inner_text("body")
+            if "from the local model" in body and "Citations" in body:
+                break  # the whole answer is in, with its citation chips
+            time.sleep(0.1)
+        else:
+            raise AssertionError("the OpenAI-compatible server's answer never appeared")
+        body = page.inner_text("body")
+        browser.close()
+    paths = [r.path for r in server.requests]
+    assert paths and all(p.endswith("/chat/completions") for p in paths)
+    assert len(paths) >= 2  # the locate call and the streamed answer
+    # The fake's locate reply is prose, not JSON: the local locator took over, and says why.
+    assert "local locator" in body, body[:3000]
