@@ -269,7 +269,7 @@ def test_upload_ask_graph_click_inspector_and_streamed_answer(page, app_url, fak
     else:
         raise AssertionError("the answer never finished")
     assert partial, "the answer appeared all at once, not streamed"
-    # The citation chips render with the finished answer (a moment after its text on a busy machine).
+    # Citation chips come with the finished answer (a moment after its text on a busy machine).
     page.get_by_role("button", name=re.compile("3.3 Training Procedure")).first.wait_for()
 
     # 4. The picked leaf is coloured in the graph, with its path drawn.
