@@ -15,7 +15,8 @@ import urllib.request
 
 import pytest
 from fake_openai import FakeOpenAIServer, reply
-from test_browser import ARGS, CHROMIUM, REPO, _free_port, _require_chromium
+
+from tests.test_browser import ARGS, CHROMIUM, REPO, _free_port, _require_chromium
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
