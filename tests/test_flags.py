@@ -86,3 +86,25 @@ def test_stopword_only_question_keeps_its_clear_refusal(hashing_index):
     engine = Engine(hashing_index, get_embedder("hashing"))
     with pytest.raises(QueryError, match="only stop words"):
         run(engine, "what is the of and", QuerySettings().set("llm.enabled", False))
+
+
+def _trace(question_language: str, texts: list[str], dense: float):
+    from treerag_core.types import Trace
+
+    hits = [
+        RetrievedChunk(Chunk(f"c{i}", t, "0001", "A", "doc", 0, len(t)), dense, 0.0, 0, 0, 0, 1)
+        for i, t in enumerate(texts)
+    ]
+    return Trace("q", "treerag", {}, {}, language=question_language, reranked=hits)
+
+
+def test_a_cross_language_question_is_not_flagged_by_the_same_language_cosine():
+    english = ["We train the encoder for 50 epochs with the Adam optimiser."] * 3
+    flags = question_flags(_trace("zh", english, dense=0.24))  # the seed's Chinese question
+    assert flags.out_of_scope is False and flags.evidence["cross_language"] is True
+
+
+def test_a_same_language_question_with_weak_evidence_is_still_flagged():
+    chinese = ["劳动合同应当以书面形式订立。"] * 3
+    flags = question_flags(_trace("zh", chinese, dense=0.24))
+    assert flags.out_of_scope is True and flags.evidence["cross_language"] is False

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from treerag_core.text_rules import detect_language
 from treerag_core.types import RetrievedChunk, Trace
 
 # Calibrated on the dev sets with benchmarks/calibrate_flags.py (tuned on these dev questions,
@@ -136,10 +137,31 @@ class QuestionFlags:
         }
 
 
+def crosses_languages(trace: Trace) -> bool:
+    """Whether the best evidence is in another language than the question (most of the top 3).
+
+    The cosine threshold was calibrated on same-language pairs; across languages the
+    multilingual embedder's cosines run lower (a sentence and its translation score ~0.8),
+    so a Chinese question about an English paper would be flagged however right its evidence.
+    """
+    hits = list(trace.reranked or trace.candidates)[:3]
+    other = sum(detect_language(h.chunk.text) != trace.language for h in hits)
+    return bool(hits) and other > len(hits) / 2
+
+
 def question_flags(trace: Trace, rules: Sequence[SensitiveRule] | None = None) -> QuestionFlags:
-    """The flags of a finished trace (its final hits and pooled candidates)."""
+    """The flags of a finished trace (its final hits and pooled candidates).
+
+    Across languages the cosine verdict is not calibrated, so only the cross-encoder's
+    (which reads question and passage together) can flag such a question out of scope.
+    """
+    evidence = evidence_scores(trace.reranked, trace.candidates)
+    cross = crosses_languages(trace)
+    weak = evidence_is_weak(trace.reranked, trace.candidates)
+    if cross and evidence["top_rerank"] is None:
+        weak = False
     return QuestionFlags(
-        out_of_scope=evidence_is_weak(trace.reranked, trace.candidates),
+        out_of_scope=weak,
         sensitive=tuple(sensitive_matches(trace.question, rules)),
-        evidence=evidence_scores(trace.reranked, trace.candidates),
+        evidence={**evidence, "cross_language": cross},
     )
