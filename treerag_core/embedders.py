@@ -298,3 +298,11 @@ def _make(name: str) -> Embedder:
         return SentenceTransformerEmbedder(name, name[len(ST_PREFIX) :].strip())
     valid = ", ".join(repr(n) for n in EMBEDDER_NAMES)
     raise EmbedderError(f"unknown embedder {name!r}; valid names: {valid}, or 'st:<folder path>'")
+
+
+PROBE_TEXT = "TreeRAG embedder fingerprint probe: 检索 retrieval 1234"
+
+
+def embedder_fingerprint(embedder: Embedder) -> tuple[float, ...]:
+    """The embedder's vector of a fixed probe text: its identity, beyond name and dimension."""
+    return tuple(float(x) for x in embedder.embed_query(PROBE_TEXT))

@@ -13,7 +13,7 @@ import numpy as np
 from treerag_core.bm25 import BM25Stats, LeafBM25
 from treerag_core.chunking import chunk_leaf
 from treerag_core.config import IndexSettings
-from treerag_core.embedders import Embedder
+from treerag_core.embedders import Embedder, embedder_fingerprint
 from treerag_core.graph.build import LeafExtractor, build_graphs, concept_names, split_vectors
 from treerag_core.graph.extract import EXTRACTOR_VERSION
 from treerag_core.graph.types import LeafGraph
@@ -291,7 +291,7 @@ def build_index(
         embeddings=embeddings,
         tokens=tokens,
         summary_cache=summary_cache,
-        embedder_fingerprint=_fingerprint(embedder),
+        embedder_fingerprint=embedder_fingerprint(embedder),
     )
     previous_layers = previous.layers if previous is not None else None
     index.layers = build_layers(index, embedder.embed, ktype_summarizer, previous_layers)
@@ -335,12 +335,6 @@ def with_pages(chunks: Sequence[Chunk], page_starts: Sequence[int]) -> list[Chun
         for c in chunks
         for first, last in [page_span(page_starts, c.start, c.end)]
     ]
-
-
-def _fingerprint(embedder: Embedder) -> tuple[float, ...]:
-    from treerag_core.store import embedder_fingerprint  # store imports this module
-
-    return embedder_fingerprint(embedder)
 
 
 def _reusable_embeddings(

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from treerag_core.config import IndexSettings
-from treerag_core.embedders import Embedder
+from treerag_core.embedders import PROBE_TEXT, Embedder, embedder_fingerprint
 from treerag_core.errors import EmbedderError, IndexBusyError, IndexFormatError
 from treerag_core.graph.build import split_vectors
 from treerag_core.graph.store import load_graphs, save_graphs
@@ -36,7 +36,6 @@ FILES = ("nodes.jsonl", "chunks.jsonl", "embeddings.npy", "tokens.json", "texts.
 GRAPH_VECTORS = "graph_vectors.npy"  # beside graphs.json, only in indexes built with graphs
 REBUILD_HINT = "rebuild it with `python -m treerag_core index --input DOCS --output {path}`"
 LOCK_TIMEOUT = 30.0  # seconds a second writer waits for the first before giving up
-PROBE_TEXT = "TreeRAG embedder fingerprint probe: 检索 retrieval 1234"
 FINGERPRINT_MIN_COSINE = 0.999  # same model, other BLAS: ~1.0; another model: far below
 
 
@@ -449,11 +448,6 @@ def _check_references(
             raise IndexFormatError(
                 f"{path / MANIFEST}: document {doc.doc_id!r} has no root node; {hint}"
             )
-
-
-def embedder_fingerprint(embedder: Embedder) -> tuple[float, ...]:
-    """The embedder's vector of a fixed probe text: its identity, beyond name and dimension."""
-    return tuple(float(x) for x in embedder.embed_query(PROBE_TEXT))
 
 
 def check_embedder(index: CorpusIndex, embedder: Embedder, where: str = "the index") -> None:
