@@ -100,7 +100,6 @@ def test_prefix_is_read_from_cache_on_the_next_question(server, client) -> None:
     assert first.cache_write_tokens > 0 and first.cache_read_tokens == 0
     assert second.cache_read_tokens == first.cache_write_tokens and second.cache_write_tokens == 0
     assert second.cost_usd < first.cost_usd
-    assert llm.total_usage.input_tokens == first.input_tokens + second.input_tokens
 
 
 def test_complete_without_prefix_sends_one_plain_block(server, client) -> None:

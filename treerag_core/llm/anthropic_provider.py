@@ -37,7 +37,6 @@ class AnthropicClient:
 
     The SDK client is built lazily, once, and is safe to share across threads (Streamlit's
     `cache_resource`). The key is kept private and never appears in repr, logs or errors.
-    `total_usage` accumulates every call made through this client.
     """
 
     provider = "anthropic"
@@ -60,7 +59,6 @@ class AnthropicClient:
         self.base_url = base_url or os.environ.get(BASE_URL_ENV, "").strip() or None
         self.timeout = float(timeout)
         self.max_retries = int(max_retries)
-        self.total_usage = Usage()
         self._sdk: anthropic.Anthropic | None = None
         self._lock = threading.Lock()
 
@@ -90,10 +88,6 @@ class AnthropicClient:
                     max_retries=self.max_retries,
                 )
             return self._sdk
-
-    def add_usage(self, usage: Usage) -> None:
-        with self._lock:
-            self.total_usage = self.total_usage + usage
 
     def structured_output(self, model: str) -> str:
         """Anthropic's Messages API has no JSON mode here: replies are parsed from text."""
@@ -163,7 +157,6 @@ class AnthropicClient:
                     out.usage = _to_usage(sdk_usage)
                     reported = True
                 out.usage = priced(out.usage, out.model, self.base_url, reported)
-                self.add_usage(out.usage)
         check_finished(
             f"Anthropic at {self.where}",
             events=events,

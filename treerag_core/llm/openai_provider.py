@@ -83,7 +83,6 @@ class OpenAIClient:
             raise ValueError(f"api_key is needed for OpenAI's own API (set {KEY_ENV})")
         self.timeout = float(timeout)
         self.max_retries = int(max_retries)
-        self.total_usage = Usage()
         self._json_notes: dict[str, str] = {}
         self._sdk: openai.OpenAI | None = None
         self._lock = threading.Lock()
@@ -114,10 +113,6 @@ class OpenAIClient:
                     max_retries=self.max_retries,
                 )
             return self._sdk
-
-    def add_usage(self, usage: Usage) -> None:
-        with self._lock:
-            self.total_usage = self.total_usage + usage
 
     def structured_output(self, model: str) -> str:
         """What JSON mode did for `model` on this server (empty before the first call)."""
@@ -209,7 +204,6 @@ class OpenAIClient:
             out.text = "".join(parts)
             # A server without usage chunks: the tokens are unknown, so is the cost.
             out.usage = priced(out.usage, out.model, self.base_url, reported)
-            self.add_usage(out.usage)
         check_finished(
             f"OpenAI-compatible server at {self.where}",
             events=events,
