@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import os
-import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
+from app_server import serve_app
 
 from tests.test_browser import ARGS, CHROMIUM, _free_port, _require_chromium
 from treerag_core.workspaces import STAMP
@@ -42,34 +40,8 @@ def server(tmp_path_factory):
         "ANTHROPIC_API_KEY": "",  # extractive answers: the answer quotes the session's own doc
         "HF_HUB_OFFLINE": "1",
     }
-    log = (data / "streamlit.log").open("w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1",
-         "--server.port", str(port), "--server.headless", "true",
-         "--browser.gatherUsageStats", "false"],
-        cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                    if r.read() == b"ok":
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"streamlit did not start:\n{(data / 'streamlit.log').read_text()}")
-            time.sleep(0.3)
-        yield url, proc.pid, data
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
+    with serve_app(port, env, data) as proc:
+        yield f"http://127.0.0.1:{port}", proc.pid, data
 
 
 def document(i: int) -> str:

@@ -10,13 +10,11 @@ import os
 import re
 import shutil
 import socket
-import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
+from app_server import serve_app
 from fake_anthropic import FakeAnthropicServer, reply
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -145,49 +143,8 @@ def app_url(fake_llm, tmp_path_factory):
         "ANTHROPIC_API_KEY": "test-key",
         "HF_HUB_OFFLINE": "1",
     }
-    log = (data / "streamlit.log").open("w")
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "streamlit",
-            "run",
-            "app.py",
-            "--server.address",
-            "127.0.0.1",
-            "--server.port",
-            str(port),
-            "--server.headless",
-            "true",
-            "--browser.gatherUsageStats",
-            "false",
-        ],
-        cwd=REPO,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                    if r.read() == b"ok":
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"streamlit did not start:\n{(data / 'streamlit.log').read_text()}")
-            time.sleep(0.3)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
+    with serve_app(port, env, data):
+        yield f"http://127.0.0.1:{port}"
 
 
 @pytest.fixture(scope="module")

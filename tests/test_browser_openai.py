@@ -8,15 +8,13 @@ and a locate reply that is not JSON falls back to the local locator and says so.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import time
-import urllib.request
 
 import pytest
+from app_server import serve_app
 from fake_openai import FakeOpenAIServer, reply
 
-from tests.test_browser import ARGS, CHROMIUM, REPO, _free_port, _require_chromium
+from tests.test_browser import ARGS, CHROMIUM, _free_port, _require_chromium
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -37,34 +35,8 @@ def openai_app(tmp_path_factory):
             TREERAG_LLM_MODEL="llama3.2",
             HF_HUB_OFFLINE="1",
         )
-        log = (data / "streamlit.log").open("w")
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.address",
-             "127.0.0.1", "--server.port", str(port), "--server.headless", "true",
-             "--browser.gatherUsageStats", "false"],
-            cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
-        )  # fmt: skip
-        url = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.monotonic() + 60
-            while True:
-                try:
-                    with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                        if r.read() == b"ok":
-                            break
-                except OSError:
-                    pass
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"streamlit did not start:\n{(data / 'streamlit.log').read_text()}")
-                time.sleep(0.3)
-            yield url, server
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-            log.close()
+        with serve_app(port, env, data):
+            yield f"http://127.0.0.1:{port}", server
 
 
 def test_ask_streams_the_answer_from_an_openai_compatible_server(openai_app):

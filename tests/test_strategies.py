@@ -12,7 +12,6 @@ from treerag_core.embedders import get_embedder
 from treerag_core.evaluation.harness import EvalConfig
 from treerag_core.names import StrategyName
 from treerag_core.pipeline import Engine, run
-from treerag_core.retrieval import pool, search_leaf
 from treerag_core.settings import QuerySettings
 from treerag_core.strategies import (
     QueryContext,
@@ -23,6 +22,7 @@ from treerag_core.strategies import (
     strategy_names,
     unregister,
 )
+from treerag_core.strategies.treerag import leaf_search
 from treerag_core.types import ContextSection, LocatedLeaf, LocateResult
 
 MOCK = QuerySettings().set("llm.enabled", False).set("rerank.enabled", False)
@@ -61,19 +61,9 @@ class FirstLeaves:
         return LocateResult(leaves, "The first leaves.", "first")
 
     def retrieve(self, ctx: QueryContext, located: LocateResult) -> Retrieval:
-        groups = tuple(
-            search_leaf(
-                ctx.index,
-                leaf.node_id,
-                leaf.sub_query,
-                ctx.settings.retrieve,
-                ctx.query_vector,
-                ctx.tokenize,
-            )
-            for leaf in located.leaves
-        )
+        searched = leaf_search(ctx, located)  # treerag's own in-leaf search, reused
         note = ContextSection("note", "Plug-in note", "Searched the first leaves only.")
-        return Retrieval(groups, pool(groups, ctx.settings.retrieve), (note,))
+        return Retrieval(searched.groups, searched.candidates, (note,))
 
 
 @pytest.fixture()
