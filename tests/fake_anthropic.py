@@ -22,7 +22,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 
 ERROR_TYPES = {
     400: "invalid_request_error",
@@ -177,12 +177,20 @@ class RecordedRequest:
         return "".join(texts)
 
 
-def _tokens(text: str) -> int:
+def approx_tokens(text: str) -> int:
     return max(1, len(text) // 4) if text else 0
 
 
-class FakeAnthropicServer:
-    """A ThreadingHTTPServer on 127.0.0.1 (free port) in a daemon thread; a context manager."""
+class ScriptedServer:
+    """A ThreadingHTTPServer on 127.0.0.1 (free port) in a daemon thread; a context manager.
+
+    Each request is recorded once and answered by the next scripted behaviour, else by
+    `responder(body)`, else by `default`. Subclasses give the handler and the URL's path.
+    """
+
+    handler: type[BaseHTTPRequestHandler]
+    thread_name = "fake-server"
+    url_path = ""
 
     def __init__(
         self,
@@ -196,7 +204,6 @@ class FakeAnthropicServer:
         self.default = default or reply("Fake answer.")
         self.api_key = api_key  # when set, a request with any other key gets a 401
         self._requests: list[RecordedRequest] = []
-        self._cache: set[str] = set()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._httpd: ThreadingHTTPServer | None = None
@@ -204,16 +211,16 @@ class FakeAnthropicServer:
 
     # lifecycle ---------------------------------------------------------------------------
 
-    def start(self) -> FakeAnthropicServer:
+    def start(self) -> Self:
         self._stopping.clear()
-        handler = type("_BoundHandler", (_Handler,), {"fake": self})
+        handler = type("_BoundHandler", (self.handler,), {"fake": self})
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._httpd.daemon_threads = True
         self._httpd.block_on_close = False
         self._thread = threading.Thread(
             target=self._httpd.serve_forever,
             kwargs={"poll_interval": 0.05},  # stop() returns within 50 ms
-            name="fake-anthropic",
+            name=self.thread_name,
             daemon=True,
         )
         self._thread.start()
@@ -229,7 +236,7 @@ class FakeAnthropicServer:
             self._thread.join(timeout=5)
             self._thread = None
 
-    def __enter__(self) -> FakeAnthropicServer:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -238,9 +245,9 @@ class FakeAnthropicServer:
     @property
     def base_url(self) -> str:
         if self._httpd is None:
-            raise RuntimeError("FakeAnthropicServer is not running: use start() or `with`")
+            raise RuntimeError(f"{type(self).__name__} is not running: use start() or `with`")
         host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{host}:{port}{self.url_path}"
 
     # script and records --------------------------------------------------------------------
 
@@ -263,46 +270,29 @@ class FakeAnthropicServer:
     def bodies(self) -> list[Any]:
         return [r.body for r in self.requests]
 
-    def _next_behaviour(self, request: RecordedRequest) -> Behaviour:
+    def record(self, request: RecordedRequest) -> None:
         with self._lock:
             self._requests.append(request)
+
+    def next_behaviour(self, body: Any) -> Behaviour:
+        with self._lock:
             if self._script:
                 return self._script.pop(0)
         if self.responder is not None:
-            return self.responder(request.body)
+            return self.responder(body)
         return self.default
 
-    def _usage(self, body: Any, text: str, override: Mapping[str, int] | None) -> dict[str, int]:
-        """Input tokens split into cached/uncached as the API reports them."""
-        cache_read = cache_write = uncached = 0
-        prefix_hash = hashlib.sha256()
-        pending = 0  # tokens seen since the last cache breakpoint
-        for message in body.get("messages", []) if isinstance(body, dict) else []:
-            content = message.get("content", "")
-            blocks = [{"text": content}] if isinstance(content, str) else content
-            for block in blocks:
-                block_text = block.get("text", "") if isinstance(block, dict) else ""
-                prefix_hash.update(block_text.encode())
-                pending += _tokens(block_text)
-                if isinstance(block, dict) and block.get("cache_control"):
-                    key = prefix_hash.hexdigest()
-                    with self._lock:
-                        hit = key in self._cache
-                        self._cache.add(key)
-                    if hit:
-                        cache_read += pending
-                    else:
-                        cache_write += pending
-                    pending = 0
-        uncached += pending
-        usage = {
-            "input_tokens": uncached,
-            "output_tokens": _tokens(text),
-            "cache_read_input_tokens": cache_read,
-            "cache_creation_input_tokens": cache_write,
-        }
-        usage.update(override or {})
-        return usage
+
+def read_request(handler: BaseHTTPRequestHandler) -> RecordedRequest:
+    """The request a handler is serving, its body parsed as JSON when it is JSON."""
+    length = int(handler.headers.get("content-length") or 0)
+    raw = handler.rfile.read(length).decode("utf-8", "replace") if length else ""
+    try:
+        body: Any = json.loads(raw) if raw else None
+    except json.JSONDecodeError:
+        body = raw
+    headers = {k.lower(): v for k, v in handler.headers.items()}
+    return RecordedRequest(handler.command, handler.path, headers, body)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -319,29 +309,16 @@ class _Handler(BaseHTTPRequestHandler):
         self._record_and_answer()
 
     def _record_and_answer(self) -> None:
-        length = int(self.headers.get("content-length") or 0)
-        raw = self.rfile.read(length).decode("utf-8", "replace") if length else ""
-        try:
-            body: Any = json.loads(raw) if raw else None
-        except json.JSONDecodeError:
-            body = raw
-        request = RecordedRequest(
-            self.command,
-            self.path,
-            {k.lower(): v for k, v in self.headers.items()},
-            body,
-        )
+        request = read_request(self)
+        body = request.body
+        self.fake.record(request)
         try:
             if self.command != "POST" or self.path.split("?")[0] != "/v1/messages":
-                with self.fake._lock:
-                    self.fake._requests.append(request)
                 self._act(status(404), body)
             elif self.fake.api_key is not None and request.api_key != self.fake.api_key:
-                with self.fake._lock:
-                    self.fake._requests.append(request)
                 self._act(status(401), body)
             else:
-                self._act(self.fake._next_behaviour(request), body)
+                self._act(self.fake.next_behaviour(body), body)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (timeout): nothing left to answer
 
@@ -447,3 +424,46 @@ class _Handler(BaseHTTPRequestHandler):
             },
         )
         self._event("message_stop", {"type": "message_stop"})
+
+
+class FakeAnthropicServer(ScriptedServer):
+    """Anthropic's Messages API; simulates prompt caching (see the module's docstring)."""
+
+    handler = _Handler
+    thread_name = "fake-anthropic"
+
+    def __init__(self, *script: Behaviour, **kwargs: Any) -> None:
+        super().__init__(*script, **kwargs)
+        self._cache: set[str] = set()
+
+    def _usage(self, body: Any, text: str, override: Mapping[str, int] | None) -> dict[str, int]:
+        """Input tokens split into cached/uncached as the API reports them."""
+        cache_read = cache_write = uncached = 0
+        prefix_hash = hashlib.sha256()
+        pending = 0  # tokens seen since the last cache breakpoint
+        for message in body.get("messages", []) if isinstance(body, dict) else []:
+            content = message.get("content", "")
+            blocks = [{"text": content}] if isinstance(content, str) else content
+            for block in blocks:
+                block_text = block.get("text", "") if isinstance(block, dict) else ""
+                prefix_hash.update(block_text.encode())
+                pending += approx_tokens(block_text)
+                if isinstance(block, dict) and block.get("cache_control"):
+                    key = prefix_hash.hexdigest()
+                    with self._lock:
+                        hit = key in self._cache
+                        self._cache.add(key)
+                    if hit:
+                        cache_read += pending
+                    else:
+                        cache_write += pending
+                    pending = 0
+        uncached += pending
+        usage = {
+            "input_tokens": uncached,
+            "output_tokens": approx_tokens(text),
+            "cache_read_input_tokens": cache_read,
+            "cache_creation_input_tokens": cache_write,
+        }
+        usage.update(override or {})
+        return usage

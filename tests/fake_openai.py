@@ -16,20 +16,22 @@ reason given as Anthropic's (end_turn, max_tokens) is sent as OpenAI's (stop, le
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable, Iterable, Mapping
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from fake_anthropic import (  # noqa: F401  (re-exported for tests)
     HTML_PAGE,
     Behaviour,
+    ScriptedServer,
+    approx_tokens,
     cut,
     delay,
     empty_stream,
     html_page,
     malformed,
     no_stop,
+    read_request,
     reply,
     stream,
 )
@@ -69,103 +71,6 @@ def stream_error(
     return Behaviour("stream_error", tuple(chunks), body=body)
 
 
-def _tokens(text: str) -> int:
-    return max(1, len(text) // 4) if text else 0
-
-
-class FakeOpenAIServer:
-    """A ThreadingHTTPServer on 127.0.0.1 (free port) in a daemon thread; a context manager.
-
-    `api_key=None` accepts any key or none (a local server); `json_mode=False` answers a
-    request carrying `response_format` with 400 (a server without JSON mode);
-    `include_usage=False` never sends the usage chunk (an older server).
-    """
-
-    def __init__(
-        self,
-        *script: Behaviour,
-        responder: Callable[[Any], Behaviour] | None = None,
-        default: Behaviour | None = None,
-        api_key: str | None = None,
-        json_mode: bool = True,
-        include_usage: bool = True,
-        models: Iterable[str] = ("llama3.2", "qwen2.5:7b"),
-    ) -> None:
-        self._script: list[Behaviour] = list(script)
-        self.responder = responder
-        self.default = default or reply("Fake answer.")
-        self.api_key = api_key
-        self.json_mode = json_mode
-        self.include_usage = include_usage
-        self.models = tuple(models)
-        self._requests: list[Any] = []
-        self._lock = threading.Lock()
-        self._stopping = threading.Event()
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
-
-    def start(self) -> FakeOpenAIServer:
-        self._stopping.clear()
-        handler = type("_BoundHandler", (_Handler,), {"fake": self})
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._httpd.daemon_threads = True
-        self._httpd.block_on_close = False
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever,
-            kwargs={"poll_interval": 0.05},
-            name="fake-openai",
-            daemon=True,
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stopping.set()
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
-
-    def __enter__(self) -> FakeOpenAIServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    @property
-    def base_url(self) -> str:
-        """The URL a client is given, with `/v1` as Ollama and vLLM document it."""
-        if self._httpd is None:
-            raise RuntimeError("FakeOpenAIServer is not running: use start() or `with`")
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}/v1"
-
-    def push(self, *behaviours: Behaviour) -> None:
-        with self._lock:
-            self._script.extend(behaviours)
-
-    @property
-    def requests(self) -> list[Any]:
-        """Recorded requests (fake_anthropic.RecordedRequest)."""
-        with self._lock:
-            return list(self._requests)
-
-    @property
-    def bodies(self) -> list[Any]:
-        return [r.body for r in self.requests]
-
-    def _next_behaviour(self, body: Any) -> Behaviour:
-        with self._lock:
-            if self._script:
-                return self._script.pop(0)
-        if self.responder is not None:
-            return self.responder(body)
-        return self.default
-
-
 class _Handler(BaseHTTPRequestHandler):
     fake: FakeOpenAIServer
     server_version = "FakeOpenAI/1.0"
@@ -180,19 +85,9 @@ class _Handler(BaseHTTPRequestHandler):
         self._handle()
 
     def _handle(self) -> None:
-        from fake_anthropic import RecordedRequest
-
-        length = int(self.headers.get("content-length") or 0)
-        raw = self.rfile.read(length).decode("utf-8", "replace") if length else ""
-        try:
-            body: Any = json.loads(raw) if raw else None
-        except json.JSONDecodeError:
-            body = raw
-        request = RecordedRequest(
-            self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body
-        )
-        with self.fake._lock:
-            self.fake._requests.append(request)
+        request = read_request(self)
+        body = request.body
+        self.fake.record(request)
         path = self.path.split("?")[0]
         try:
             if self.fake.api_key is not None and request.api_key != self.fake.api_key:
@@ -211,7 +106,7 @@ class _Handler(BaseHTTPRequestHandler):
                 error = {"message": message, "type": "invalid_request_error"}
                 self._send_json(400, {"error": {**error, "param": "response_format"}}, {})
             else:
-                self._act(self.fake._next_behaviour(body), body)
+                self._act(self.fake.next_behaviour(body), body)
         except (BrokenPipeError, ConnectionResetError):
             pass
 
@@ -239,8 +134,8 @@ class _Handler(BaseHTTPRequestHandler):
             for m in (body or {}).get("messages", [])
         )
         usage: dict[str, Any] = {
-            "prompt_tokens": _tokens(prompt),
-            "completion_tokens": _tokens(text),
+            "prompt_tokens": approx_tokens(prompt),
+            "completion_tokens": approx_tokens(text),
         }
         for key, value in (override or {}).items():  # Anthropic names accepted too
             name = {"input_tokens": "prompt_tokens", "output_tokens": "completion_tokens"}
@@ -331,3 +226,31 @@ class _Handler(BaseHTTPRequestHandler):
             usage_chunk["usage"] = self._usage(body, text, behaviour.usage)
             self._data(usage_chunk)
         self._data("[DONE]")
+
+
+class FakeOpenAIServer(ScriptedServer):
+    """OpenAI's chat completions on 127.0.0.1; `base_url` ends in `/v1` as Ollama documents it.
+
+    `api_key=None` accepts any key or none (a local server); `json_mode=False` answers a
+    request carrying `response_format` with 400 (a server without JSON mode);
+    `include_usage=False` never sends the usage chunk (an older server).
+    """
+
+    handler = _Handler
+    thread_name = "fake-openai"
+    url_path = "/v1"
+
+    def __init__(
+        self,
+        *script: Behaviour,
+        responder: Callable[[Any], Behaviour] | None = None,
+        default: Behaviour | None = None,
+        api_key: str | None = None,
+        json_mode: bool = True,
+        include_usage: bool = True,
+        models: Iterable[str] = ("llama3.2", "qwen2.5:7b"),
+    ) -> None:
+        super().__init__(*script, responder=responder, default=default, api_key=api_key)
+        self.json_mode = json_mode
+        self.include_usage = include_usage
+        self.models = tuple(models)
