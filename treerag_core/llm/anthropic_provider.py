@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,8 +12,8 @@ import anthropic
 import httpx2
 
 from treerag_core.errors import LLMError
-from treerag_core.llm.base import TextStream, check_call, check_finished
-from treerag_core.llm.errors import clean_detail, public_url, scrub, status_error
+from treerag_core.llm.base import SDKClient, TextStream, check_call, check_finished
+from treerag_core.llm.errors import clean_detail, scrub, status_error
 from treerag_core.llm.prices import priced
 from treerag_core.types import Usage
 
@@ -32,14 +31,11 @@ def _to_usage(sdk_usage: Any) -> Usage:
     )
 
 
-class AnthropicClient:
-    """A thin seam over `anthropic.Anthropic`: two calls, typed errors, usage with cost.
-
-    The SDK client is built lazily, once, and is safe to share across threads (Streamlit's
-    `cache_resource`). The key is kept private and never appears in repr, logs or errors.
-    """
+class AnthropicClient(SDKClient[anthropic.Anthropic]):
+    """A thin seam over `anthropic.Anthropic`: two calls, typed errors, usage with cost."""
 
     provider = "anthropic"
+    default_base_url = DEFAULT_BASE_URL
 
     def __init__(
         self,
@@ -51,43 +47,16 @@ class AnthropicClient:
     ) -> None:
         if not api_key or not api_key.strip():
             raise ValueError(f"api_key must be a non-empty string (set {KEY_ENV})")
-        if timeout <= 0:
-            raise ValueError(f"timeout must be > 0 seconds, but got {timeout}")
-        if max_retries < 0:
-            raise ValueError(f"max_retries must be >= 0, but got {max_retries}")
-        self._api_key = api_key.strip()
-        self.base_url = base_url or os.environ.get(BASE_URL_ENV, "").strip() or None
-        self.timeout = float(timeout)
-        self.max_retries = int(max_retries)
-        self._sdk: anthropic.Anthropic | None = None
-        self._lock = threading.Lock()
+        base_url = base_url or os.environ.get(BASE_URL_ENV, "").strip() or None
+        super().__init__(api_key.strip(), base_url, timeout, max_retries)
 
-    @property
-    def where(self) -> str:
-        """The endpoint as shown in names, messages and traces (no user:password)."""
-        return public_url(self.base_url or DEFAULT_BASE_URL)
-
-    @property
-    def name(self) -> str:
-        return f"anthropic at {self.where}"
-
-    def __repr__(self) -> str:
-        return (
-            f"AnthropicClient(base_url={self.where!r}, "
-            f"timeout={self.timeout}, max_retries={self.max_retries})"
+    def _build_sdk(self) -> anthropic.Anthropic:
+        return anthropic.Anthropic(
+            api_key=self._api_key,
+            base_url=self.base_url,
+            timeout=self.timeout,
+            max_retries=self.max_retries,
         )
-
-    def sdk(self) -> anthropic.Anthropic:
-        """The SDK client, built on first use."""
-        with self._lock:
-            if self._sdk is None:
-                self._sdk = anthropic.Anthropic(
-                    api_key=self._api_key,
-                    base_url=self.base_url,
-                    timeout=self.timeout,
-                    max_retries=self.max_retries,
-                )
-            return self._sdk
 
     def structured_output(self, model: str) -> str:
         """Anthropic's Messages API has no JSON mode here: replies are parsed from text."""

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
-from typing import Protocol, runtime_checkable
+from typing import Generic, Protocol, TypeVar, runtime_checkable
 
 from treerag_core.errors import LLMError
+from treerag_core.llm.errors import public_url
 from treerag_core.types import Usage
 
 # Why a reply was refused or failed, as `LLMError.reason` (the trace's Fallback.reason).
@@ -142,3 +144,56 @@ def check_finished(
             f"{stop_reason}) after {len(text)} characters: not used as a final answer.",
             reason="truncated",
         )
+
+
+SDK = TypeVar("SDK")
+
+
+class SDKClient(Generic[SDK]):
+    """What both providers share: checked settings, a public endpoint name, a lazy SDK client.
+
+    The SDK client is built once, on first use, and is safe to share across threads
+    (Streamlit's `cache_resource`). The key stays private: never in repr, logs or errors.
+    """
+
+    provider: str
+    default_base_url: str
+
+    def __init__(
+        self, api_key: str, base_url: str | None, timeout: float, max_retries: int
+    ) -> None:
+        if timeout <= 0:
+            raise ValueError(f"timeout must be > 0 seconds, but got {timeout}")
+        if max_retries < 0:
+            raise ValueError(f"max_retries must be >= 0, but got {max_retries}")
+        self._api_key = api_key
+        self.base_url = base_url
+        self.timeout = float(timeout)
+        self.max_retries = int(max_retries)
+        self._sdk: SDK | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def where(self) -> str:
+        """The endpoint as shown in names, messages and traces (no user:password)."""
+        return public_url(self.base_url or self.default_base_url)
+
+    @property
+    def name(self) -> str:
+        return f"{self.provider} at {self.where}"
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(base_url={self.where!r}, "
+            f"timeout={self.timeout}, max_retries={self.max_retries})"
+        )
+
+    def sdk(self) -> SDK:
+        """The SDK client, built on first use."""
+        with self._lock:
+            if self._sdk is None:
+                self._sdk = self._build_sdk()
+            return self._sdk
+
+    def _build_sdk(self) -> SDK:
+        raise NotImplementedError

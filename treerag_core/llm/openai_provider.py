@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,8 +12,8 @@ import httpx2
 import openai
 
 from treerag_core.errors import LLMError
-from treerag_core.llm.base import TextStream, check_call, check_finished
-from treerag_core.llm.errors import clean_detail, public_url, scrub, status_error
+from treerag_core.llm.base import SDKClient, TextStream, check_call, check_finished
+from treerag_core.llm.errors import clean_detail, scrub, status_error
 from treerag_core.llm.prices import priced
 from treerag_core.types import Usage
 
@@ -54,7 +53,7 @@ def _json_mode_refused(exc: LLMError) -> bool:
     )
 
 
-class OpenAIClient:
+class OpenAIClient(SDKClient[openai.OpenAI]):
     """A thin seam over `openai.OpenAI` chat completions: two calls, typed errors, usage.
 
     Works with OpenAI itself and with OpenAI-compatible servers (`base_url`, e.g. Ollama's
@@ -64,6 +63,7 @@ class OpenAIClient:
     """
 
     provider = "openai"
+    default_base_url = DEFAULT_BASE_URL
 
     def __init__(
         self,
@@ -73,46 +73,20 @@ class OpenAIClient:
         timeout: float = 30.0,
         max_retries: int = 2,
     ) -> None:
-        if timeout <= 0:
-            raise ValueError(f"timeout must be > 0 seconds, but got {timeout}")
-        if max_retries < 0:
-            raise ValueError(f"max_retries must be >= 0, but got {max_retries}")
-        self._api_key = (api_key or "").strip()
-        self.base_url = (base_url or os.environ.get(BASE_URL_ENV, "")).strip() or None
-        if not self._api_key and self.base_url is None:
+        api_key = (api_key or "").strip()
+        base_url = (base_url or os.environ.get(BASE_URL_ENV, "")).strip() or None
+        if not api_key and base_url is None:
             raise ValueError(f"api_key is needed for OpenAI's own API (set {KEY_ENV})")
-        self.timeout = float(timeout)
-        self.max_retries = int(max_retries)
+        super().__init__(api_key, base_url, timeout, max_retries)
         self._json_notes: dict[str, str] = {}
-        self._sdk: openai.OpenAI | None = None
-        self._lock = threading.Lock()
 
-    @property
-    def where(self) -> str:
-        """The endpoint as shown in names, messages and traces (no user:password)."""
-        return public_url(self.base_url or DEFAULT_BASE_URL)
-
-    @property
-    def name(self) -> str:
-        return f"openai at {self.where}"
-
-    def __repr__(self) -> str:
-        return (
-            f"OpenAIClient(base_url={self.where!r}, "
-            f"timeout={self.timeout}, max_retries={self.max_retries})"
+    def _build_sdk(self) -> openai.OpenAI:
+        return openai.OpenAI(
+            api_key=self._api_key or NO_KEY,
+            base_url=self.base_url or DEFAULT_BASE_URL,  # SDK: the real URL
+            timeout=self.timeout,
+            max_retries=self.max_retries,
         )
-
-    def sdk(self) -> openai.OpenAI:
-        """The SDK client, built on first use."""
-        with self._lock:
-            if self._sdk is None:
-                self._sdk = openai.OpenAI(
-                    api_key=self._api_key or NO_KEY,
-                    base_url=self.base_url or DEFAULT_BASE_URL,  # SDK: the real URL
-                    timeout=self.timeout,
-                    max_retries=self.max_retries,
-                )
-            return self._sdk
 
     def structured_output(self, model: str) -> str:
         """What JSON mode did for `model` on this server (empty before the first call)."""
