@@ -99,3 +99,20 @@ def test_sections_give_paths_with_evidence_and_a_stage_record(law):
         m.name for m in result.matches
     ]
     assert "matched concepts" in stage.title and "tokens" in stage.title
+
+
+def test_a_citation_of_the_graph_paths_maps_to_their_leaf(law):
+    from treerag_core.citations import parse_citations
+    from treerag_core.synthesis import synthesis_prompt
+
+    index, _ = law
+    leaf_id = sorted(index.graphs)[0]
+    graph, leaf = index.graphs[leaf_id], index.nodes[leaf_id]
+    result = search_graph(graph, QUESTION, "zh", tokenize)
+    paths, _ = graph_sections(graph, result, index.texts[leaf.doc_id], leaf.heading_path)
+    assert paths.title == leaf.heading_path and paths.text.startswith("图路径")
+    prompt = synthesis_prompt(QUESTION, [], "zh", [paths])
+    assert f"来源: {leaf.heading_path}\n图路径" in prompt
+    answer = f"应当支付违约金。[来源: {paths.title}]"
+    [citation] = parse_citations(answer, [], {n: x.heading_path for n, x in index.nodes.items()})
+    assert citation.node_ids == (leaf_id,)
