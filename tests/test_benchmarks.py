@@ -232,3 +232,26 @@ def test_heading_recovery_scoring_and_round_trip_without_chromium() -> None:
         "matched": 2,
         "leveled": 1,
     }
+
+
+def test_graph_subsets_split_a_report_by_where_the_gold_lies(eval_dir, tmp_path, capsys):
+    from benchmarks import graph_subsets
+    from treerag_core.evaluation.harness import EvalConfig, evaluate
+    from treerag_core.evaluation.report import write_report
+
+    config = EvalConfig(
+        strategies=("treerag-kg", "treerag"),
+        limit=6,
+        index_settings=IndexSettings(embedder="hashing", graph_min_leaf_chars=3000),
+        query_settings=QuerySettings().set("rerank.enabled", False),
+    )
+    report = evaluate(eval_dir / "qasper", config, cache_dir=tmp_path)
+    out = tmp_path / "report.json"
+    write_report(out, report)
+    args = ["--data", str(eval_dir / "qasper"), "--report", str(out), "--cache", str(tmp_path)]
+    assert graph_subsets.main(args) == 0
+    printed = capsys.readouterr().out
+    assert "| treerag-kg (3000) | all | 6 |" in printed and "| treerag | all | 6 |" in printed
+    rows = [line.split(" | ") for line in printed.splitlines() if "| treerag | " in line]
+    n = {row[1]: int(row[2]) for row in rows}
+    assert n["gold in long leaf"] + n["gold elsewhere"] == 6
