@@ -122,10 +122,29 @@ def with_graph(
     scores: StructuredScores,
     results: Mapping[str, GraphResult],
     params: FusionParams,
+    within_leaf: bool = False,
 ) -> tuple[StructuredScores, np.ndarray]:
-    """The scope's scores with the graph column added to the order (`score`), and the column."""
+    """The scope's scores with the graph column in the order (`score`), and the column.
+
+    Added (the default): a graph-supported chunk can overtake chunks of any leaf. Within
+    leaf: each searched leaf keeps its own set of scores, and the graph only decides which
+    of its chunks holds which (a leaf's k-th slot keeps its k-th best score), so the graph
+    never moves a leaf against the others.
+    """
     column = graph_column(index, scores.rows, results)
-    return replace(scores, score=add_graph(scores.score, column, params)), column
+    boosted = add_graph(scores.score, column, params)
+    if not within_leaf:
+        return replace(scores, score=boosted), column
+    score = scores.score.copy()
+    position = {leaf: i for i, leaf in enumerate(scores.leaf_ids)}
+    for leaf_id in results:
+        if leaf_id not in position:
+            continue  # the leaf is outside this scope
+        rows = np.flatnonzero(scores.leaf_of_row == position[leaf_id])
+        slots = np.sort(scores.score[rows])[::-1]
+        holders = rows[np.argsort(-boosted[rows], kind="stable")]
+        score[holders] = slots
+    return replace(scores, score=score), column
 
 
 def graph_hits(

@@ -37,7 +37,7 @@ class GraphSearchOptions:
     max_hops: int = 4  # longest path kept between two matched concepts
     max_paths: int = 8
     top_nodes: int = 15  # concepts reported (and lit) besides the seeds
-    in_pool: bool = True  # also add the graph column when ranking the pool across leaves
+    in_pool: bool = True  # False: the graph reorders chunks only inside their own leaf
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.graph_weight <= 1.0:

@@ -37,11 +37,14 @@ class TreeRAGKG(TreeRAG):
         found = search_leaves(
             ctx.index, located.leaves, ctx.question, ctx.query_vector, ctx.tokenize, options
         )
-        # in_pool False: the graph runs (paths for the answer, the trace's graph stage) but
-        # the window keeps treerag's order.
-        weight = options.graph_weight if options.in_pool else 0.0
-        params = FusionParams(str(settings.retrieve.fusion), settings.retrieve.rrf_k, weight)
-        boosted, column = with_graph(ctx.index, scores, found.results, params)
+        # in_pool False: the graph reorders chunks inside their leaf only; every leaf keeps
+        # its own scores against the others (measured: docs/graphs.md).
+        params = FusionParams(
+            str(settings.retrieve.fusion), settings.retrieve.rrf_k, options.graph_weight
+        )
+        boosted, column = with_graph(
+            ctx.index, scores, found.results, params, within_leaf=not options.in_pool
+        )
         if located.locator == Locator.LOCAL:
             documents, leaves = located.documents, ()
         else:
