@@ -161,7 +161,7 @@ def view_config(height: int) -> dict[str, Any]:
         "physics": {
             "enabled": True,
             "solver": "forceAtlas2Based",
-            "forceAtlas2Based": {"springLength": 140, "avoidOverlap": 0.6},
+            "forceAtlas2Based": {"springLength": 150, "avoidOverlap": 0.9},
             "stabilization": {"enabled": True, "iterations": 250},
         },
         "interaction": {"hover": True, "tooltipDelay": 150},

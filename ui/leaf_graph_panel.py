@@ -20,6 +20,7 @@ from ui.resources import Corpus
 from ui.session import AskState
 from ui.text_safety import plain
 
+PANEL_NODES = 30  # fewer than on Ask: the graph shares the row with its tables (projector)
 NO_GRAPHS = (
     "This index has no leaf knowledge graphs (built without them, or before they existed): "
     'rebuild it to add graphs, with "Knowledge graphs for leaves from … characters" above '
@@ -224,7 +225,7 @@ def leaf_graph_panel(
         return None
     graph = graphs[leaf_id]
     result = traced_result(index, trace, leaf_id, query_vector) if query_vector else None
-    view = build_view(graph, result)
+    view = build_view(graph, result, PANEL_NODES)
     with st.container(border=True):
         st.markdown(f"**Knowledge graph of this leaf** · `{leaf_id}`")
         st.caption(stats_caption(graph, view))
@@ -233,7 +234,7 @@ def leaf_graph_panel(
             legend()
         left, right = st.columns([3, 2])
         with left:
-            draw_graph(view, key=key, height=620)
+            draw_graph(view, key=key, height=640)
         with right:
             nodes_tab, edges_tab = st.tabs(["Nodes", "Edges"])
             with nodes_tab:
