@@ -267,15 +267,13 @@ def test_graph_weights_runs_one_row_per_option(eval_dir, eval_cache, capsys):
     from benchmarks import graph_weights
 
     args = ["--data", str(eval_dir / "qasper"), "--cache", str(eval_cache), "--limit", "3"]
-    args += [
-        "--embedder",
-        "hashing",
-        "--weights",
-        "0,0.3",
-        "--out-of-pool",
-        "--graph-min-leaf-chars",
-    ]
-    args += ["3000"]
+    args += ["--embedder", "hashing", "--weights", "0,0.3", "--graph-min-leaf-chars", "3000"]
     assert graph_weights.main(args) == 0
-    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| graph")]
-    assert len(rows) == 3 and all(" | 3 | " in row for row in rows)
+    rows = [line for line in capsys.readouterr().out.splitlines() if ", weight " in line]
+    assert [row.split(" | ")[0] for row in rows] == [
+        "| within, weight 0",
+        "| within, weight 0.3",
+        "| added, weight 0",
+        "| added, weight 0.3",
+    ]
+    assert all(" | 3 | " in row for row in rows)

@@ -90,8 +90,11 @@ def test_weight_zero_keeps_the_treerag_order(ctx_for):
     assert [h.pool_fused for h in kg.candidates] == [h.pool_fused for h in plain.candidates]
 
 
-def test_the_graph_column_is_added_to_the_heading_aware_score(ctx_for):
-    ctx = ctx_for(2000)
+def test_in_pool_adds_the_graph_column_to_the_heading_aware_score(ctx_for):
+    added = QuerySettings(strategy="treerag-kg").with_option(
+        "treerag-kg", GraphSearchOptions(in_pool=True)
+    )
+    ctx = ctx_for(2000, added)
     located = _located(ctx)
     kg = get_strategy("treerag-kg").retrieve(ctx, located)
     for hit in kg.candidates:
@@ -123,9 +126,10 @@ def test_pipeline_run_gives_paths_to_the_trace_and_the_extractive_answer(ctx_for
     assert plain.sections == [] and "图路径" not in plain.answer
 
 
-def test_graph_out_of_the_pool_reorders_only_inside_each_leaf(ctx_for):
+def test_by_default_the_graph_reorders_only_inside_each_leaf(ctx_for):
+    assert GraphSearchOptions().in_pool is False
     settings = QuerySettings(strategy="treerag-kg").with_option(
-        "treerag-kg", GraphSearchOptions(in_pool=False, graph_weight=1.0)
+        "treerag-kg", GraphSearchOptions(graph_weight=1.0)
     )
     ctx = ctx_for(2000, settings)
     located = _located(ctx)

@@ -19,8 +19,9 @@ from treerag_core.types import LocateResult, RetrievalGroup
 class TreeRAGKG(TreeRAG):
     """Step 1 is TreeRAG's own. In step 2, every picked leaf that has a graph (the long ones)
     is searched by personalised PageRank over its concept graph; each chunk's graph score
-    (0..1 within its leaf) is added to treerag's heading-aware score, and the window is taken
-    from that order. Chunks elsewhere keep treerag's score. The answer also reads the paths."""
+    (0..1 within its leaf) plus its heading-aware score decides which of the leaf's chunks
+    hold the leaf's places in treerag's order (or, with `in_pool`, is added to that order
+    across leaves). Chunks elsewhere keep treerag's score. The answer also reads the paths."""
 
     name = "treerag-kg"
     label = "TreeRAG + leaf knowledge graphs: graph paths join dense and BM25 in long leaves"
@@ -37,8 +38,8 @@ class TreeRAGKG(TreeRAG):
         found = search_leaves(
             ctx.index, located.leaves, ctx.question, ctx.query_vector, ctx.tokenize, options
         )
-        # in_pool False: the graph reorders chunks inside their leaf only; every leaf keeps
-        # its own scores against the others (measured: docs/graphs.md).
+        # in_pool False (default): the graph reorders chunks inside their leaf only; every
+        # leaf keeps its own scores against the others (measured: docs/graphs.md).
         params = FusionParams(
             str(settings.retrieve.fusion), settings.retrieve.rrf_k, options.graph_weight
         )
