@@ -24,7 +24,10 @@ class TreeRAGKG(TreeRAG):
     across leaves). Chunks elsewhere keep treerag's score. The answer also reads the paths."""
 
     name = "treerag-kg"
-    label = "TreeRAG + leaf knowledge graphs: graph paths join dense and BM25 in long leaves"
+    label = (
+        "TreeRAG + leaf knowledge graphs: a long leaf's graph reorders its chunks; "
+        "paths go to the answer"
+    )
     options_type = GraphSearchOptions
 
     def locate_inputs(self, settings: QuerySettings, locator: str) -> dict[str, Any]:
