@@ -116,6 +116,13 @@ def test_documents_inspector_shows_the_leaf_graph_lit_by_the_last_question(monke
     assert any("Knowledge graph of this leaf" in m.value for m in at.markdown)
     assert any("concept" in d.value.columns and "degree" in d.value.columns for d in at.dataframe)
     assert any("relation" in d.value.columns for d in at.dataframe)
+    short = next(n for n in index.leaves() if 0 < n.end - n.start < 2000)
+    at.session_state[at.session_state["doc_graph_key"]] = short.node_id
+    at.run()
+    assert _leaf_graph_data(at) is None
+    assert any("No knowledge graph for this leaf" in c.value for c in at.caption)
+    at.session_state[at.session_state["doc_graph_key"]] = leaf_id
+    at.run()
     # The Ask page's last question searched this leaf's graph: the same view is lit.
     engine = Engine(index=index, embedder=get_embedder("hashing"), api_key=None)
     trace = run(engine, QUESTION, QuerySettings(strategy="treerag-kg"), leaves=[leaf_id])

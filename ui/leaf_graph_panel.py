@@ -220,7 +220,13 @@ def leaf_graph_panel(
     if node is None or not node.is_leaf:
         return None
     if graphs is None or leaf_id not in graphs:
-        if graphs is not None and node.end - node.start >= index.settings.graph_min_leaf_chars:
+        chars, threshold = node.end - node.start, index.settings.graph_min_leaf_chars
+        if graphs is not None and chars < threshold:
+            st.caption(
+                f"No knowledge graph for this leaf: {chars:,} characters, graphs are built "
+                f"for leaves from {threshold:,}."
+            )
+        elif graphs is not None:
             st.caption("This leaf has no chunks, so no knowledge graph.")
         return None
     graph = graphs[leaf_id]
