@@ -9,6 +9,7 @@ from treerag_core.config import IndexSettings
 from treerag_core.errors import TreeRAGError
 from treerag_core.index import corpus_stats
 from ui.inspector import inspector
+from ui.leaf_graph_panel import graph_stats, inspected_leaf_graph
 from ui.resources import EMBEDDER_CHOICES, SAMPLES, UPLOADS, sample_corpus, sample_paths
 from ui.score_tables import outline_frame
 from ui.session import DocsState, WorkspaceState, require_app
@@ -56,6 +57,10 @@ def _rebuild_form(index) -> None:
         depth = st.slider("Depth cap (deeper headings fold into their parent)", 1, 6, s.max_depth)
         size = st.number_input("Chunk size (characters)", 50, 4000, s.chunk_size, step=50)
         overlap = st.number_input("Chunk overlap (characters)", 0, 1000, s.chunk_overlap, step=10)
+        graphs = st.number_input(
+            "Knowledge graphs for leaves from … characters (0: none; treerag-kg needs them)",
+            0, 1_000_000, s.graph_min_leaf_chars, step=500,
+        )  # fmt: skip
         embedder = st.selectbox(
             "Embedder",
             list(dict.fromkeys([index.embedder_name, *EMBEDDER_CHOICES])),
@@ -73,6 +78,7 @@ def _rebuild_form(index) -> None:
             embedder=embedder,
             max_file_bytes=s.max_file_bytes,
             summary_chars=s.summary_chars,
+            graph_min_leaf_chars=int(graphs),
         )
     except ValueError as exc:
         show_error(exc, "Change the value named above and rebuild.")
@@ -181,6 +187,7 @@ def _preview() -> None:
         f"{len(nodes)} nodes · {len(leaves)} leaves · {chunks} chunks · language {doc.language} · "
         f"{doc.size_chars:,} characters · corpus: {corpus_stats(index)['documents']} document(s)"
     )
+    graph_stats(index, doc.doc_id)
     if docs.inspect not in index.nodes or index.nodes[docs.inspect].doc_id != doc.doc_id:
         docs.inspect = None
     GRAPH.take_click(index, docs)
@@ -216,6 +223,7 @@ def _preview() -> None:
     )
     if docs.inspect:
         inspector(index, docs.inspect, key="doc_inspector")
+        inspected_leaf_graph(corpus, docs.inspect)
 
 
 def main() -> None:

@@ -232,3 +232,48 @@ def test_heading_recovery_scoring_and_round_trip_without_chromium() -> None:
         "matched": 2,
         "leveled": 1,
     }
+
+
+@pytest.fixture(scope="module")
+def eval_cache(tmp_path_factory) -> Path:
+    """One eval index cache for the graph scripts' tests (each index is built once)."""
+    return tmp_path_factory.mktemp("eval_cache")
+
+
+def test_graph_subsets_split_a_report_by_where_the_gold_lies(eval_dir, eval_cache, capsys):
+    from benchmarks import graph_subsets
+    from treerag_core.evaluation.harness import EvalConfig, evaluate
+    from treerag_core.evaluation.report import write_report
+
+    config = EvalConfig(
+        strategies=("treerag-kg", "treerag"),
+        limit=6,
+        index_settings=IndexSettings(embedder="hashing", graph_min_leaf_chars=3000),
+        query_settings=QuerySettings().set("rerank.enabled", False),
+    )
+    report = evaluate(eval_dir / "qasper", config, cache_dir=eval_cache)
+    out = eval_cache / "report.json"
+    write_report(out, report)
+    args = ["--data", str(eval_dir / "qasper"), "--report", str(out), "--cache", str(eval_cache)]
+    assert graph_subsets.main(args) == 0
+    printed = capsys.readouterr().out
+    assert "| treerag-kg (3000) | all | 6 |" in printed and "| treerag | all | 6 |" in printed
+    rows = [line.split(" | ") for line in printed.splitlines() if "| treerag | " in line]
+    n = {row[1]: int(row[2]) for row in rows}
+    assert n["gold in long leaf"] + n["gold elsewhere"] == 6
+
+
+def test_graph_weights_runs_one_row_per_option(eval_dir, eval_cache, capsys):
+    from benchmarks import graph_weights
+
+    args = ["--data", str(eval_dir / "qasper"), "--cache", str(eval_cache), "--limit", "3"]
+    args += ["--embedder", "hashing", "--weights", "0,0.3", "--graph-min-leaf-chars", "3000"]
+    assert graph_weights.main(args) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if ", weight " in line]
+    assert [row.split(" | ")[0] for row in rows] == [
+        "| within, weight 0",
+        "| within, weight 0.3",
+        "| added, weight 0",
+        "| added, weight 0.3",
+    ]
+    assert all(" | 3 | " in row for row in rows)

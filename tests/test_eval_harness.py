@@ -158,3 +158,30 @@ def test_llm_runs_report_tokens_and_cost(eval_dir, tmp_path, monkeypatch):
     assert len(server.requests) == 6  # local: answer; llm: locate + answer; 2 questions
     table = markdown_table(report, LOCATOR_KEYS)
     assert "treerag+llm" in table and "section_hit@3" in table
+
+
+def test_graph_indexes_add_graphs_to_the_cached_plain_index(eval_dir, tmp_path):
+    from dataclasses import replace
+
+    import numpy as np
+
+    from treerag_core.embedders import get_embedder
+    from treerag_core.evaluation.dataset import dataset_sources, load_dataset
+    from treerag_core.evaluation.harness import dataset_index, index_cache_key
+    from treerag_core.index import build_index
+
+    dataset = load_dataset(eval_dir / "qasper")
+    with_graphs = replace(SETTINGS, graph_min_leaf_chars=6000)
+    index = dataset_index(dataset, with_graphs, tmp_path)
+    assert (tmp_path / index_cache_key(dataset, SETTINGS) / "manifest.json").is_file()
+    assert (tmp_path / index_cache_key(dataset, with_graphs) / "graphs.json").is_file()
+    fresh = build_index(dataset_sources(dataset), with_graphs, get_embedder("hashing"))
+    assert index.graphs and sorted(index.graphs) == sorted(fresh.graphs)
+    for leaf_id, graph in fresh.graphs.items():
+        assert index.graphs[leaf_id].concepts == graph.concepts
+        assert index.graphs[leaf_id].relations == graph.relations
+        np.testing.assert_allclose(index.graph_vectors[leaf_id], fresh.graph_vectors[leaf_id])
+    again = dataset_index(dataset, with_graphs, tmp_path)  # from the cache now
+    assert again.settings.graph_min_leaf_chars == 6000 and sorted(again.graphs) == sorted(
+        index.graphs
+    )

@@ -1,4 +1,4 @@
-"""Graph as a third retriever: its column in leaf fusion, pooling, and the context it adds."""
+"""Graph as a third retriever: its column added to the heading-aware order, and its context."""
 
 from __future__ import annotations
 
@@ -8,11 +8,20 @@ from conftest import sample_sources
 
 from treerag_core.config import IndexSettings
 from treerag_core.embedders import get_embedder
+from treerag_core.errors import IndexFormatError
 from treerag_core.graph.context import graph_sections, path_text
-from treerag_core.graph.retrieve import FusionParams, add_graph, leaf_hits, pool_with_graph
+from treerag_core.graph.retrieve import (
+    FusionParams,
+    add_graph,
+    graph_hits,
+    search_leaves,
+    with_graph,
+)
 from treerag_core.graph.search import search_graph
 from treerag_core.index import build_index
+from treerag_core.structure import structured_scores
 from treerag_core.text import tokenize
+from treerag_core.types import LocatedLeaf
 
 QUESTION = "用人单位违反竞业限制约定应当支付什么违约金？"
 
@@ -33,25 +42,42 @@ def test_add_graph_is_a_bonus_for_weighted_and_rrf():
     np.testing.assert_allclose(rrf, [0.5, 0.4 + 0.3 / 61, 0.1 + 0.3 / 62])
 
 
-def test_leaf_hits_carry_the_graph_column_and_pool(law):
+def test_graph_column_is_per_leaf_and_lifts_graph_chunks(law):
     index, embedder = law
     leaf_id = sorted(index.graphs)[0]
-    graph = index.graphs[leaf_id]
-    qvec = embedder.embed_query(QUESTION)
-    result = search_graph(graph, QUESTION, "zh", tokenize, qvec, index.graph_vectors[leaf_id])
-    params = FusionParams()
-    hits = leaf_hits(index, leaf_id, qvec, tokenize(QUESTION), result, params, 8, QUESTION)
-    plain = leaf_hits(
-        index, leaf_id, qvec, tokenize(QUESTION), None, FusionParams(graph_weight=0.0), 8, QUESTION
+    located = [LocatedLeaf(leaf_id, index.nodes[leaf_id].heading_path, QUESTION)]
+    found = search_leaves(index, located, QUESTION, embedder.embed_query, tokenize)
+    assert list(found.results) == [leaf_id]
+    assert [s.kind for s in found.sections] == ["graph", "graph-stage"]
+    scores = structured_scores(
+        index,
+        None,
+        embedder.embed_query(QUESTION),
+        tokenize(QUESTION),
+        dense_weight=0.5,
+        section_weight=0.0,
     )
-    assert len(hits) == 8 and all(h.graph is not None and 0 <= h.graph <= 1 for h in hits)
-    assert all(h.graph is None for h in plain)
-    best_graph = result.chunk_scores[0][0]
-    assert best_graph in {h.chunk.chunk_id for h in hits}
+    boosted, column = with_graph(index, scores, found.results, FusionParams())
+    leaf_of = [index.chunks[int(r)].source_node_id for r in scores.rows]
+    assert column.max() == pytest.approx(1.0)
+    assert all(v == 0 for v, leaf in zip(column, leaf_of, strict=True) if leaf != leaf_id)
+    np.testing.assert_allclose(boosted.score, scores.score + 0.3 * column)
+    best = found.results[leaf_id].chunk_scores[0][0]
+    hits = graph_hits(index, boosted, column, found.results, 40, QUESTION)
+    assert best in {h.chunk.chunk_id for h in hits}
     for h in hits:
-        assert h.fused == pytest.approx(h.dense_norm * 0.5 + h.bm25_norm * 0.5 + 0.3 * h.graph)
-    pooled = pool_with_graph([hits, plain], params)
-    assert [h.pooled_rank for h in pooled] == list(range(1, len(pooled) + 1))
+        assert (h.graph is not None) == (h.chunk.source_node_id == leaf_id)
+        assert h.pool_fused == pytest.approx(h.fused + 0.3 * (h.graph or 0.0))
+
+
+def test_an_index_without_graphs_asks_for_a_rebuild(law):
+    index, embedder = law
+    bare = build_index(
+        sample_sources(["劳动合同法(2012-12-28).md"]), IndexSettings(embedder="hashing"), embedder
+    )
+    with pytest.raises(IndexFormatError, match="rebuild it to add graphs"):
+        search_leaves(bare, [], QUESTION, embedder.embed_query, tokenize)
+    assert index.graphs is not None
 
 
 def test_sections_give_paths_with_evidence_and_a_stage_record(law):
@@ -73,3 +99,20 @@ def test_sections_give_paths_with_evidence_and_a_stage_record(law):
         m.name for m in result.matches
     ]
     assert "matched concepts" in stage.title and "tokens" in stage.title
+
+
+def test_a_citation_of_the_graph_paths_maps_to_their_leaf(law):
+    from treerag_core.citations import parse_citations
+    from treerag_core.synthesis import synthesis_prompt
+
+    index, _ = law
+    leaf_id = sorted(index.graphs)[0]
+    graph, leaf = index.graphs[leaf_id], index.nodes[leaf_id]
+    result = search_graph(graph, QUESTION, "zh", tokenize)
+    paths, _ = graph_sections(graph, result, index.texts[leaf.doc_id], leaf.heading_path)
+    assert paths.title == leaf.heading_path and paths.text.startswith("图路径")
+    prompt = synthesis_prompt(QUESTION, [], "zh", [paths])
+    assert f"来源: {leaf.heading_path}\n图路径" in prompt
+    answer = f"应当支付违约金。[来源: {paths.title}]"
+    [citation] = parse_citations(answer, [], {n: x.heading_path for n, x in index.nodes.items()})
+    assert citation.node_ids == (leaf_id,)

@@ -44,7 +44,8 @@ def ctx_for():
 
 def _located(ctx: QueryContext, n: int = 3) -> LocateResult:
     longest = sorted(ctx.index.leaves(), key=lambda node: node.start - node.end)[:n]
-    return LocateResult(tuple(LocatedLeaf(x.node_id, x.heading_path, QUESTION) for x in longest))
+    picked = tuple(LocatedLeaf(x.node_id, x.heading_path, QUESTION) for x in longest)
+    return LocateResult(picked, locator="manual")  # a pick: the window is cut to these leaves
 
 
 def test_registered_with_its_options():
@@ -57,10 +58,16 @@ def test_graph_leaves_get_a_graph_column_paths_and_a_stage(ctx_for):
     ctx = ctx_for(2000)
     located = _located(ctx)
     retrieval = get_strategy("treerag-kg").retrieve(ctx, located)
-    kinds = {g.leaf_id: g.kind for g in retrieval.groups}
-    assert set(kinds.values()) == {"graph", "leaf"}  # two long leaves, one short
-    for group in retrieval.groups:
-        assert all((h.graph is not None) == (group.kind == "graph") for h in group.hits)
+    scope, *graph_groups = retrieval.groups
+    assert scope.kind == "scope" and scope.hits == retrieval.candidates
+    graph_leaves = [leaf.node_id for leaf in located.leaves if leaf.node_id in ctx.index.graphs]
+    assert len(graph_leaves) == 2  # two long leaves, one short
+    assert [g.leaf_id for g in graph_groups] == graph_leaves
+    assert all(g.kind == "graph" for g in graph_groups)
+    for hit in retrieval.candidates:
+        assert (hit.graph is not None) == (hit.chunk.source_node_id in graph_leaves)
+    picked = {leaf.node_id for leaf in located.leaves}
+    assert {h.chunk.source_node_id for h in retrieval.candidates} <= picked
     assert [h.pooled_rank for h in retrieval.candidates] == list(
         range(1, len(retrieval.candidates) + 1)
     )
@@ -76,13 +83,25 @@ def test_weight_zero_keeps_the_treerag_order(ctx_for):
         "treerag-kg", GraphSearchOptions(graph_weight=0.0)
     )
     ctx = ctx_for(2000, off)
-    retrieval = get_strategy("treerag-kg").retrieve(ctx, _located(ctx))
-    for group in retrieval.groups:
-        fused = [h.fused for h in group.hits]
-        assert fused == sorted(fused, reverse=True)
-        assert all(
-            h.fused == pytest.approx(0.5 * h.dense_norm + 0.5 * h.bm25_norm) for h in group.hits
-        )
+    located = _located(ctx)
+    kg = get_strategy("treerag-kg").retrieve(ctx, located)
+    plain = get_strategy("treerag").retrieve(ctx, located)
+    assert [h.chunk.chunk_id for h in kg.candidates] == [h.chunk.chunk_id for h in plain.candidates]
+    assert [h.pool_fused for h in kg.candidates] == [h.pool_fused for h in plain.candidates]
+
+
+def test_in_pool_adds_the_graph_column_to_the_heading_aware_score(ctx_for):
+    added = QuerySettings(strategy="treerag-kg").with_option(
+        "treerag-kg", GraphSearchOptions(in_pool=True)
+    )
+    ctx = ctx_for(2000, added)
+    located = _located(ctx)
+    kg = get_strategy("treerag-kg").retrieve(ctx, located)
+    for hit in kg.candidates:
+        assert hit.pool_fused == pytest.approx(hit.fused + 0.3 * (hit.graph or 0.0))
+    pooled = [h.pool_fused for h in kg.candidates]
+    assert pooled == sorted(pooled, reverse=True)
+    assert any(h.graph for h in kg.candidates)
 
 
 def test_an_index_without_graphs_asks_for_a_rebuild(ctx_for):
@@ -107,16 +126,33 @@ def test_pipeline_run_gives_paths_to_the_trace_and_the_extractive_answer(ctx_for
     assert plain.sections == [] and "图路径" not in plain.answer
 
 
-def test_graph_out_of_the_pool_ranks_the_pool_like_treerag(ctx_for):
+def test_by_default_the_graph_reorders_only_inside_each_leaf(ctx_for):
+    assert GraphSearchOptions().in_pool is False
     settings = QuerySettings(strategy="treerag-kg").with_option(
-        "treerag-kg", GraphSearchOptions(in_pool=False)
+        "treerag-kg", GraphSearchOptions(graph_weight=1.0)
     )
     ctx = ctx_for(2000, settings)
-    retrieval = get_strategy("treerag-kg").retrieve(ctx, _located(ctx))
-    assert any(h.graph for h in retrieval.candidates)
-    pooled = [h.pool_fused for h in retrieval.candidates]
-    assert pooled == sorted(pooled, reverse=True)
-    from treerag_core.graph.retrieve import FusionParams, pool_with_graph
+    located = _located(ctx)
+    kg = get_strategy("treerag-kg").retrieve(ctx, located)
+    plain = get_strategy("treerag").retrieve(ctx, located)
+    assert any(h.graph for h in kg.candidates)
 
-    plain = pool_with_graph([g.hits for g in retrieval.groups], FusionParams(graph_weight=0.0), 40)
-    assert [h.chunk.chunk_id for h in retrieval.candidates] == [h.chunk.chunk_id for h in plain]
+    def per_leaf(hits):
+        out: dict[str, list[float]] = {}
+        for h in hits:
+            out.setdefault(h.chunk.source_node_id, []).append(round(h.pool_fused, 9))
+        return out
+
+    # Every leaf holds the same slots (scores) in the window as under treerag ...
+    assert per_leaf(kg.candidates) == per_leaf(plain.candidates)
+    # ... but the graph changed which chunks hold them somewhere.
+    assert [h.chunk.chunk_id for h in kg.candidates] != [h.chunk.chunk_id for h in plain.candidates]
+    assert len([s for s in kg.sections if s.kind == "graph"]) == 2
+
+
+def test_local_locate_reads_treerags_structure_options(ctx_for):
+    settings = QuerySettings(strategy="treerag-kg").with_option(
+        "treerag-kg", GraphSearchOptions(graph_weight=0.5)
+    )
+    inputs = get_strategy("treerag-kg").locate_inputs(settings, "local")
+    assert inputs["route_documents"] == 2 and "section_weight" in inputs

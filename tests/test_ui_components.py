@@ -186,3 +186,21 @@ def test_rerank_table_has_a_section_column_only_when_sections_were_scored(paper_
     scored = [replace(h, prior=0.5) for h in trace.candidates]
     frame = score_tables.rerank_frame([replace(h, prior=0.5) for h in final], scored)
     assert frame["section"].tolist() == pytest.approx([0.5] * len(scored))
+
+
+def test_score_tables_show_the_graph_column_only_when_a_graph_ran(paper_engine):
+    from dataclasses import replace
+
+    from treerag_core.pipeline import run
+    from treerag_core.settings import QuerySettings
+
+    trace = run(paper_engine, "How many epochs was the model trained for?", QuerySettings())
+    assert "graph" not in score_tables.rerank_frame(trace.reranked, trace.candidates).columns
+    assert "graph" not in score_tables.leaf_score_frame(trace.candidates).columns
+    graphed = [replace(h, graph=0.25 if i % 2 else None) for i, h in enumerate(trace.candidates)]
+    frame = score_tables.leaf_score_frame(graphed)
+    assert frame["graph"].iloc[1] == 0.25 and frame["graph"].isna().iloc[0]
+    pooled = score_tables.rerank_frame(trace.reranked, graphed)
+    assert sorted(pooled["graph"].dropna().unique()) == [0.25]
+    assert {"graph"} <= set(score_tables.score_columns(frame, "weighted"))
+    assert "graph" in score_tables.rerank_columns(pooled)

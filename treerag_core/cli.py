@@ -363,9 +363,9 @@ def _print_graph_summary(index, extractor) -> None:
         )
     if extractor is not None:
         usage = extractor.usage
+        cost = f"${usage.cost_usd:.4f}" if usage.cost_known else "cost unknown (no price)"
         print(
-            f"LLM graphs: {usage.input_tokens} input + {usage.output_tokens} output tokens, "
-            f"${usage.cost_usd:.4f}"
+            f"LLM graphs: {usage.input_tokens} input + {usage.output_tokens} output tokens, {cost}"
         )
         if extractor.failure is not None:
             print(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -14,6 +15,7 @@ import streamlit as st
 from treerag_core.graph.context import graph_sections
 from treerag_core.graph.search import GraphResult
 from treerag_core.graph.types import CO_OCCURS, LeafGraph
+from treerag_core.text_rules import UNSPACED_RANGES, is_unspaced
 
 COLOURS = {
     "match": "#EA580C",  # a concept the question names
@@ -27,7 +29,10 @@ COLOURS = {
 FONT_PX = 20  # legible on a projector (>= 18)
 MAX_NODES = 40  # a leaf graph can hold hundreds of concepts: show the lit ones and the busiest
 MAX_EDGES = 120
-LABEL_CHARS = 24
+LINE_UNITS = 16  # a label line: 16 Latin letters or 8 CJK characters
+MAX_LINES = 3
+# A label's pieces: one CJK character, a run of other non-space characters, or a space.
+_PIECES = re.compile(f"[{UNSPACED_RANGES}]|[^\\s{UNSPACED_RANGES}]+| ")
 
 
 @dataclass(frozen=True)
@@ -39,9 +44,49 @@ class LeafGraphView:
     hidden: int
 
 
-def _short(text: str) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= LABEL_CHARS else flat[: LABEL_CHARS - 1] + "…"
+def _width(piece: str) -> int:
+    """Display width: a CJK character is about two Latin letters wide."""
+    return sum(2 if is_unspaced(ch) else 1 for ch in piece)
+
+
+def wrap_label(text: str, width: int = LINE_UNITS, max_lines: int = MAX_LINES) -> str:
+    """A node label in lines of at most `width` units: English broken between words, Chinese
+    between any two characters (vis-network wraps only at spaces, so CJK is broken here);
+    at most `max_lines` lines, the last ending in "…" when cut."""
+    pieces = _PIECES.findall(" ".join(text.split()))
+    lines: list[str] = []
+    line = ""
+    for piece in pieces:
+        if piece == " ":
+            line += " " if line else ""
+            continue
+        while _width(piece) > width:  # a word longer than a line: cut it
+            room = width - _width(line)
+            cut = max(1, _fit(piece, room)) if room > 1 else 0
+            if cut:
+                line, piece = line + piece[:cut], piece[cut:]
+            lines.append(line.rstrip())
+            line = ""
+        if _width(line + piece) > width:
+            lines.append(line.rstrip())
+            line = ""
+        line += piece
+    if line.strip():
+        lines.append(line.rstrip())
+    if len(lines) > max_lines:
+        last = lines[max_lines - 1]
+        lines = [*lines[: max_lines - 1], last[: _fit(last, width - 1)] + "…"]
+    return "\n".join(lines)
+
+
+def _fit(piece: str, room: int) -> int:
+    """How many leading characters of `piece` fit in `room` width units."""
+    used = 0
+    for n, ch in enumerate(piece):
+        used += _width(ch)
+        if used > room:
+            return n
+    return len(piece)
 
 
 def build_view(
@@ -75,7 +120,7 @@ def build_view(
         nodes.append(
             {
                 "id": node_id,
-                "label": _short(concept.name),
+                "label": wrap_label(concept.name),
                 "title": title,
                 "shape": "box",
                 "borderWidth": 3 if role != "plain" else 1,
@@ -116,7 +161,7 @@ def view_config(height: int) -> dict[str, Any]:
         "physics": {
             "enabled": True,
             "solver": "forceAtlas2Based",
-            "forceAtlas2Based": {"springLength": 140, "avoidOverlap": 0.6},
+            "forceAtlas2Based": {"springLength": 150, "avoidOverlap": 0.9},
             "stabilization": {"enabled": True, "iterations": 250},
         },
         "interaction": {"hover": True, "tooltipDelay": 150},
@@ -155,6 +200,36 @@ def _component() -> Callable[..., Any]:
     return _agraph
 
 
+def legend() -> None:
+    st.caption(
+        "orange: named in the question · light orange: on a path · yellow: reached by the walk"
+        " · thick orange lines: edges used"
+    )
+
+
+def stats_caption(graph: LeafGraph, view: LeafGraphView) -> str:
+    stats = graph.stats()
+    return (
+        f"{stats['nodes']} concepts · {stats['edges']} edges · max degree "
+        f"{stats['max_degree']} · built in {float(stats['build_seconds']) * 1000:.0f} ms "
+        f"({stats['extractor']})"
+        + (f" · showing {len(view.nodes)} (the lit and most mentioned)" if view.hidden else "")
+    )
+
+
+def draw_graph(view: LeafGraphView, *, key: str, height: int = 560) -> str | None:
+    """Draw a built view; returns the id of a clicked concept."""
+    data = json.dumps({"nodes": view.nodes, "edges": view.edges}, ensure_ascii=False)
+    digest = hashlib.sha1("\x1f".join(n["id"] for n in view.nodes).encode()).hexdigest()[:10]
+    value = _component()(
+        data=data,
+        config=json.dumps(view_config(height)),
+        key=f"{key}_{digest}",
+        default=None,
+    )
+    return value if isinstance(value, str) else None
+
+
 def render_leaf_graph(
     graph: LeafGraph,
     result: GraphResult | None = None,
@@ -168,28 +243,12 @@ def render_leaf_graph(
     """Draw a leaf graph with the question's concepts, paths and used edges lit, its stats,
     and (with a result) the path and concept tables. Returns the id of a clicked concept."""
     view = build_view(graph, result, max_nodes)
-    stats = graph.stats()
-    st.caption(
-        f"{stats['nodes']} concepts · {stats['edges']} edges · max degree "
-        f"{stats['max_degree']} · built in {float(stats['build_seconds']) * 1000:.0f} ms "
-        f"({stats['extractor']})"
-        + (f" · showing {len(view.nodes)} (the lit and most mentioned)" if view.hidden else "")
-    )
-    st.caption(
-        "orange: named in the question · light orange: on a path · yellow: reached by the walk"
-        " · thick orange lines: edges used"
-    )
-    data = json.dumps({"nodes": view.nodes, "edges": view.edges}, ensure_ascii=False)
-    digest = hashlib.sha1("\x1f".join(n["id"] for n in view.nodes).encode()).hexdigest()[:10]
-    value = _component()(
-        data=data,
-        config=json.dumps(view_config(height)),
-        key=f"{key}_{digest}",
-        default=None,
-    )
+    st.caption(stats_caption(graph, view))
+    legend()
+    clicked = draw_graph(view, key=key, height=height)
     if result is not None:
         st.markdown("**Paths** (each hop with the sentence it came from)")
         st.dataframe(path_table(graph, result, doc_text, heading), hide_index=True)
         st.markdown("**Concepts the question names**")
         st.dataframe(concept_table(result, graph), hide_index=True)
-    return value if isinstance(value, str) else None
+    return clicked

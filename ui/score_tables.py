@@ -58,9 +58,10 @@ def leaf_score_frame(hits: Sequence[RetrievedChunk]) -> pd.DataFrame:
     The min-max column is there only when min-max forced a 1.0 in this group.
     """
     forced = any(h.minmax_forced for h in hits)
+    graphed = any(h.graph is not None for h in hits)  # treerag-kg: the graph column (0-1)
     columns = [
         "rank", "text", "dense", "bm25", "dense_norm", "bm25_norm", "fused",
-        *(["forced_1"] if forced else []), "chunk", "offsets",
+        *(["graph"] if graphed else []), *(["forced_1"] if forced else []), "chunk", "offsets",
     ]  # fmt: skip
     rows = []
     for h in hits:
@@ -75,6 +76,8 @@ def leaf_score_frame(hits: Sequence[RetrievedChunk]) -> pd.DataFrame:
             "chunk": h.chunk.chunk_id,
             "offsets": f"{h.chunk.start}–{h.chunk.end}",
         }
+        if graphed:
+            row["graph"] = float(h.graph) if h.graph is not None else float("nan")
         if forced:
             row["forced_1"] = FORCED if h.minmax_forced else ""
         rows.append(row)
@@ -117,8 +120,12 @@ def score_columns(frame: pd.DataFrame, fusion: str) -> dict[str, Any]:
         "dense_norm": _bar("dense norm", 0.0, 1.0, "dense after normalisation"),
         "bm25_norm": _bar("BM25 norm", 0.0, 1.0, "BM25 after normalisation"),
         "fused": _bar("fused", low("fused"), max(top("fused"), 1e-9), FUSED_HELP.get(fusion, "")),
+        "graph": _bar("graph", 0.0, 1.0, GRAPH_HELP),
         "forced_1": st.column_config.TextColumn("min-max", help=FORCED_HELP),
     }
+
+
+GRAPH_HELP = "the leaf graph's score of this chunk, divided by its leaf's best (treerag-kg)"
 
 
 def rank_change(before: int, after: int) -> str:
@@ -144,6 +151,7 @@ def rerank_frame(
     # Structure-aware strategies score each chunk's section (0-1); others leave it None.
     sectioned = any(c.prior is not None for c in pooled)
     forced = any(c.minmax_forced for c in pooled)
+    graphed = any(c.graph is not None for c in pooled)
     rows = []
     for cand in pooled:
         hit = final.get(cand.chunk.chunk_id)
@@ -169,6 +177,8 @@ def rerank_frame(
         if sectioned:
             prior = hit.prior if hit else cand.prior
             row["section"] = float(prior) if prior is not None else float("nan")
+        if graphed:
+            row["graph"] = float(cand.graph) if cand.graph is not None else float("nan")
         if scored:
             rerank = hit.rerank if hit else cand.rerank
             row["rerank"] = float(rerank) if rerank is not None else float("nan")
@@ -203,6 +213,9 @@ def rerank_columns(frame: pd.DataFrame) -> dict[str, Any]:
             max_value=1.0,
             format="%.2f",
             help="the section score (0-1) the strategy gave this chunk's section",
+        ),
+        "graph": st.column_config.ProgressColumn(
+            "graph", min_value=0.0, max_value=1.0, format="%.2f", help=GRAPH_HELP
         ),
         "forced_1": st.column_config.TextColumn("min-max", help=FORCED_HELP),
     }

@@ -6,7 +6,7 @@ import hashlib
 import json
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,7 @@ from treerag_core.evaluation.dataset import (
     load_dataset,
 )
 from treerag_core.evaluation.metrics import Passage, aggregate, question_metrics
-from treerag_core.index import CorpusIndex, build_index
+from treerag_core.index import CorpusIndex, build_index, graph_stage
 from treerag_core.names import Locator
 from treerag_core.pipeline import Engine, run
 from treerag_core.settings import QuerySettings
@@ -83,10 +83,37 @@ def dataset_index(
             return load_index(folder, expect_embedder=settings.embedder)
         except IndexFormatError:
             pass  # stale or broken cache: rebuild below
-    sources = dataset_sources(dataset)
-    index = build_index(sources, settings, get_embedder(settings.embedder), progress=progress)
+    if settings.graph_min_leaf_chars > 0 and not settings.llm_graphs:
+        # Graphs only add a stage: take the cached index without them (the same chunks and
+        # vectors) and run the graph stage on it, so each threshold costs only its graphs.
+        plain = replace(settings, graph_min_leaf_chars=0)
+        index = with_graphs(dataset_index(dataset, plain, cache_dir, progress), settings)
+    else:
+        sources = dataset_sources(dataset)
+        index = build_index(sources, settings, get_embedder(settings.embedder), progress=progress)
     if folder is not None:
         save_index(index, folder)
+    return index
+
+
+def with_graphs(base: CorpusIndex, settings: IndexSettings) -> CorpusIndex:
+    """`base` (built without graphs) with the offline leaf graphs of `settings` added: the
+    same index `build_index` makes with those settings."""
+    index = CorpusIndex(
+        settings=settings,
+        embedder_name=base.embedder_name,
+        dim=base.dim,
+        documents=base.documents,
+        texts=base.texts,
+        nodes=base.nodes,
+        chunks=base.chunks,
+        embeddings=base.embeddings,
+        tokens=base.tokens,
+        summary_cache=base.summary_cache,
+        layers=base.layers,
+        embedder_fingerprint=base.embedder_fingerprint,
+    )
+    index.graphs, index.graph_vectors = graph_stage(index, get_embedder(settings.embedder))
     return index
 
 

@@ -66,10 +66,17 @@ def graph_sections(
                 "evidence": evidence,
             }
         )
+    # Titled by the leaf's own heading path: it is the label synthesis shows the model, so
+    # a `[Source: path]` citing the paths maps to the leaf like a passage's would.
+    intro = (
+        "图路径（概念 —关系→ 概念），每一跳附其来源句："
+        if graph.language == "zh"
+        else "Graph paths (concept —relation→ concept), each hop with its source sentence:"
+    )
     paths = ContextSection(
         kind="graph",
-        title=f"Graph paths in {heading_path}",
-        text="\n".join(lines),
+        title=heading_path,
+        text="\n".join([intro, *lines]) if lines else "",
         rows=tuple(rows),
         chunk_ids=tuple(dict.fromkeys(chunk_ids)),
     )

@@ -1,49 +1,37 @@
-"""Graph search as a third retriever: a leaf's dense, BM25 and graph scores fused into hits."""
+"""Graph search as a third retriever: a graph column added to treerag's heading-aware order."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
 
 from treerag_core.errors import IndexFormatError
-from treerag_core.fusion import fuse, rank_positions
+from treerag_core.fusion import rank_positions
 from treerag_core.graph.context import graph_sections
 from treerag_core.graph.search import GraphResult, GraphSearchOptions, search_graph
 from treerag_core.graph.types import LeafGraph
 from treerag_core.index import CorpusIndex
+from treerag_core.structure import StructuredScores, window_hits
 from treerag_core.types import ContextSection, LocatedLeaf, RetrievedChunk
 
 
 @dataclass(frozen=True)
 class FusionParams:
-    """The dense/BM25 fusion a strategy runs with, and the graph column's weight."""
+    """The fusion the scope was scored with, and the graph column's weight."""
 
     method: str = "weighted"
-    dense_weight: float = 0.5
     rrf_k: int = 60
     graph_weight: float = 0.3
 
 
-def graph_column(rows: np.ndarray, index: CorpusIndex, result: GraphResult | None) -> np.ndarray:
-    """Each row's graph score divided by the leaf's best (0..1); zeros when no graph ran."""
-    column = np.zeros(len(rows), dtype=np.float64)
-    if result is None or not result.chunk_scores:
-        return column
-    scores = dict(result.chunk_scores)
-    for i, row in enumerate(rows):
-        column[i] = scores.get(index.chunks[int(row)].chunk_id, 0.0)
-    best = column.max()
-    return column / best if best > 0 else column
-
-
 def add_graph(fused: np.ndarray, graph: np.ndarray, params: FusionParams) -> np.ndarray:
-    """The graph column added to a fused dense+BM25 score.
+    """The graph column added to a fused score.
 
     weighted/dbsf: fused + w * graph (graph already 0..1). rrf: fused + w / (k + rank) for
-    rows with a graph score. Added, not mixed: a leaf without a graph keeps its own scores,
-    so hits from leaves with and without graphs stay comparable in the pool.
+    rows with a graph score. Added, not mixed: a chunk outside the searched graphs keeps its
+    own score, so chunks with and without a graph stay comparable in one order.
     """
     if params.method == "rrf":
         bonus = np.where(graph > 0, params.graph_weight / (params.rrf_k + rank_positions(graph)), 0)
@@ -51,82 +39,22 @@ def add_graph(fused: np.ndarray, graph: np.ndarray, params: FusionParams) -> np.
     return fused + params.graph_weight * graph
 
 
-def leaf_hits(
-    index: CorpusIndex,
-    leaf_id: str,
-    query_vector: np.ndarray,
-    query_tokens: list[str],
-    result: GraphResult | None,
-    params: FusionParams,
-    top_k: int,
-    sub_query: str,
-) -> list[RetrievedChunk]:
-    """One leaf's top-k by dense + BM25 + graph; every hit keeps all three scores."""
-    rows, dense, bm25 = index.score_leaf(leaf_id, query_vector, query_tokens)
-    if not len(rows):
-        return []
-    base = fuse(dense, bm25, params.method, params.dense_weight, params.rrf_k)
-    graph = graph_column(rows, index, result)
-    fused = add_graph(np.asarray(base.fused), graph, params)
-    ranks = rank_positions(fused)
-    order = np.argsort(ranks, kind="stable")[:top_k]
-    ran = result is not None
-    return [
-        RetrievedChunk(
-            chunk=index.chunks[int(rows[i])],
-            dense=float(dense[i]),
-            bm25=float(bm25[i]),
-            dense_norm=float(base.dense_norm[i]),
-            bm25_norm=float(base.bm25_norm[i]),
-            fused=float(fused[i]),
-            leaf_rank=int(ranks[i]),
-            minmax_forced=bool(base.minmax_forced[i]),
-            sub_query=sub_query,
-            graph=float(graph[i]) if ran else None,
-        )
-        for i in order
-    ]
-
-
-def pool_with_graph(
-    groups: Sequence[Sequence[RetrievedChunk]], params: FusionParams, window: int | None = None
-) -> list[RetrievedChunk]:
-    """All groups' hits (one per chunk, the better-fused copy) ranked by dense + BM25 fused
-    over the pool plus the graph column, cut to `window`.
-
-    Raw cosine and BM25 (document-wide IDF) compare across leaves; the graph column is
-    already 0..1 per leaf (its best chunk 1.0), so it is added as it is. One group keeps its
-    own order, as `retrieval.pool` does.
-    """
-    best: dict[str, RetrievedChunk] = {}
-    for group in groups:
-        for hit in group:
-            kept = best.get(hit.chunk.chunk_id)
-            if kept is None or hit.fused > kept.fused:
-                best[hit.chunk.chunk_id] = hit
-    hits = list(best.values())
-    if not hits:
-        return []
-    if len(groups) == 1:
-        ranked = sorted(hits, key=lambda h: h.leaf_rank)[:window]
-        return [replace(h, pooled_rank=r, pool_fused=h.fused) for r, h in enumerate(ranked, 1)]
-    dense = np.asarray([h.dense for h in hits], dtype=np.float64)
-    bm25 = np.asarray([h.bm25 for h in hits], dtype=np.float64)
-    graph = np.asarray([h.graph or 0.0 for h in hits], dtype=np.float64)
-    base = fuse(dense, bm25, params.method, params.dense_weight, params.rrf_k).fused
-    fused = add_graph(np.asarray(base), graph, params)
-    ranks = rank_positions(fused)
-    ranked = sorted(range(len(hits)), key=lambda i: ranks[i])[:window]
-    return [replace(hits[i], pooled_rank=int(ranks[i]), pool_fused=float(fused[i])) for i in ranked]
-
-
-@dataclass(frozen=True)
-class GraphRetrieval:
-    """Step 2 of `treerag-kg`: per-leaf hits, each graph leaf's search, and their context."""
-
-    hits: dict[str, list[RetrievedChunk]]  # leaf id -> top-k hits (graph column where a graph)
-    results: dict[str, GraphResult]  # leaf id -> graph search, for leaves that have a graph
-    sections: tuple[ContextSection, ...]  # per graph leaf: its paths, then its stage record
+def graph_column(
+    index: CorpusIndex, rows: np.ndarray, results: Mapping[str, GraphResult]
+) -> np.ndarray:
+    """Each row's graph score divided by its leaf's best (0..1 per leaf); 0 outside the
+    searched graphs."""
+    column = np.zeros(len(rows), dtype=np.float64)
+    scores: dict[str, float] = {}
+    for result in results.values():
+        best = max((s for _, s in result.chunk_scores), default=0.0)
+        if best > 0:
+            scores.update((c, s / best) for c, s in result.chunk_scores)
+    if not scores:
+        return column
+    for i, row in enumerate(rows.tolist()):
+        column[i] = scores.get(index.chunks[int(row)].chunk_id, 0.0)
+    return column
 
 
 def require_graphs(index: CorpusIndex) -> dict[str, LeafGraph]:
@@ -140,58 +68,105 @@ def require_graphs(index: CorpusIndex) -> dict[str, LeafGraph]:
     return index.graphs
 
 
-def retrieve_with_graphs(
+def search_text(question: str, sub_query: str) -> str:
+    """What a leaf's graph is searched with: the question, plus the leaf's sub-query when it
+    differs (the sub-query may name the leaf's own terms, the question the link between them)."""
+    if not sub_query.strip() or sub_query.strip() == question.strip():
+        return question
+    return f"{question} {sub_query}"
+
+
+@dataclass(frozen=True)
+class GraphSearches:
+    """Graph search in the picked leaves that have a graph, and the context it adds."""
+
+    results: dict[str, GraphResult]  # leaf id -> its search
+    sections: tuple[ContextSection, ...]  # per graph leaf: its paths, then its stage record
+
+
+def search_leaves(
     index: CorpusIndex,
     leaves: Sequence[LocatedLeaf],
     question: str,
     query_vector: Callable[[str], np.ndarray],
     tokenize: Callable[[str], list[str]],
-    params: FusionParams,
-    top_k: int,
     options: GraphSearchOptions | None = None,
-) -> GraphRetrieval:
-    """Dense + BM25 in every picked leaf, plus graph search in those that have a graph.
-
-    The graph is searched with the question and the leaf's sub-query together (the
-    sub-query may name the leaf's own terms, the question the link between them).
-    """
+) -> GraphSearches:
+    """Search the graph of every picked leaf that has one (the long leaves)."""
     graphs = require_graphs(index)
     options = GraphSearchOptions() if options is None else options
-    hits: dict[str, list[RetrievedChunk]] = {}
     results: dict[str, GraphResult] = {}
     sections: list[ContextSection] = []
     for leaf in leaves:
-        qvec = query_vector(leaf.sub_query)
         graph = graphs.get(leaf.node_id)
-        result = None
-        if graph is not None:
-            text = (
-                question
-                if leaf.sub_query.strip() == question.strip()
-                else (f"{question} {leaf.sub_query}")
-            )
-            result = search_graph(
-                graph,
-                text,
-                graph.language,  # type: ignore[arg-type]
-                tokenize,
-                query_vector(text),
-                index.graph_vectors.get(leaf.node_id),
-                options,
-            )
-            results[leaf.node_id] = result
-            node = index.nodes[leaf.node_id]
-            sections.extend(
-                graph_sections(graph, result, index.texts[node.doc_id], node.heading_path)
-            )
-        hits[leaf.node_id] = leaf_hits(
-            index,
-            leaf.node_id,
-            qvec,
-            tokenize(leaf.sub_query),
-            result,
-            params,
-            top_k,
-            leaf.sub_query,
+        if graph is None or leaf.node_id in results:
+            continue
+        text = search_text(question, leaf.sub_query)
+        result = search_graph(
+            graph,
+            text,
+            graph.language,  # type: ignore[arg-type]
+            tokenize,
+            query_vector(text),
+            index.graph_vectors.get(leaf.node_id),
+            options,
         )
-    return GraphRetrieval(hits, results, tuple(sections))
+        results[leaf.node_id] = result
+        node = index.nodes[leaf.node_id]
+        sections.extend(graph_sections(graph, result, index.texts[node.doc_id], node.heading_path))
+    return GraphSearches(results, tuple(sections))
+
+
+def with_graph(
+    index: CorpusIndex,
+    scores: StructuredScores,
+    results: Mapping[str, GraphResult],
+    params: FusionParams,
+    within_leaf: bool = False,
+) -> tuple[StructuredScores, np.ndarray]:
+    """The scope's scores with the graph column in the order (`score`), and the column.
+
+    Added (the default): a graph-supported chunk can overtake chunks of any leaf. Within
+    leaf: each searched leaf keeps its own set of scores, and the graph only decides which
+    of its chunks holds which (a leaf's k-th slot keeps its k-th best score), so the graph
+    never moves a leaf against the others.
+    """
+    column = graph_column(index, scores.rows, results)
+    boosted = add_graph(scores.score, column, params)
+    if not within_leaf:
+        return replace(scores, score=boosted), column
+    score = scores.score.copy()
+    position = {leaf: i for i, leaf in enumerate(scores.leaf_ids)}
+    for leaf_id in results:
+        if leaf_id not in position:
+            continue  # the leaf is outside this scope
+        rows = np.flatnonzero(scores.leaf_of_row == position[leaf_id])
+        slots = np.sort(scores.score[rows])[::-1]
+        holders = rows[np.argsort(-boosted[rows], kind="stable")]
+        score[holders] = slots
+    return replace(scores, score=score), column
+
+
+def graph_hits(
+    index: CorpusIndex,
+    scores: StructuredScores,
+    column: np.ndarray,
+    results: Mapping[str, GraphResult],
+    size: int,
+    question: str,
+    documents: Sequence[str] = (),
+    leaves: Sequence[str] = (),
+) -> list[RetrievedChunk]:
+    """`window_hits` with each hit's graph score set: 0..1 for chunks of a searched graph,
+    None for the others (no graph ran there)."""
+    hits = window_hits(index, scores, size, question, documents, leaves)
+    by_chunk = {
+        index.chunks[int(scores.rows[i])].chunk_id: float(column[i]) for i in np.flatnonzero(column)
+    }
+    searched = set(results)
+    return [
+        replace(h, graph=by_chunk.get(h.chunk.chunk_id, 0.0))
+        if h.chunk.source_node_id in searched
+        else h
+        for h in hits
+    ]

@@ -1,0 +1,79 @@
+"""treerag-kg's graph options measured on an eval set: one eval run per option value.
+
+    python benchmarks/graph_weights.py --data ../shared/eval/lecoqa_laws --cache data/eval-cache \
+        --graph-min-leaf-chars 3000 --weights 0.1,0.3 --modes within,added [--limit 40]
+
+Each row is `treerag-kg` with one `GraphSearchOptions` change (the eval CLI sets no strategy
+options); the index (with graphs) comes from the eval cache, built there when missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:  # run as `python benchmarks/graph_weights.py` from anywhere
+    sys.path.insert(0, str(REPO))
+
+from treerag_core.config import IndexSettings  # noqa: E402
+from treerag_core.evaluation.harness import EvalConfig, evaluate  # noqa: E402
+from treerag_core.graph.search import GraphSearchOptions  # noqa: E402
+from treerag_core.settings import QuerySettings  # noqa: E402
+
+METRICS = ("recall@1000c", "recall@2000c", "hit@5", "mrr@10")
+
+
+MODES = {"within": False, "added": True}  # mode -> GraphSearchOptions.in_pool
+
+
+def variants(
+    weights: Sequence[float], modes: Sequence[str]
+) -> list[tuple[str, GraphSearchOptions]]:
+    """within: the graph reorders chunks inside their leaf (the default); added: its column
+    is added to the order across leaves (in_pool=True)."""
+    return [
+        (f"{mode}, weight {w:g}", GraphSearchOptions(graph_weight=w, in_pool=MODES[mode]))
+        for mode in modes
+        for w in weights
+    ]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", required=True)
+    parser.add_argument("--cache", default="data/eval-cache")
+    parser.add_argument("--scope", choices=("doc", "corpus"), default="doc")
+    parser.add_argument("--graph-min-leaf-chars", type=int, default=3000)
+    parser.add_argument("--weights", default="0.1,0.3", help="comma-separated graph weights")
+    parser.add_argument("--modes", default="within,added", help="within and/or added")
+    parser.add_argument("--limit", type=int, default=None)
+    parser.add_argument("--embedder", default=IndexSettings().embedder)
+    args = parser.parse_args(argv)
+    weights = [float(w) for w in args.weights.split(",") if w.strip()]
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    if any(m not in MODES for m in modes):
+        parser.error(f"--modes takes {', '.join(MODES)}")
+    index = IndexSettings(embedder=args.embedder, graph_min_leaf_chars=args.graph_min_leaf_chars)
+    base = QuerySettings().set("answer.final_top_k", 10)
+    print(f"| treerag-kg, graphs from {args.graph_min_leaf_chars} | n | " + " | ".join(METRICS))
+    print("|---|---:|" + "---:|" * len(METRICS))
+    for label, options in variants(weights, modes):
+        config = EvalConfig(
+            strategies=("treerag-kg",),
+            scope=args.scope,
+            limit=args.limit,
+            index_settings=index,
+            query_settings=base.with_option("treerag-kg", options),
+        )
+        report = evaluate(Path(args.data), config, cache_dir=Path(args.cache))
+        row = report["strategies"]["treerag-kg"]
+        values = " | ".join(f"{row[m]:.3f}" for m in METRICS)
+        print(f"| {label} | {row['n_questions']} | {values} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
