@@ -31,6 +31,7 @@ NAMES = {
     "指示灯": "部件",
 }
 LLM = HiragBuildSettings(llm_graph=True)
+BLOCK = 250  # characters per call: the small manual takes several batches
 
 
 def graph_reply(body) -> object:
@@ -61,25 +62,25 @@ def folder(tmp_path):
 def test_llm_graph_fails_midway_keeps_what_it_made_and_resumes(folder):
     index = load_index(folder)
     with FakeAnthropicServer(responder=graph_reply, api_key=KEY) as fake:
-        fake.push(*(graph_reply(None) for _ in range(3)))  # scripted: 3 leaves, then a 500
+        fake.push(*(graph_reply(None) for _ in range(3)))  # scripted: 3 batches, then a 500
         fake.push(status(500))
-        first = build_into_folder(index, folder, LLM, client=client(fake))
+        first = build_into_folder(index, folder, LLM, client=client(fake), graph_block_chars=BLOCK)
         meta = first.meta
         assert meta["extractor"] == f"llm:{MODEL}"
-        assert meta["graph_llm_calls"] == 4 and meta["graph_llm_leaves"] == 3
-        leaves = meta["graph_llm_leaves"] + meta["graph_offline_leaves"]
-        assert meta["graph_offline_leaves"] > 0 and "stopped (api_error)" in meta["notes"][0]
+        assert meta["graph_llm_calls"] == 4 and meta["graph_llm_batches"] == 3
+        batches = meta["graph_llm_batches"] + meta["graph_offline_batches"]
+        assert meta["graph_offline_batches"] > 0 and "stopped (api_error)" in meta["notes"][0]
         assert meta["graph_usage"]["input_tokens"] > 0 and meta["graph_usage"]["cost_usd"] > 0
         cached = load_graph_cache(folder)
-        assert len(cached) == 3  # every leaf made before the failure is on disk
+        assert len(cached) == 3  # every batch made before the failure is on disk
         assert all(g.extractor == f"llm:{MODEL}" for g in cached.values())
 
         calls = len(fake.requests)
-        second = build_into_folder(index, folder, LLM, client=client(fake))
+        second = build_into_folder(index, folder, LLM, client=client(fake), graph_block_chars=BLOCK)
         meta = second.meta
-        assert meta["graph_cached"] == 3 and meta["graph_offline_leaves"] == 0
-        assert meta["graph_llm_leaves"] == leaves
-        assert len(fake.requests) - calls == meta["graph_llm_calls"] == leaves - 3
+        assert meta["graph_cached"] == 3 and meta["graph_offline_batches"] == 0
+        assert meta["graph_llm_batches"] == batches
+        assert len(fake.requests) - calls == meta["graph_llm_calls"] == batches - 3
         assert not meta["notes"]
         kinds = {e.kind for e in second.graph.entities}
         assert kinds <= set(NAMES.values()) and "机器人" in {e.name for e in second.graph.entities}
@@ -89,23 +90,23 @@ def test_llm_graph_fails_midway_keeps_what_it_made_and_resumes(folder):
         assert all(r.weight >= 7 for r in second.graph.relations)  # LLM strengths, summed
 
         calls = len(fake.requests)
-        third = build_into_folder(index, folder, LLM, client=client(fake))
-        assert len(fake.requests) == calls and third.meta["graph_cached"] == leaves
+        third = build_into_folder(index, folder, LLM, client=client(fake), graph_block_chars=BLOCK)
+        assert len(fake.requests) == calls and third.meta["graph_cached"] == batches
         assert third.graph == second.graph
-    assert len((folder / CACHE_FILE).read_text(encoding="utf-8").splitlines()) == leaves
+    assert len((folder / CACHE_FILE).read_text(encoding="utf-8").splitlines()) == batches
 
 
 def test_queries_use_the_llm_build_and_a_reindex_keeps_the_caches(folder):
     index = load_index(folder)
     with FakeAnthropicServer(responder=graph_reply, api_key=KEY) as fake:
-        built = build_into_folder(index, folder, LLM, client=client(fake))
+        built = build_into_folder(index, folder, LLM, client=client(fake), graph_block_chars=BLOCK)
     hirag_build._CACHE.clear()  # a new process: the query reads the folder
     stored, rebuilt = load_or_build(load_index(folder))
     assert not rebuilt and stored.meta["extractor"] == f"llm:{MODEL}"
     assert stored.graph == built.graph
     # A re-index replaces the folder; the LLM graph cache and the HiRAG folder stay with it.
     save_index(load_index(folder), folder)
-    assert len(load_graph_cache(folder)) == built.meta["graph_llm_leaves"]
+    assert len(load_graph_cache(folder)) == built.meta["graph_llm_batches"]
     assert (folder / "hirag" / "manifest.json").is_file()
 
 
@@ -115,3 +116,27 @@ def test_offline_build_is_unchanged_without_the_flag(folder):
         built = build_into_folder(index, folder, HiragBuildSettings(), client=client(fake))
         assert fake.requests == [] and built.meta["extractor"] == "offline"
     assert built.meta["graph_llm_calls"] == 0 and not (folder / CACHE_FILE).exists()
+
+
+def test_cached_batches_follow_shifted_ids_when_a_document_is_added(folder):
+    with FakeAnthropicServer(responder=graph_reply, api_key=KEY) as fake:
+        first = build_into_folder(
+            load_index(folder), folder, LLM, client=client(fake), graph_block_chars=BLOCK
+        )
+        # test_paper.md sorts first: every leaf and chunk id of the manual shifts.
+        bigger = build_index(
+            sample_sources(["test_paper.md", "zh_sample.md"]),
+            IndexSettings(embedder="hashing"),
+            get_embedder("hashing"),
+        )
+        save_index(bigger, folder)
+        calls = len(fake.requests)
+        second = build_into_folder(
+            load_index(folder), folder, LLM, client=client(fake), graph_block_chars=BLOCK
+        )
+        assert second.meta["graph_cached"] == first.meta["graph_llm_batches"]
+        assert len(fake.requests) - calls == second.meta["graph_llm_calls"] > 0  # the paper
+    chunks = {c.chunk_id: c for c in bigger.chunks}
+    robot = second.graph.entity_map()["机器人"]
+    assert robot.chunk_ids and all(chunks[c].doc_id == "zh_sample.md" for c in robot.chunk_ids)
+    assert all("机器人" in chunks[c].text for c in robot.chunk_ids)

@@ -118,14 +118,16 @@ def build_hirag(
     folder: str | None = None,
     report_cache: dict[str, CommunityReport] | None = None,
     graph_cache: dict[str, LeafGraph] | None = None,
+    graph_block_chars: int | None = None,
     progress: ProgressFn | None = None,
 ) -> HiragIndex:
     """Extract, merge, cluster, report and embed; times (and LLM tokens) go into `meta`.
 
-    With a `client`, `settings.llm_graph` extracts the graph with the LLM (leaves in
-    `graph_cache`, content key -> graph, are not sent again) and `settings.llm_reports`
+    With a `client`, `settings.llm_graph` extracts the graph with the LLM, one call per
+    batch of ~`graph_block_chars` characters of consecutive leaves (batches in
+    `graph_cache`, content key -> graph, are not sent again), and `settings.llm_reports`
     writes the reports. With `folder` (the index folder), both are checkpointed as they go
-    (graphs per leaf, reports per batch) and an interrupted build resumes from there.
+    (a graph per batch, reports per batch of communities) and an interrupted build resumes.
     """
     settings = settings or HiragBuildSettings()
     notify = progress or (lambda stage, done, total: None)
@@ -133,6 +135,7 @@ def build_hirag(
     started = time.perf_counter()
     extraction = None
     if extract is None and settings.llm_graph and client is not None:
+        from treerag_core.graph.extract_llm import BLOCK_CHARS
         from treerag_core.hirag.llm_graph import (
             extract_corpus_llm,
             load_graph_cache,
@@ -149,9 +152,10 @@ def build_hirag(
             cache=cache,
             folder=folder,
             progress=lambda done, total: notify("llm graph", done, total),
+            block_chars=graph_block_chars or BLOCK_CHARS,
         )
         extract, extractor_name = extraction.extractor(), extractor_label(settings, client)
-        if folder:  # the cache keeps what this corpus uses, not every leaf ever sent
+        if folder:  # the cache keeps what this corpus uses, not every batch ever sent
             write_graph_cache(folder, extraction.llm_graphs)
     extract = extract or offline_extractor()
     languages = {d.doc_id: d.language for d in index.documents}
@@ -211,8 +215,10 @@ def build_hirag(
         "graph_usage": asdict(graph_usage),
         "graph_llm_calls": extraction.llm_calls if extraction is not None else 0,
         "graph_cached": extraction.cached if extraction is not None else 0,
-        "graph_llm_leaves": len(extraction.llm_graphs) if extraction is not None else 0,
-        "graph_offline_leaves": len(extraction.fallback_leaves) if extraction is not None else 0,
+        "graph_llm_batches": len(extraction.llm_graphs) if extraction is not None else 0,
+        "graph_offline_batches": (
+            len(extraction.fallback_batches) if extraction is not None else 0
+        ),
         "notes": [*(extraction.notes if extraction is not None else ()), *built.notes],
     }
     notify("done", 1, 1)
@@ -328,6 +334,7 @@ def build_into_folder(
     client: Any = None,
     report_cache: dict[str, CommunityReport] | None = None,
     graph_cache: dict[str, LeafGraph] | None = None,
+    graph_block_chars: int | None = None,
     progress: ProgressFn | None = None,
 ) -> HiragIndex:
     """`index --hirag` (and the explorer's build button): build with the index's embedder,
@@ -343,6 +350,7 @@ def build_into_folder(
         folder=str(folder),
         report_cache=report_cache,
         graph_cache=graph_cache,
+        graph_block_chars=graph_block_chars,
         progress=progress,
     )
     save_hirag(hindex, folder)

@@ -1,26 +1,26 @@
-"""The corpus graph from the LLM: the graph package's extractor over every leaf, cached by
-content key in the index folder, checkpointed per leaf, resumable after a failure."""
+"""The corpus graph from the LLM: the graph package's extractor over batches of leaves, cached
+by content key in the index folder, checkpointed per batch, resumable after a failure."""
 
 from __future__ import annotations
 
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from treerag_core.graph.build import build_graphs
+from treerag_core.graph.extract import chunks_covering, content_key, segments
 from treerag_core.graph.extract_llm import BLOCK_CHARS, LLMGraphExtractor
 from treerag_core.graph.store import graph_from_dict, graph_to_dict
-from treerag_core.graph.types import LeafGraph
+from treerag_core.graph.types import LeafGraph, Span
 from treerag_core.hirag.corpus_graph import Extractor
 from treerag_core.types import Chunk, Language, TreeNode, Usage
 
 if TYPE_CHECKING:
     from treerag_core.index import CorpusIndex
 
-# Append-only: one LLM leaf graph per line, written as soon as the leaf is done, so a build
+# Append-only: one LLM batch graph per line, written as soon as the batch is done, so a build
 # that dies midway keeps every call it paid for. Kept across re-index (store.save_index).
 CACHE_FILE = ".hirag-graphs-cache.jsonl"
 
@@ -82,10 +82,11 @@ class _CountingClient:
 
 @dataclass(frozen=True)
 class LLMExtraction:
-    """The leaf graphs of one LLM extraction run and what it cost.
+    """The graphs of one LLM extraction run (one per batch of leaves) and what it cost.
 
-    `graphs` maps leaf id to graph (LLM, or offline for `fallback_leaves` after a failure);
-    `usage` and `llm_calls` count only calls made in this run, `cached` the leaves reused.
+    `graphs` maps a batch's first leaf id to its graph (LLM, or offline for
+    `fallback_batches` after a failure); `usage` and `llm_calls` count only calls made in
+    this run, `cached` the batches reused from the cache.
     """
 
     graphs: dict[str, LeafGraph]
@@ -93,7 +94,7 @@ class LLMExtraction:
     usage: Usage = field(default_factory=Usage)
     llm_calls: int = 0
     cached: int = 0
-    fallback_leaves: tuple[str, ...] = ()
+    fallback_batches: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
 
     @property
@@ -101,8 +102,8 @@ class LLMExtraction:
         return [g for _, g in sorted(self.graphs.items()) if g.extractor.startswith("llm:")]
 
     def extractor(self) -> Extractor:
-        """An `Extractor` for `build_corpus_graph` giving each document its leaves' graphs
-        (node ids are "<leaf id>#c<n>", so the leaves of a document never collide)."""
+        """An `Extractor` for `build_corpus_graph` giving each document its batches' graphs
+        (node ids are "<first leaf id>#c<n>", so the batches of a document never collide)."""
         by_doc: dict[str, list[LeafGraph]] = {}
         for _, graph in sorted(self.graphs.items()):
             by_doc.setdefault(graph.doc_id, []).append(graph)
@@ -116,6 +117,60 @@ class LLMExtraction:
         return extract
 
 
+def leaf_batches(
+    nodes: Mapping[str, TreeNode], chunks: Sequence[Chunk], block_chars: int
+) -> list[tuple[TreeNode, list[Chunk]]]:
+    """Consecutive leaves of each document packed into batches of at most ~`block_chars`
+    characters of text: one LLM call each (a longer leaf is a batch alone and its call is
+    split by the extractor). Returns (first leaf, the batch's chunks) in document order.
+
+    Packing is greedy in document order, so an edited leaf changes its own batch and may
+    shift the later batches of the same document (those are asked again); other documents'
+    batches keep their content keys.
+    """
+    by_leaf: dict[str, list[Chunk]] = {}
+    for chunk in chunks:
+        by_leaf.setdefault(chunk.source_node_id, []).append(chunk)
+    out: list[tuple[TreeNode, list[Chunk]]] = []
+    size, doc = 0, None
+    for leaf_id in sorted(by_leaf):
+        leaf = nodes[leaf_id]
+        mine = sorted(by_leaf[leaf_id], key=lambda c: c.start)
+        chars = sum(len(text) for _, text in segments(mine))
+        if out and doc == leaf.doc_id and size + chars <= block_chars:
+            out[-1][1].extend(mine)
+            size += chars
+        else:
+            out.append((leaf, list(mine)))
+            size, doc = chars, leaf.doc_id
+    return out
+
+
+def rebase(graph: LeafGraph, first: TreeNode, chunks: Sequence[Chunk]) -> LeafGraph:
+    """A cached graph for a batch of the same text and offsets under today's ids: node ids
+    take the batch's first leaf id, and spans the ids of the chunks that hold them now
+    (leaf and chunk ids run across the corpus, so they shift when another document changes)."""
+
+    def node(node_id: str) -> str:
+        return first.node_id + node_id[len(graph.leaf_id) :]
+
+    def spans(items: tuple[Span, ...]) -> tuple[Span, ...]:
+        return tuple(replace(s, chunk_ids=chunks_covering(s.start, s.end, chunks)) for s in items)
+
+    return replace(
+        graph,
+        leaf_id=first.node_id,
+        doc_id=first.doc_id,
+        concepts=tuple(
+            replace(c, node_id=node(c.node_id), mentions=spans(c.mentions)) for c in graph.concepts
+        ),
+        relations=tuple(
+            replace(r, source=node(r.source), target=node(r.target), evidence=spans(r.evidence))
+            for r in graph.relations
+        ),
+    )
+
+
 def extract_corpus_llm(
     index: CorpusIndex,
     client: Any,
@@ -126,43 +181,39 @@ def extract_corpus_llm(
     block_chars: int = BLOCK_CHARS,
     progress: Callable[[int, int], None] | None = None,
 ) -> LLMExtraction:
-    """Every leaf of the index through the LLM extractor, ~`block_chars` of text per call.
+    """Every leaf of the index through the graph package's LLM extractor, in batches of
+    consecutive leaves of ~`block_chars` characters (`leaf_batches`), one call per batch.
 
-    A leaf whose content key is in `cache` (content key -> graph) is not sent again. With
+    A batch whose content key is in `cache` (content key -> graph) is not sent again. With
     `folder`, each new LLM graph is appended to the folder's cache as soon as it is made.
-    The first API error stops the calls: the leaves left get offline graphs and are noted,
-    and the next run with the cache resumes with exactly those leaves.
+    The first API error stops the calls: the batches left get offline graphs and are noted,
+    and the next run with the cache resumes with exactly those batches.
     """
     counting = _CountingClient(client)
     llm = LLMGraphExtractor(counting, model, block_chars)
-    made: set[str] = set()
-
-    def extract(leaf: TreeNode, chunks: Sequence[Chunk], language: Language) -> LeafGraph:
-        graph = llm(leaf, chunks, language)
-        if graph.extractor.startswith("llm:"):
-            made.add(leaf.node_id)
-            if folder is not None:
-                append_graph_cache(folder, graph)
-        return graph
-
+    known = dict(cache or {})
     languages = {d.doc_id: d.language for d in index.documents}
-    graphs = build_graphs(
-        index.nodes,
-        index.chunks,
-        languages,
-        1,  # every leaf with text: the corpus graph covers the whole corpus
-        previous=dict(cache or {}),
-        extractor=extract,
-        extractor_version=llm.version,
-        progress=progress,
-    )
-    cached = sum(1 for k, g in graphs.items() if g.extractor.startswith("llm:") and k not in made)
+    batches = leaf_batches(index.nodes, index.chunks, block_chars)
+    graphs: dict[str, LeafGraph] = {}
+    cached = 0
+    for done, (first, chunks) in enumerate(batches, start=1):
+        hit = known.get(content_key(chunks, llm.version))
+        if hit is not None:
+            graphs[first.node_id] = rebase(hit, first, chunks)
+            cached += 1
+        else:
+            graph = llm(first, chunks, languages.get(first.doc_id, "en"))
+            if folder is not None and graph.extractor.startswith("llm:"):
+                append_graph_cache(folder, graph)
+            graphs[first.node_id] = graph
+        if progress is not None:
+            progress(done, len(batches))
     notes = []
     if llm.failure is not None:
         notes.append(
             f"LLM graph extraction stopped ({llm.failure.reason}): {llm.failure}; "
-            f"{len(llm.fallback_leaves)} of {len(graphs)} leaves got offline graphs; "
-            "build again to resume (extracted leaves are cached)"
+            f"{len(llm.fallback_leaves)} of {len(batches)} batches got offline graphs; "
+            "build again to resume (extracted batches are cached)"
         )
     return LLMExtraction(
         graphs,
