@@ -232,3 +232,15 @@ def test_heading_recovery_scoring_and_round_trip_without_chromium() -> None:
         "matched": 2,
         "leveled": 1,
     }
+
+
+def test_bench_hirag_llm_counts_calls_and_a_second_build_sends_nothing(index, tmp_path):
+    from benchmarks import bench_hirag_llm
+    from treerag_core.store import save_index
+
+    save_index(index, tmp_path / "index")
+    row = bench_hirag_llm.measure(tmp_path / "index", "hashing")
+    assert row["graph_calls"] >= row["graph_batches"] > 0 and row["report_calls"] > 0
+    assert row["graph_usage"]["input_tokens"] > 0 and row["hirag_bytes"] > 0
+    assert row["second_build_calls"] == 0
+    assert row["second_build_cached"] == [row["graph_batches"], row["counts"]["communities"]]
