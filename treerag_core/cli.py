@@ -195,7 +195,7 @@ def _index_hirag(index, output: Path, args: argparse.Namespace, cache: dict, llm
         f"{counts['levels']} levels, {meta['seconds']['total']:.1f} s; "
         f"graph tokens in {graph['input_tokens']} out {graph['output_tokens']} "
         f"(${graph['cost_usd']:.4f}, {meta['graph_llm_calls']} calls, "
-        f"{meta['graph_cached']} leaves cached); report tokens in {usage['input_tokens']} "
+        f"{meta['graph_cached']} batches cached); report tokens in {usage['input_tokens']} "
         f"out {usage['output_tokens']} (${usage['cost_usd']:.4f})"
     )
     for note in meta["notes"]:
@@ -665,7 +665,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--hirag-llm-graph",
         action="store_true",
         help="HiRAG entities and relations from the LLM (the --provider key or --base-url; "
-        "one call per ~6,000 characters of a section, cached in the folder; a failure "
+        "one call per ~6,000 characters of consecutive sections, cached in the folder; a failure "
         "keeps what was extracted and the next run resumes)",
     )
     p.add_argument(
