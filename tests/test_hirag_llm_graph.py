@@ -5,6 +5,7 @@ extracted and the next build resumes with the rest; tokens recorded; queries use
 from __future__ import annotations
 
 import json
+import re
 from itertools import pairwise
 
 import pytest
@@ -140,3 +141,27 @@ def test_cached_batches_follow_shifted_ids_when_a_document_is_added(folder):
     robot = second.graph.entity_map()["机器人"]
     assert robot.chunk_ids and all(chunks[c].doc_id == "zh_sample.md" for c in robot.chunk_ids)
     assert all("机器人" in chunks[c].text for c in robot.chunk_ids)
+
+
+def test_llm_reports_fail_midway_and_the_next_build_asks_only_for_the_rest(folder):
+    index = load_index(folder)
+    failing = {"on": True}
+
+    def reports(body) -> object:
+        ids = re.findall(r"## (L\d+-\d+)", json.dumps(body, ensure_ascii=False))
+        if failing["on"] and len(seen) >= 1:
+            return status(500)
+        seen.append(ids)
+        return reply(json.dumps({i: {"title": f"T {i}", "summary": "S"} for i in ids}))
+
+    seen: list[list[str]] = []
+    settings = HiragBuildSettings(llm_reports=True)
+    with FakeAnthropicServer(responder=reports, api_key=KEY) as fake:
+        first = build_into_folder(index, folder, settings, client=client(fake))
+        done = first.meta["counts"]["llm_reports"]
+        assert done == len(seen[0]) and "LLM reports stopped" in first.meta["notes"][0]
+        failing["on"] = False
+        second = build_into_folder(index, folder, settings, client=client(fake))
+    assert second.meta["report_cached"] == done
+    assert second.meta["counts"]["llm_reports"] == second.meta["counts"]["communities"]
+    assert not set(seen[0]) & {i for batch in seen[1:] for i in batch}  # never asked twice

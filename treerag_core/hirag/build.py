@@ -342,6 +342,8 @@ def build_into_folder(
     from treerag_core.embedders import get_embedder
 
     settings = settings or HiragBuildSettings()
+    if settings.llm_reports and client is not None:  # the folder's earlier LLM reports too
+        report_cache = {**previous_llm_reports(folder), **(report_cache or {})}
     hindex = build_hirag(
         index,
         get_embedder(index.embedder_name),
