@@ -8,6 +8,7 @@ import streamlit as st
 from treerag_core.config import IndexSettings
 from treerag_core.errors import TreeRAGError
 from treerag_core.index import corpus_stats
+from ui.hirag_build import hirag_panel
 from ui.inspector import inspector
 from ui.leaf_graph_panel import graph_stats, inspected_leaf_graph
 from ui.resources import EMBEDDER_CHOICES, SAMPLES, UPLOADS, sample_corpus, sample_paths
@@ -21,6 +22,7 @@ from ui.workspace import (
     merge_sources,
     sources_of,
     sync_workspace,
+    workspace_folder,
     workspace_settings,
 )
 
@@ -131,6 +133,7 @@ def _workspace() -> None:
             docs.inspect = None
             st.rerun()
     _rebuild_form(index)
+    hirag_panel(index, workspace_folder() / "index")
 
 
 def _outline(index, doc_id: str) -> None:

@@ -277,3 +277,15 @@ def test_graph_weights_runs_one_row_per_option(eval_dir, eval_cache, capsys):
         "| added, weight 0.3",
     ]
     assert all(" | 3 | " in row for row in rows)
+
+
+def test_bench_hirag_llm_counts_calls_and_a_second_build_sends_nothing(index, tmp_path):
+    from benchmarks import bench_hirag_llm
+    from treerag_core.store import save_index
+
+    save_index(index, tmp_path / "index")
+    row = bench_hirag_llm.measure(tmp_path / "index", "hashing")
+    assert row["graph_calls"] >= row["graph_batches"] > 0 and row["report_calls"] > 0
+    assert row["graph_usage"]["input_tokens"] > 0 and row["hirag_bytes"] > 0
+    assert row["second_build_calls"] == 0
+    assert row["second_build_cached"] == [row["graph_batches"], row["counts"]["communities"]]

@@ -7,8 +7,9 @@ import os
 import re
 import subprocess
 import sys
+from itertools import pairwise
 
-from fake_anthropic import FakeAnthropicServer, reply
+from fake_anthropic import FakeAnthropicServer, reply, status
 
 from tests.conftest import REPO, SAMPLES
 
@@ -62,3 +63,64 @@ def test_index_hirag_offline_then_llm_reports_cached(tmp_path):
         assert len(server.requests) == sent  # unchanged communities are not asked again
         meta = json.loads((folder / "hirag" / "manifest.json").read_text(encoding="utf-8"))
         assert meta["report_cached"] == meta["counts"]["communities"]
+
+
+def graph_reply(body) -> object:
+    """The labour law's entities the block holds, chained by relations."""
+    prompt = json.dumps(body, ensure_ascii=False)
+    found = [n for n in ("用人单位", "劳动者", "劳动合同", "工资") if n in prompt]
+    lines = [f'("entity", "{n}", "主体", "{n}的说明")' for n in found]
+    lines += [f'("relationship", "{a}", "{b}", "关联", "{a}与{b}", 6)' for a, b in pairwise(found)]
+    return reply("\n".join(lines))
+
+
+def llm_responder(body) -> object:
+    return (
+        reports_for(body) if "## L" in json.dumps(body, ensure_ascii=False) else graph_reply(body)
+    )
+
+
+def test_index_hirag_llm_fails_midway_resumes_and_queries_use_it(tmp_path):
+    folder = tmp_path / "index"
+    doc = str(SAMPLES / "劳动合同法(2012-12-28).md")  # 12k characters: several batches
+    args = ("index", "--input", doc, "--output", str(folder), "--mock", "--hirag-llm")
+    with FakeAnthropicServer(responder=llm_responder, api_key=KEY) as server:
+        env = {"ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": server.base_url}
+        server.push(
+            graph_reply(None), graph_reply(None), *(status(500) for _ in range(3))
+        )  # + 2 retries
+        first = cli(*args, env=env)
+        assert first.returncode == 0, first.stderr
+        assert "LLM graph extraction stopped" in first.stderr and "resume" in first.stderr
+        meta = json.loads((folder / "hirag" / "manifest.json").read_text(encoding="utf-8"))
+        made = meta["graph_llm_batches"]  # a long chapter takes two calls for one batch
+        assert made >= 1 and meta["graph_offline_batches"] > 0
+        assert meta["graph_usage"]["input_tokens"] > 0
+
+        sent = len(server.requests)
+        second = cli(*args, env=env)
+        assert second.returncode == 0, second.stderr
+        assert "(llm:claude-haiku-4-5 extractor)" in second.stdout
+        meta = json.loads((folder / "hirag" / "manifest.json").read_text(encoding="utf-8"))
+        assert meta["graph_cached"] == made and meta["graph_offline_batches"] == 0
+        graph_calls = meta["graph_llm_calls"]
+        assert graph_calls > 0 and len(server.requests) - sent >= graph_calls
+        assert meta["counts"]["llm_reports"] == meta["counts"]["communities"]
+
+    # The query reads the LLM build: no rebuild, the LLM's typed entities in its context.
+    query = cli(
+        "query",
+        "--index",
+        str(folder),
+        "--mock",
+        "--json",
+        "--strategy",
+        "hirag",
+        "--query",
+        "用人单位拖欠工资",
+    )
+    assert query.returncode == 0, query.stderr
+    trace = json.loads(query.stdout)
+    assert "graph_built" not in {f["reason"] for f in trace["fallbacks"]}
+    (entities,) = [s for s in trace["sections"] if s["kind"] == "entities"]
+    assert {r["kind"] for r in entities["rows"]} == {"主体"}

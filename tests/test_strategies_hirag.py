@@ -85,3 +85,33 @@ def test_graph_unit_order_keeps_the_graph_order(hashing_index):
     assert sorted(ids(graph)) == sorted(ids(hybrid))  # the same units, in another order
     fused = [h.fused for h in hybrid.candidates]
     assert fused == sorted(fused, reverse=True)
+
+
+def test_rows_name_their_passage_and_the_text_cites_it(hashing_index):
+    result, _ = run(hashing_index, "hirag")
+    paths = {c.heading_path for c in hashing_index.chunks}
+    for section in result.sections:
+        named = [r["found_in"] for r in section.rows if r.get("found_in")]
+        assert named and set(named) <= paths, section.kind
+        assert f"[Source: {named[0]}]" in section.text
+
+
+def test_trace_records_the_query_params_and_the_answer_cites_the_graph(hashing_index):
+    from treerag_core.pipeline import Engine
+    from treerag_core.pipeline import run as run_pipeline
+
+    engine = Engine(hashing_index, get_embedder("hashing"))
+    settings = (
+        QuerySettings(strategy="hirag").set("rerank.enabled", False).set("llm.enabled", False)
+    )
+    trace = run_pipeline(engine, QUESTION, settings)
+    options = trace.settings["options"]["hirag"]
+    assert (options["top_k"], options["top_m"], options["level"]) == (20, 10, 2)
+    assert "Graph context:" in trace.answer
+    graph_part = trace.answer.split("Graph context:")[1]
+    cited = {c.heading_path for c in trace.citations}
+    for section in trace.sections:
+        first = next(r["found_in"] for r in section.rows if r.get("found_in"))
+        if section.kind != "path":
+            assert f"- {section.title}: " in graph_part and first in cited
+    assert all(c.node_ids for c in trace.citations if c.heading_path in graph_part)

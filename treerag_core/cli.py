@@ -144,25 +144,41 @@ def _previous_hirag_reports(output: Path) -> dict:
     return previous_llm_reports(output) if (output / "manifest.json").is_file() else {}
 
 
-def _index_hirag(index, output: Path, args: argparse.Namespace, cache: dict) -> None:
+def _hirag_llm_flags(args: argparse.Namespace) -> tuple[bool, bool]:
+    """(LLM graph, LLM reports) asked for: --hirag-llm is both."""
+    return (
+        args.hirag_llm or args.hirag_llm_graph,
+        args.hirag_llm or args.hirag_llm_reports,
+    )
+
+
+def _hirag_client(args: argparse.Namespace):
+    """The LLM client for --hirag-llm*, checked before any document is indexed."""
+    if not any(_hirag_llm_flags(args)):
+        return None, ""
+    from treerag_core.llm import KEY_ENV, api_key_for, make_client
+
+    llm = _llm_settings(args)
+    client = make_client(llm, api_key_for(llm.provider))
+    if client is None:
+        need = KEY_ENV[llm.provider]
+        if llm.provider == Provider.OPENAI:
+            need += " or --base-url"
+        raise LLMError(f"--hirag-llm* needs {need}", reason="no_api_key")
+    return client, llm.locate_model
+
+
+def _index_hirag(index, output: Path, args: argparse.Namespace, cache: dict, llm) -> None:
     """`--hirag`: the corpus graph, communities, reports and entity vectors, in the folder."""
     from treerag_core.hirag.build import HiragBuildSettings, build_into_folder
 
-    client, model = None, HiragBuildSettings().report_model
-    if args.hirag_llm_reports:
-        from treerag_core.llm import KEY_ENV, api_key_for, make_client
-
-        llm = _llm_settings(args)
-        client = make_client(llm, api_key_for(llm.provider))
-        if client is None:
-            raise LLMError(
-                f"--hirag-llm-reports needs {KEY_ENV[llm.provider]}", reason="no_api_key"
-            )
-        model = llm.locate_model
+    client, model = llm
+    graph_llm, reports_llm = _hirag_llm_flags(args)
     settings = HiragBuildSettings(
         max_cluster_size=args.hirag_max_cluster_size,
-        llm_reports=client is not None,
-        report_model=model,
+        llm_reports=reports_llm and client is not None,
+        llm_graph=graph_llm and client is not None,
+        report_model=model or HiragBuildSettings().report_model,
     )
     update, close = _progress_bars()
     try:
@@ -172,11 +188,14 @@ def _index_hirag(index, output: Path, args: argparse.Namespace, cache: dict) -> 
     finally:
         close()
     meta = hindex.meta
-    counts, usage = meta["counts"], meta["report_usage"]
+    counts, usage, graph = meta["counts"], meta["report_usage"], meta["graph_usage"]
     print(
-        f"HiRAG graph: {counts['entities']} entities, {counts['relations']} relations, "
-        f"{counts['communities']} communities on {counts['levels']} levels, "
-        f"{meta['seconds']['total']:.1f} s; report tokens in {usage['input_tokens']} "
+        f"HiRAG graph: {counts['entities']} entities ({meta['extractor']} extractor), "
+        f"{counts['relations']} relations, {counts['communities']} communities on "
+        f"{counts['levels']} levels, {meta['seconds']['total']:.1f} s; "
+        f"graph tokens in {graph['input_tokens']} out {graph['output_tokens']} "
+        f"(${graph['cost_usd']:.4f}, {meta['graph_llm_calls']} calls, "
+        f"{meta['graph_cached']} batches cached); report tokens in {usage['input_tokens']} "
         f"out {usage['output_tokens']} (${usage['cost_usd']:.4f})"
     )
     for note in meta["notes"]:
@@ -254,6 +273,8 @@ def cmd_index(args: argparse.Namespace) -> int:
     summarizer = _llm_summarizer(settings, previous, args)
     ktype = _ktype_summarizer(settings, previous, args)
     graph_extractor = _llm_graph_extractor(settings, args)
+    args.hirag = args.hirag or any(_hirag_llm_flags(args))
+    hirag_llm = _hirag_client(args)  # a missing key fails before any work
     update, close = _progress_bars()
     try:
         try:
@@ -284,7 +305,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     hirag_cache = _previous_hirag_reports(output) if args.hirag else {}
     save_index(index, output)
     if args.hirag:
-        _index_hirag(index, output, args, hirag_cache)
+        _index_hirag(index, output, args, hirag_cache, hirag_llm)
     for note in index.layers.notes if index.layers is not None else ():
         print(f"note: {note}", file=sys.stderr)
     stats = corpus_stats(index)
@@ -634,6 +655,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--hirag",
         action="store_true",
         help="also build the HiRAG corpus graph, communities and reports (the hirag-* strategies)",
+    )
+    p.add_argument(
+        "--hirag-llm",
+        action="store_true",
+        help="HiRAG with the LLM: --hirag-llm-graph and --hirag-llm-reports (implies --hirag)",
+    )
+    p.add_argument(
+        "--hirag-llm-graph",
+        action="store_true",
+        help="HiRAG entities and relations from the LLM (the --provider key or --base-url; "
+        "one call per ~6,000 characters of consecutive sections, cached in the folder; a failure "
+        "keeps what was extracted and the next run resumes)",
     )
     p.add_argument(
         "--hirag-llm-reports",

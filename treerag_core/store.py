@@ -34,6 +34,14 @@ SCHEMA_VERSION = 1
 MANIFEST = "manifest.json"
 FILES = ("nodes.jsonl", "chunks.jsonl", "embeddings.npy", "tokens.json", "texts.json")
 GRAPH_VECTORS = "graph_vectors.npy"  # beside graphs.json, only in indexes built with graphs
+# Kept across rebuilds: the user's tree corrections, the HiRAG artifacts (a stale build is
+# found by its fingerprint, never used) and its LLM caches (they spare paid calls).
+KEPT_ON_REBUILD = (
+    "tree_edits.json",
+    "hirag",
+    ".hirag-graphs-cache.jsonl",
+    ".hirag-reports-partial.json",
+)
 REBUILD_HINT = "rebuild it with `python -m treerag_core index --input DOCS --output {path}`"
 LOCK_TIMEOUT = 30.0  # seconds a second writer waits for the first before giving up
 FINGERPRINT_MIN_COSINE = 0.999  # same model, other BLAS: ~1.0; another model: far below
@@ -219,10 +227,8 @@ def save_index(index: CorpusIndex, folder: str | Path, lock_timeout: float = LOC
         tmp = Path(tempfile.mkdtemp(prefix=_side(target, "tmp"), dir=target.parent))
         try:
             _write_files(index, tmp)
-            # Tree edits are the user's corrections, kept with the index across rebuilds.
-            edits = target / "tree_edits.json"
-            if edits.is_file():
-                shutil.copy2(edits, tmp / edits.name)
+            for name in KEPT_ON_REBUILD:
+                _carry_over(target / name, tmp / name)
             _fsync_tree(tmp)
             if not target.exists():
                 tmp.rename(target)
@@ -239,6 +245,22 @@ def save_index(index: CorpusIndex, folder: str | Path, lock_timeout: float = LOC
             raise
     index.folder = str(target)
     return target
+
+
+def _carry_over(src: Path, dst: Path) -> None:
+    """Copy a kept file or folder into the new index (folders as hard links where possible:
+    their files are replaced, never written in place)."""
+    if src.is_file():
+        shutil.copy2(src, dst)
+    elif src.is_dir():
+        shutil.copytree(src, dst, copy_function=_link_or_copy)
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
 
 
 def _write_files(index: CorpusIndex, tmp: Path) -> None:

@@ -259,6 +259,7 @@ def extractive_answer(
     yield from render_extract(result, language)
     if result.answered:
         yield from _graph_paths(sections, language)
+        yield from _context_rows(sections, language)
 
 
 def _graph_paths(sections: Sequence[ContextSection], language: Language) -> Iterator[str]:
@@ -272,6 +273,33 @@ def _graph_paths(sections: Sequence[ContextSection], language: Language) -> Iter
     yield "\n\n" + ("图路径:" if language == "zh" else "Graph paths:")
     for row in rows[:2]:
         yield f"\n- {inert_links(str(row['path']))} [{label}: {row['section']}]"
+
+
+def _row_label(row: Mapping[str, object]) -> str:
+    """What a context row is about: an entity, a report title, a path, or a relation."""
+    for key in ("entity", "title", "path"):
+        if row.get(key):
+            return str(row[key])
+    return f"{row.get('source', '')} — {row.get('target', '')}"
+
+
+def _context_rows(sections: Sequence[ContextSection], language: Language) -> Iterator[str]:
+    """The first row of each context section that names its passage (`found_in`: a heading
+    path), cited, so an extractive answer cites the graph context it read (HiRAG's entities,
+    relations, reports and path) and not only the passages."""
+    cited = []
+    for section in sections:
+        row = next(
+            (r for r in section.rows if r.get("found_in") and r.get("path") != "no path"), None
+        )
+        if row is not None:
+            cited.append((section.title, _row_label(row), str(row["found_in"])))
+    if not cited:
+        return
+    label = "来源" if language == "zh" else "Source"
+    yield "\n\n" + ("图上下文:" if language == "zh" else "Graph context:")
+    for title, what, passage in cited:
+        yield f"\n- {title}: {inert_links(one_line(what))} [{label}: {passage}]"
 
 
 def stream_llm_answer(

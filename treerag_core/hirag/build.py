@@ -33,9 +33,11 @@ from treerag_core.hirag.store import (
     save_partial_reports,
 )
 from treerag_core.text import tokenize
+from treerag_core.types import Usage
 
 if TYPE_CHECKING:
     from treerag_core.embedders import Embedder
+    from treerag_core.graph.types import LeafGraph
     from treerag_core.index import CorpusIndex
 
 ProgressFn = Callable[[str, int, int], None]
@@ -48,7 +50,10 @@ class HiragBuildSettings:
     max_cluster_size: int = DEFAULT_MAX_CLUSTER_SIZE  # seed 002: 10
     seed: int = DEFAULT_SEED
     llm_reports: bool = False  # LLM community reports (needs a client), else extractive
-    report_model: str = "claude-haiku-4-5"
+    report_model: str = "claude-haiku-4-5"  # the model of both LLM steps
+    # Entities and relations from the LLM (needs a client), else the offline extractor.
+    # Not hashed as a setting: the extractor's name ("llm:<model>") is in the fingerprint.
+    llm_graph: bool = False
 
     def __post_init__(self) -> None:
         if self.max_cluster_size < 2:
@@ -64,15 +69,33 @@ def offline_extractor() -> Extractor:
     return extract_offline
 
 
+def _settings_dict(settings: HiragBuildSettings) -> dict[str, Any]:
+    data = asdict(settings)
+    data.pop("llm_graph")  # the extractor name stands for it (keeps older fingerprints)
+    return data
+
+
+def extractor_label(settings: HiragBuildSettings, client: Any = None) -> str:
+    """The extractor's name in the fingerprint: `llm:<model>` with the LLM, else `offline`."""
+    if settings.llm_graph and client is not None:
+        return f"llm:{settings.report_model}"
+    return "offline"
+
+
 def fingerprint(index: CorpusIndex, settings: HiragBuildSettings, extractor: str) -> str:
     """What the artifacts were built from: documents, chunking, embedder and settings."""
+    return _fingerprint(index, {"hirag": _settings_dict(settings), "extractor": extractor})
+
+
+def corpus_fingerprint(index: CorpusIndex) -> str:
+    """The documents, chunking and embedder alone: a build of any HiRAG settings (the user's
+    choice at index time, LLM or offline) serves the queries while these are unchanged."""
+    return _fingerprint(index, {})
+
+
+def _fingerprint(index: CorpusIndex, extra: dict[str, Any]) -> str:
     digest = hashlib.sha256()
-    head = {
-        "index": index.settings.to_dict(),
-        "embedder": index.embedder_name,
-        "hirag": asdict(settings),
-        "extractor": extractor,
-    }
+    head = {"index": index.settings.to_dict(), "embedder": index.embedder_name, **extra}
     digest.update(json.dumps(head, sort_keys=True).encode())
     for doc in index.documents:
         digest.update(f"{doc.doc_id}\x1f{doc.sha256}\x1e".encode())
@@ -94,18 +117,47 @@ def build_hirag(
     client: Any = None,
     folder: str | None = None,
     report_cache: dict[str, CommunityReport] | None = None,
+    graph_cache: dict[str, LeafGraph] | None = None,
+    graph_block_chars: int | None = None,
     progress: ProgressFn | None = None,
 ) -> HiragIndex:
     """Extract, merge, cluster, report and embed; times (and LLM tokens) go into `meta`.
 
-    With `folder` (the index folder), LLM reports are checkpointed after each batch and an
-    interrupted build resumes from the checkpoint.
+    With a `client`, `settings.llm_graph` extracts the graph with the LLM, one call per
+    batch of ~`graph_block_chars` characters of consecutive leaves (batches in
+    `graph_cache`, content key -> graph, are not sent again), and `settings.llm_reports`
+    writes the reports. With `folder` (the index folder), both are checkpointed as they go
+    (a graph per batch, reports per batch of communities) and an interrupted build resumes.
     """
     settings = settings or HiragBuildSettings()
     notify = progress or (lambda stage, done, total: None)
-    extract = extract or offline_extractor()
     seconds: dict[str, float] = {}
     started = time.perf_counter()
+    extraction = None
+    if extract is None and settings.llm_graph and client is not None:
+        from treerag_core.graph.extract_llm import BLOCK_CHARS
+        from treerag_core.hirag.llm_graph import (
+            extract_corpus_llm,
+            load_graph_cache,
+            write_graph_cache,
+        )
+
+        cache = dict(graph_cache or {})
+        if folder:
+            cache.update(load_graph_cache(folder))
+        extraction = extract_corpus_llm(
+            index,
+            client,
+            settings.report_model,
+            cache=cache,
+            folder=folder,
+            progress=lambda done, total: notify("llm graph", done, total),
+            block_chars=graph_block_chars or BLOCK_CHARS,
+        )
+        extract, extractor_name = extraction.extractor(), extractor_label(settings, client)
+        if folder:  # the cache keeps what this corpus uses, not every batch ever sent
+            write_graph_cache(folder, extraction.llm_graphs)
+    extract = extract or offline_extractor()
     languages = {d.doc_id: d.language for d in index.documents}
     graph = build_corpus_graph(
         index.chunks,
@@ -142,8 +194,10 @@ def build_hirag(
     tokens = [tokenize(text) for text in texts]
     seconds["entity_vectors"] = time.perf_counter() - t
     seconds["total"] = time.perf_counter() - started
+    graph_usage = extraction.usage if extraction is not None else Usage()
     meta = {
         "fingerprint": fingerprint(index, settings, extractor_name),
+        "corpus_fingerprint": corpus_fingerprint(index),
         "settings": asdict(settings),
         "extractor": extractor_name,
         "embedder": index.embedder_name,
@@ -158,7 +212,14 @@ def build_hirag(
         "report_usage": asdict(built.usage),
         "report_llm_calls": built.llm_calls,
         "report_cached": built.cached,
-        "notes": list(built.notes),
+        "graph_usage": asdict(graph_usage),
+        "graph_llm_calls": extraction.llm_calls if extraction is not None else 0,
+        "graph_cached": extraction.cached if extraction is not None else 0,
+        "graph_llm_batches": len(extraction.llm_graphs) if extraction is not None else 0,
+        "graph_offline_batches": (
+            len(extraction.fallback_batches) if extraction is not None else 0
+        ),
+        "notes": [*(extraction.notes if extraction is not None else ()), *built.notes],
     }
     notify("done", 1, 1)
     return HiragIndex(
@@ -166,7 +227,7 @@ def build_hirag(
     )
 
 
-_CACHE: dict[str, HiragIndex] = {}
+_CACHE: dict[tuple[str, str], HiragIndex] = {}  # (index folder, fingerprint) -> artifacts
 _LOCK = threading.Lock()
 
 
@@ -183,6 +244,20 @@ def hirag_for(
     )[0]
 
 
+def _folder_key(folder: str | Path | None) -> str:
+    return str(Path(folder).resolve()) if folder else ""
+
+
+def serves(stored: HiragIndex, index: CorpusIndex, settings: HiragBuildSettings | None) -> bool:
+    """Whether stored artifacts answer for `index`: with `settings` None, any build of the
+    same documents (whatever HiRAG settings or extractor the user built it with); else
+    only a build of exactly `settings`."""
+    if settings is None and stored.meta.get("corpus_fingerprint"):
+        return stored.meta["corpus_fingerprint"] == corpus_fingerprint(index)
+    wanted = settings or HiragBuildSettings()
+    return stored.fingerprint == fingerprint(index, wanted, extractor_label(wanted))
+
+
 def load_or_build(
     index: CorpusIndex,
     *,
@@ -190,25 +265,26 @@ def load_or_build(
     embedder: Embedder | None = None,
     build_if_missing: bool = True,
 ) -> tuple[HiragIndex, bool]:
-    """The HiRAG artifacts of `index`: from memory, from `<index folder>/hirag/` when their
-    fingerprint matches, else built (offline extractor, extractive reports) and saved there.
-    The flag says whether this call built them.
+    """The HiRAG artifacts of `index`: from memory, from `<index folder>/hirag/` when they
+    serve it (`serves`: queries pass no settings, so an `index --hirag-llm` build is used),
+    else built with `settings` or the defaults (offline extractor, extractive reports: a
+    query never calls an LLM to build) and saved there. The flag says whether this call built.
 
     Raises:
-        IndexFormatError: none stored and `build_if_missing` is False.
+        IndexFormatError: none stored (or out of date) and `build_if_missing` is False.
     """
-    settings = settings or HiragBuildSettings()
-    fp = fingerprint(index, settings, "offline")
-    key = fp  # the same fingerprint means the same documents and settings
+    wanted = settings or HiragBuildSettings()
+    folder = getattr(index, "folder", None)
+    exact = fingerprint(index, wanted, extractor_label(wanted))
+    key = (_folder_key(folder), corpus_fingerprint(index) if settings is None else exact)
     with _LOCK:
         cached = _CACHE.get(key)
         if cached is not None:
             return cached, False
-        folder = getattr(index, "folder", None)
         hindex, built = None, False
         if folder and has_hirag(folder):
             stored = load_hirag(folder)
-            if stored.fingerprint == fp:
+            if serves(stored, index, settings):
                 hindex = stored
             elif not build_if_missing:
                 raise IndexFormatError(
@@ -222,13 +298,17 @@ def load_or_build(
                 from treerag_core.embedders import get_embedder
 
                 embedder = get_embedder(index.embedder_name)
-            hindex, built = build_hirag(index, embedder, settings, folder=folder), True
+            hindex, built = build_hirag(index, embedder, wanted, folder=folder), True
             if folder:
                 save_hirag(hindex, folder)
-        if len(_CACHE) >= 8:  # a long-lived explorer may open many indexes: keep a few
-            _CACHE.pop(next(iter(_CACHE)))
-        _CACHE[key] = hindex
+        _remember(key, hindex)
         return hindex, built
+
+
+def _remember(key: tuple[str, str], hindex: HiragIndex) -> None:
+    if key not in _CACHE and len(_CACHE) >= 8:  # a long-lived explorer opens many indexes
+        _CACHE.pop(next(iter(_CACHE)))
+    _CACHE[key] = hindex
 
 
 def previous_llm_reports(folder: str | Path) -> dict[str, CommunityReport]:
@@ -253,12 +333,17 @@ def build_into_folder(
     *,
     client: Any = None,
     report_cache: dict[str, CommunityReport] | None = None,
+    graph_cache: dict[str, LeafGraph] | None = None,
+    graph_block_chars: int | None = None,
     progress: ProgressFn | None = None,
 ) -> HiragIndex:
-    """`index --hirag`: build with the index's embedder, save into the index folder."""
+    """`index --hirag` (and the explorer's build button): build with the index's embedder,
+    save into the index folder; later queries of this folder use this build."""
     from treerag_core.embedders import get_embedder
 
     settings = settings or HiragBuildSettings()
+    if settings.llm_reports and client is not None:  # the folder's earlier LLM reports too
+        report_cache = {**previous_llm_reports(folder), **(report_cache or {})}
     hindex = build_hirag(
         index,
         get_embedder(index.embedder_name),
@@ -266,10 +351,13 @@ def build_into_folder(
         client=client,
         folder=str(folder),
         report_cache=report_cache,
+        graph_cache=graph_cache,
+        graph_block_chars=graph_block_chars,
         progress=progress,
     )
     save_hirag(hindex, folder)
     partial_reports_path(folder).unlink(missing_ok=True)  # the build finished
     with _LOCK:
-        _CACHE[hindex.fingerprint] = hindex
+        _remember((_folder_key(folder), hindex.fingerprint), hindex)
+        _remember((_folder_key(folder), corpus_fingerprint(index)), hindex)
     return hindex

@@ -160,7 +160,10 @@ def _attr(obj: Any, *names: str, default: Any = "") -> Any:
 
 
 def edge_weight(edge: Any) -> float:
-    """Leiden needs positive weights: supporting sentences when given, else the weight."""
+    """Leiden needs positive weights: an LLM edge's strength (1-10, as HiRAG sums them);
+    an offline edge's supporting sentences (its `weight` is a PMI that may be negative)."""
+    if getattr(edge, "directed", False):  # the graph package's LLM relations are directed
+        return max(float(_attr(edge, "weight", default=1.0)), 1e-6)
     count = getattr(edge, "count", None)
     if count is not None:
         return max(float(count), 1e-6)

@@ -132,6 +132,11 @@ class HiragRetriever:
             self._rows_by_scope[key] = rows
         return rows
 
+    def _passage(self, chunk_ids: Sequence[str], scope: set[str] | None) -> str:
+        """The heading path of the first in-scope passage behind a row: what the answer cites."""
+        own = self._in_scope(chunk_ids, scope)
+        return self.chunks[own[0]].heading_path if own else ""
+
     def _in_scope(self, chunk_ids: Sequence[str], scope: set[str] | None) -> tuple[str, ...]:
         if scope is None:
             return tuple(c for c in chunk_ids if c in self.chunks)
@@ -185,12 +190,15 @@ class HiragRetriever:
         path = None
         if mode in (Mode.LOCAL, Mode.HI):
             relations = self._one_hop(top, options, scoped)
-            sections += [self._entity_section(top, scoped), self._relation_section(relations)]
+            sections += [
+                self._entity_section(top, scoped),
+                self._relation_section(relations, scoped),
+            ]
             units += self._entity_units(top, relations, scoped)
         if mode in (Mode.GLOBAL, Mode.HI):
             communities = self._communities_of(top, options)
             if communities:
-                sections.append(self._report_section(communities, options))
+                sections.append(self._report_section(communities, top, scoped))
             else:
                 notes.append(f"no community at level <= {options.level} holds a top entity")
             if mode is Mode.GLOBAL:
@@ -316,6 +324,7 @@ class HiragRetriever:
         rows, lines, units, used = [], [], [], 0
         for step, leg in enumerate(path.legs, start=1):
             names = [self._name(k) for k in leg.nodes]
+            first = store.get_edge(*leg.nodes[:2]) if len(leg.nodes) > 1 else None
             rows.append(
                 {
                     "step": step,
@@ -323,6 +332,7 @@ class HiragRetriever:
                     "to": self._name(leg.target),
                     "path": " → ".join(names) if leg.found else "no path",
                     "hops": max(len(leg.nodes) - 1, 0),
+                    "found_in": self._passage(first.chunk_ids, scope) if first else "",
                     "nodes": list(leg.nodes),
                 }
             )
@@ -330,7 +340,10 @@ class HiragRetriever:
             r = store.get_edge(a, b)
             if r is None:
                 continue
-            line = f"{self._name(a)} — {self._name(b)}: {r.description}"
+            line = cited(
+                f"{self._name(a)} — {self._name(b)}: {r.description}",
+                self._passage(r.chunk_ids, scope),
+            )
             cost = estimate_tokens(line)
             if lines and used + cost > options.bridge_tokens:
                 break
@@ -380,15 +393,19 @@ class HiragRetriever:
                     "degree": self.h.store.node_degree(e.key),
                     "passages": len(own),
                     "description": e.description,
+                    "found_in": self.chunks[own[0]].heading_path if own else "",
                 }
             )
-            lines.append(f"{e.name}: {e.description}" if e.description else e.name)
+            line = f"{e.name}: {e.description}" if e.description else e.name
+            lines.append(cited(line, rows[-1]["found_in"]))
             chunk_ids.extend(own)
         return ContextSection(
             "entities", "Entities", "\n".join(lines), tuple(rows), tuple(dict.fromkeys(chunk_ids))
         )
 
-    def _relation_section(self, relations: Sequence[Relation]) -> ContextSection:
+    def _relation_section(
+        self, relations: Sequence[Relation], scope: set[str] | None
+    ) -> ContextSection:
         rows = [
             {
                 "source": self._name(r.source),
@@ -397,23 +414,31 @@ class HiragRetriever:
                 "target_key": r.target,
                 "weight": r.weight,
                 "description": r.description,
+                "found_in": self._passage(r.chunk_ids, scope),
             }
             for r in relations
         ]
         text = "\n".join(
-            f"{self._name(r.source)} — {self._name(r.target)}: {r.description}" for r in relations
+            cited(f"{row['source']} — {row['target']}: {row['description']}", row["found_in"])
+            for row in rows
         )
         chunk_ids = tuple(dict.fromkeys(c for r in relations for c in r.chunk_ids))
         return ContextSection("relations", "Relations", text, tuple(rows), chunk_ids)
 
     def _report_section(
-        self, communities: Sequence[Community], options: HiragOptions
+        self,
+        communities: Sequence[Community],
+        top: Sequence[ScoredEntity],
+        scope: set[str] | None,
     ) -> ContextSection:
         rows, texts = [], []
         for c in communities:
             report = self.h.reports.get(c.community_id)
             if report is None:
                 continue
+            # Cited by the passage of its best-ranked top entity: a text unit the answer read.
+            members = set(c.entity_keys)
+            best = next((s.entity for s in top if s.entity.key in members), None)
             rows.append(
                 {
                     "community": c.community_id,
@@ -423,10 +448,11 @@ class HiragRetriever:
                     "findings": " • ".join(report.findings),
                     "entities": len(c.entity_keys),
                     "source": report.source,
+                    "found_in": self._passage(best.chunk_ids if best else c.chunk_ids, scope),
                     "entity_keys": list(c.entity_keys),
                 }
             )
-            texts.append(report.text())
+            texts.append(cited(report.text(), rows[-1]["found_in"]))
         chunk_ids = tuple(dict.fromkeys(x for c in communities for x in c.chunk_ids))
         return ContextSection(
             "reports", "Community reports", "\n\n".join(texts), tuple(rows), chunk_ids
@@ -443,6 +469,11 @@ class HiragRetriever:
             kept.append(cid)
             used += cost
         return tuple(kept)
+
+
+def cited(line: str, passage: str) -> str:
+    """A context line with the passage it came from, in the marker answers cite with."""
+    return f"{line} [Source: {passage}]" if passage else line
 
 
 def path_text(path: BridgePath, name: Callable[[str], str]) -> str:

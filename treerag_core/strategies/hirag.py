@@ -75,7 +75,9 @@ class _HiragMode:
     options_type: ClassVar[type | None] = HiragOptions
 
     def effective_settings(self, settings: QuerySettings) -> QuerySettings:
-        return settings.with_(strategy=self.name)
+        """The strategy, and HiRAG's QueryParam (top_k, top_m, level, budgets) written out,
+        so the trace records what the mode ran with even when it is the defaults."""
+        return settings.with_(strategy=self.name).with_option(OPTIONS_KEY, hirag_options(settings))
 
     def locate_inputs(self, settings: QuerySettings, locator: str) -> dict[str, Any]:
         return {}
