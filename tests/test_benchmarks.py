@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmarks import bench_index, bench_query, run_all
+from benchmarks import bench_index, bench_query, bench_retune, run_all
 from treerag_core.config import IndexSettings
 from treerag_core.embedders import get_embedder
 from treerag_core.index import SourceDocument, build_index
@@ -122,6 +122,31 @@ def test_query_bench_reports_stage_percentiles_and_overhead_share(index):
     text = bench_query.to_markdown(result)
     assert "| treerag | 3 |" in text and "| flat-hybrid | 3 |" in text
     assert len(bench_query.verdicts(result)) == 2
+
+
+class PerPairReranker:
+    """Costs a known time per pair, so the cache's saving shows in the retune's time."""
+
+    name = "per-pair"
+    seconds = 0.002
+
+    def score(self, query: str, passages: Sequence[str], batch_size: int = 16) -> np.ndarray:
+        time.sleep(self.seconds * len(passages))
+        return np.array([float(len(p) % 7) for p in passages])
+
+
+def test_retune_bench_scores_only_unseen_passages_when_cached(index):
+    questions = [(q, ["test_paper.md"]) for q in EN_QUESTIONS[:2]]
+    result = bench_retune.run_retune_bench(
+        index, get_embedder("hashing"), questions, reranker_factory=lambda m: PerPairReranker()
+    )
+    n = len(bench_retune.MOVES) * 2
+    assert result["n_retunes"] == n and len(result["ms"]["uncached"]) == n
+    pairs = result["pairs_scored_median"]
+    assert pairs["uncached"] >= 1 and pairs["cached"] < pairs["uncached"]
+    assert result["median_ms"]["cached"] < result["median_ms"]["uncached"]
+    assert result["median_ratio_uncached_over_cached"] > 1
+    assert len(result["load_average"]) == 3 and isinstance(result["meets_target"], bool)
 
 
 def test_query_bench_without_rerank_spends_no_cross_encoder_time(index):
