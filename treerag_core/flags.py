@@ -19,6 +19,14 @@ from treerag_core.types import RetrievedChunk, Trace
 # judged right (in scope: own corpus; out of scope: another set's corpus).
 WEAK_RERANK_LOGIT = -1.0
 WEAK_DENSE_COSINE = 0.46
+# The keyless answer says "the documents do not seem to answer" when its best sentence scores
+# below this (synthesis.score_sentences: 0.6 x cosine + 0.4 x share of question terms), per
+# question language. Calibrated with benchmarks/bench_extractive.py (tuned on these dev
+# questions, see docs/evaluation.md): the best balanced accuracy between answering the
+# answerable questions whose gold was retrieved and refusing questions asked of another set's
+# documents, of the wrong document of their own set, and QASPER's unanswerable ones (the middle
+# of a tie). en: 0.93 answered / 0.95 refused; zh: 1.00 / 0.98.
+NOT_ANSWERED_SCORE = {"en": 0.34, "zh": 0.36}
 
 
 @dataclass(frozen=True)
