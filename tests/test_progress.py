@@ -57,3 +57,17 @@ def test_a_piped_cli_process_prints_plain_lines_and_no_bar(tmp_path):
     assert "\r" not in out.stderr
     for stage in ("converting", "parsing", "embedding"):
         assert any(line.startswith(f"{stage}: ") and line.endswith("(100%)") for line in lines)
+
+
+def test_conversion_reports_every_file_a_refused_one_too():
+    from treerag_core.ingest import sources_from_uploads
+
+    calls: list[tuple[int, int]] = []
+    uploads = [("a.md", b"# A\n\nSome text."), ("big.md", b"# B\n\n" + b"x" * 200)]
+    sources, rejected = sources_from_uploads(
+        uploads, 100, progress=lambda d, t: calls.append((d, t))
+    )
+    assert [s.name for s in sources] == ["a.md"] and [r.name for r in rejected] == ["big.md"]
+    assert calls == [(0, 2), (1, 2), (2, 2)]
+    sources_from_uploads([], 100, progress=lambda d, t: calls.append((d, t)))
+    assert len(calls) == 3  # nothing to convert: no line
