@@ -1,5 +1,13 @@
 """The keyless answer on the dev sets: does its first sentence hold the gold evidence, and is
-its "not answered" verdict right? Against the previous three-quote answer, same retrieval."""
+its "not answered" verdict right? Against the previous three-quote answer, same retrieval.
+
+One run scores the new answer and the previous one on the same questions and the same traces
+(QASPER and the GitLab handbook in English, the LeCoQA laws in Chinese), then calibrates the
+"not answered" threshold per question language. Usage:
+
+    python benchmarks/bench_extractive.py --cache data/eval-cache [--limit 40] \
+        [--out bench-results/extractive.json] [--rows bench-results/extractive-rows.jsonl]
+"""
 
 from __future__ import annotations
 
@@ -17,24 +25,44 @@ if str(REPO) not in sys.path:  # run as `python benchmarks/bench_extractive.py` 
     sys.path.insert(0, str(REPO))
 
 from treerag_core.config import IndexSettings, data_dir  # noqa: E402
+from treerag_core.embedders import get_embedder  # noqa: E402
 from treerag_core.evaluation.dataset import EvalQuestion, load_dataset  # noqa: E402
 from treerag_core.evaluation.harness import dataset_index  # noqa: E402
 from treerag_core.evaluation.metrics import Passage, hits  # noqa: E402
+from treerag_core.flags import NOT_ANSWERED_SCORE, question_flags  # noqa: E402
 from treerag_core.pipeline import Engine, run  # noqa: E402
 from treerag_core.settings import QuerySettings  # noqa: E402
-from treerag_core.synthesis import extract  # noqa: E402
+from treerag_core.synthesis import (  # noqa: E402
+    choose_sentences,
+    score_sentences,
+    whole_sentences,
+)
 from treerag_core.text_rules import sentence_spans  # noqa: E402
 from treerag_core.types import RetrievedChunk  # noqa: E402
 
 DEFAULT_DATA = REPO.parent / "shared" / "eval"
-THRESHOLDS = [round(t, 2) for t in np.arange(0.10, 0.62, 0.02)]
+THRESHOLDS = [round(float(t), 2) for t in np.arange(0.10, 0.72, 0.02)]
+# Off-set questions: each set's questions asked of another set's whole corpus.
+OFF_SET = (
+    ("qasper", "gitlab_handbook"),
+    ("gitlab_handbook", "qasper"),
+    ("lecoqa_laws", "qasper"),
+    ("lecoqa_laws", "gitlab_handbook"),
+    ("qasper", "lecoqa_laws"),
+    ("gitlab_handbook", "lecoqa_laws"),
+)
+# Wrong-document questions: a set's question asked of another document of the same set (the
+# next one in the set's order), a same-language negative. Not for QASPER: its questions
+# rarely name their paper ("Which datasets do they evaluate on?"), so another paper answers.
+WRONG_DOC_SETS = ("gitlab_handbook", "lecoqa_laws")
 
 
-def three_quotes_first(
+def three_quotes(
     question_vector: np.ndarray, hit_list: Sequence[RetrievedChunk], embed_many
-) -> tuple[str, int, int] | None:
-    """(doc, start, end) of the first quote of the previous keyless answer: the passage-local
-    sentences of the top 3 passages ranked by cosine alone (kept here only to compare)."""
+) -> list[tuple[str, str, int, int]]:
+    """(text, doc, start, end) of the previous keyless answer's quotes, in its order: the
+    passage-local sentences of the top 3 passages, the 3 best by cosine alone (kept here only
+    to compare)."""
     cands = []
     for hit in hit_list[:3]:
         text = hit.chunk.text
@@ -44,10 +72,9 @@ def three_quotes_first(
                     (text[s:e], hit.chunk.doc_id, hit.chunk.start + s, hit.chunk.start + e)
                 )
     if not cands:
-        return None
+        return []
     sims = embed_many([c[0] for c in cands]) @ question_vector.astype(np.float32)
-    best = cands[int(np.argmax(sims))]
-    return best[1], best[2], best[3]
+    return [cands[i] for i in sorted(range(len(cands)), key=lambda i: -float(sims[i]))[:3]]
 
 
 def holds_gold(span: tuple[str, int, int] | None, question: EvalQuestion) -> bool:
@@ -57,116 +84,217 @@ def holds_gold(span: tuple[str, int, int] | None, question: EvalQuestion) -> boo
     return any(hits(passage, ev) for ev in question.evidences)
 
 
-def retrieved_gold(trace, question: EvalQuestion) -> bool:
-    spans = [Passage(h.chunk.doc_id, h.chunk.start, h.chunk.end) for h in trace.reranked]
+def retrieved_gold(trace, question: EvalQuestion, top: int | None = None) -> bool:
+    spans = [Passage(h.chunk.doc_id, h.chunk.start, h.chunk.end) for h in trace.reranked[:top]]
     return any(hits(p, ev) for p in spans for ev in question.evidences)
 
 
-def score_questions(
-    engine: Engine, questions: Sequence[EvalQuestion], settings: QuerySettings, scope_own: bool
-) -> list[dict[str, Any]]:
+def score_question(
+    engine: Engine, q: EvalQuestion, settings: QuerySettings, scope: list[str] | None
+) -> dict[str, Any]:
+    """One question through the pipeline (no LLM), both keyless answers read off one trace."""
     embed_many = lambda texts: engine.embedder.embed(list(texts))  # noqa: E731
-    rows = []
-    for q in questions:
-        scope = list(q.docs) if scope_own else None
-        trace = run(engine, q.question, settings, scope=scope, synthesize=False)
-        qvec = engine.query_vector(q.question)
-        result = extract(q.question, qvec, trace.reranked, embed_many, engine.index.texts, 0.0)
-        first = result.sentences[0] if result.sentences else None
-        rows.append(
-            {
-                "id": q.id,
-                "best": result.best.score if result.best else 0.0,
-                "new_first_gold": holds_gold((first.doc, first.start, first.end), q)
-                if first
-                else False,
-                "old_first_gold": holds_gold(
-                    three_quotes_first(qvec, trace.reranked, embed_many), q
-                ),
-                "retrieved_gold": retrieved_gold(trace, q) if q.evidences else False,
-            }
-        )
-    return rows
+    trace = run(engine, q.question, settings, scope=scope, synthesize=False)
+    qvec = engine.query_vector(q.question)
+    scored = score_sentences(
+        q.question, qvec, whole_sentences(trace.reranked, engine.index.texts), embed_many
+    )
+    # The selection alone (no verdict: the three quotes never refused), then the answer as
+    # shipped (the verdict and the bar for further sentences at the language's threshold).
+    result = choose_sentences(scored, 0.0)
+    shipped = choose_sentences(scored, NOT_ANSWERED_SCORE[trace.language])
+    first = result.sentences[0] if result.sentences else None
+    quotes = three_quotes(qvec, trace.reranked, embed_many)
+
+    def gold(s) -> bool:
+        return holds_gold((s.doc, s.start, s.end), q)
+
+    return {
+        "id": q.id,
+        "question": q.question,
+        "language": trace.language,
+        "best": result.best.score if result.best else 0.0,
+        "flag_out_of_scope": question_flags(trace).out_of_scope,
+        "new_first_gold": bool(first and gold(first)),
+        "new_any_gold": any(gold(s) for s in result.sentences),
+        "shipped_first_gold": bool(shipped.sentences and gold(shipped.sentences[0])),
+        "shipped_any_gold": any(gold(s) for s in shipped.sentences),
+        "shipped_sentences": len(shipped.sentences),
+        "best_scored_gold": bool(scored and gold(scored[0])),
+        "old_first_gold": bool(quotes) and holds_gold(quotes[0][1:], q),
+        "old_any_gold": any(holds_gold(quote[1:], q) for quote in quotes),
+        "top_passage_gold": retrieved_gold(trace, q, 1) if q.evidences else False,
+        "retrieved_gold": retrieved_gold(trace, q) if q.evidences else False,
+        "new_first": first.text[:300] if first else "",
+        "new_first_scores": [round(first.meaning, 3), round(first.overlap, 3)] if first else [],
+        "old_first": quotes[0][0][:300] if quotes else "",
+        "gold": q.evidences[0].text[:300] if q.evidences else "",
+    }
+
+
+def wrong_doc(doc_names: Sequence[str], own: Sequence[str]) -> str | None:
+    """The document after the question's own in the set's order (cyclic), not one of its own;
+    None when the set has no other."""
+    names = list(doc_names)
+    start = names.index(own[0]) if own and own[0] in names else 0
+    for step in range(1, len(names) + 1):
+        name = names[(start + step) % len(names)]
+        if name not in own:
+            return name
+    return None
+
+
+def share(rows: Sequence[dict[str, Any]], key: str) -> float:
+    return float(np.mean([r[key] for r in rows])) if rows else 0.0
+
+
+def verdict(
+    positives: Sequence[dict[str, Any]], negatives: Sequence[dict[str, Any]], t: float
+) -> dict[str, float]:
+    """Answered when the gold was retrieved, refused when the question is not answerable here."""
+    answered = sum(r["best"] >= t for r in positives) / max(1, len(positives))
+    refused = sum(r["best"] < t for r in negatives) / max(1, len(negatives))
+    return {
+        "answered_when_gold_retrieved": round(answered, 3),
+        "refused_when_not_answerable": round(refused, 3),
+        "balanced": round((answered + refused) / 2, 3),
+    }
+
+
+def best_threshold(positives: Sequence[dict], negatives: Sequence[dict]) -> float:
+    """The threshold with the best balanced accuracy; when several tie, the middle one (the
+    widest margin on both sides)."""
+    balanced = {t: verdict(positives, negatives, t)["balanced"] for t in THRESHOLDS}
+    top = max(balanced.values())
+    tied = [t for t in THRESHOLDS if balanced[t] == top]
+    return tied[(len(tied) - 1) // 2]
+
+
+def calibrate(positives: list[dict], negatives: list[dict]) -> dict[str, Any]:
+    """Every threshold's verdict, the one with the best balanced accuracy, and that choice
+    checked out of sample (chosen on the even rows, scored on the odd ones and vice versa)."""
+    table = {t: verdict(positives, negatives, t) for t in THRESHOLDS}
+    best = best_threshold(positives, negatives)
+    halves = []
+    for k in (0, 1):
+        t = best_threshold(positives[k::2], negatives[k::2])
+        halves.append((t, verdict(positives[1 - k :: 2], negatives[1 - k :: 2], t)["balanced"]))
+    return {
+        "n_positive_gold_retrieved": len(positives),
+        "n_negative": len(negatives),
+        "best_threshold": best,
+        "at_best": table[best],
+        "held_out_balanced": [{"threshold": t, "balanced": b} for t, b in halves],
+        "thresholds": {str(t): v for t, v in table.items()},
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    parser.add_argument("--limit", type=int, default=60, help="questions per set")
+    parser.add_argument("--cache", type=Path, default=Path(data_dir()) / "eval-cache")
+    parser.add_argument("--limit", type=int, default=40, help="answerable questions per set")
     parser.add_argument("--embedder", default=IndexSettings().embedder)
-    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--out", type=Path, default=None, help="the summary as JSON")
+    parser.add_argument("--rows", type=Path, default=None, help="one JSON line per question")
     parser.add_argument(
-        "--sets", nargs="+", default=["qasper", "gitlab_handbook"], help="dev sets to score"
+        "--sets",
+        nargs="+",
+        default=["qasper", "gitlab_handbook", "lecoqa_laws"],
+        help="dev sets to score",
     )
     args = parser.parse_args(argv)
     settings = QuerySettings().set("llm.enabled", False)
     index_settings = IndexSettings(embedder=args.embedder)
-    cache = Path(data_dir()) / "eval-cache"
+    embedder = get_embedder(args.embedder)
     sets = {}
     for name in args.sets:
         data = load_dataset(args.data / name)
-        index = dataset_index(data, index_settings, cache)
-        from treerag_core.embedders import get_embedder
-
-        engine = Engine(index=index, embedder=get_embedder(args.embedder))
-        sets[name] = (data, engine)
-    positives: list[dict[str, Any]] = []
-    negatives: list[dict[str, Any]] = []
-    per_set = {}
+        sets[name] = (data, Engine(dataset_index(data, index_settings, args.cache), embedder))
+    rows: list[dict[str, Any]] = []
     for name, (data, engine) in sets.items():
-        usable = list(data.usable_questions[: args.limit])
-        rows = score_questions(engine, usable, settings, scope_own=True)
-        positives += [dict(r, set=name) for r in rows]
-        per_set[name] = rows
-        unanswerable = [q for q in data.questions if q.unanswerable]
-        negatives += [
-            dict(r, set=f"{name}:unanswerable")
-            for r in score_questions(engine, unanswerable, settings, scope_own=True)
-        ]
-    # Off-topic: each set's questions asked of another set's documents (same language first).
-    pairs = [("qasper", "gitlab_handbook"), ("gitlab_handbook", "qasper")]
-    pairs = [(a, b) for a, b in pairs if a in sets and b in sets]
-    for asked, docs in pairs:
-        questions = list(sets[asked][0].usable_questions[: args.limit // 2])
-        rows = score_questions(sets[docs][1], questions, settings, scope_own=False)
-        negatives += [dict(r, set=f"{asked}->{docs}") for r in rows]
-    pos_found = [r for r in positives if r["retrieved_gold"]]
-
-    def accuracy(t: float) -> dict[str, float]:
-        tp = sum(r["best"] >= t for r in pos_found) / max(1, len(pos_found))
-        tn = sum(r["best"] < t for r in negatives) / max(1, len(negatives))
-        return {"answered_when_gold_retrieved": tp, "not_answered_when_off_topic": tn}
-
-    table = {t: accuracy(t) for t in THRESHOLDS}
-    best_t = max(THRESHOLDS, key=lambda t: sum(table[t].values()))
-    report = {
+        for q in data.usable_questions[: args.limit]:
+            rows.append(
+                dict(score_question(engine, q, settings, list(q.docs)), kind="own", set=name)
+            )
+        for q in (q for q in data.questions if q.unanswerable):
+            row = score_question(engine, q, settings, list(q.docs))
+            rows.append(dict(row, kind="unanswerable", set=f"{name}:unanswerable"))
+        print(f"{name}: done", file=sys.stderr)
+    for name in (n for n in WRONG_DOC_SETS if n in sets):
+        data, engine = sets[name]
+        for q in data.usable_questions[: args.limit // 2]:
+            other = wrong_doc(data.doc_names, q.docs)
+            if other is not None:
+                row = score_question(engine, q, settings, [other])
+                rows.append(dict(row, kind="wrong-doc", set=f"{name}:wrong-doc"))
+        print(f"{name} wrong doc: done", file=sys.stderr)
+    for asked, corpus in ((a, c) for a, c in OFF_SET if a in sets and c in sets):
+        for q in sets[asked][0].usable_questions[: args.limit // 2]:
+            row = score_question(sets[corpus][1], q, settings, None)
+            rows.append(dict(row, kind="off-set", set=f"{asked}->{corpus}"))
+        print(f"{asked} -> {corpus}: done", file=sys.stderr)
+    if args.rows:
+        args.rows.parent.mkdir(parents=True, exist_ok=True)
+        args.rows.write_text(
+            "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8"
+        )
+    own = {name: [r for r in rows if r["kind"] == "own" and r["set"] == name] for name in sets}
+    report: dict[str, Any] = {
         "embedder": args.embedder,
-        "n_positive": len(positives),
-        "n_positive_gold_retrieved": len(pos_found),
-        "n_negative": len(negatives),
-        "negatives_by_kind": {
-            k: sum(r["set"] == k for r in negatives) for k in {r["set"] for r in negatives}
-        },
         "first_sentence_holds_gold": {
             name: {
-                "new": float(np.mean([r["new_first_gold"] for r in rows])) if rows else 0.0,
-                "three_quotes": float(np.mean([r["old_first_gold"] for r in rows]))
-                if rows
-                else 0.0,
-                "gold_retrieved": float(np.mean([r["retrieved_gold"] for r in rows]))
-                if rows
-                else 0.0,
-                "n": len(rows),
+                "n": len(rs),
+                "new": share(rs, "new_first_gold"),
+                "three_quotes": share(rs, "old_first_gold"),
+                "new_any_sentence": share(rs, "new_any_gold"),
+                "three_quotes_any_sentence": share(rs, "old_any_gold"),
+                "shipped_first": share(rs, "shipped_first_gold"),
+                "shipped_any_sentence": share(rs, "shipped_any_gold"),
+                "shipped_sentences_mean": share(rs, "shipped_sentences"),
+                "best_scored_sentence": share(rs, "best_scored_gold"),
+                "gold_in_top_passage": share(rs, "top_passage_gold"),
+                "gold_retrieved": share(rs, "retrieved_gold"),
             }
-            for name, rows in per_set.items()
+            for name, rs in own.items()
         },
-        "best_threshold": best_t,
-        "at_best": table[best_t],
-        "thresholds": {str(t): v for t, v in table.items()},
+        "not_answered": {},
     }
-    text = json.dumps(report, indent=2)
+    for language in ("en", "zh"):
+        positives = [r for r in rows if r["kind"] == "own" and r["retrieved_gold"]]
+        positives = [r for r in positives if r["language"] == language]
+        negatives = [r for r in rows if r["kind"] != "own" and r["language"] == language]
+        if not positives or not negatives:
+            continue
+        current = NOT_ANSWERED_SCORE[language]
+        report["not_answered"][language] = {
+            "current_threshold": current,
+            "at_current": verdict(positives, negatives, current),
+            # The audit record's out-of-scope flag (flags.evidence_is_weak) on the same rows.
+            "out_of_scope_flag": {
+                "answered_when_gold_retrieved": share(
+                    [{"ok": not r["flag_out_of_scope"]} for r in positives], "ok"
+                ),
+                "refused_when_not_answerable": share(
+                    [{"ok": r["flag_out_of_scope"]} for r in negatives], "ok"
+                ),
+            },
+            "negatives_by_set": {
+                s: sum(r["set"] == s for r in negatives)
+                for s in sorted({r["set"] for r in negatives})
+            },
+            "refused_by_set_at_current": {
+                s: round(
+                    float(np.mean([r["best"] < current for r in negatives if r["set"] == s])), 3
+                )
+                for s in sorted({r["set"] for r in negatives})
+            },
+            **calibrate(positives, negatives),
+        }
+    text = json.dumps(report, indent=2, ensure_ascii=False)
     print(text)
     if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(text + "\n", encoding="utf-8")
     return 0
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmarks import bench_index, bench_query, run_all
+from benchmarks import bench_extractive, bench_index, bench_query, bench_retune, run_all
 from treerag_core.config import IndexSettings
 from treerag_core.embedders import get_embedder
 from treerag_core.index import SourceDocument, build_index
@@ -124,6 +124,31 @@ def test_query_bench_reports_stage_percentiles_and_overhead_share(index):
     assert len(bench_query.verdicts(result)) == 2
 
 
+class PerPairReranker:
+    """Costs a known time per pair, so the cache's saving shows in the retune's time."""
+
+    name = "per-pair"
+    seconds = 0.002
+
+    def score(self, query: str, passages: Sequence[str], batch_size: int = 16) -> np.ndarray:
+        time.sleep(self.seconds * len(passages))
+        return np.array([float(len(p) % 7) for p in passages])
+
+
+def test_retune_bench_scores_only_unseen_passages_when_cached(index):
+    questions = [(q, ["test_paper.md"]) for q in EN_QUESTIONS[:2]]
+    result = bench_retune.run_retune_bench(
+        index, get_embedder("hashing"), questions, reranker_factory=lambda m: PerPairReranker()
+    )
+    n = len(bench_retune.MOVES) * 2
+    assert result["n_retunes"] == n and len(result["ms"]["uncached"]) == n
+    pairs = result["pairs_scored_median"]
+    assert pairs["uncached"] >= 1 and pairs["cached"] < pairs["uncached"]
+    assert result["median_ms"]["cached"] < result["median_ms"]["uncached"]
+    assert result["median_ratio_uncached_over_cached"] > 1
+    assert len(result["load_average"]) == 3 and isinstance(result["meets_target"], bool)
+
+
 def test_query_bench_without_rerank_spends_no_cross_encoder_time(index):
     settings = QuerySettings().set("llm.enabled", False).set("rerank.enabled", False)
     result = bench_query.run_query_bench(
@@ -168,6 +193,28 @@ def _tiny_eval(root: Path) -> Path:
             lines.append(json.dumps(row, ensure_ascii=False))
         (folder / "questions.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return root
+
+
+@pytest.mark.slow  # the real cross-encoder ranks the tiny sets
+def test_extractive_bench_scores_both_answers_and_calibrates_per_language(tmp_path):
+    data = _tiny_eval(tmp_path / "eval")
+    out, rows = tmp_path / "extractive.json", tmp_path / "rows.jsonl"
+    args = ["--data", str(data), "--cache", str(tmp_path / "cache"), "--embedder", "hashing"]
+    args += ["--sets", "qasper", "lecoqa_laws", "--limit", "2", "--out", str(out)]
+    assert bench_extractive.main([*args, "--rows", str(rows)]) == 0
+    report = json.loads(out.read_text(encoding="utf-8"))
+    for name in ("qasper", "lecoqa_laws"):
+        first = report["first_sentence_holds_gold"][name]
+        assert first["n"] == 2
+        assert 0 <= first["new"] <= first["new_any_sentence"] <= 1
+        assert 0 <= first["three_quotes"] <= first["three_quotes_any_sentence"] <= 1
+    kinds = {json.loads(line)["set"] for line in rows.read_text(encoding="utf-8").splitlines()}
+    assert {"qasper", "lecoqa_laws", "qasper->lecoqa_laws", "lecoqa_laws->qasper"} <= kinds
+    for verdict in report["not_answered"].values():  # the Chinese questions asked of the paper
+        assert verdict["best_threshold"] in bench_extractive.THRESHOLDS
+        assert set(verdict["at_current"]) >= {"answered_when_gold_retrieved", "balanced"}
+    assert bench_extractive.wrong_doc(["a.md", "b.md", "c.md"], ["c.md"]) == "a.md"
+    assert bench_extractive.wrong_doc(["a.md"], ["a.md"]) is None
 
 
 @pytest.mark.slow  # the full script end to end (cross-encoder included) on tiny data

@@ -34,3 +34,40 @@ def test_the_cli_prints_plain_progress_when_stderr_is_not_a_terminal(tmp_path, c
     assert code == 0
     err = capsys.readouterr().err
     assert "embedding: " in err and "(100%)" in err
+    # Conversion (minutes for a folder of PDFs) reports too, before the first file.
+    assert err.splitlines()[:2] == [
+        "converting: 0 / 1 files (0%)",
+        "converting: 1 / 1 files (100%)",
+    ]
+
+
+def test_a_piped_cli_process_prints_plain_lines_and_no_bar(tmp_path):
+    """A real process whose stderr is a pipe (CI, a log file): lines, no carriage returns."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    out = subprocess.run(
+        [sys.executable, "-m", "treerag_core", "index", "--mock", "--output", str(tmp_path / "i"),
+         "--input", str(repo / "sample_docs" / "test_paper.md")],
+        cwd=repo, capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    lines = out.stderr.splitlines()
+    assert "\r" not in out.stderr
+    for stage in ("converting", "parsing", "embedding"):
+        assert any(line.startswith(f"{stage}: ") and line.endswith("(100%)") for line in lines)
+
+
+def test_conversion_reports_every_file_a_refused_one_too():
+    from treerag_core.ingest import sources_from_uploads
+
+    calls: list[tuple[int, int]] = []
+    uploads = [("a.md", b"# A\n\nSome text."), ("big.md", b"# B\n\n" + b"x" * 200)]
+    sources, rejected = sources_from_uploads(
+        uploads, 100, progress=lambda d, t: calls.append((d, t))
+    )
+    assert [s.name for s in sources] == ["a.md"] and [r.name for r in rejected] == ["big.md"]
+    assert calls == [(0, 2), (1, 2), (2, 2)]
+    sources_from_uploads([], 100, progress=lambda d, t: calls.append((d, t)))
+    assert len(calls) == 3  # nothing to convert: no line

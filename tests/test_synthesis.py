@@ -10,6 +10,7 @@ from markdown_it import MarkdownIt
 from treerag_core.embedders import get_embedder
 from treerag_core.synthesis import (
     NOT_ANSWERED,
+    Extract,
     Sentence,
     choose_sentences,
     extract,
@@ -87,19 +88,35 @@ def test_an_off_topic_question_is_not_answered_and_cites_nothing(embedder):
     assert "[Source:" not in text
 
 
-def test_duplicates_are_dropped_and_a_section_reads_in_document_order():
-    def s(text: str, start: int, score: float, path: str = "A") -> Sentence:
-        return Sentence(text, path, "d", start, start + len(text), 0, score=score)
+def _s(text: str, start: int, score: float, rank: int = 0, path: str = "A") -> Sentence:
+    return Sentence(text, path, "d", start, start + len(text), rank, score=score)
 
-    scored = [
-        s("second sentence about epochs and training", 100, 0.9),
-        s("Second sentence about epochs and training!", 300, 0.89),  # a near-duplicate
-        s("first sentence about epochs", 10, 0.85),
-        s("other section sentence on epochs", 5, 0.84, path="B"),
-    ]
-    result = choose_sentences(scored, threshold=0.3)
-    assert [(x.path, x.start) for x in result.sentences] == [("A", 10), ("A", 100), ("B", 5)]
-    assert not choose_sentences(scored, threshold=0.95).answered
+
+SCORED = [
+    _s("passage two sentence about epochs", 500, 0.9, rank=1, path="B"),
+    _s("passage one best sentence on training", 100, 0.6),
+    _s("Passage one best sentence on training!", 300, 0.58),  # a near-duplicate
+    _s("passage one earlier sentence on loss", 10, 0.5),
+    _s("passage one weak sentence", 200, 0.2),
+    _s("passage three sentence on rates", 900, 0.55, rank=2, path="C"),
+]
+
+
+def test_the_top_passage_leads_then_passages_take_turns():
+    # Step 2 ranked passage 0 first: its best sentence leads although passage 1's scores more.
+    result = choose_sentences(SCORED, threshold=0.3)
+    assert [x.start for x in result.sentences] == [100, 500, 900]
+    assert result.answered and result.best.start == 500
+
+
+def test_a_section_leads_with_its_best_then_reads_in_document_order_without_repeats():
+    result = choose_sentences(SCORED, threshold=0.3, max_sentences=6)
+    # 300 repeats 100; 200 is below the bar: neither is said.
+    assert [(x.path, x.start) for x in result.sentences] == [
+        ("A", 100), ("A", 10), ("B", 500), ("C", 900)
+    ]  # fmt: skip
+    assert not choose_sentences(SCORED, threshold=0.95).answered
+    assert choose_sentences([], threshold=0.0) == Extract((), False, None)
 
 
 def test_extract_keeps_only_sentences_near_the_best(embedder):

@@ -39,14 +39,22 @@ EMBEDDER_HELP = (
 )
 
 
-STAGE_LABELS = {"parse": "parsing", "embed": "embedding", "graph": "graphs", "index": "indexing"}
-STAGE_UNITS = {"parse": "docs", "embed": "chunks", "index": "steps"}
+STAGE_LABELS = {
+    "convert": "converting",
+    "parse": "parsing",
+    "embed": "embedding",
+    "graph": "graphs",
+    "index": "indexing",
+}
+STAGE_UNITS = {"convert": "files", "parse": "docs", "embed": "chunks", "index": "steps"}
 
 
 def _progress_bars():
     """Bars on a terminal; plain periodic lines when stderr is a file or a pipe (CI, logs)."""
     if not sys.stderr.isatty():
-        plain = PlainProgress(sys.stderr, units=STAGE_UNITS)
+        # PlainProgress hears the labels ("embedding"), so its units are keyed by label.
+        units = {STAGE_LABELS.get(stage, stage): unit for stage, unit in STAGE_UNITS.items()}
+        plain = PlainProgress(sys.stderr, units=units)
 
         def update_plain(stage: str, done: int, total: int) -> None:
             plain.update(STAGE_LABELS.get(stage, stage), done, total)
@@ -60,7 +68,7 @@ def _progress_bars():
             bar = bars[stage] = tqdm(
                 total=total,
                 desc=STAGE_LABELS.get(stage, stage),
-                unit={"parse": "doc", "embed": "chunk"}.get(stage, "step"),
+                unit={"convert": "file", "parse": "doc", "embed": "chunk"}.get(stage, "step"),
                 file=sys.stderr,
                 leave=False,
             )
@@ -252,9 +260,18 @@ def cmd_index(args: argparse.Namespace) -> int:
     # Tree corrections kept beside the index (tree_edits.json) are applied on every re-index.
     edits = load_edits(args.output)
     notes: list[str] = []
-    sources, rejected = sources_from_paths(
-        args.input, settings.max_file_bytes, edits, settings.max_pages, notes
-    )
+    update, close = _progress_bars()
+    try:
+        sources, rejected = sources_from_paths(
+            args.input,
+            settings.max_file_bytes,
+            edits,
+            settings.max_pages,
+            notes,
+            progress=lambda done, total: update("convert", done, total),
+        )
+    finally:
+        close()
     for bad in rejected:
         print(terminal_safe(f"skipped {bad.name}: {bad.reason}"), file=sys.stderr)
     for note in notes:

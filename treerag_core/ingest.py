@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,10 +59,12 @@ def sources_from_paths(
     edits: Edits | None = None,
     max_pages: int = DEFAULT_MAX_PAGES,
     notes: list[str] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> tuple[list[SourceDocument], list[Rejected]]:
     """Read and convert files and folders; a bad file is reported and skipped, the others kept.
 
-    `notes` (when given) collects tree edits that no longer apply.
+    `notes` (when given) collects tree edits that no longer apply; `progress(done, total)`
+    hears of each file converted (PDF conversion can take minutes).
     """
     uploads: list[tuple[str, bytes]] = []
     rejected: list[Rejected] = []
@@ -71,7 +73,7 @@ def sources_from_paths(
             uploads.append((path.name, read_bytes(path, max_bytes)))
         except InputDocumentError as exc:
             rejected.append(Rejected(path.name, str(exc)))
-    sources, bad = sources_from_uploads(uploads, max_bytes, edits, max_pages, notes)
+    sources, bad = sources_from_uploads(uploads, max_bytes, edits, max_pages, notes, progress)
     return sources, rejected + bad
 
 
@@ -81,11 +83,14 @@ def sources_from_uploads(
     edits: Edits | None = None,
     max_pages: int = DEFAULT_MAX_PAGES,
     notes: list[str] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> tuple[list[SourceDocument], list[Rejected]]:
     """Convert uploaded files (name, bytes) the same way as files on disk."""
     sources: list[SourceDocument] = []
     rejected: list[Rejected] = []
-    for name, data in uploads:
+    for done, (name, data) in enumerate(uploads):
+        if progress is not None:  # before each file: the first line shows before a slow PDF
+            progress(done, len(uploads))
         try:
             source, problems = to_source(convert_upload(name, data, max_bytes, max_pages), edits)
         except InputDocumentError as exc:
@@ -94,4 +99,6 @@ def sources_from_uploads(
         sources.append(source)
         if notes is not None:
             notes.extend(problems)
+    if progress is not None and uploads:
+        progress(len(uploads), len(uploads))
     return sources, rejected

@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from treerag_core.flags import NOT_ANSWERED_SCORE
 from treerag_core.pagemap import format_pages
 from treerag_core.prompt_budget import ANSWER_REPLY_TOKENS, check_fits
 from treerag_core.prompts import build_synthesis_prompt
@@ -29,17 +30,8 @@ NOT_ANSWERED = {
 }
 SENTENCE_MARGIN = 400  # characters looked at around a passage to complete its sentences
 MIN_SENTENCE_CHARS = 12
-MEANING_WEIGHT = 0.6  # score = 0.6 × cosine + 0.4 × share of question terms (+ rank prior)
-RANK_PRIOR = 0.05  # a sentence from the top passage gets +0.05, from the 2nd +0.025, ...
-KEEP_SHARE = 0.9  # further sentences must score at least this share of the best one
+MEANING_WEIGHT = 0.6  # sentence score = 0.6 × cosine + 0.4 × share of question terms
 DUPLICATE_JACCARD = 0.7  # term overlap above which two sentences say the same
-# Below these the answer says the documents do not seem to answer. English: chosen on the
-# qasper and gitlab_handbook dev sets (benchmarks/bench_extractive.py): at 0.30, 97% answered
-# when the gold was retrieved and 67% of off-topic questions refused (0.38 would refuse 91%
-# but also a real question whose name is absent from the evidence); a wrong refusal costs
-# more than a weak quote. Chinese: not calibrated yet (a Chinese question over English text
-# shares no terms, so only meaning counts): a lower bar.
-NOT_FOUND_THRESHOLD = {"en": 0.30, "zh": 0.20}
 
 
 def evidence_pairs(
@@ -155,7 +147,7 @@ def score_sentences(
     candidates: Sequence[Sentence],
     embed_many: EmbedMany,
 ) -> list[Sentence]:
-    """Each sentence scored by meaning (cosine) plus term overlap, with a small rank prior."""
+    """Each sentence scored by meaning (cosine) plus term overlap; best first."""
     if not candidates:
         return []
     vectors = embed_many([c.text for c in candidates])
@@ -171,7 +163,6 @@ def score_sentences(
     for cand, sim, ts in zip(candidates, sims, terms, strict=True):
         overlap = sum(weight[t] for t in q_terms & ts) / total if total else 0.0
         score = MEANING_WEIGHT * float(sim) + (1 - MEANING_WEIGHT) * overlap
-        score += RANK_PRIOR / (1 + cand.hit_rank)
         scored.append(replace(cand, meaning=float(sim), overlap=overlap, score=score))
     return sorted(scored, key=lambda c: (-c.score, c.hit_rank, c.start))
 
@@ -183,27 +174,58 @@ def _duplicate(a: Sentence, b: Sentence) -> bool:
     return len(ta & tb) / len(ta | tb) >= DUPLICATE_JACCARD
 
 
+def _by_passage(scored: Sequence[Sentence]) -> list[list[Sentence]]:
+    """The sentences of each passage, best first; passages in step 2's order."""
+    groups: dict[int, list[Sentence]] = {}
+    for s in sorted(scored, key=lambda c: (c.hit_rank, -c.score, c.start)):
+        groups.setdefault(s.hit_rank, []).append(s)
+    return [groups[rank] for rank in sorted(groups)]
+
+
+def _reading_order(kept: Sequence[Sentence]) -> list[Sentence]:
+    """Sections in order of relevance; in each, its most relevant sentence leads and the
+    others follow in document order (so a wrong fact never comes before the right one)."""
+    sections: dict[tuple[str, str], list[Sentence]] = {}
+    for k in kept:
+        sections.setdefault((k.doc, k.path), []).append(k)
+    return [s for lead, *rest in sections.values() for s in [lead, *sorted(rest, key=_pos)]]
+
+
+def _pos(s: Sentence) -> tuple[str, int]:
+    return s.doc, s.start
+
+
 def choose_sentences(
     scored: Sequence[Sentence], threshold: float, max_sentences: int = 3
 ) -> Extract:
-    """The sentences to answer with: the best ones (deduplicated, close to the best score),
-    grouped by section in order of relevance and in document order within a section; or
-    `answered=False` when even the best one scores below `threshold`."""
+    """The sentences to answer with, or `answered=False` when even the best sentence scores
+    below `threshold`.
+
+    Which passage speaks is step 2's verdict, not the sentence scores: its final order was
+    decided by the cross-encoder reading question and passage together (for Chinese, by the
+    fused dense + BM25 order), a stronger judge than one sentence's cosine and term overlap.
+    Those choose *within* a passage. So the answer leads with the best sentence of the top
+    passage; then the passages take turns in rank order (each one's best sentence, then each
+    one's second best, ...), and each further sentence must clear `threshold` itself and
+    not repeat one already said.
+    """
     if not scored:
         return Extract((), False, None)
-    best = scored[0]
+    best = max(scored, key=lambda c: (c.score, -c.hit_rank, -c.start))
     if best.score < threshold:
         return Extract((), False, best)
-    kept: list[Sentence] = []
-    for cand in scored:
-        if len(kept) >= max_sentences or cand.score < best.score * KEEP_SHARE:
-            break
-        if any(_duplicate(cand, k) for k in kept):
-            continue
-        kept.append(cand)
-    sections = list(dict.fromkeys((k.doc, k.path) for k in kept))
-    ordered = sorted(kept, key=lambda k: (sections.index((k.doc, k.path)), k.start))
-    return Extract(tuple(ordered), True, best)
+    queues = _by_passage(scored)
+    kept: list[Sentence] = [queues[0][0]]
+    for depth in range(max(len(q) for q in queues)):
+        for queue in queues:
+            if len(kept) >= max_sentences:
+                return Extract(tuple(_reading_order(kept)), True, best)
+            if depth >= len(queue) or queue[depth] is kept[0]:
+                continue
+            cand = queue[depth]
+            if cand.score >= threshold and not any(_duplicate(cand, k) for k in kept):
+                kept.append(cand)
+    return Extract(tuple(_reading_order(kept)), True, best)
 
 
 def extract(
@@ -212,7 +234,7 @@ def extract(
     hits: Sequence[RetrievedChunk],
     embed_many: EmbedMany,
     doc_texts: Mapping[str, str],
-    threshold: float = NOT_FOUND_THRESHOLD["en"],
+    threshold: float = NOT_ANSWERED_SCORE["en"],
     max_sentences: int = 3,
 ) -> Extract:
     candidates = whole_sentences(hits, doc_texts)
@@ -254,7 +276,7 @@ def extractive_answer(
         yield NO_EVIDENCE[language]
         return
     if threshold is None:
-        threshold = NOT_FOUND_THRESHOLD[language]
+        threshold = NOT_ANSWERED_SCORE[language]
     result = extract(question, question_vector, hits, embed_many, doc_texts or {}, threshold)
     yield from render_extract(result, language)
     if result.answered:
