@@ -16,6 +16,7 @@ from treerag_core.synthesis import (
     extract,
     extractive_answer,
     inert_links,
+    score_sentences,
     whole_sentences,
 )
 from treerag_core.types import Chunk, RetrievedChunk
@@ -86,6 +87,23 @@ def test_an_off_topic_question_is_not_answered_and_cites_nothing(embedder):
     )  # fmt: skip
     assert text == NOT_ANSWERED["en"].format(path="Paper > Training")
     assert "[Source:" not in text
+
+
+def test_a_sentence_in_another_language_is_judged_by_meaning_alone():
+    # Every sentence is equally close in meaning (cosine 0.5); none shares a question term.
+    # The Chinese sentence could share words with the question and does not: a miss. The
+    # English one cannot (another language), so its score is its meaning alone.
+    question_vector = np.array([1.0, 0.0], dtype=np.float32)
+    sentences = [
+        Sentence("模型训练了五十轮，使用早停。", "Paper > 训练", "d", 0, 14, 0),
+        Sentence("The router was trained for 50 epochs.", "Paper > Training", "d", 20, 57, 1),
+    ]
+    same_meaning = lambda texts: np.tile(np.array([0.5, 0.866], np.float32), (len(texts), 1))  # noqa: E731
+    scored = {
+        s.text[:3]: s for s in score_sentences("用了多少", question_vector, sentences, same_meaning)
+    }
+    assert scored["The"].score == pytest.approx(0.5)
+    assert scored["模型训"].score == pytest.approx(0.6 * 0.5)
 
 
 def _s(text: str, start: int, score: float, rank: int = 0, path: str = "A") -> Sentence:

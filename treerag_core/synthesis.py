@@ -14,7 +14,7 @@ from treerag_core.pagemap import format_pages
 from treerag_core.prompt_budget import ANSWER_REPLY_TOKENS, check_fits
 from treerag_core.prompts import build_synthesis_prompt
 from treerag_core.text import tokenize
-from treerag_core.text_rules import one_line, sentence_spans
+from treerag_core.text_rules import detect_language, one_line, sentence_spans
 from treerag_core.types import ContextSection, Language, RetrievedChunk
 
 EmbedMany = Callable[[Sequence[str]], np.ndarray]
@@ -159,10 +159,16 @@ def score_sentences(
     n = len(candidates)
     weight = {t: math.log(1 + n / (1 + sum(t in ts for ts in terms))) for t in q_terms}
     total = sum(weight.values())
+    q_language = detect_language(question)
     scored = []
     for cand, sim, ts in zip(candidates, sims, terms, strict=True):
         overlap = sum(weight[t] for t in q_terms & ts) / total if total else 0.0
-        score = MEANING_WEIGHT * float(sim) + (1 - MEANING_WEIGHT) * overlap
+        if detect_language(cand.text) != q_language:
+            # Words of another language cannot be shared: overlap is undefined there, not a
+            # miss, so the sentence is judged by meaning alone (the embedder is multilingual).
+            score = float(sim)
+        else:
+            score = MEANING_WEIGHT * float(sim) + (1 - MEANING_WEIGHT) * overlap
         scored.append(replace(cand, meaning=float(sim), overlap=overlap, score=score))
     return sorted(scored, key=lambda c: (-c.score, c.hit_rank, c.start))
 
