@@ -480,6 +480,13 @@ def test_drilldown_traces_show_the_ktype_card_and_the_layers():
     assert at.metric, "no K-Type card"
     shown = texts(at)
     assert all(f"{n}. " in shown for n in (1, 2, 3)), shown  # the three layers
+    # Step 1 shows the document-routing table: every document in scope, kept or cut.
+    routing = [e for e in at.expander if e.label.startswith("Document routing")]
+    assert routing and "searched · scored by best passage" in routing[0].label
+    [frame] = [d.value for d in at.dataframe if "searched" in d.value.columns][:1]
+    scores = at.session_state["ask_trace"].locate.document_scores
+    assert list(frame["document"]) == [s.name for s in scores]
+    assert list(frame["searched"]) == ["kept" if s.kept else "cut" for s in scores]
 
 
 def test_hirag_traces_show_their_graph_neighbourhood():

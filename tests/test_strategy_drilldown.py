@@ -57,6 +57,11 @@ def test_locate_then_retrieve(hashing_index):
     assert [s.kind for s in got.sections] == ["document", "parent", "passages"]
     chosen = [r["id"] for r in got.sections[1].rows if r["chosen"]]
     assert chosen == [leaf.node_id for leaf in located.leaves]
+    # The document layer is also the trace's shared routing table (every document in scope).
+    table = located.document_scores
+    assert len(table) == len(hashing_index.documents) and located.documents == (table[0].doc_id,)
+    assert [s.kept for s in table] == [True] + [False] * (len(table) - 1)
+    assert table[0].doc_id == got.sections[0].rows[0]["id"] and table[0].passage is not None
 
 
 def test_manual_leaves_are_refused(hashing_index):
