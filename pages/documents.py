@@ -9,6 +9,7 @@ from treerag_core.config import IndexSettings
 from treerag_core.errors import TreeRAGError
 from treerag_core.index import corpus_stats
 from ui.inspector import inspector
+from ui.ktype_card import document_ktype
 from ui.resources import EMBEDDER_CHOICES, SAMPLES, UPLOADS, sample_corpus, sample_paths
 from ui.score_tables import outline_frame
 from ui.session import DocsState, WorkspaceState, require_app
@@ -181,6 +182,7 @@ def _preview() -> None:
         f"{len(nodes)} nodes · {len(leaves)} leaves · {chunks} chunks · language {doc.language} · "
         f"{doc.size_chars:,} characters · corpus: {corpus_stats(index)['documents']} document(s)"
     )
+    document_ktype(index, doc.doc_id)
     if docs.inspect not in index.nodes or index.nodes[docs.inspect].doc_id != doc.doc_id:
         docs.inspect = None
     GRAPH.take_click(index, docs)

@@ -115,6 +115,9 @@ def locate_step(corpus: Corpus, doc_ids: Sequence[str], trace: Trace | None) -> 
             f"Drawn: the {len(docs)} document(s) holding the picked sections; "
             f"{len(doc_ids) - len(docs)} other(s) not drawn (the toggle above draws them)."
         )
+    if trace is not None and trace.locate is not None and trace.locate.document_scores:
+        with st.expander("Document routing: " + trace_panels.routing_caption(trace.locate)):
+            trace_panels.document_routing(trace.locate, key="locate_routing")
 
 
 def answer_step(
@@ -167,7 +170,8 @@ def strategy_views(trace: Trace, engine: Engine) -> None:
 
 def drilldown_layers(trace: Trace, engine: Engine) -> None:
     """drilldown: the K-Type summary of each chosen document, then the three layers."""
-    from ui.drilldown_view import is_drilldown, ktype_card, layer_view, lit_ids
+    from ui.drilldown_view import is_drilldown, layer_view, lit_ids
+    from ui.ktype_card import ktype_card
 
     if not is_drilldown(trace.sections):
         return
