@@ -487,6 +487,14 @@ def test_drilldown_traces_show_the_ktype_card_and_the_layers():
     scores = at.session_state["ask_trace"].locate.document_scores
     assert list(frame["document"]) == [s.name for s in scores]
     assert list(frame["searched"]) == ["kept" if s.kept else "cut" for s in scores]
+    # The graph draws every chosen document with its root lit, the chosen sections picked.
+    trace, colours = at.session_state["ask_trace"], background(at)
+    assert {i for i, c in colours.items() if c == PALETTE["picked"]} == {
+        leaf.node_id for leaf in trace.locate.leaves
+    }
+    roots = [i for i, n in graph_nodes(at).items() if n["level"] == 0]
+    assert len(roots) == len(trace.locate.documents) == 3  # only the chosen documents drawn
+    assert all(colours[r] == PALETTE["path"] for r in roots), colours
 
 
 def test_hirag_traces_show_their_graph_neighbourhood():

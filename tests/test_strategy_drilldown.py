@@ -104,3 +104,23 @@ def test_through_the_pipeline_with_step_one_reused_when_only_children_change(has
     assert len(again.candidates) > len(trace.candidates)
     other_docs = settings.with_option("drilldown", replace(seed, documents=2))
     assert rerun(engine, trace, other_docs, synthesize=False).locate is not trace.locate
+
+
+def test_synthesis_reads_the_three_layers_in_order_and_falls_back_to_extractive(hashing_index):
+    from treerag_core.pipeline import Engine, run
+    from treerag_core.synthesis import synthesis_prompt
+
+    engine = Engine(hashing_index, get_embedder("hashing"), api_key=None)
+    seed = DrilldownOptions(1, 1, 3, "summary", "summary")
+    settings = QuerySettings(strategy="drilldown").set("rerank.enabled", False)
+    trace = run(engine, QUESTION, settings.with_option("drilldown", seed))
+    prompt = synthesis_prompt(QUESTION, trace.reranked, "zh", trace.sections)
+    summary = prompt.index("[证据1] 来源: 文档摘要")
+    parent = prompt.index("[证据2] 来源: 父块上下文")
+    first_passage = prompt.index(f"[证据3] 来源: {trace.reranked[0].chunk.heading_path}")
+    assert summary < parent < first_passage
+    assert "核心知识模块" in prompt[summary:parent]  # the K-Type summary, in the seed's words
+    # No key: the cited extractive answer, from the chosen section's passages.
+    assert trace.answer_usage.input_tokens == 0
+    assert "提前三十日" in trace.answer and trace.citations
+    assert all(c.supported for c in trace.citations)
