@@ -495,6 +495,12 @@ def test_drilldown_traces_show_the_ktype_card_and_the_layers():
     roots = [i for i, n in graph_nodes(at).items() if n["level"] == 0]
     assert len(roots) == len(trace.locate.documents) == 3  # only the chosen documents drawn
     assert all(colours[r] == PALETTE["path"] for r in roots), colours
+    # The per-layer limits are sidebar controls: one section kept re-runs at once, locally.
+    at.slider(key="qs_dd_parents").set_value(1).run()
+    assert not at.exception, at.exception
+    again = at.session_state["ask_trace"]
+    assert len(again.locate.leaves) == 1 and again.settings["options"]["drilldown"]["parents"] == 1
+    assert again.locate.leaves[0] == trace.locate.leaves[0]
 
 
 def test_hirag_traces_show_their_graph_neighbourhood():

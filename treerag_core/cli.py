@@ -376,6 +376,21 @@ def _print_graph_summary(index, extractor) -> None:
             )
 
 
+def _drilldown_layers(settings: QuerySettings, value: str) -> QuerySettings:
+    """`--drilldown-layers D,P,C`: the per-layer limits, the other drill-down options kept."""
+    from dataclasses import replace
+
+    from treerag_core.drilldown import DrilldownOptions
+
+    parts = value.split(",")
+    if len(parts) != 3 or not all(p.strip().isdigit() for p in parts):
+        raise ValueError(f"--drilldown-layers wants three whole numbers D,P,C, got {value!r}")
+    documents, parents, children = (int(p) for p in parts)
+    current = settings.option("drilldown", DrilldownOptions())
+    layers = replace(current, documents=documents, parents=parents, children=children)
+    return settings.with_option("drilldown", layers)
+
+
 def settings_from_args(args: argparse.Namespace, base: QuerySettings) -> QuerySettings:
     """`base` with every query flag the user gave applied; a bad value is a QueryError."""
     settings = base
@@ -386,6 +401,8 @@ def settings_from_args(args: argparse.Namespace, base: QuerySettings) -> QuerySe
                 settings = settings.set(path, value)
         if getattr(args, "no_rerank", False):
             settings = settings.set("rerank.enabled", False)
+        if getattr(args, "drilldown_layers", None):
+            settings = _drilldown_layers(settings, args.drilldown_layers)
         if getattr(args, "mock", False):
             settings = settings.set("llm.enabled", False)
         elif getattr(args, "llm", True):  # eval calls no LLM without --llm
@@ -528,6 +545,13 @@ def _add_shared_retrieval_options(p: argparse.ArgumentParser) -> None:
         "--candidate-window", type=int, default=None, help="pooled candidates (default 40)"
     )
     p.add_argument("--no-rerank", action="store_true", help="keep the fused order")
+    p.add_argument(
+        "--drilldown-layers",
+        default=None,
+        metavar="D,P,C",
+        help="drilldown: documents, parent sections and child passages kept per layer "
+        "(default 3,5,10; the seed's is 1,1,3)",
+    )
     _add_llm_options(p)
 
 
