@@ -422,8 +422,26 @@ def _engine(args: argparse.Namespace):
     from treerag_core.pipeline import load_engine
 
     if args.mock:
-        return load_engine(args.index, api_key=None)
-    return load_engine(args.index, api_key=api_key_for(_llm_settings(args).provider))
+        engine = load_engine(args.index, api_key=None)
+    else:
+        engine = load_engine(args.index, api_key=api_key_for(_llm_settings(args).provider))
+    if getattr(args, "qdrant", None):
+        _attach_qdrant(engine.index, args.qdrant)
+    return engine
+
+
+def _attach_qdrant(index, collection: str) -> None:
+    """`--qdrant COLLECTION`: the drill-down's vector searches go to the server at QDRANT_URL."""
+    import os
+
+    from treerag_core.errors import VectorStoreError
+    from treerag_core.vectors.attach import attach_checked
+    from treerag_core.vectors.qdrant_store import QdrantStore
+
+    url = os.environ.get("QDRANT_URL", "")
+    if not url:
+        raise VectorStoreError("--qdrant needs QDRANT_URL (e.g. http://localhost:6333)")
+    attach_checked(index, QdrantStore.from_url(url, index.dim, collection))
 
 
 def _answer(engine, question: str, settings: QuerySettings, leaves, as_json: bool) -> None:
@@ -526,6 +544,13 @@ def _add_query_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--strategy", choices=strategy_names(runnable=True), default=None, help=_strategy_help()
+    )
+    p.add_argument(
+        "--qdrant",
+        default=None,
+        metavar="COLLECTION",
+        help="serve the drill-down's vector searches from this collection on the Qdrant "
+        "server at QDRANT_URL (key: QDRANT_API_KEY), pushed with qdrant-push",
     )
     _add_shared_retrieval_options(p)
 
