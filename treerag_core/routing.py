@@ -13,13 +13,35 @@ if TYPE_CHECKING:
     from treerag_core.index import CorpusIndex
 
 
+_GROUPS: dict[int, tuple[Sequence[str], list[str], np.ndarray, np.ndarray]] = {}
+_GROUPS_KEPT = 8  # a scope's grouping is reused by every question on it
+
+
+def _groups(doc_of_row: Sequence[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """(documents, row order grouping them, each group's start), cached per row table: a
+    scope of 100k chunks is grouped once, not per question."""
+    got = _GROUPS.get(id(doc_of_row))
+    if got is not None and got[0] is doc_of_row:  # the table itself is held: ids stay valid
+        return got[1], got[2], got[3]
+    position: dict[str, int] = {}
+    inverse = np.fromiter(
+        (position.setdefault(d, len(position)) for d in doc_of_row), np.int64, len(doc_of_row)
+    )
+    order = np.argsort(inverse, kind="stable")
+    starts = np.searchsorted(inverse[order], np.arange(len(position)))
+    if len(_GROUPS) >= _GROUPS_KEPT:
+        _GROUPS.pop(next(iter(_GROUPS)), None)
+    _GROUPS[id(doc_of_row)] = (doc_of_row, list(position), order, starts)
+    return list(position), order, starts
+
+
 def best_per_document(doc_of_row: Sequence[str], score: np.ndarray) -> dict[str, float]:
     """The best score of each document's chunks (arrays parallel to the scope's rows)."""
-    best: dict[str, float] = {}
-    for doc, value in zip(doc_of_row, np.asarray(score, dtype=np.float64).tolist(), strict=True):
-        if doc not in best or value > best[doc]:
-            best[doc] = value
-    return best
+    if not len(doc_of_row):
+        return {}
+    docs, order, starts = _groups(doc_of_row)
+    best = np.maximum.reduceat(np.asarray(score, dtype=np.float64)[order], starts)
+    return dict(zip(docs, best.tolist(), strict=True))
 
 
 def document_table(
