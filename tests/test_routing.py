@@ -81,3 +81,27 @@ def test_the_cli_prints_the_table_and_counts_the_rest():
     assert "    1. kept  1.000  d1.md  passage=0.500" in out
     assert "    3. cut   0.333  d3.md  passage=0.500" in out
     assert "... 2 more (0 kept)" in out and "d11.md" not in out
+
+
+def test_an_llm_pick_keeps_the_documents_of_its_sections(hashing_index):
+    from treerag_core.embedders import get_embedder
+    from treerag_core.locators import score_leaves
+    from treerag_core.settings import QuerySettings
+    from treerag_core.strategies.treerag import picked_documents
+    from treerag_core.text import tokenize
+    from treerag_core.types import LocatedLeaf
+
+    question = "How many epochs was the router trained for?"
+    settings = QuerySettings()
+    qvec = get_embedder("hashing").embed_query(question)
+    scores = score_leaves(
+        hashing_index, question, qvec, tokenize, settings.locate, settings.retrieve
+    )
+    law = next(d.doc_id for d in hashing_index.documents if d.language == "zh")
+    leaf = next(n for n in hashing_index.leaves(law) if len(hashing_index.leaf_rows(n.node_id)))
+    picked = LocateResult((LocatedLeaf(leaf.node_id, leaf.heading_path, question),), "", "llm")
+    table = picked_documents(hashing_index, picked, scores)
+    assert len(table) == len(hashing_index.documents)
+    assert [s.doc_id for s in table if s.kept] == [law]  # the LLM's pick, whatever its score
+    assert table[0].doc_id != law and not table[0].kept  # the best-scored paper, not picked
+    assert all(s.basis.startswith("best section score") for s in table)
