@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -15,6 +16,7 @@ if TYPE_CHECKING:
 
 _GROUPS: dict[int, tuple[Sequence[str], list[str], np.ndarray, np.ndarray]] = {}
 _GROUPS_KEPT = 8  # a scope's grouping is reused by every question on it
+_LOCK = threading.Lock()  # sessions of the explorer query in threads
 
 
 def _groups(doc_of_row: Sequence[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
@@ -29,9 +31,10 @@ def _groups(doc_of_row: Sequence[str]) -> tuple[list[str], np.ndarray, np.ndarra
     )
     order = np.argsort(inverse, kind="stable")
     starts = np.searchsorted(inverse[order], np.arange(len(position)))
-    if len(_GROUPS) >= _GROUPS_KEPT:
-        _GROUPS.pop(next(iter(_GROUPS)), None)
-    _GROUPS[id(doc_of_row)] = (doc_of_row, list(position), order, starts)
+    with _LOCK:
+        if len(_GROUPS) >= _GROUPS_KEPT:
+            _GROUPS.pop(next(iter(_GROUPS)), None)
+        _GROUPS[id(doc_of_row)] = (doc_of_row, list(position), order, starts)
     return list(position), order, starts
 
 
