@@ -11,6 +11,7 @@ from treerag_core.index import corpus_stats
 from ui.hirag_build import hirag_panel
 from ui.inspector import inspector
 from ui.leaf_graph_panel import graph_stats, inspected_leaf_graph
+from ui.ktype_card import document_ktype
 from ui.resources import EMBEDDER_CHOICES, SAMPLES, UPLOADS, sample_corpus, sample_paths
 from ui.score_tables import outline_frame
 from ui.session import DocsState, WorkspaceState, require_app
@@ -191,6 +192,7 @@ def _preview() -> None:
         f"{doc.size_chars:,} characters · corpus: {corpus_stats(index)['documents']} document(s)"
     )
     graph_stats(index, doc.doc_id)
+    document_ktype(index, doc.doc_id)
     if docs.inspect not in index.nodes or index.nodes[docs.inspect].doc_id != doc.doc_id:
         docs.inspect = None
     GRAPH.take_click(index, docs)

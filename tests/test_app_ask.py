@@ -480,6 +480,27 @@ def test_drilldown_traces_show_the_ktype_card_and_the_layers():
     assert at.metric, "no K-Type card"
     shown = texts(at)
     assert all(f"{n}. " in shown for n in (1, 2, 3)), shown  # the three layers
+    # Step 1 shows the document-routing table: every document in scope, kept or cut.
+    routing = [e for e in at.expander if e.label.startswith("Document routing")]
+    assert routing and "searched · scored by best passage" in routing[0].label
+    [frame] = [d.value for d in at.dataframe if "searched" in d.value.columns][:1]
+    scores = at.session_state["ask_trace"].locate.document_scores
+    assert list(frame["document"]) == [s.name for s in scores]
+    assert list(frame["searched"]) == ["kept" if s.kept else "cut" for s in scores]
+    # The graph draws every chosen document with its root lit, the chosen sections picked.
+    trace, colours = at.session_state["ask_trace"], background(at)
+    assert {i for i, c in colours.items() if c == PALETTE["picked"]} == {
+        leaf.node_id for leaf in trace.locate.leaves
+    }
+    roots = [i for i, n in graph_nodes(at).items() if n["level"] == 0]
+    assert len(roots) == len(trace.locate.documents) == 3  # only the chosen documents drawn
+    assert all(colours[r] == PALETTE["path"] for r in roots), colours
+    # The per-layer limits are sidebar controls: one section kept re-runs at once, locally.
+    at.slider(key="qs_dd_parents").set_value(1).run()
+    assert not at.exception, at.exception
+    again = at.session_state["ask_trace"]
+    assert len(again.locate.leaves) == 1 and again.settings["options"]["drilldown"]["parents"] == 1
+    assert again.locate.leaves[0] == trace.locate.leaves[0]
 
 
 def test_hirag_traces_show_their_graph_neighbourhood():

@@ -292,3 +292,56 @@ def test_html_waits_for_its_tree_review_then_goes_in():
     assert [d.doc_id for d in index.documents] == ["guide.html"]
     assert {"Guide", "Costs", "Notes"} <= {n.heading for n in index.nodes.values()}
     assert at.session_state["docs_pending"] == []
+
+
+def _ktype_text(at: AppTest) -> str:
+    return unescape(" ".join(m.value for m in [*at.markdown, *at.caption]))
+
+
+def test_each_document_shows_its_extractive_ktype_card_without_a_key():
+    at = upload(documents_page(), ("paper.md", PAPER))
+    summary = at.session_state["ws_index"].layers.summaries["paper.md"]
+    assert summary.method == "extractive"
+    assert any(e.label.startswith("K-Type summary") for e in at.expander)
+    shown = _ktype_text(at)
+    assert "K-Type summary · extractive" in shown
+    assert "Core modules:" in shown and summary.modules[0] in shown
+    assert [m.label for m in at.metric] == [kind for kind, _ in summary.types]
+
+
+def _ktype_responder(body):
+    """Every document key in the K-Type prompt gets a Procedure-led summary."""
+    from fake_anthropic import reply
+
+    prompt = json.dumps(body, ensure_ascii=False)
+    keys = sorted(set(re.findall(r"\b[0-9a-f]{32}\b", prompt)))
+    entry = {
+        "types": {"Procedure": 0.75, "Concept": 0.25},
+        "modules": ["Router training", "Evaluation"],
+        "use": "a recipe for training the router",
+    }
+    return reply(json.dumps({key: entry for key in keys}))
+
+
+def test_with_an_llm_configured_the_ktype_is_written_by_it_once(monkeypatch):
+    from fake_openai import FakeOpenAIServer
+
+    with FakeOpenAIServer(responder=_ktype_responder) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+        at = upload(documents_page(), ("paper.md", PAPER))
+        summary = at.session_state["ws_index"].layers.summaries["paper.md"]
+        assert summary.method == "llm" and summary.modules == ("Router training", "Evaluation")
+        shown = _ktype_text(at)
+        assert "written by the LLM" in shown and "a recipe for training the router" in shown
+        assert [(m.label, m.value) for m in at.metric] == [("Procedure", "75%"), ("Concept", "25%")]
+        calls = len(server.requests)
+        assert calls == 1  # one batch of up to five documents
+        # Another document: only the new one is sent; the paper's summary comes from the cache.
+        from treerag_core.ktype import document_key
+
+        paper_key = document_key(at.session_state["ws_index"].documents[0])
+        upload(at, ("notes.md", HOSTILE.encode()))
+        assert len(server.requests) == calls + 1
+        assert paper_key not in json.dumps(server.requests[-1].body, ensure_ascii=False)
+        assert at.session_state["ws_index"].layers.summaries["paper.md"].method == "llm"

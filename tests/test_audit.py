@@ -27,6 +27,7 @@ def trace(hashing_index):
 def test_record_and_reload(tmp_path, trace):
     log = AuditLog(tmp_path / "audit.sqlite")
     query_id = log.record(trace)
+    assert trace.locate.document_scores  # the routing table is kept with the trace
     assert log.load(query_id) == trace
     [row] = log.recent()
     assert row["question"] == trace.question and row["strategy"] == "treerag"

@@ -108,6 +108,24 @@ def test_query_json_is_the_trace(index_dir):
     assert len(trace["reranked"]) <= 3 and trace["answer"]
 
 
+def test_drilldown_layers_and_document_routing_in_the_terminal(index_dir):
+    question = "How many epochs of training?"
+    result = cli(
+        "query", "--index", str(index_dir), "--query", question, "--mock", "--no-rerank",
+        "--strategy", "drilldown", "--drilldown-layers", "1,1,3", "--json",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    trace = json.loads(result.stdout)
+    assert trace["settings"]["options"]["drilldown"]["documents"] == 1
+    assert len(trace["locate"]["leaves"]) == 1 and len(trace["reranked"]) <= 3
+    routing = trace["locate"]["document_scores"]
+    assert [d["kept"] for d in routing] == [True, False]  # two documents: one kept, one cut
+    text = cli("query", "--index", str(index_dir), "--query", question, "--mock")
+    # treerag (the default) routes only past two documents: both kept, both scored.
+    assert "Document routing (share of the window): 2 of 2 searched" in text.stdout
+    assert "    1. kept  " in text.stdout and "    2. kept  " in text.stdout
+
+
 def test_query_with_manual_leaves(index_dir):
     from treerag_core.store import load_index
 
@@ -165,6 +183,8 @@ def test_index_refuses_to_replace_a_folder_that_is_not_an_index(tmp_path):
         (["--leaves", "9999"], "not a leaf"),
         (["--top-k", "0"], "final_top_k"),
         (["--dense-weight", "2"], "dense_weight"),
+        (["--strategy", "drilldown", "--drilldown-layers", "1,1"], "three whole numbers"),
+        (["--strategy", "drilldown", "--drilldown-layers", "1,0,3"], "parents must be in 1..50"),
     ],
 )
 def test_bad_query_flags_are_one_line_errors(index_dir, flags, message):

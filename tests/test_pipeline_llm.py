@@ -56,6 +56,8 @@ def test_llm_locates_and_streams_a_cited_answer(engine, server):
     assert [leaf.node_id for leaf in trace.locate.leaves] == [training]
     assert trace.locate.leaves[0].sub_query == "number of training epochs"
     assert trace.locate.thinking == "the epoch count is in training"
+    [routed] = trace.locate.document_scores  # one document in scope: kept, by the LLM's pick
+    assert routed.kept and routed.basis.endswith("the LLM picked the sections")
     assert trace.answer == f"The model was trained for 50 epochs [Source: {path}]."
     assert [c.node_ids for c in trace.citations] == [(training,)]
     assert trace.citations[0].supported

@@ -57,6 +57,11 @@ def test_locate_then_retrieve(hashing_index):
     assert [s.kind for s in got.sections] == ["document", "parent", "passages"]
     chosen = [r["id"] for r in got.sections[1].rows if r["chosen"]]
     assert chosen == [leaf.node_id for leaf in located.leaves]
+    # The document layer is also the trace's shared routing table (every document in scope).
+    table = located.document_scores
+    assert len(table) == len(hashing_index.documents) and located.documents == (table[0].doc_id,)
+    assert [s.kept for s in table] == [True] + [False] * (len(table) - 1)
+    assert table[0].doc_id == got.sections[0].rows[0]["id"] and table[0].passage is not None
 
 
 def test_manual_leaves_are_refused(hashing_index):
@@ -99,3 +104,23 @@ def test_through_the_pipeline_with_step_one_reused_when_only_children_change(has
     assert len(again.candidates) > len(trace.candidates)
     other_docs = settings.with_option("drilldown", replace(seed, documents=2))
     assert rerun(engine, trace, other_docs, synthesize=False).locate is not trace.locate
+
+
+def test_synthesis_reads_the_three_layers_in_order_and_falls_back_to_extractive(hashing_index):
+    from treerag_core.pipeline import Engine, run
+    from treerag_core.synthesis import synthesis_prompt
+
+    engine = Engine(hashing_index, get_embedder("hashing"), api_key=None)
+    seed = DrilldownOptions(1, 1, 3, "summary", "summary")
+    settings = QuerySettings(strategy="drilldown").set("rerank.enabled", False)
+    trace = run(engine, QUESTION, settings.with_option("drilldown", seed))
+    prompt = synthesis_prompt(QUESTION, trace.reranked, "zh", trace.sections)
+    summary = prompt.index("[证据1] 来源: 文档摘要")
+    parent = prompt.index("[证据2] 来源: 父块上下文")
+    first_passage = prompt.index(f"[证据3] 来源: {trace.reranked[0].chunk.heading_path}")
+    assert summary < parent < first_passage
+    assert "核心知识模块" in prompt[summary:parent]  # the K-Type summary, in the seed's words
+    # No key: the cited extractive answer, from the chosen section's passages.
+    assert trace.answer_usage.input_tokens == 0
+    assert "提前三十日" in trace.answer and trace.citations
+    assert all(c.supported for c in trace.citations)

@@ -118,3 +118,18 @@ def test_picked_leaves_share_one_score_and_no_per_leaf_cut(engine):
     assert len(trace.candidates) == min(in_leaves, 40)  # every chunk of the picked leaves
     assert all(h.sub_query == QUESTION for h in trace.candidates)  # the original question
     assert trace.retrieved[0].hits[0].pool_fused >= trace.retrieved[0].hits[-1].pool_fused
+
+
+def test_treerag_records_why_each_document_was_searched_or_cut(engine):
+    eng, _ = engine
+    wide = MOCK.set("retrieve.candidate_window", len(eng.index.chunks))
+    trace = run(eng, QUESTION, wide, strategy="treerag", synthesize=False)
+    table = trace.locate.document_scores
+    assert len(table) == len(eng.index.documents)
+    assert [s.doc_id for s in table if s.kept] == list(trace.locate.documents)
+    assert [s.rank for s in table] == list(range(1, len(table) + 1))
+    assert all(s.basis == "share of the window" and s.passage is not None for s in table)
+    assert abs(sum(s.score for s in table) - 1.0) < 1e-6  # the shares of the window
+    paper = [_doc(eng.index, "test_paper.md")]
+    one = run(eng, QUESTION, MOCK, strategy="treerag", scope=paper, synthesize=False)
+    assert [(s.doc_id, s.kept) for s in one.locate.document_scores] == [(paper[0], True)]

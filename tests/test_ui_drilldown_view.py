@@ -11,7 +11,8 @@ SCRIPT = """
 import streamlit as st
 from treerag_core.ktype import KTypeSummary
 from treerag_core.types import ContextSection
-from ui.drilldown_view import ktype_card, layer_view, routing_table
+from ui.drilldown_view import layer_view
+from ui.ktype_card import ktype_card
 
 summary = KTypeSummary(
     "api.md", "API 集成指南", "zh", (("Procedure", 0.75), ("Concept", 0.25)),
@@ -32,7 +33,6 @@ sections = (
     ), ("0007_chunk_00",)),
 )
 st.session_state["lit"] = layer_view(sections)
-routing_table(sections[0].rows, "Document routing")
 """
 
 
@@ -43,7 +43,7 @@ def test_components_render_each_layer_and_the_ktype_card():
     text = " ".join(m.value for m in app.markdown)
     assert "安装配置 · 故障排查" in text and "高实操性" in text
     assert "1. 文档摘要" in text and "1 of 2 chosen" in text and "3. 相关段落" in text
-    assert len(app.dataframe) == 4  # three layers + the routing table
+    assert len(app.dataframe) == 3  # one per layer
     assert app.session_state["lit"] == LitIds(("api.md",), ("0007",), ("0007_chunk_00",), ("0007",))
 
 

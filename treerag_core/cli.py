@@ -414,6 +414,21 @@ def _print_graph_summary(index, extractor) -> None:
             )
 
 
+def _drilldown_layers(settings: QuerySettings, value: str) -> QuerySettings:
+    """`--drilldown-layers D,P,C`: the per-layer limits, the other drill-down options kept."""
+    from dataclasses import replace
+
+    from treerag_core.drilldown import DrilldownOptions
+
+    parts = value.split(",")
+    if len(parts) != 3 or not all(p.strip().isdigit() for p in parts):
+        raise ValueError(f"--drilldown-layers wants three whole numbers D,P,C, got {value!r}")
+    documents, parents, children = (int(p) for p in parts)
+    current = settings.option("drilldown", DrilldownOptions())
+    layers = replace(current, documents=documents, parents=parents, children=children)
+    return settings.with_option("drilldown", layers)
+
+
 def settings_from_args(args: argparse.Namespace, base: QuerySettings) -> QuerySettings:
     """`base` with every query flag the user gave applied; a bad value is a QueryError."""
     settings = base
@@ -424,6 +439,8 @@ def settings_from_args(args: argparse.Namespace, base: QuerySettings) -> QuerySe
                 settings = settings.set(path, value)
         if getattr(args, "no_rerank", False):
             settings = settings.set("rerank.enabled", False)
+        if getattr(args, "drilldown_layers", None):
+            settings = _drilldown_layers(settings, args.drilldown_layers)
         if getattr(args, "mock", False):
             settings = settings.set("llm.enabled", False)
         elif getattr(args, "llm", True):  # eval calls no LLM without --llm
@@ -443,8 +460,26 @@ def _engine(args: argparse.Namespace):
     from treerag_core.pipeline import load_engine
 
     if args.mock:
-        return load_engine(args.index, api_key=None)
-    return load_engine(args.index, api_key=api_key_for(_llm_settings(args).provider))
+        engine = load_engine(args.index, api_key=None)
+    else:
+        engine = load_engine(args.index, api_key=api_key_for(_llm_settings(args).provider))
+    if getattr(args, "qdrant", None):
+        _attach_qdrant(engine.index, args.qdrant)
+    return engine
+
+
+def _attach_qdrant(index, collection: str) -> None:
+    """`--qdrant COLLECTION`: the drill-down's vector searches go to the server at QDRANT_URL."""
+    import os
+
+    from treerag_core.errors import VectorStoreError
+    from treerag_core.vectors.attach import attach_checked
+    from treerag_core.vectors.qdrant_store import QdrantStore
+
+    url = os.environ.get("QDRANT_URL", "")
+    if not url:
+        raise VectorStoreError("--qdrant needs QDRANT_URL (e.g. http://localhost:6333)")
+    attach_checked(index, QdrantStore.from_url(url, index.dim, collection))
 
 
 def _answer(engine, question: str, settings: QuerySettings, leaves, as_json: bool) -> None:
@@ -548,6 +583,13 @@ def _add_query_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--strategy", choices=strategy_names(runnable=True), default=None, help=_strategy_help()
     )
+    p.add_argument(
+        "--qdrant",
+        default=None,
+        metavar="COLLECTION",
+        help="serve the drill-down's vector searches from this collection on the Qdrant "
+        "server at QDRANT_URL (key: QDRANT_API_KEY), pushed with qdrant-push",
+    )
     _add_shared_retrieval_options(p)
 
 
@@ -566,6 +608,13 @@ def _add_shared_retrieval_options(p: argparse.ArgumentParser) -> None:
         "--candidate-window", type=int, default=None, help="pooled candidates (default 40)"
     )
     p.add_argument("--no-rerank", action="store_true", help="keep the fused order")
+    p.add_argument(
+        "--drilldown-layers",
+        default=None,
+        metavar="D,P,C",
+        help="drilldown: documents, parent sections and child passages kept per layer "
+        "(default 3,5,10; the seed's is 1,1,3)",
+    )
     _add_llm_options(p)
 
 

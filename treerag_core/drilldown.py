@@ -12,8 +12,9 @@ from treerag_core.bm25 import BM25Stats, LeafBM25
 from treerag_core.fusion import fuse, rank_positions
 from treerag_core.layers import Layers, ensure_layers, parent_text
 from treerag_core.names import Fusion
+from treerag_core.routing import document_table
 from treerag_core.summaries import truncate
-from treerag_core.types import ContextSection, Language, RetrievedChunk
+from treerag_core.types import ContextSection, DocumentScore, Language, RetrievedChunk
 from treerag_core.vectors.base import Kind, VectorQuery, VectorStore
 
 if TYPE_CHECKING:
@@ -248,6 +249,29 @@ def document_scores(
     )
     labels = [layers.summaries[d].title for d in ids]
     return _rank("document", ids, ids, labels, dense, bm25, params, signal, passage, keep)
+
+
+SIGNAL_BASIS = {
+    "summary": "K-Type summary (dense + BM25, fused)",
+    "passages": "best passage (flat hybrid)",
+    "both": "K-Type summary + best passage (min-max mean)",
+}
+
+
+def routing_scores(
+    index: CorpusIndex, documents: Sequence[LayerCandidate], signal: str
+) -> tuple[DocumentScore, ...]:
+    """The document layer as the trace's shared document-routing table."""
+    with_passage = {c.item_id: c.passage for c in documents if c.passage is not None}
+    return document_table(
+        index,
+        [(c.item_id, c.score) for c in documents],
+        {c.item_id for c in documents if c.chosen},
+        SIGNAL_BASIS[signal],
+        dense={c.item_id: c.dense for c in documents},
+        bm25={c.item_id: c.bm25 for c in documents},
+        passage=with_passage or None,
+    )
 
 
 def parent_scores(

@@ -8,9 +8,10 @@ from treerag_core.flags import question_flags
 from treerag_core.pagemap import format_pages
 from treerag_core.text_rules import preview
 from treerag_core.trace_io import stage_summary
-from treerag_core.types import RetrievedChunk, Trace
+from treerag_core.types import LocateResult, RetrievedChunk, Trace
 
 RULE = "=" * 60
+ROUTING_ROWS = 10  # documents listed in the routing table (the rest counted)
 # C0 controls but newline and tab, DEL, C1 controls (0x80-0x9f: 0x9b is a one-byte CSI), and
 # the bidi overrides that reorder what a terminal shows.
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
@@ -47,6 +48,24 @@ def _scores(hit: RetrievedChunk) -> str:
     )
 
 
+def routing_lines(locate: LocateResult) -> list[str]:
+    """The document-routing table: every document's score, kept or cut."""
+    scores = locate.document_scores
+    if not scores:
+        return []
+    kept = sum(1 for s in scores if s.kept)
+    lines = [f"Document routing ({scores[0].basis}): {kept} of {len(scores)} searched"]
+    for s in scores[:ROUTING_ROWS]:
+        parts = [("dense", s.dense), ("bm25", s.bm25), ("passage", s.passage)]
+        extra = "".join(f"  {name}={value:.3f}" for name, value in parts if value is not None)
+        state = "kept" if s.kept else "cut "
+        lines.append(f"  {s.rank:>3}. {state}  {s.score:.3f}  {s.name}{extra}")
+    rest = scores[ROUTING_ROWS:]
+    if rest:
+        lines.append(f"  ... {len(rest)} more ({sum(1 for s in rest if s.kept)} kept)")
+    return lines
+
+
 def render_header(trace: Trace) -> str:
     return terminal_safe(f"{RULE}\nQuery: {trace.question}\n{RULE}\n")
 
@@ -63,6 +82,7 @@ def render_retrieval(trace: Trace) -> str:
             lines.append(f"Note: {note}")
         if locate.documents:
             lines.append(f"Routed to documents: {', '.join(locate.documents)}")
+        lines.extend(routing_lines(locate))
         lines.append(f"Located {len(locate.leaves)} leaf nodes:")
         for leaf in locate.leaves:
             score = f"  (score {leaf.score:.3f})" if leaf.score is not None else ""

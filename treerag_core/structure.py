@@ -24,6 +24,7 @@ import numpy as np
 from treerag_core.bm25 import BM25Stats, LeafBM25
 from treerag_core.fusion import fuse, minmax
 from treerag_core.index import CorpusIndex
+from treerag_core.routing import best_per_document, document_table
 from treerag_core.text import tokenize
 from treerag_core.types import LocatedLeaf, LocateResult, RetrievedChunk
 
@@ -307,4 +308,20 @@ def route(
             "Structure-aware locator: every chunk scored with its heading path; no document "
             "cut; sections below are ranked by their best chunk and are scores, not a cut."
         )
-    return LocateResult(leaves, thinking, "local", notes=tuple(notes), documents=routed)
+    # Every document in scope with its share (0: none of its chunks in the window) and its
+    # best chunk, so the trace shows why a document was cut.
+    table = document_table(
+        index,
+        votes,
+        routed or None,
+        "share of the window",
+        passage=best_per_document(scores.doc_of_row, scores.score),
+    )
+    return LocateResult(
+        leaves,
+        thinking,
+        "local",
+        notes=tuple(notes),
+        documents=routed,
+        document_scores=table,
+    )

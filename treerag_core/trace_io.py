@@ -9,6 +9,7 @@ from treerag_core.types import (
     Chunk,
     Citation,
     ContextSection,
+    DocumentScore,
     Fallback,
     LocatedLeaf,
     LocateResult,
@@ -46,6 +47,7 @@ def _locate(data: dict[str, Any] | None) -> LocateResult | None:
         notes=tuple(data.get("notes", ())),
         inputs=dict(data.get("inputs", {})),
         documents=tuple(data.get("documents", ())),
+        document_scores=tuple(DocumentScore(**d) for d in data.get("document_scores", ())),
     )
 
 

@@ -138,6 +138,25 @@ class Fallback:
 
 
 @dataclass(frozen=True)
+class DocumentScore:
+    """One document's routing score in step 1: why it was (or was not) searched.
+
+    Every multi-document strategy that routes fills one per document in scope, best first,
+    so the explorer, the CLI and the audit log show one table whatever the strategy.
+    """
+
+    doc_id: str
+    name: str
+    rank: int  # 1-based, by `score`
+    score: float  # what the strategy ranked documents by (`basis` says what it is)
+    kept: bool  # searched in step 2
+    basis: str = ""  # e.g. "share of the window", "best passage", "K-Type summary"
+    dense: float | None = None  # the parts of `score`, where the strategy has them
+    bm25: float | None = None
+    passage: float | None = None  # the document's best passage score
+
+
+@dataclass(frozen=True)
 class LocateResult:
     """Step 1's output."""
 
@@ -149,6 +168,7 @@ class LocateResult:
     notes: tuple[str, ...] = ()  # e.g. what a prompt budget cut
     inputs: dict[str, Any] = field(default_factory=dict, compare=False)  # settings it read
     documents: tuple[str, ...] = ()  # documents step 2 is routed to (empty: every one in scope)
+    document_scores: tuple[DocumentScore, ...] = ()  # every document in scope, best first
 
     @classmethod
     def skipped(cls, why: str) -> LocateResult:

@@ -70,8 +70,10 @@ def marks_for(trace: Trace | None, index: CorpusIndex, doc_ids: Sequence[str]) -
         if i in index.nodes and i not in cited
     }
     find = str(st.session_state.get("ask_find", "")).strip()
+    routed = trace.locate.documents if trace is not None and trace.locate is not None else ()
     return GraphMarks(
         picked=frozenset(picked_leaves(trace, index)),
+        routed=frozenset(index.document(d).root_id for d in routed if d in index.texts),
         cited=frozenset(cited),
         unsupported=frozenset(unsupported),
         matches=frozenset(heading_matches(index, doc_ids, find)),
@@ -81,8 +83,10 @@ def marks_for(trace: Trace | None, index: CorpusIndex, doc_ids: Sequence[str]) -
 
 
 def graph_docs(index: CorpusIndex, doc_ids: Sequence[str], marks: GraphMarks) -> list[str]:
-    """Documents to draw: those holding picked/cited/selected nodes, else all in scope."""
-    focus = marks.picked | marks.cited | ({marks.selected} if marks.selected else set())
+    """Documents to draw: those routed to or holding picked/cited/selected nodes, else all."""
+    focus = (
+        marks.picked | marks.routed | marks.cited | ({marks.selected} if marks.selected else set())
+    )
     docs = [
         d for d in doc_ids if any(index.nodes[i].doc_id == d for i in focus if i in index.nodes)
     ]
@@ -115,6 +119,9 @@ def locate_step(corpus: Corpus, doc_ids: Sequence[str], trace: Trace | None) -> 
             f"Drawn: the {len(docs)} document(s) holding the picked sections; "
             f"{len(doc_ids) - len(docs)} other(s) not drawn (the toggle above draws them)."
         )
+    if trace is not None and trace.locate is not None and trace.locate.document_scores:
+        with st.expander("Document routing: " + trace_panels.routing_caption(trace.locate)):
+            trace_panels.document_routing(trace.locate, key="locate_routing")
 
 
 def answer_step(
@@ -167,7 +174,8 @@ def strategy_views(trace: Trace, engine: Engine) -> None:
 
 def drilldown_layers(trace: Trace, engine: Engine) -> None:
     """drilldown: the K-Type summary of each chosen document, then the three layers."""
-    from ui.drilldown_view import is_drilldown, ktype_card, layer_view, lit_ids
+    from ui.drilldown_view import is_drilldown, layer_view, lit_ids
+    from ui.ktype_card import ktype_card
 
     if not is_drilldown(trace.sections):
         return

@@ -1,4 +1,4 @@
-"""Drill-down views: a document's K-Type summary, each layer's table, and the ids to light."""
+"""Drill-down views: each layer's table, and the ids to light (the K-Type card: ktype_card.py)."""
 
 from __future__ import annotations
 
@@ -8,13 +8,14 @@ from dataclasses import dataclass
 import pandas as pd
 import streamlit as st
 
-from treerag_core.ktype import TYPE_NAMES_ZH, KTypeSummary
 from treerag_core.types import ContextSection
 
 LAYER_KINDS = ("document", "parent", "passages")
 _LAYER_HELP = {
-    "document": "Every document in scope, scored by its K-Type summary (vector + BM25).",
-    "parent": "Sections of the chosen document(s), scored by heading path + summary.",
+    "document": "Every document in scope, scored by its K-Type summary (vector + BM25), its "
+    "best passage, or both (the doc_signal option).",
+    "parent": "Sections of the chosen document(s), scored by heading path + summary, their "
+    "best passage, or both (the parent_signal option).",
     "passages": "Passages of the chosen section(s): dense + BM25, fused.",
 }
 
@@ -48,39 +49,6 @@ def lit_ids(sections: Sequence[ContextSection]) -> LitIds:
 
 def is_drilldown(sections: Sequence[ContextSection]) -> bool:
     return {s.kind for s in sections} >= set(LAYER_KINDS)
-
-
-def ktype_card(summary: KTypeSummary, key: str = "ktype") -> None:
-    """A document's K-Type summary: knowledge types with shares, core modules, key terms, use."""
-    zh = summary.language == "zh"
-    origin = "LLM" if summary.method == "llm" else "extractive (title, headings, key terms)"
-    st.markdown(f"**{summary.title}**")
-    st.caption(f"K-Type summary · {origin}")
-    if summary.types:
-        cols = st.columns(len(summary.types))
-        for col, (kind, share) in zip(cols, summary.types, strict=True):
-            label = f"{kind} {TYPE_NAMES_ZH.get(kind, '')}" if zh else kind
-            col.metric(label, f"{share:.0%}")
-            col.progress(min(1.0, max(0.0, share)))
-    if summary.modules:
-        st.markdown("**Core modules:** " + " · ".join(summary.modules))
-    if summary.key_terms:
-        st.markdown("**Key terms:** " + ", ".join(summary.key_terms))
-    if summary.use:
-        st.markdown(f"**Good for:** {summary.use}")
-    with st.expander("Text embedded as the document vector"):
-        st.write(summary.text)
-
-
-def routing_table(rows: Sequence[dict], caption: str = "") -> None:
-    """Document-level routing scores (any multi-document strategy): why a document was searched."""
-    if not rows:
-        st.caption("No documents in scope.")
-        return
-    frame = pd.DataFrame(list(rows))
-    if caption:
-        st.caption(caption)
-    st.dataframe(frame, hide_index=True, width="stretch")
 
 
 def layer_view(sections: Sequence[ContextSection]) -> LitIds:

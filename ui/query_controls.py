@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import streamlit as st
 
+from treerag_core.drilldown import DrilldownOptions
 from treerag_core.names import Fusion, Locator
 from treerag_core.settings import LLMSettings, QuerySettings
 from treerag_core.strategies import all_strategies
@@ -32,6 +34,13 @@ SETTING_WIDGETS: dict[str, str] = {
     "qs_rerank": "rerank.enabled",
     "qs_rerank_chinese": "rerank.chinese",
 }
+# The drill-down's per-layer limits (shown while it is the strategy): widget -> option field.
+DRILLDOWN = "drilldown"
+DRILLDOWN_WIDGETS: dict[str, str] = {
+    "qs_dd_documents": "documents",
+    "qs_dd_parents": "parents",
+    "qs_dd_children": "children",
+}
 # Controls that wait for an explicit Ask (a new step 1 may cost an LLM call); every other
 # control reruns at once, and the engine decides whether the stored step 1 still holds.
 ASK_SETTINGS = (
@@ -48,6 +57,8 @@ ASK_SETTINGS = (
 RERUN_SETTINGS = (
     *(p for p in SETTING_WIDGETS.values() if p not in ASK_SETTINGS),
     "llm.answer_model",
+    # Step 1 of the drill-down is local (no LLM): the engine redoes it when these move.
+    *(f"options.{DRILLDOWN}.{name}" for name in DRILLDOWN_WIDGETS.values()),
 )
 FUSION_LABELS = {
     "weighted": "weighted (min-max, then weighted sum)",
@@ -71,6 +82,7 @@ def setting(settings: QuerySettings | Mapping[str, Any], path: str) -> Any:
 WIDGET_DEFAULTS: dict[str, Any] = {
     "qs_corpus": SAMPLES,
     **{key: setting(QuerySettings(), path) for key, path in SETTING_WIDGETS.items()},
+    **{key: getattr(DrilldownOptions(), name) for key, name in DRILLDOWN_WIDGETS.items()},
     "qs_scope_samples": [],
     "qs_scope_uploads": [],
     "qs_scope_eval": [],
@@ -96,12 +108,20 @@ def query_settings() -> QuerySettings:
         settings = settings.with_(llm=llm)
     for key, path in SETTING_WIDGETS.items():
         settings = settings.set(path, st.session_state[key])
+    if settings.strategy == DRILLDOWN:
+        limits = {name: int(st.session_state[key]) for key, name in DRILLDOWN_WIDGETS.items()}
+        current = settings.option(DRILLDOWN, DrilldownOptions())
+        settings = settings.with_option(DRILLDOWN, replace(current, **limits))
     return settings
 
 
 def apply_settings(settings: Mapping[str, Any]) -> None:
     """Put a trace's settings back into the sidebar widgets (reopening from History)."""
-    for key, path in SETTING_WIDGETS.items():
+    paths = {
+        **SETTING_WIDGETS,
+        **{k: f"options.{DRILLDOWN}.{name}" for k, name in DRILLDOWN_WIDGETS.items()},
+    }
+    for key, path in paths.items():
         value = setting(settings, path)
         if value is not None:
             st.session_state[key] = value
@@ -168,6 +188,11 @@ def sidebar(
         help="\n".join(f"- **{n}**: {label}" for n, label in labels_of.items()),
     )
     sb.slider("Max leaves", 1, 5, key="qs_max_leaves", persist_state=KEEP)
+    if ss.qs_strategy == DRILLDOWN:
+        sb.caption("Drill-down layers: what each layer keeps (the seed: 1 / 1 / 3).")
+        sb.slider("Documents kept", 1, 10, key="qs_dd_documents", persist_state=KEEP)
+        sb.slider("Parent sections kept", 1, 20, key="qs_dd_parents", persist_state=KEEP)
+        sb.slider("Child passages kept", 1, 50, key="qs_dd_children", persist_state=KEEP)
     sb.subheader("Step 2 · Retrieve and rerank")
     sb.caption("Changes here re-run steps 2-3 from the stored step 1: no new LLM call.")
     sb.selectbox(

@@ -15,9 +15,10 @@ import streamlit as st
 from treerag_core.flags import question_flags as flags_of
 from treerag_core.index import CorpusIndex
 from treerag_core.llm import format_cost
+from treerag_core.routing import document_rows
 from treerag_core.text_rules import path_leaf
 from treerag_core.trace_io import stage_summary
-from treerag_core.types import ContextSection, RetrievalGroup, Trace
+from treerag_core.types import ContextSection, LocateResult, RetrievalGroup, Trace
 from ui.score_tables import (
     leaf_score_frame,
     rerank_columns,
@@ -132,8 +133,28 @@ def costs(trace: Trace, rerun_ms: float | None = None) -> None:
         )
 
 
+def routing_caption(loc: LocateResult) -> str:
+    scores = loc.document_scores
+    kept = sum(1 for s in scores if s.kept)
+    return f"{kept} of {len(scores)} document(s) searched · scored by {scores[0].basis}"
+
+
+def document_routing(loc: LocateResult | None, key: str = "doc_routing") -> None:
+    """Document-level routing scores (any routing strategy): why a document was (not) searched."""
+    if loc is None or not loc.document_scores:
+        return
+    st.markdown("**Document routing** · " + plain(routing_caption(loc)))
+    st.dataframe(
+        pd.DataFrame(document_rows(loc.document_scores)),
+        hide_index=True,
+        width="stretch",
+        key=key,
+        column_config={"document": st.column_config.TextColumn("document", width="large")},
+    )
+
+
 def step1(trace: Trace) -> None:
-    """Step 1: locator, reasoning, fallbacks and the picked leaves with their sub-queries."""
+    """Step 1: locator, reasoning, fallbacks, document routing and the picked leaves."""
     loc = trace.locate
     if loc is None:
         st.info("No step-1 result.")
@@ -142,6 +163,7 @@ def step1(trace: Trace) -> None:
         st.markdown(
             "Routed to " + plain(f"{len(loc.documents)} document(s): {', '.join(loc.documents)}")
         )
+    document_routing(loc, key="step1_routing")
     if not loc.leaves and loc.locator == "none":
         st.info(f"Strategy {trace.strategy}: {plain(loc.thinking)}")
         return

@@ -44,6 +44,7 @@ class GraphMarks:
     """What to highlight on the tree."""
 
     picked: frozenset[str] = frozenset()
+    routed: frozenset[str] = frozenset()  # roots of the documents step 1 routed to (lit)
     cited: frozenset[str] = frozenset()
     unsupported: frozenset[str] = frozenset()  # cited by the answer, not in the evidence
     matches: frozenset[str] = frozenset()
@@ -198,6 +199,7 @@ def graph_view(
     order, capped = visible_nodes(index, doc_ids, marks, full)
     shown = set(order)
     path = {a for leaf in marks.picked if leaf in index.nodes for a in index.ancestors(leaf)}
+    path |= marks.routed
     view = GraphView(total=sum(1 for n in index.nodes.values() if n.doc_id in set(doc_ids)))
     for node_id in order:
         node = index.nodes[node_id]
@@ -406,7 +408,7 @@ def draw_graph(view: GraphView, key: str, height: int = 520) -> str | None:
 def graph_legend(view: GraphView, query_marks: bool = True) -> None:
     """One caption line: what the colours mean (query marks only where a query is shown)."""
     marks = (
-        ":orange-background[picked leaf] · :orange[path to it] · "
+        ":orange-background[picked leaf] · :orange[path to it, or a routed document] · "
         ":green[✓ green border: holds cited evidence] · :red[✗ red: cited, not retrieved] · "
         if query_marks
         else ""

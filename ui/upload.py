@@ -13,6 +13,7 @@ from treerag_core.convert import SUPPORTED_SUFFIXES
 from treerag_core.errors import InputDocumentError, TreeRAGError, WorkspaceLimitError
 from treerag_core.index import SourceDocument
 from treerag_core.ingest import Converted, Rejected, convert_upload, to_source
+from treerag_core.ktype import KTypeLLM, make_ktype_summarizer
 from treerag_core.llm.factory import make_client, resolve_key, settings_from_env
 from treerag_core.tree_edits import load_edits, save_edits
 from treerag_core.workspaces import WorkspaceLimits, check_drop, check_sources
@@ -67,7 +68,7 @@ def build(sources: Sequence[SourceDocument], settings: IndexSettings, verb: str)
     bar, update = _progress_bar()
     started = time.perf_counter()
     try:
-        set_workspace(sources, settings, update)
+        set_workspace(sources, settings, update, _ktype_summarizer())
     except (TreeRAGError, OSError, ValueError) as exc:
         bar.empty()
         show_error(exc, f"Nothing was {verb}; your workspace is unchanged.")
@@ -141,6 +142,16 @@ def _llm_client() -> tuple[Any, str]:
         return None, ""
     client = make_client(llm, resolve_key(llm, ss.get(f"llm_key_{llm.provider}")))
     return client, llm.locate_model
+
+
+def _ktype_summarizer() -> KTypeLLM | None:
+    """LLM K-Type summaries when a client is configured: five documents per call, documents
+    already summarised (by content hash, in the current index) never sent again."""
+    client, model = _llm_client()
+    if client is None:
+        return None
+    layers = getattr(WorkspaceState().index, "layers", None)
+    return make_ktype_summarizer(client, model, layers.ktype_cache if layers is not None else {})
 
 
 def review() -> None:

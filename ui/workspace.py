@@ -10,6 +10,7 @@ import streamlit as st
 
 from treerag_core.config import IndexSettings, data_dir
 from treerag_core.index import CorpusIndex, ProgressFn, SourceDocument, build_index
+from treerag_core.ktype import KTypeLLM
 from treerag_core.pipeline import Engine
 from treerag_core.store import save_index
 from treerag_core.workspaces import STAMP, Workspaces, is_workspace_id
@@ -88,11 +89,15 @@ def sources_of(index: CorpusIndex | None) -> list[SourceDocument]:
 
 
 def set_workspace(
-    sources: Sequence[SourceDocument], settings: IndexSettings, progress: ProgressFn | None = None
+    sources: Sequence[SourceDocument],
+    settings: IndexSettings,
+    progress: ProgressFn | None = None,
+    ktype_summarizer: KTypeLLM | None = None,
 ) -> CorpusIndex | None:
     """(Re)build this session's index from `sources` and save it in the workspace folder.
 
-    Unchanged documents reuse their vectors from the current index (no model call).
+    Unchanged documents reuse their vectors from the current index (no model call);
+    `ktype_summarizer` writes the K-Type summaries of documents it has not seen (LLM).
     """
     ws = WorkspaceState()
     folder = workspace_folder() / "index"
@@ -103,7 +108,14 @@ def set_workspace(
             shutil.rmtree(folder, ignore_errors=True)
         return None
     embedder = cached_embedder(settings.embedder)
-    index = build_index(sources, settings, embedder, previous=ws.index, progress=progress)
+    index = build_index(
+        sources,
+        settings,
+        embedder,
+        previous=ws.index,
+        progress=progress,
+        ktype_summarizer=ktype_summarizer,
+    )
     save_index(index, folder)
     (folder.parent / STAMP).touch()  # idle expiry counts from the last change
     ws.index, ws.engine = index, None

@@ -14,6 +14,7 @@ from treerag_core.drilldown import (
     context_sections,
     document_scores,
     parent_scores,
+    routing_scores,
 )
 from treerag_core.errors import QueryError
 from treerag_core.settings import QuerySettings
@@ -108,6 +109,8 @@ class Drilldown:
             NAME,
             seconds=time.perf_counter() - started,
             inputs=self.locate_inputs(ctx.settings),
+            documents=tuple(c.item_id for c in layers.documents if c.chosen),
+            document_scores=routing_scores(ctx.index, layers.documents, opts.doc_signal),
         )
 
     def retrieve(self, ctx: QueryContext, located: LocateResult) -> Retrieval:

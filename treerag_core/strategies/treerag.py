@@ -10,6 +10,7 @@ from typing import Any
 from treerag_core.errors import LLMError
 from treerag_core.index import CorpusIndex
 from treerag_core.locators import (
+    LeafScores,
     fallback_reason,
     keyword_locate,
     llm_locate,
@@ -18,6 +19,7 @@ from treerag_core.locators import (
 )
 from treerag_core.names import Locator, StrategyName
 from treerag_core.retrieval import pool, search_leaf
+from treerag_core.routing import document_table
 from treerag_core.settings import QuerySettings
 from treerag_core.strategies import register
 from treerag_core.strategies.base import QueryContext, Retrieval
@@ -28,7 +30,7 @@ from treerag_core.strategies.structured import (
     structured_retrieval,
 )
 from treerag_core.structure import route
-from treerag_core.types import Fallback, Language, LocateResult
+from treerag_core.types import DocumentScore, Fallback, Language, LocateResult
 
 # Which settings each locator reads: a stored step 1 is reused while these are unchanged.
 _LOCAL_INPUTS = ("max_leaves",)
@@ -56,6 +58,20 @@ def _local(ctx: QueryContext) -> LocateResult:
         options.route_documents,
     )
     return replace(result, seconds=time.perf_counter() - started)
+
+
+def picked_documents(
+    index: CorpusIndex, located: LocateResult, scores: LeafScores
+) -> tuple[DocumentScore, ...]:
+    """The routing table of an LLM pick: each document's best section by the local scores the
+    LLM was shown, kept when the LLM picked one of its sections."""
+    best: dict[str, float] = {}
+    for leaf, value in zip(scores.leaf_ids, scores.scores.tolist(), strict=True):
+        doc = index.nodes[leaf].doc_id
+        best[doc] = max(best.get(doc, value), value)
+    kept = {index.nodes[leaf.node_id].doc_id for leaf in located.leaves}
+    ranked = sorted(best.items(), key=lambda item: -item[1])
+    return document_table(index, ranked, kept, "best section score; the LLM picked the sections")
 
 
 @register
@@ -115,7 +131,8 @@ class TreeRAG:
         scores = score_leaves(index, question, qvec, ctx.tokenize, s.locate, s.retrieve, ctx.scope)
         try:
             language = corpus_language(index, ctx.scope)
-            return llm_locate(index, question, ctx.client, s, language, scores, ctx.scope)
+            picked = llm_locate(index, question, ctx.client, s, language, scores, ctx.scope)
+            return replace(picked, document_scores=picked_documents(index, picked, scores))
         except LLMError as exc:
             ctx.fallbacks.append(fallback_reason(exc))
             return replace(_local(ctx), seconds=time.perf_counter() - started)

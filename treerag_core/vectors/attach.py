@@ -6,6 +6,7 @@ import threading
 import weakref
 from typing import Any
 
+from treerag_core.errors import VectorStoreError
 from treerag_core.vectors.base import VectorStore
 
 _STORES: dict[int, VectorStore] = {}
@@ -27,3 +28,18 @@ def attach_store(index: Any, store: VectorStore | None) -> None:
 
 def store_for(index: Any) -> VectorStore | None:
     return _STORES.get(id(index))
+
+
+def attach_checked(index: Any, store: VectorStore) -> None:
+    """Attach `store` after checking it holds this index's points (pushed, not empty).
+
+    A collection pushed from another index would answer with ids this index does not have,
+    and an empty one with nothing: both are named, never served silently.
+    """
+    documents = store.count("document")
+    if documents != len(index.documents):
+        raise VectorStoreError(
+            f"the collection holds {documents} document points, the index "
+            f"{len(index.documents)}: run `qdrant-push --index` with this index first"
+        )
+    attach_store(index, store)
