@@ -10,8 +10,8 @@ from treerag_core.errors import TreeRAGError
 from treerag_core.index import corpus_stats
 from ui.hirag_build import hirag_panel
 from ui.inspector import inspector
-from ui.leaf_graph_panel import graph_stats, inspected_leaf_graph
 from ui.ktype_card import document_ktype
+from ui.leaf_graph_panel import graph_stats, inspected_leaf_graph
 from ui.resources import EMBEDDER_CHOICES, SAMPLES, UPLOADS, sample_corpus, sample_paths
 from ui.score_tables import outline_frame
 from ui.session import DocsState, WorkspaceState, require_app
