@@ -186,3 +186,26 @@ def test_rerank_table_has_a_section_column_only_when_sections_were_scored(paper_
     scored = [replace(h, prior=0.5) for h in trace.candidates]
     frame = score_tables.rerank_frame([replace(h, prior=0.5) for h in final], scored)
     assert frame["section"].tolist() == pytest.approx([0.5] * len(scored))
+
+
+def test_view_focus_is_the_picked_leaves_best_first_with_their_drawn_paths(big_index):
+    leaves = [n.node_id for n in big_index.leaves() if n.heading in ("Item 2.1.1", "Item 15.4.2")]
+    ranked = tuple(reversed(leaves))  # step 1 ranked the later one first
+    marks = w.GraphMarks(picked=frozenset(leaves), ranked=ranked)
+    view = w.graph_view(big_index, ["handbook.md"], marks)
+    assert view.focus == list(ranked)
+    for leaf in leaves:
+        assert view.focus_paths[leaf] == [*big_index.ancestors(leaf), leaf]
+    # The component gets the focus with the readable-label floor it zooms to.
+    assert w.MIN_LABEL_PX / w.FONT_PX < 1
+    # No pick: the heading matches are the focus, so a search zooms to its hits.
+    matches = w.heading_matches(big_index, ["handbook.md"], "Section 3.2")
+    view = w.graph_view(big_index, ["handbook.md"], w.GraphMarks(matches=frozenset(matches)))
+    assert view.focus == matches
+
+
+def test_the_tree_component_ships_its_vis_network_build():
+    html = (w.COMPONENT_DIR / "index.html").read_text(encoding="utf-8")
+    assert '<script src="vis-network.min.js">' in html and '<script src="main.js">' in html
+    head = (w.COMPONENT_DIR / "vis-network.min.js").read_text(encoding="utf-8")[:700]
+    assert "@version 10.1.5" in head and "MIT" in head

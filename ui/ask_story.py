@@ -70,8 +70,10 @@ def marks_for(trace: Trace | None, index: CorpusIndex, doc_ids: Sequence[str]) -
         if i in index.nodes and i not in cited
     }
     find = str(st.session_state.get("ask_find", "")).strip()
+    ranked = picked_leaves(trace, index)
     return GraphMarks(
-        picked=frozenset(picked_leaves(trace, index)),
+        picked=frozenset(ranked),
+        ranked=tuple(ranked),
         cited=frozenset(cited),
         unsupported=frozenset(unsupported),
         matches=frozenset(heading_matches(index, doc_ids, find)),
