@@ -302,6 +302,41 @@ def test_flat_strategy_and_compare():
     assert "no locating, every chunk in scope is searched" in texts(at).replace("\\", "")
 
 
+def test_compare_scores_each_strategy_on_a_dev_set_question_with_gold():
+    from ui.eval_data import EVAL_ROOT
+    from ui.gold import SHOWN, strategy_metrics
+
+    if not (EVAL_ROOT / "qasper").is_dir():
+        pytest.skip("the qasper dev set is not beside the repo")
+    at = new_app()
+    gold_buttons = [b for b in at.button if (b.key or "").startswith("gold_example_")]
+    assert gold_buttons, "no dev-set example questions on the first screen"
+    gold_buttons[0].click().run()  # the example asks at once
+    at.run()
+    assert not at.exception, at.exception
+    trace = at.session_state["ask_trace"]
+    at.button(key="compare_run").click().run()
+    assert not at.exception, at.exception
+    [metrics] = [d.value for d in at.dataframe if "Recall@1000c" in d.value.columns]
+    results = at.session_state["ask_compare"]["results"]
+    assert list(metrics["strategy"]) == [r.strategy for r in results if r.trace is not None]
+    assert set(SHOWN.values()) - {"Section hit@5"} <= set(metrics.columns)
+    gold = at.session_state["ask_compare"]["gold"]
+    assert gold is not None and gold.dataset == "qasper"
+    assert gold.question.question == trace.question
+    row = metrics[metrics["strategy"] == "treerag"].iloc[0]
+    tree = next(r.trace for r in results if r.strategy == "treerag")
+    for label, value in strategy_metrics(gold, tree).items():
+        assert row[label] == pytest.approx(value)
+    assert "dev set" in texts(at)
+
+
+def test_no_gold_no_metrics_table():
+    at = ask(new_app(), PAPER_QUESTION)
+    at.button(key="compare_run").click().run()
+    assert not [d for d in at.dataframe if "Recall@1000c" in d.value.columns]
+
+
 def _llm_responder(body):
     """Locate: pick the leaf named 'Training Procedure'; answer: cite it, plus a bogus path."""
     prompt = json.dumps(body, ensure_ascii=False)

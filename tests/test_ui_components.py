@@ -209,3 +209,25 @@ def test_the_tree_component_ships_its_vis_network_build():
     assert '<script src="vis-network.min.js">' in html and '<script src="main.js">' in html
     head = (w.COMPONENT_DIR / "vis-network.min.js").read_text(encoding="utf-8")[:700]
     assert "@version 10.1.5" in head and "MIT" in head
+
+
+def test_gold_needs_the_same_question_and_the_same_document_text():
+    from ui import gold
+    from ui.eval_data import EVAL_ROOT
+
+    if not (EVAL_ROOT / "qasper").is_dir():
+        pytest.skip("the qasper dev set is not beside the repo")
+    name = "1908.10461.md"
+    text = (resources.SAMPLE_DIR / name).read_text(encoding="utf-8")
+    settings = IndexSettings(embedder="hashing")
+    same = build_index([SourceDocument(name, text)], settings, get_embedder("hashing"))
+    edited = build_index(
+        [SourceDocument(name, "# Edited\n\nSomething else. " + text)],
+        settings,
+        get_embedder("hashing"),
+    )
+    question = "How big is the Parallel Meaning Bank?"
+    found = gold.gold_for(question, same)
+    assert found is not None and found.dataset == "qasper"
+    assert gold.gold_for(question, edited) is None  # offsets would no longer point at the gold
+    assert gold.gold_for("How big is the Parallel Meaning Bank", same) is None

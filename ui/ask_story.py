@@ -14,7 +14,8 @@ from treerag_core.text_rules import preview
 from treerag_core.trace_io import trace_to_json
 from treerag_core.types import Trace
 from ui import trace_panels
-from ui.examples import examples_for
+from ui.examples import examples_for, gold_examples_for
+from ui.gold import SHOWN, Gold, gold_for, strategy_metrics
 from ui.inspector import inspector
 from ui.resources import Corpus
 from ui.session import AskState
@@ -300,16 +301,42 @@ def compare_panel(trace: Trace, engine: Engine, settings: QuerySettings) -> None
             engine, trace.question, settings, scope=scope, located=trace.locate,
             located_by=trace.strategy,
         )  # fmt: skip
-        state.compare = {"stamp": stamp, "results": results}
+        gold = gold_for(trace.question, engine.index)
+        state.compare = {"stamp": stamp, "results": results, "gold": gold}
     data = state.compare
     if not data or data["stamp"] != stamp:
         return
     results: list[Compared] = data["results"]
+    if data.get("gold") is not None:
+        compare_metrics(data["gold"], results)
     base = {h.chunk.chunk_id for h in trace.reranked}
     cols = st.columns(len(results))
     for col, item in zip(cols, results, strict=True):
         with col:
             _compared(item, base, trace.strategy)
+
+
+def compare_metrics(gold: Gold, results: Sequence[Compared]) -> None:
+    """Each strategy scored against the dev set's gold evidence (the harness's metrics)."""
+    rows = []
+    for item in results:
+        if item.trace is None:
+            continue
+        row: dict[str, object] = {"strategy": item.strategy}
+        row.update(strategy_metrics(gold, item.trace))
+        row["ms"] = round(item.seconds * 1000)
+        rows.append(row)
+    st.markdown(
+        f"**Against the gold evidence** · this is question `{plain(gold.question.id)}` of the "
+        f"`{plain(gold.dataset)}` dev set"
+    )
+    fmt = {label: st.column_config.NumberColumn(label, format="%.2f") for label in SHOWN.values()}
+    st.dataframe(rows, hide_index=True, column_config=fmt, key="compare_metrics")
+    st.caption(
+        "Recall@Nc: share of the gold evidence inside the first N characters of passages; "
+        "Hit@5: a gold span in the top 5; Section hit@5: a picked section is a gold one "
+        "(blank for strategies that pick no sections). Rules: docs/evaluation.md."
+    )
 
 
 def _compared(item: Compared, base: set[str], own: str) -> None:
@@ -337,7 +364,8 @@ def _compared(item: Compared, base: set[str], own: str) -> None:
 
 def examples(doc_ids: Sequence[str], on_pick: Callable[[str], None]) -> None:
     found = examples_for(doc_ids)
-    if not found:
+    gold = gold_examples_for(doc_ids)
+    if not found and not gold:
         st.caption("Type a question about your documents above.")
         return
     cols = st.columns(3)
@@ -350,6 +378,19 @@ def examples(doc_ids: Sequence[str], on_pick: Callable[[str], None]) -> None:
             help=f"About {doc}",
             width="stretch",
         )
+    if gold:
+        st.caption("From the dev eval sets (gold evidence known: Compare scores every strategy):")
+        cols = st.columns(3)
+        for i, (doc, question) in enumerate(gold):
+            cols[i % 3].button(
+                plain(question),
+                key=f"gold_example_{i}",
+                on_click=on_pick,
+                args=(question,),
+                help=f"About {doc}",
+                icon=":material/verified:",
+                width="stretch",
+            )
 
 
 def welcome(doc_ids: Sequence[str], on_pick: Callable[[str], None]) -> None:
