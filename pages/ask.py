@@ -117,8 +117,10 @@ def _maybe_rerun(trace: Trace, engine: Engine, settings: QuerySettings, corpus: 
     if ask.controls is None:  # a trace opened from elsewhere: shown as it ran
         ask.controls = settings.to_dict()
         return trace
-    if not _changed(qc.RERUN_SETTINGS, settings):
+    changed = _changed(qc.RERUN_SETTINGS, settings)
+    if not changed:
         return trace
+    before = ask.controls
     local_answer = engine.client(settings) is None  # extractive: cheap, so refresh it too
     scope = list(ask.trace_scope) if ask.trace_scope else None
     started = time.perf_counter()
@@ -132,6 +134,11 @@ def _maybe_rerun(trace: Trace, engine: Engine, settings: QuerySettings, corpus: 
     ask.controls = settings.to_dict()
     ask.stale_answer = stale
     ask.rerun_ms = (time.perf_counter() - started) * 1000
+    ask.moved = tuple(
+        f"{p.rsplit('.', 1)[-1].replace('_', ' ')} {qc.setting(before, p)} → "
+        f"{qc.setting(settings, p)}"
+        for p in changed
+    )
     return new
 
 

@@ -201,6 +201,13 @@ def test_top_k_slider_changes_table_length():
     at.slider(key="qs_final_top_k").set_value(2).run()
     assert at.session_state["ask_trace"].settings["answer"]["final_top_k"] == 2
     assert final_ranks(table(at, "rerank")) == [1, 2]
+    # What the move changed is said at the top of the answer and in the Evidence heading,
+    # and the rows that moved are tinted in the table.
+    said = texts(at)
+    assert "final top k 5 → 2" in said and "3 dropped out" in said, said
+    assert any("② Evidence" in h.value and "3 dropped out" in h.value for h in at.subheader)
+    [styled] = [d for d in at.dataframe if "since last" in d.value.columns]
+    assert "background-color" in styled.proto.arrow_data.styler.styles
     at.slider(key="qs_top_k_per_leaf").set_value(1).run()
     groups = {g.leaf_id or g.kind: g.kind for g in at.session_state["ask_trace"].retrieved}
     assert all(len(f) <= 1 for g, f in leaf_tables(at).items() if groups[g] == "leaf")

@@ -18,6 +18,7 @@ from ui.examples import examples_for, gold_examples_for
 from ui.gold import SHOWN, Gold, gold_for, strategy_metrics
 from ui.inspector import inspector
 from ui.resources import Corpus
+from ui.score_tables import rank_moves
 from ui.session import AskState
 from ui.text_safety import plain, safe_answer, safe_answer_stream
 from ui.tree_graph import GraphMarks, TreeGraph, graph_legend, graph_view, heading_matches
@@ -127,6 +128,7 @@ def answer_step(
     state = AskState()
     st.subheader("③ Answer")
     st.caption(f"Q: {plain(trace.question)}")
+    slider_moved(trace)
     if live is not None:
         st.write_stream(safe_answer_stream(live))
         return
@@ -152,6 +154,24 @@ def answer_step(
     trace_panels.question_flags(trace)
     trace_panels.citations(trace, index, open_citation)
     trace_panels.fallbacks(trace)
+
+
+def slider_moved(trace: Trace) -> None:
+    """After a slider move: what changed, at the top of the answer (where the user looks)."""
+    state = AskState()
+    if state.origin != "rerun" or not state.moved:
+        return
+    moves = rank_moves(state.previous_ranks, trace.reranked)
+    answer = (
+        "answer rewritten from the new evidence"
+        if not state.stale_answer
+        else ("the LLM answer was kept (see below)")
+    )
+    st.info(
+        f"**{plain(', '.join(state.moved))}** · evidence: {moves.describe()} · {answer}. "
+        "The moved passages are tinted in ② Evidence.",
+        icon=":material/swap_vert:",
+    )
 
 
 def strategy_views(trace: Trace, engine: Engine) -> None:
@@ -224,7 +244,11 @@ def open_citation(node_id: str | None, span: tuple[int, int] | None) -> None:
 def evidence_step(trace: Trace) -> None:
     """② The evidence: the final passages first, then every searched group and context."""
     state = AskState()
-    st.subheader("② Evidence")
+    moved = ""
+    if state.origin == "rerun" and state.moved:
+        moves = rank_moves(state.previous_ranks, trace.reranked)
+        moved = f" · :orange[{moves.describe()}]" if moves.any else " · unchanged"
+    st.subheader("② Evidence" + moved)
     tabs = st.tabs(["Final passages (rerank)", "Scores per searched group", "Step 1 details"])
     with tabs[0]:
         trace_panels.rerank(trace, state.previous_ranks if state.origin == "rerun" else None)
