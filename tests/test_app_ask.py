@@ -111,7 +111,8 @@ def test_default_page_shows_samples_tree_and_examples_without_a_key():
     # No question yet: nothing is picked, and the first sample's sections are open.
     assert PALETTE["picked"] not in background(at).values()
     assert any("Methods" in n["label"] for n in nodes.values())
-    assert "Not configured (no ANTHROPIC_API_KEY)" in texts(at)  # the LLM panel
+    assert "Off: this server has no ANTHROPIC_API_KEY" in texts(at)  # the LLM panel
+    assert at.toggle(key="qs_llm_enabled").value is False
     assert at.selectbox(key="qs_llm_provider").value == "anthropic"
     assert not at.error
 
@@ -148,7 +149,7 @@ def test_answer_fallback_tables_and_costs_are_shown():
     at = ask(new_app(), PAPER_QUESTION)
     trace = at.session_state["ask_trace"]
     shown = texts(at)
-    assert "no API key: local locator" in shown.replace("\\", "")
+    assert "LLM switched off: local locator" in shown.replace("\\", "")  # off: no key
     assert "50" in trace.answer and "[Source:" in trace.answer
     assert any("50" in m.value for m in at.markdown)  # the answer is on the page
     step1 = table(at, "step1")
