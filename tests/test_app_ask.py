@@ -17,12 +17,17 @@ APP = Path(__file__).resolve().parents[1] / "app.py"
 PAPER_QUESTION = "How many epochs was the model trained for?"
 
 
+@pytest.fixture(scope="module")
+def app_data(tmp_path_factory):
+    return tmp_path_factory.mktemp("app_data")
+
+
 @pytest.fixture(scope="module", autouse=True)
-def app_env(tmp_path_factory):
+def app_env(app_data):
     """The hashing embedder (speed), a private data dir, and no API key from the machine."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("TREERAG_EMBEDDER", "hashing")
-        mp.setenv("TREERAG_DATA_DIR", str(tmp_path_factory.mktemp("app_data")))
+        mp.setenv("TREERAG_DATA_DIR", str(app_data))
         mp.setenv("HF_HUB_OFFLINE", "1")
         mp.delenv("ANTHROPIC_API_KEY", raising=False)
         mp.delenv("ANTHROPIC_BASE_URL", raising=False)
@@ -534,10 +539,15 @@ def test_hirag_traces_show_their_graph_neighbourhood():
     assert len(at.get("component_instance")) == 2  # the tree, and the HiRAG graph
 
 
-def test_ask_keeps_the_workspace_in_the_url_and_a_reload_restores_it():
+def test_ask_keeps_the_workspace_in_the_url_and_a_reload_restores_it(app_data):
     at = new_app()
     ws_id = at.session_state["ws_id"]
     assert at.query_params["ws"] == ws_id
+    # A visit writes nothing, so it leaves no workspace folder; the first question does.
+    folder = app_data / "workspaces" / ws_id
+    assert not folder.exists()
+    ask(at, PAPER_QUESTION)
+    assert folder.is_dir()
     again = AppTest.from_file(str(APP), default_timeout=90)
     again.query_params["ws"] = ws_id
     again.run()
