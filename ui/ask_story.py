@@ -102,9 +102,10 @@ def locate_step(corpus: Corpus, doc_ids: Sequence[str], trace: Trace | None) -> 
     docs = (
         list(doc_ids) if st.session_state.get("ask_all_docs") else graph_docs(index, doc_ids, marks)
     )
-    head, c1, c2, c3 = st.columns([2.6, 2, 1.5, 1.7], vertical_alignment="bottom")
     n = len(marks.picked)
-    head.subheader("① Locate" + (f" · {n} section{'s' if n != 1 else ''} picked" if n else ""))
+    st.subheader("① Locate" + (f" · {n} section{'s' if n != 1 else ''} picked" if n else ""))
+    # The controls get their own row: beside the heading they were cut to "W…" at 1280 px.
+    c1, c2, c3 = st.columns([2, 1.3, 1.5], vertical_alignment="center")
     c1.text_input(
         "Find a heading", key="ask_find", placeholder="Find a heading", label_visibility="collapsed"
     )
