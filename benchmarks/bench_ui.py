@@ -32,6 +32,7 @@ QUESTIONS = (
     "What accuracy does AdaRouter reach on EUR/USD?",
     "How many epochs was the model trained for?",
 )
+GOLD_QUESTION = "What is the source of the crosslingual word embeddings?"  # ui/examples.py
 SIZES = {"1600x1000": (1600, 1000), "1280x720": (1280, 720)}
 
 
@@ -161,6 +162,10 @@ def main() -> int:
     parser.add_argument("--app", type=Path, default=REPO, help="the checkout to serve")
     parser.add_argument("--embedder", default="", help="TREERAG_EMBEDDER (empty: the default)")
     parser.add_argument("--shots", type=Path, default=None, help="write screenshots here")
+    parser.add_argument(
+        "--upload", nargs=3, action="append", default=[], metavar=("NAME", "FILE", "QUESTION"),
+        help="also upload FILE, ask QUESTION on it and shoot ask-NAME-<size>.png (repeatable)",
+    )  # fmt: skip
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
@@ -187,6 +192,8 @@ def main() -> int:
             print(json.dumps(result), flush=True)
             if args.shots:
                 shoot(warm, url, args.shots)
+                for name, file, question in args.upload:
+                    shoot_upload(warm, url, args.shots, name, Path(file), question)
             browser.close()
     finally:
         proc.terminate()
@@ -205,14 +212,14 @@ def shoot(page, url: str, folder: Path) -> None:
         time.sleep(1.5)
         page.screenshot(path=str(folder / f"ask-{name}.png"))
     page.set_viewport_size({"width": 1600, "height": 1000})
+    ask(page, GOLD_QUESTION)  # a dev-set question: Compare scores it against the gold
     page.get_by_text("Compare strategies side by side").click()
     page.get_by_role("button", name="Compare strategies").click()
-    page.get_by_text("shared with").first.wait_for(timeout=120_000)
-    page.get_by_text("shared with").first.scroll_into_view_if_needed()
+    page.get_by_text("Against the gold evidence").first.wait_for(timeout=300_000)
     for name, (w, h) in SIZES.items():
         page.set_viewport_size({"width": w, "height": h})
         time.sleep(1.0)
-        page.get_by_text("shared with").first.scroll_into_view_if_needed()
+        page.get_by_text("Against the gold evidence").first.scroll_into_view_if_needed()
         page.screenshot(path=str(folder / f"compare-{name}.png"))
     page.set_viewport_size({"width": 1600, "height": 1000})
     page.get_by_role("link", name="Documents").click()
@@ -232,6 +239,24 @@ def shoot(page, url: str, folder: Path) -> None:
         page.set_viewport_size({"width": w, "height": h})
         time.sleep(1.5)
         page.screenshot(path=str(folder / f"evaluate-{name}.png"))
+
+
+def shoot_upload(page, url: str, folder: Path, name: str, file: Path, question: str) -> None:
+    """Upload a document into the session's workspace, ask about it, shoot the Ask page."""
+    page.set_viewport_size({"width": 1600, "height": 1000})
+    page.get_by_role("link", name="Documents").click()
+    page.get_by_text("Add documents to your workspace").wait_for()
+    page.locator('input[type="file"]').set_input_files([str(file)])
+    page.get_by_text(f"added 1: {file.name}").wait_for(timeout=600_000)
+    page.get_by_role("link", name="Ask").click()
+    page.get_by_text("My uploads").click()
+    page.get_by_text("My uploads:", exact=False).first.wait_for()
+    ask(page, question)
+    page.evaluate("window.scrollTo(0, 0)")
+    for size, (w, h) in SIZES.items():
+        page.set_viewport_size({"width": w, "height": h})
+        time.sleep(1.5)
+        page.screenshot(path=str(folder / f"ask-{name}-{size}.png"))
 
 
 if __name__ == "__main__":

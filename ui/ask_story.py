@@ -12,7 +12,7 @@ from treerag_core.pipeline import Engine
 from treerag_core.settings import QuerySettings
 from treerag_core.text_rules import preview
 from treerag_core.trace_io import trace_to_json
-from treerag_core.types import Trace
+from treerag_core.types import RetrievedChunk, Trace
 from ui import trace_panels
 from ui.examples import examples_for, gold_examples_for
 from ui.gold import SHOWN, Gold, gold_for, strategy_metrics
@@ -25,6 +25,8 @@ from ui.tree_graph import GraphMarks, TreeGraph, graph_legend, graph_view, headi
 
 GRAPH = TreeGraph("ask_graph")
 COMPARE_TEXT_CHARS = 160
+COMPARE_PER_ROW = 3  # strategy cards per row in Compare
+COMPARE_TOP = 3  # passages shown per card; the rest fold away
 PRESENT = "ask_present"  # the presentation-mode toggle's key
 PRESENT_CSS = """
 <style>
@@ -335,10 +337,14 @@ def compare_panel(trace: Trace, engine: Engine, settings: QuerySettings) -> None
     if data.get("gold") is not None:
         compare_metrics(data["gold"], results)
     base = {h.chunk.chunk_id for h in trace.reranked}
-    cols = st.columns(len(results))
-    for col, item in zip(cols, results, strict=True):
-        with col:
-            _compared(item, base, trace.strategy)
+    # Cards in rows of COMPARE_PER_ROW: a dozen strategies side by side in one row left each
+    # column a word wide.
+    for start in range(0, len(results), COMPARE_PER_ROW):
+        row = results[start : start + COMPARE_PER_ROW]
+        cols = st.columns(COMPARE_PER_ROW, gap="medium")
+        for col, item in zip(cols, row, strict=False):
+            with col.container(border=True):
+                _compared(item, base, trace.strategy)
 
 
 def compare_metrics(gold: Gold, results: Sequence[Compared]) -> None:
@@ -380,11 +386,20 @@ def _compared(item: Compared, base: set[str], own: str) -> None:
         for leaf in loc.leaves:
             st.caption(f"`{leaf.node_id}` {plain(leaf.heading_path)}")
     st.markdown("Top passages:")
-    for h in item.trace.reranked:  # full section names, wrapped: a table would cut them
-        st.markdown(
-            f"{h.final_rank}. **{plain(h.chunk.heading_path)}** · "
-            f"{plain(preview(h.chunk.text, COMPARE_TEXT_CHARS))}"
-        )
+    hits = list(item.trace.reranked)
+    for h in hits[:COMPARE_TOP]:  # full section names, wrapped: a table would cut them
+        _compared_passage(h)
+    if len(hits) > COMPARE_TOP:
+        with st.expander(f"{len(hits) - COMPARE_TOP} more passage(s)"):
+            for h in hits[COMPARE_TOP:]:
+                _compared_passage(h)
+
+
+def _compared_passage(h: RetrievedChunk) -> None:
+    st.markdown(
+        f"{h.final_rank}. **{plain(h.chunk.heading_path)}** · "
+        f"{plain(preview(h.chunk.text, COMPARE_TEXT_CHARS))}"
+    )
 
 
 def examples(doc_ids: Sequence[str], on_pick: Callable[[str], None]) -> None:
