@@ -13,6 +13,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -163,6 +164,9 @@ def main() -> int:
     parser.add_argument("--embedder", default="", help="TREERAG_EMBEDDER (empty: the default)")
     parser.add_argument("--shots", type=Path, default=None, help="write screenshots here")
     parser.add_argument(
+        "--pages", nargs="*", default=list(PAGES), choices=PAGES, help="which pages to shoot"
+    )
+    parser.add_argument(
         "--upload", nargs=3, action="append", default=[], metavar=("NAME", "FILE", "QUESTION"),
         help="also upload FILE, ask QUESTION on it and shoot ask-NAME-<size>.png (repeatable)",
     )  # fmt: skip
@@ -191,7 +195,7 @@ def main() -> int:
             result["load_after"] = os.getloadavg()[0]
             print(json.dumps(result), flush=True)
             if args.shots:
-                shoot(warm, url, args.shots)
+                shoot(warm, url, args.shots, args.pages)
                 for name, file, question in args.upload:
                     shoot_upload(warm, url, args.shots, name, Path(file), question)
             browser.close()
@@ -205,40 +209,47 @@ def main() -> int:
     return 0
 
 
-def shoot(page, url: str, folder: Path) -> None:
+PAGES = ("ask", "compare", "documents", "evaluate")
+
+
+def shoot(page, url: str, folder: Path, pages: Sequence[str] = PAGES) -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    for name, (w, h) in SIZES.items():
-        page.set_viewport_size({"width": w, "height": h})
-        time.sleep(1.5)
-        page.screenshot(path=str(folder / f"ask-{name}.png"))
-    page.set_viewport_size({"width": 1600, "height": 1000})
-    ask(page, GOLD_QUESTION)  # a dev-set question: Compare scores it against the gold
-    page.get_by_text("Compare strategies side by side").click()
-    page.get_by_role("button", name="Compare strategies").click()
-    page.get_by_text("Against the gold evidence").first.wait_for(timeout=300_000)
-    for name, (w, h) in SIZES.items():
-        page.set_viewport_size({"width": w, "height": h})
-        time.sleep(1.0)
-        page.get_by_text("Against the gold evidence").first.scroll_into_view_if_needed()
-        page.screenshot(path=str(folder / f"compare-{name}.png"))
-    page.set_viewport_size({"width": 1600, "height": 1000})
-    page.get_by_role("link", name="Documents").click()
-    page.get_by_text("Tree preview").wait_for()
-    page.get_by_text("Tree preview").scroll_into_view_if_needed()
-    time.sleep(2)
-    for name, (w, h) in SIZES.items():
-        page.set_viewport_size({"width": w, "height": h})
-        time.sleep(1.0)
-        page.screenshot(path=str(folder / f"documents-{name}.png"))
-    page.set_viewport_size({"width": 1600, "height": 1000})
-    page.get_by_role("link", name="Evaluate").click()
-    page.get_by_role("button", name="Run evaluation").wait_for()
-    page.get_by_role("button", name="Run evaluation").click()
-    page.get_by_text("Curves over k").wait_for(timeout=600_000)
-    for name, (w, h) in SIZES.items():
-        page.set_viewport_size({"width": w, "height": h})
-        time.sleep(1.5)
-        page.screenshot(path=str(folder / f"evaluate-{name}.png"))
+    if "ask" in pages:
+        for name, (w, h) in SIZES.items():
+            page.set_viewport_size({"width": w, "height": h})
+            time.sleep(1.5)
+            page.screenshot(path=str(folder / f"ask-{name}.png"))
+    if "compare" in pages:
+        page.set_viewport_size({"width": 1600, "height": 1000})
+        ask(page, GOLD_QUESTION)  # a dev-set question: Compare scores it against the gold
+        page.get_by_text("Compare strategies side by side").click()
+        page.get_by_role("button", name="Compare strategies").click()
+        page.get_by_text("Against the gold evidence").first.wait_for(timeout=300_000)
+        for name, (w, h) in SIZES.items():
+            page.set_viewport_size({"width": w, "height": h})
+            time.sleep(1.0)
+            page.get_by_text("Against the gold evidence").first.scroll_into_view_if_needed()
+            page.screenshot(path=str(folder / f"compare-{name}.png"))
+    if "documents" in pages:
+        page.set_viewport_size({"width": 1600, "height": 1000})
+        page.get_by_role("link", name="Documents").click()
+        page.get_by_text("Tree preview").wait_for()
+        page.get_by_text("Tree preview").scroll_into_view_if_needed()
+        time.sleep(2)
+        for name, (w, h) in SIZES.items():
+            page.set_viewport_size({"width": w, "height": h})
+            time.sleep(1.0)
+            page.screenshot(path=str(folder / f"documents-{name}.png"))
+    if "evaluate" in pages:
+        page.set_viewport_size({"width": 1600, "height": 1000})
+        page.get_by_role("link", name="Evaluate").click()
+        page.get_by_role("button", name="Run evaluation").wait_for()
+        page.get_by_role("button", name="Run evaluation").click()
+        page.get_by_text("Curves over k").wait_for(timeout=600_000)
+        for name, (w, h) in SIZES.items():
+            page.set_viewport_size({"width": w, "height": h})
+            time.sleep(1.5)
+            page.screenshot(path=str(folder / f"evaluate-{name}.png"))
 
 
 def shoot_upload(page, url: str, folder: Path, name: str, file: Path, question: str) -> None:
@@ -249,7 +260,7 @@ def shoot_upload(page, url: str, folder: Path, name: str, file: Path, question: 
     page.locator('input[type="file"]').set_input_files([str(file)])
     page.get_by_text(f"added 1: {file.name}").wait_for(timeout=600_000)
     page.get_by_role("link", name="Ask").click()
-    page.get_by_text("My uploads").click()
+    page.get_by_text("My uploads", exact=True).click()
     page.get_by_text("My uploads:", exact=False).first.wait_for()
     ask(page, question)
     page.evaluate("window.scrollTo(0, 0)")

@@ -231,3 +231,13 @@ def test_gold_needs_the_same_question_and_the_same_document_text():
     assert found is not None and found.dataset == "qasper"
     assert gold.gold_for(question, edited) is None  # offsets would no longer point at the gold
     assert gold.gold_for("How big is the Parallel Meaning Bank", same) is None
+
+
+def test_the_evaluate_metric_table_fits_the_page_width():
+    from ui import eval_tables
+
+    config = eval_tables.metric_columns()
+    widths = [c["width"] for c in config.values()]
+    assert all(isinstance(w, int) for w in widths), config
+    # The main column at 1600×1000 with the sidebar open is ~990 px; keep 120 for "strategy".
+    assert sum(widths) + 120 <= 990, sum(widths)

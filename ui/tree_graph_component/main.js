@@ -20,6 +20,11 @@ function record(mode) {
   window.__fitted = { mode, scale, label_px: scale * focusSpec.font_px };
 }
 
+function inView(id) {
+  const point = net.canvasToDOM(net.getPositions([id])[id]);
+  return point.x >= 0 && point.y >= 0 && point.x <= box.clientWidth && point.y <= box.clientHeight;
+}
+
 function fitAll() {
   note.textContent = "";
   net.fit({ animation: false, maxZoomLevel: focusSpec.max_zoom });
@@ -48,7 +53,7 @@ function fitFocus() {
     nodes: chosen, animation: false, minZoomLevel: minZoom, maxZoomLevel: focusSpec.max_zoom,
   });
   record("path");
-  const outside = focusSpec.leaves.filter((leaf) => !chosen.includes(leaf)).length;
+  const outside = focusSpec.leaves.filter((leaf) => !inView(leaf)).length;
   if (outside) {
     note.textContent = `${outside} more picked section${outside > 1 ? "s" : ""} outside this ` +
       "view: “Whole view” shows all";
