@@ -228,7 +228,10 @@ def shoot(page, url: str, folder: Path, pages: Sequence[str] = PAGES) -> None:
         for name, (w, h) in SIZES.items():
             page.set_viewport_size({"width": w, "height": h})
             time.sleep(1.0)
-            page.get_by_text("Against the gold evidence").first.scroll_into_view_if_needed()
+            page.get_by_text("Against the gold evidence").first.evaluate(
+                "e => e.scrollIntoView({block: 'start'})"
+            )
+            time.sleep(0.5)
             page.screenshot(path=str(folder / f"compare-{name}.png"))
     if "documents" in pages:
         page.set_viewport_size({"width": 1600, "height": 1000})
@@ -239,6 +242,9 @@ def shoot(page, url: str, folder: Path, pages: Sequence[str] = PAGES) -> None:
         for name, (w, h) in SIZES.items():
             page.set_viewport_size({"width": w, "height": h})
             time.sleep(1.0)
+            # The tree preview at the top of the view, so the graph is on the screenshot.
+            page.get_by_text("Tree preview").evaluate("e => e.scrollIntoView({block: 'start'})")
+            time.sleep(0.5)
             page.screenshot(path=str(folder / f"documents-{name}.png"))
     if "evaluate" in pages:
         page.set_viewport_size({"width": 1600, "height": 1000})
@@ -246,9 +252,11 @@ def shoot(page, url: str, folder: Path, pages: Sequence[str] = PAGES) -> None:
         page.get_by_role("button", name="Run evaluation").wait_for()
         page.get_by_role("button", name="Run evaluation").click()
         page.get_by_text("Curves over k").wait_for(timeout=600_000)
+        chart = '[data-testid="stVegaLiteChart"] canvas, [data-testid="stVegaLiteChart"] svg'
+        page.wait_for_selector(chart, timeout=120_000)
         for name, (w, h) in SIZES.items():
             page.set_viewport_size({"width": w, "height": h})
-            time.sleep(1.5)
+            time.sleep(3)
             page.screenshot(path=str(folder / f"evaluate-{name}.png"))
 
 

@@ -107,7 +107,7 @@ def locate_step(corpus: Corpus, doc_ids: Sequence[str], trace: Trace | None) -> 
     n = len(marks.picked)
     st.subheader("① Locate" + (f" · {n} section{'s' if n != 1 else ''} picked" if n else ""))
     # The controls get their own row: beside the heading they were cut to "W…" at 1280 px.
-    c1, c2, c3 = st.columns([2, 1.3, 1.5], vertical_alignment="center")
+    c1, c2, c3 = st.columns([1, 0.85, 1], vertical_alignment="center")
     c1.text_input(
         "Find a heading", key="ask_find", placeholder="Find a heading", label_visibility="collapsed"
     )
