@@ -353,16 +353,20 @@ def compare_metrics(gold: Gold, results: Sequence[Compared]) -> None:
     for item in results:
         if item.trace is None:
             continue
+        found = strategy_metrics(gold, item.trace)
         row: dict[str, object] = {"strategy": item.strategy}
-        row.update(strategy_metrics(gold, item.trace))
+        # Text cells: a metric a strategy has no value for (no section pick) reads "—", not
+        # a literal None.
+        row.update(
+            {label: f"{found[label]:.2f}" if label in found else "—" for label in SHOWN.values()}
+        )
         row["ms"] = round(item.seconds * 1000)
         rows.append(row)
     st.markdown(
         f"**Against the gold evidence** · this is question `{plain(gold.question.id)}` of the "
         f"`{plain(gold.dataset)}` dev set"
     )
-    fmt = {label: st.column_config.NumberColumn(label, format="%.2f") for label in SHOWN.values()}
-    st.dataframe(rows, hide_index=True, column_config=fmt, key="compare_metrics")
+    st.dataframe(rows, hide_index=True, key="compare_metrics")
     st.caption(
         "Recall@Nc: share of the gold evidence inside the first N characters of passages; "
         "Hit@5: a gold span in the top 5; Section hit@5: a picked section is a gold one "
