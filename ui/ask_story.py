@@ -370,7 +370,7 @@ def compare_metrics(gold: Gold, results: Sequence[Compared]) -> None:
     st.caption(
         "Recall@Nc: share of the gold evidence inside the first N characters of passages; "
         "Hit@5: a gold span in the top 5; Section hit@5: a picked section is a gold one "
-        "(blank for strategies that pick no sections). Rules: docs/evaluation.md."
+        "(— for strategies that pick no sections). Rules: docs/evaluation.md."
     )
 
 
