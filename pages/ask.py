@@ -117,8 +117,10 @@ def _maybe_rerun(trace: Trace, engine: Engine, settings: QuerySettings, corpus: 
     if ask.controls is None:  # a trace opened from elsewhere: shown as it ran
         ask.controls = settings.to_dict()
         return trace
-    if not _changed(qc.RERUN_SETTINGS, settings):
+    changed = _changed(qc.RERUN_SETTINGS, settings)
+    if not changed:
         return trace
+    before = ask.controls
     local_answer = engine.client(settings) is None  # extractive: cheap, so refresh it too
     scope = list(ask.trace_scope) if ask.trace_scope else None
     started = time.perf_counter()
@@ -132,11 +134,16 @@ def _maybe_rerun(trace: Trace, engine: Engine, settings: QuerySettings, corpus: 
     ask.controls = settings.to_dict()
     ask.stale_answer = stale
     ask.rerun_ms = (time.perf_counter() - started) * 1000
+    ask.moved = tuple(
+        f"{p.rsplit('.', 1)[-1].replace('_', ' ')} {qc.setting(before, p)} → "
+        f"{qc.setting(settings, p)}"
+        for p in changed
+    )
     return new
 
 
 def _render(trace, corpus, doc_ids, engine, settings, live: Iterator[str] | None = None) -> None:
-    """The story below the question; with `live`, the answer streams in (drawn last)."""
+    """The story below the question; with `live`, the answer streams in beside the graph."""
     if trace is None:
         story.welcome(doc_ids, _ask_example)
     graph_col, answer_col = st.columns([3, 2], gap="medium")
@@ -146,7 +153,10 @@ def _render(trace, corpus, doc_ids, engine, settings, live: Iterator[str] | None
         with answer_col:
             story.inspector_panel(corpus, doc_ids, None, lambda _: None)
         return
-    answer_slot = answer_col.container()
+    # The answer is drawn right after the graph, before the evidence tables: the browser
+    # renders messages in order, so the first streamed token no longer waits behind them.
+    with answer_col:
+        story.answer_step(trace, corpus.index, live, lambda: _queue("answer"))
     story.evidence_step(trace)
     story.strategy_views(trace, engine)
     left, right = st.columns([3, 2], gap="medium")
@@ -161,8 +171,6 @@ def _render(trace, corpus, doc_ids, engine, settings, live: Iterator[str] | None
         story.compare_panel(trace, engine, settings)
     with st.expander("Example questions"):
         story.examples(doc_ids, _ask_example)
-    with answer_slot:
-        story.answer_step(trace, corpus.index, live, lambda: _queue("answer"))
 
 
 def _no_corpus(kind: str) -> None:

@@ -155,6 +155,25 @@ def _run(folder: Path | None, data: EvalDataset | None) -> None:
     settings = IndexSettings(embedder=default_embedder())
     query = QuerySettings().set("answer.final_top_k", 10).set("rerank.enabled", bool(ss.ev_rerank))
     limit = int(ss.ev_limit) or None
+    n = min(limit or len(data.usable_questions), len(data.usable_questions))
+    # Everything the run shows (the index's and the model's load spinners, the progress bar)
+    # goes inside one status box: it takes the place of the earlier info box instead of
+    # being drawn over it.
+    label = f"Running {len(strategies)} strategies on {n} questions…"
+    with st.status(label, expanded=True) as status:
+        done = _evaluate(folder, strategies, limit, settings, query, n)
+        if done is None:
+            status.update(label="Nothing was run", state="error", expanded=True)
+            return
+        status.update(label="Evaluation done", state="complete", expanded=False)
+    _set_report(*done)
+
+
+def _evaluate(
+    folder: Path, strategies: tuple[str, ...], limit: int | None, settings: IndexSettings,
+    query: QuerySettings, n: int,
+) -> tuple[dict[str, Any], dict[str, Any]] | None:  # fmt: skip
+    """The report of one run and where it came from (None, error shown, when it did not run)."""
     try:
         config = EvalConfig(
             strategies=strategies,
@@ -167,10 +186,9 @@ def _run(folder: Path | None, data: EvalDataset | None) -> None:
         es = ed.eval_set(folder, settings)
     except FAILS as exc:
         show_error(exc, "Nothing was run. " + FOLDER_HINT)
-        return
+        return None
     if query.rerank.enabled:  # the first question's latency must not include loading the model
         warm_reranker(query.rerank.model)
-    n = min(limit or len(data.usable_questions), len(data.usable_questions))
     bar = st.progress(0.0, text=f"Running {len(strategies)} strategies on {n} questions…")
 
     def progress(done: int, total: int) -> None:
@@ -187,7 +205,7 @@ def _run(folder: Path | None, data: EvalDataset | None) -> None:
     except FAILS as exc:
         bar.empty()
         show_error(exc, "The run stopped; no report was kept. " + FOLDER_HINT)
-        return
+        return None
     bar.empty()
     meta = {
         "source": "run",
@@ -195,7 +213,7 @@ def _run(folder: Path | None, data: EvalDataset | None) -> None:
         "seconds": time.perf_counter() - started,
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
     }
-    _set_report(report, meta)
+    return report, meta
 
 
 def _load_path(text: str) -> None:

@@ -17,12 +17,17 @@ APP = Path(__file__).resolve().parents[1] / "app.py"
 PAPER_QUESTION = "How many epochs was the model trained for?"
 
 
+@pytest.fixture(scope="module")
+def app_data(tmp_path_factory):
+    return tmp_path_factory.mktemp("app_data")
+
+
 @pytest.fixture(scope="module", autouse=True)
-def app_env(tmp_path_factory):
+def app_env(app_data):
     """The hashing embedder (speed), a private data dir, and no API key from the machine."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("TREERAG_EMBEDDER", "hashing")
-        mp.setenv("TREERAG_DATA_DIR", str(tmp_path_factory.mktemp("app_data")))
+        mp.setenv("TREERAG_DATA_DIR", str(app_data))
         mp.setenv("HF_HUB_OFFLINE", "1")
         mp.delenv("ANTHROPIC_API_KEY", raising=False)
         mp.delenv("ANTHROPIC_BASE_URL", raising=False)
@@ -111,7 +116,8 @@ def test_default_page_shows_samples_tree_and_examples_without_a_key():
     # No question yet: nothing is picked, and the first sample's sections are open.
     assert PALETTE["picked"] not in background(at).values()
     assert any("Methods" in n["label"] for n in nodes.values())
-    assert "Not configured (no ANTHROPIC_API_KEY)" in texts(at)  # the LLM panel
+    assert "Off: this server has no ANTHROPIC_API_KEY" in texts(at)  # the LLM panel
+    assert at.toggle(key="qs_llm_enabled").value is False
     assert at.selectbox(key="qs_llm_provider").value == "anthropic"
     assert not at.error
 
@@ -148,7 +154,7 @@ def test_answer_fallback_tables_and_costs_are_shown():
     at = ask(new_app(), PAPER_QUESTION)
     trace = at.session_state["ask_trace"]
     shown = texts(at)
-    assert "no API key: local locator" in shown.replace("\\", "")
+    assert "LLM switched off: local locator" in shown.replace("\\", "")  # off: no key
     assert "50" in trace.answer and "[Source:" in trace.answer
     assert any("50" in m.value for m in at.markdown)  # the answer is on the page
     step1 = table(at, "step1")
@@ -201,6 +207,13 @@ def test_top_k_slider_changes_table_length():
     at.slider(key="qs_final_top_k").set_value(2).run()
     assert at.session_state["ask_trace"].settings["answer"]["final_top_k"] == 2
     assert final_ranks(table(at, "rerank")) == [1, 2]
+    # What the move changed is said at the top of the answer and in the Evidence heading,
+    # and the rows that moved are tinted in the table.
+    said = texts(at)
+    assert "final top k 5 → 2" in said and "3 dropped out" in said, said
+    assert any("② Evidence" in h.value and "3 dropped out" in h.value for h in at.subheader)
+    [styled] = [d for d in at.dataframe if "since last" in d.value.columns]
+    assert "background-color" in styled.proto.arrow_data.styler.styles
     at.slider(key="qs_top_k_per_leaf").set_value(1).run()
     groups = {g.leaf_id or g.kind: g.kind for g in at.session_state["ask_trace"].retrieved}
     assert all(len(f) <= 1 for g, f in leaf_tables(at).items() if groups[g] == "leaf")
@@ -300,6 +313,44 @@ def test_flat_strategy_and_compare():
     assert trace.strategy == "flat-hybrid"
     assert PALETTE["picked"] not in background(at).values()
     assert "no locating, every chunk in scope is searched" in texts(at).replace("\\", "")
+
+
+def test_compare_scores_each_strategy_on_a_dev_set_question_with_gold():
+    from ui.eval_data import EVAL_ROOT
+    from ui.gold import SHOWN, strategy_metrics
+
+    if not (EVAL_ROOT / "qasper").is_dir():
+        pytest.skip("the qasper dev set is not beside the repo")
+    at = new_app()
+    gold_buttons = [b for b in at.button if (b.key or "").startswith("gold_example_")]
+    assert gold_buttons, "no dev-set example questions on the first screen"
+    gold_buttons[0].click().run()  # the example asks at once
+    at.run()
+    assert not at.exception, at.exception
+    trace = at.session_state["ask_trace"]
+    at.button(key="compare_run").click().run()
+    assert not at.exception, at.exception
+    [metrics] = [d.value for d in at.dataframe if "Recall@1000c" in d.value.columns]
+    results = at.session_state["ask_compare"]["results"]
+    assert list(metrics["strategy"]) == [r.strategy for r in results if r.trace is not None]
+    assert set(SHOWN.values()) <= set(metrics.columns)
+    assert "None" not in metrics.astype(str).to_numpy()  # no value reads "—"
+    flat = metrics[metrics["strategy"] == "flat-hybrid"].iloc[0]
+    assert flat["Section hit@5"] == "—"  # it picks no sections
+    gold = at.session_state["ask_compare"]["gold"]
+    assert gold is not None and gold.dataset == "qasper"
+    assert gold.question.question == trace.question
+    row = metrics[metrics["strategy"] == "treerag"].iloc[0]
+    tree = next(r.trace for r in results if r.strategy == "treerag")
+    for label, value in strategy_metrics(gold, tree).items():
+        assert float(row[label]) == pytest.approx(value, abs=0.005)
+    assert "dev set" in texts(at)
+
+
+def test_no_gold_no_metrics_table():
+    at = ask(new_app(), PAPER_QUESTION)
+    at.button(key="compare_run").click().run()
+    assert not [d for d in at.dataframe if "Recall@1000c" in d.value.columns]
 
 
 def _llm_responder(body):
@@ -512,10 +563,15 @@ def test_hirag_traces_show_their_graph_neighbourhood():
     assert len(at.get("component_instance")) == 2  # the tree, and the HiRAG graph
 
 
-def test_ask_keeps_the_workspace_in_the_url_and_a_reload_restores_it():
+def test_ask_keeps_the_workspace_in_the_url_and_a_reload_restores_it(app_data):
     at = new_app()
     ws_id = at.session_state["ws_id"]
     assert at.query_params["ws"] == ws_id
+    # A visit writes nothing, so it leaves no workspace folder; the first question does.
+    folder = app_data / "workspaces" / ws_id
+    assert not folder.exists()
+    ask(at, PAPER_QUESTION)
+    assert folder.is_dir()
     again = AppTest.from_file(str(APP), default_timeout=90)
     again.query_params["ws"] = ws_id
     again.run()

@@ -204,7 +204,7 @@ def test_pdf_tree_review_edit_and_pages_with_a_corrupt_file_beside_it(app_env):
     assert "Item 2. Section 2" in " ".join(tree["heading"])
     assert not [b for b in at.button if b.key == f"{key}_suggest"]  # no LLM configured
     pick = next(i for i, h in enumerate(tree["heading"]) if "Item 2." in h)
-    at.selectbox(key=f"{key}_pick").set_value(pick)
+    at.selectbox(key=f"{key}_pick").select_index(pick)  # options are the labels
     at.selectbox(key=f"{key}_action").set_value("rename")
     at.text_input(key=f"{key}_rename").input("Risk Factors")
     at.button(key=f"{key}_apply").click().run()

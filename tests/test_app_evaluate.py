@@ -64,6 +64,10 @@ def ran(qasper) -> AppTest:
     at.button(key="ev_run").click().run()
     assert not at.exception, at.exception
     assert not at.error, [e.value for e in at.error]
+    # The index's load spinner and the progress bar were drawn over the earlier info box; they
+    # now sit in one status box (collapsed once done), and the info box is gone.
+    assert [b.label for b in at.status] == ["Evaluation done"]
+    assert not [i for i in at.info if "Run evaluation" in i.value]
     return at
 
 

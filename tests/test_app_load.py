@@ -147,8 +147,8 @@ def test_eight_concurrent_sessions_upload_and_ask_without_leaks(server, tmp_path
         assert f"zebra{i}quartz" in result["body"]  # its own document answered
         others = [f"zebra{j}quartz" for j in range(SESSIONS) if j != i]
         assert not any(word in result["body"] for word in others), f"session {i} saw another's"
-    # One workspace with documents per session, none shared (the warm-up visit owns an empty
-    # one too: every session gets its workspace, holding only its idle-time stamp).
+    # One workspace with documents per session, none shared (a visit that writes nothing, as
+    # the warm-up's, leaves no folder).
     workspaces = [p for p in (data / "workspaces").iterdir() if p.is_dir()]
     with_documents = [p for p in workspaces if any(c.name != STAMP for c in p.iterdir())]
     assert len(with_documents) == SESSIONS

@@ -34,38 +34,23 @@ ARGS = [
 ]
 CONSOLE_ERRORS: list[str] = []
 MISSING: list[str] = []  # URLs answered 404
-FONT_PX = 18  # ui.tree_graph.FONT_PX, the label font in graph units
+MIN_LABEL_PX = 12  # ui.tree_graph.MIN_LABEL_PX, the smallest label the fitted view draws
 PICKED = "#EA580C"  # ui.tree_graph.PALETTE["picked"], read here as the browser sees it
 ANSWER = (
     "The model was trained for 50 epochs with early stopping "
     "[Source: 3 Methods > 3.3 Training Procedure]."
 )
-# Finds the graph component's vis Network through React's hook list (the component keeps it
-# in a hook, not on window); returns its node ids and background colours.
+GRAPH_IFRAME = 'iframe[title="ui.tree_graph.tree_graph"]'  # ui/tree_graph_component
+# The tree component keeps its vis Network on window.__net: its node ids and background colours.
 FIND_NETWORK = """
 () => {
-  const el = document.querySelector('.vis-network');
-  if (!el) return null;
-  const host = el.parentElement;
-  const key = Object.keys(host).find(k => k.startsWith('__reactInternalInstance')
-                                       || k.startsWith('__reactFiber'));
-  const isNet = v => v && typeof v === 'object' && typeof v.getPositions === 'function';
-  for (let f = host[key]; f; f = f.return) {
-    for (let h = f.memoizedState, i = 0; h && typeof h === 'object' && i < 40; h = h.next, i++) {
-      const v = h.memoizedState;
-      for (const c of [v, v && v.current]) {
-        if (isNet(c)) {
-          window.__net = c;
-          const positions = c.getPositions();
-          return c.body.data.nodes.get().map(n => ({
-            id: String(n.id), label: n.label, background: n.color && n.color.background,
-            drawn: n.id in positions,
-          }));
-        }
-      }
-    }
-  }
-  return null;
+  const net = window.__net;
+  if (!net) return null;
+  const positions = net.getPositions();
+  return net.body.data.nodes.get().map(n => ({
+    id: String(n.id), label: n.label, background: n.color && n.color.background,
+    drawn: n.id in positions,
+  }));
 }
 """
 NODE_POINT = """
@@ -165,12 +150,12 @@ def graph_nodes(page, expect_at_least: int = 1, timeout: float = 30.0) -> list[d
     """The drawn graph's nodes, once a graph iframe has at least that many positioned."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        iframes = page.locator('iframe[title="streamlit_agraph.agraph"]')
+        iframes = page.locator(GRAPH_IFRAME)
         if iframes.count():  # an iframe below the fold may not load until scrolled to
             with contextlib.suppress(Exception):
                 iframes.last.scroll_into_view_if_needed(timeout=2_000)
         for frame in page.frames:
-            if "streamlit_agraph" not in (frame.url or ""):
+            if "tree_graph" not in (frame.url or ""):
                 continue
             try:
                 nodes = frame.evaluate(FIND_NETWORK)
@@ -181,6 +166,24 @@ def graph_nodes(page, expect_at_least: int = 1, timeout: float = 30.0) -> list[d
                 return nodes
         time.sleep(0.05)
     raise AssertionError(f"no graph with {expect_at_least}+ nodes within {timeout} s")
+
+
+def label_size(page, name: str = "ask") -> dict:
+    """The fitted view's zoom and label size on screen (px), also written to test-results."""
+    fitted = page.graph_frame.evaluate("() => window.__fitted")
+    path = RESULTS / "browser-labels.json"
+    found = json.loads(path.read_text()) if path.exists() else {}
+    found[name] = {"mode": fitted["mode"], "label_px": round(fitted["label_px"], 1)}
+    path.write_text(json.dumps(found, indent=2))
+    print(f"\nlabel size, {name} (px):", found[name])
+    return fitted
+
+
+def in_view(page, node_id: str) -> bool:
+    frame = page.graph_frame
+    point = frame.evaluate(NODE_POINT, node_id)
+    size = frame.evaluate("() => [innerWidth, innerHeight]")
+    return 0 <= point["x"] <= size[0] and 0 <= point["y"] <= size[1]
 
 
 def click_node(page, node_id: str) -> None:
@@ -211,13 +214,17 @@ def test_upload_ask_graph_click_inspector_and_streamed_answer(page, app_url, fak
     page.get_by_text("My uploads").click()
     page.get_by_text("My uploads: 2 of 2 document(s)", exact=False).wait_for()
     page.get_by_label("Question", exact=True).fill("How many epochs was the model trained for?")
+    started = time.perf_counter()
     page.get_by_role("button", name="Ask", exact=True).click()
 
-    # 3. The answer streams: part of it is on the page before the rest.
-    partial = False
+    # 3. The answer streams: part of it is on the page before the rest. Timed from the click:
+    # the first answer token, and the finished answer with its citations.
+    partial, first_token = False, None
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         body = page.inner_text("body")
+        if first_token is None and "The model was trained" in body:
+            first_token = time.perf_counter() - started
         if "The model was trained" in body and "early stopping" not in body:
             partial = True
         if "early stopping" in body and "Citations" in body:
@@ -226,6 +233,14 @@ def test_upload_ask_graph_click_inspector_and_streamed_answer(page, app_url, fak
     else:
         raise AssertionError("the answer never finished")
     assert partial, "the answer appeared all at once, not streamed"
+    timing = {
+        "question_to_first_token_s": round(first_token or float("nan"), 2),
+        "question_to_answer_s": round(time.perf_counter() - started, 2),
+        "load_average": round(os.getloadavg()[0], 1),
+    }
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "browser-question.json").write_text(json.dumps(timing, indent=2))
+    print("\nquestion timing (fake LLM, streamed in 8-character deltas):", timing)
     # Citation chips come with the finished answer (a moment after its text on a busy machine).
     page.get_by_role("button", name=re.compile("3.3 Training Procedure")).first.wait_for()
 
@@ -237,14 +252,11 @@ def test_upload_ask_graph_click_inspector_and_streamed_answer(page, app_url, fak
     locate_calls = [r for r in fake_llm.requests if "cache_control" in json.dumps(r.body)]
     assert len(locate_calls) == 1
     page.screenshot(path=str(RESULTS / "browser-ask.png"))
-    # Label size as drawn: the font size in graph units times the view's zoom.
-    frame = page.frame_locator('iframe[title="streamlit_agraph.agraph"]').last
-    scale = frame.locator("body").evaluate("() => window.__net ? window.__net.getScale() : null")
-    if scale is not None:
-        label_px = round(FONT_PX * scale, 1)
-        (RESULTS / "browser-labels.json").write_text(json.dumps({"ask_label_px": label_px}))
-        print("\nlabel size on Ask (px):", label_px)
-        assert label_px >= 8, label_px
+    # Label size as drawn (the font size in graph units times the zoom): the view fits the
+    # picked path at a readable zoom, with the best-ranked picked leaf in view.
+    fitted = label_size(page)
+    assert fitted["label_px"] >= MIN_LABEL_PX, fitted
+    assert in_view(page, picked[0]["id"]), "the picked leaf is outside the fitted view"
 
     # 5. Click another leaf: the inspector opens with its content and the override button.
     target = next(n for n in nodes if "3.1" in (n["label"] or "") and n["background"] != PICKED)
@@ -281,6 +293,8 @@ def test_render_time_of_a_300_node_tree(page, app_url):
     nodes = graph_nodes(page, expect_at_least=300, timeout=60)
     whole_s = time.perf_counter() - started
     page.screenshot(path=str(RESULTS / "browser-whole-tree.png"))
+    fitted = label_size(page, "whole_tree_300_nodes")  # zoomed to the picked path, readable
+    assert fitted["mode"] == "path" and fitted["label_px"] >= MIN_LABEL_PX, fitted
     started = time.perf_counter()
     page.get_by_text("Whole tree").click()  # back to the collapsed view
     collapsed = graph_nodes(page, expect_at_least=3)

@@ -39,19 +39,29 @@ def captions(at: AppTest) -> str:
     return " | ".join(c.value for c in at.sidebar.caption)
 
 
-def test_defaults_are_anthropic_and_say_nothing_is_configured() -> None:
+def test_defaults_are_anthropic_and_off_with_the_reason_shown_without_a_key() -> None:
     at = app()
     assert not at.exception
     settings, key = at.session_state["out"]
-    assert settings == LLMSettings(context_tokens=200_000) and key is None
-    assert "Not configured (no ANTHROPIC_API_KEY)" in captions(at)
+    assert settings == LLMSettings(context_tokens=200_000, enabled=False) and key is None
+    assert widget(at, "toggle", "llm_enabled").value is False
+    # The reason is on the page (not only on hover), and the key field stays usable.
+    assert "Off: this server has no ANTHROPIC_API_KEY" in captions(at)
+    assert not widget(at, "text_input", "llm_key_anthropic").disabled
+
+
+def test_a_server_key_turns_it_on_by_default(monkeypatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-server")
+    at = app()
+    settings, _ = at.session_state["out"]
+    assert settings.enabled and "the server's ANTHROPIC_API_KEY" in captions(at)
 
 
 def test_a_typed_key_stays_in_the_session_and_out_of_the_settings() -> None:
     at = app()
     widget(at, "text_input", "llm_key_anthropic").input("sk-ant-typed-secret").run()
     settings, key = at.session_state["out"]
-    assert key == "sk-ant-typed-secret"
+    assert key == "sk-ant-typed-secret" and settings.enabled  # typing a key switches it on
     assert "sk-ant-typed-secret" not in repr(settings.to_dict())
     assert "the key typed in this session" in captions(at)
 

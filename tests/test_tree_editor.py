@@ -37,10 +37,16 @@ def test_shows_the_inferred_tree(app: AppTest) -> None:
 
 
 def test_demote_mark_undo_and_save(app: AppTest, tmp_path: Path) -> None:
-    app.selectbox(key="te_pick").set_value(2)
+    app.selectbox(key="te_pick").select_index(2)
     app.selectbox(key="te_action").set_value("demote")
     app.button(key="te_apply").click().run()
     assert _outline(app)[2] == (3, "Pay")
+    # The picker shows the heading's new level, and still the same heading.
+    assert app.selectbox(key="te_pick").value == "2. L3 Pay"
+    app.selectbox(key="te_action").set_value("promote")
+    app.button(key="te_apply").click().run()
+    assert app.selectbox(key="te_pick").value == "2. L2 Pay"
+    app.button(key="te_undo").click().run()
     app.text_input(key="te_line").set_value("Sick Leave")
     app.number_input(key="te_level").set_value(3)
     app.button(key="te_mark").click().run()

@@ -204,3 +204,58 @@ def test_score_tables_show_the_graph_column_only_when_a_graph_ran(paper_engine):
     assert sorted(pooled["graph"].dropna().unique()) == [0.25]
     assert {"graph"} <= set(score_tables.score_columns(frame, "weighted"))
     assert "graph" in score_tables.rerank_columns(pooled)
+
+
+def test_view_focus_is_the_picked_leaves_best_first_with_their_drawn_paths(big_index):
+    leaves = [n.node_id for n in big_index.leaves() if n.heading in ("Item 2.1.1", "Item 15.4.2")]
+    ranked = tuple(reversed(leaves))  # step 1 ranked the later one first
+    marks = w.GraphMarks(picked=frozenset(leaves), ranked=ranked)
+    view = w.graph_view(big_index, ["handbook.md"], marks)
+    assert view.focus == list(ranked)
+    for leaf in leaves:
+        assert view.focus_paths[leaf] == [*big_index.ancestors(leaf), leaf]
+    # The component gets the focus with the readable-label floor it zooms to.
+    assert w.MIN_LABEL_PX / w.FONT_PX < 1
+    # No pick: the heading matches are the focus, so a search zooms to its hits.
+    matches = w.heading_matches(big_index, ["handbook.md"], "Section 3.2")
+    view = w.graph_view(big_index, ["handbook.md"], w.GraphMarks(matches=frozenset(matches)))
+    assert view.focus == matches
+
+
+def test_the_tree_component_ships_its_vis_network_build():
+    html = (w.COMPONENT_DIR / "index.html").read_text(encoding="utf-8")
+    assert '<script src="vis-network.min.js">' in html and '<script src="main.js">' in html
+    head = (w.COMPONENT_DIR / "vis-network.min.js").read_text(encoding="utf-8")[:700]
+    assert "@version 10.1.5" in head and "MIT" in head
+
+
+def test_gold_needs_the_same_question_and_the_same_document_text():
+    from ui import gold
+    from ui.eval_data import EVAL_ROOT
+
+    if not (EVAL_ROOT / "qasper").is_dir():
+        pytest.skip("the qasper dev set is not beside the repo")
+    name = "1908.10461.md"
+    text = (resources.SAMPLE_DIR / name).read_text(encoding="utf-8")
+    settings = IndexSettings(embedder="hashing")
+    same = build_index([SourceDocument(name, text)], settings, get_embedder("hashing"))
+    edited = build_index(
+        [SourceDocument(name, "# Edited\n\nSomething else. " + text)],
+        settings,
+        get_embedder("hashing"),
+    )
+    question = "How big is the Parallel Meaning Bank?"
+    found = gold.gold_for(question, same)
+    assert found is not None and found.dataset == "qasper"
+    assert gold.gold_for(question, edited) is None  # offsets would no longer point at the gold
+    assert gold.gold_for("How big is the Parallel Meaning Bank", same) is None
+
+
+def test_the_evaluate_metric_table_fits_the_page_width():
+    from ui import eval_tables
+
+    config = eval_tables.metric_columns()
+    widths = [c["width"] for c in config.values()]
+    assert all(isinstance(w, int) for w in widths), config
+    # The main column at 1600×1000 with the sidebar open is ~990 px; keep 120 for "strategy".
+    assert sum(widths) + 120 <= 990, sum(widths)

@@ -14,6 +14,7 @@ from treerag_core.embedders import get_embedder
 from treerag_core.errors import WorkspaceLimitError
 from treerag_core.index import SourceDocument, build_index
 from treerag_core.workspaces import (
+    STAMP,
     WorkspaceLimits,
     Workspaces,
     check_drop,
@@ -129,3 +130,14 @@ def test_workspace_limits_from_the_environment(monkeypatch):
     monkeypatch.setenv("TREERAG_WS_MAX_CHUNKS", "-3")
     with pytest.raises(ValueError, match="TREERAG_WS_MAX_CHUNKS"):
         WorkspaceLimits.from_env()
+
+
+def test_a_workspace_folder_is_made_on_its_first_write_only(tmp_path, paper_index):
+    spaces = Workspaces(tmp_path / "ws", WorkspaceLimits())
+    ws = new_workspace_id()
+    spaces.touch(ws)  # a visit: nothing written
+    assert not spaces.folder(ws).exists()
+    spaces.touch(ws, create=True)  # e.g. a question logged under it
+    assert (spaces.folder(ws) / STAMP).is_file()
+    other = new_workspace_id()
+    assert spaces.save(other, paper_index) and spaces.folder(other).is_dir()

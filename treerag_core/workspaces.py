@@ -159,9 +159,15 @@ class Workspaces:
             raise WorkspaceLimitError(f"{ws_id!r} is not a workspace id")
         return self.root / ws_id
 
-    def touch(self, ws_id: str) -> None:
-        """Mark the workspace as used now (idle expiry counts from here)."""
+    def touch(self, ws_id: str, create: bool = False) -> None:
+        """Mark the workspace as used now (idle expiry counts from here).
+
+        A workspace gets its folder on its first write (`create`): a visit that writes
+        nothing leaves nothing on disk.
+        """
         folder = self.folder(ws_id)
+        if not create and not folder.is_dir():
+            return
         folder.mkdir(parents=True, exist_ok=True)
         (folder / STAMP).touch()
 
@@ -203,7 +209,7 @@ class Workspaces:
         same embedder) is not written again; None removes the saved index.
         """
         folder = self.folder(ws_id) / INDEX
-        self.touch(ws_id)
+        self.touch(ws_id, create=index is not None)
         if index is None:
             existed = folder.exists()
             shutil.rmtree(folder, ignore_errors=True)

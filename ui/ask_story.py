@@ -12,17 +12,21 @@ from treerag_core.pipeline import Engine
 from treerag_core.settings import QuerySettings
 from treerag_core.text_rules import preview
 from treerag_core.trace_io import trace_to_json
-from treerag_core.types import Trace
+from treerag_core.types import RetrievedChunk, Trace
 from ui import trace_panels
-from ui.examples import examples_for
+from ui.examples import examples_for, gold_examples_for
+from ui.gold import SHOWN, Gold, gold_for, strategy_metrics
 from ui.inspector import inspector
 from ui.resources import Corpus
+from ui.score_tables import rank_moves
 from ui.session import AskState
 from ui.text_safety import plain, safe_answer, safe_answer_stream
 from ui.tree_graph import GraphMarks, TreeGraph, graph_legend, graph_view, heading_matches
 
 GRAPH = TreeGraph("ask_graph")
 COMPARE_TEXT_CHARS = 160
+COMPARE_PER_ROW = 3  # strategy cards per row in Compare
+COMPARE_TOP = 3  # passages shown per card; the rest fold away
 PRESENT = "ask_present"  # the presentation-mode toggle's key
 PRESENT_CSS = """
 <style>
@@ -71,8 +75,10 @@ def marks_for(trace: Trace | None, index: CorpusIndex, doc_ids: Sequence[str]) -
     }
     find = str(st.session_state.get("ask_find", "")).strip()
     routed = trace.locate.documents if trace is not None and trace.locate is not None else ()
+    ranked = picked_leaves(trace, index)
     return GraphMarks(
-        picked=frozenset(picked_leaves(trace, index)),
+        picked=frozenset(ranked),
+        ranked=tuple(ranked),
         routed=frozenset(index.document(d).root_id for d in routed if d in index.texts),
         cited=frozenset(cited),
         unsupported=frozenset(unsupported),
@@ -102,9 +108,10 @@ def locate_step(corpus: Corpus, doc_ids: Sequence[str], trace: Trace | None) -> 
     docs = (
         list(doc_ids) if st.session_state.get("ask_all_docs") else graph_docs(index, doc_ids, marks)
     )
-    head, c1, c2, c3 = st.columns([2.6, 2, 1.5, 1.7], vertical_alignment="bottom")
     n = len(marks.picked)
-    head.subheader("① Locate" + (f" · {n} section{'s' if n != 1 else ''} picked" if n else ""))
+    st.subheader("① Locate" + (f" · {n} section{'s' if n != 1 else ''} picked" if n else ""))
+    # The controls get their own row: beside the heading they were cut to "W…" at 1280 px.
+    c1, c2, c3 = st.columns([1, 0.85, 1], vertical_alignment="center")
     c1.text_input(
         "Find a heading", key="ask_find", placeholder="Find a heading", label_visibility="collapsed"
     )
@@ -131,6 +138,7 @@ def answer_step(
     state = AskState()
     st.subheader("③ Answer")
     st.caption(f"Q: {plain(trace.question)}")
+    slider_moved(trace)
     if live is not None:
         st.write_stream(safe_answer_stream(live))
         return
@@ -156,6 +164,24 @@ def answer_step(
     trace_panels.question_flags(trace)
     trace_panels.citations(trace, index, open_citation)
     trace_panels.fallbacks(trace)
+
+
+def slider_moved(trace: Trace) -> None:
+    """After a slider move: what changed, at the top of the answer (where the user looks)."""
+    state = AskState()
+    if state.origin != "rerun" or not state.moved:
+        return
+    moves = rank_moves(state.previous_ranks, trace.reranked)
+    answer = (
+        "answer rewritten from the new evidence"
+        if not state.stale_answer
+        else ("the LLM answer was kept (see below)")
+    )
+    st.info(
+        f"**{plain(', '.join(state.moved))}** · evidence: {moves.describe()} · {answer}. "
+        "The moved passages are tinted in ② Evidence.",
+        icon=":material/swap_vert:",
+    )
 
 
 def strategy_views(trace: Trace, engine: Engine) -> None:
@@ -229,7 +255,11 @@ def open_citation(node_id: str | None, span: tuple[int, int] | None) -> None:
 def evidence_step(trace: Trace) -> None:
     """② The evidence: the final passages first, then every searched group and context."""
     state = AskState()
-    st.subheader("② Evidence")
+    moved = ""
+    if state.origin == "rerun" and state.moved:
+        moves = rank_moves(state.previous_ranks, trace.reranked)
+        moved = f" · :orange[{moves.describe()}]" if moves.any else " · unchanged"
+    st.subheader("② Evidence" + moved)
     tabs = st.tabs(["Final passages (rerank)", "Scores per searched group", "Step 1 details"])
     with tabs[0]:
         trace_panels.rerank(trace, state.previous_ranks if state.origin == "rerun" else None)
@@ -306,16 +336,50 @@ def compare_panel(trace: Trace, engine: Engine, settings: QuerySettings) -> None
             engine, trace.question, settings, scope=scope, located=trace.locate,
             located_by=trace.strategy,
         )  # fmt: skip
-        state.compare = {"stamp": stamp, "results": results}
+        gold = gold_for(trace.question, engine.index)
+        state.compare = {"stamp": stamp, "results": results, "gold": gold}
     data = state.compare
     if not data or data["stamp"] != stamp:
         return
     results: list[Compared] = data["results"]
+    if data.get("gold") is not None:
+        compare_metrics(data["gold"], results)
     base = {h.chunk.chunk_id for h in trace.reranked}
-    cols = st.columns(len(results))
-    for col, item in zip(cols, results, strict=True):
-        with col:
-            _compared(item, base, trace.strategy)
+    # Cards in rows of COMPARE_PER_ROW: a dozen strategies side by side in one row left each
+    # column a word wide.
+    for start in range(0, len(results), COMPARE_PER_ROW):
+        row = results[start : start + COMPARE_PER_ROW]
+        cols = st.columns(COMPARE_PER_ROW, gap="medium")
+        for col, item in zip(cols, row, strict=False):
+            with col.container(border=True):
+                _compared(item, base, trace.strategy)
+
+
+def compare_metrics(gold: Gold, results: Sequence[Compared]) -> None:
+    """Each strategy scored against the dev set's gold evidence (the harness's metrics)."""
+    rows = []
+    for item in results:
+        if item.trace is None:
+            continue
+        found = strategy_metrics(gold, item.trace)
+        row: dict[str, object] = {"strategy": item.strategy}
+        # Text cells: a metric a strategy has no value for (no section pick) reads "—", not
+        # a literal None.
+        row.update(
+            {label: f"{found[label]:.2f}" if label in found else "—" for label in SHOWN.values()}
+        )
+        row["ms"] = round(item.seconds * 1000)
+        rows.append(row)
+    st.markdown(
+        f"**Against the gold evidence** · this is question `{plain(gold.question.id)}` of the "
+        f"`{plain(gold.dataset)}` dev set"
+    )
+    st.dataframe(rows, hide_index=True, key="compare_metrics")
+    st.caption(
+        "Recall@Nc: share of the gold evidence inside the first N characters of passages; "
+        "Hit@5: a gold span in the top 5; Section hit@5: a picked section is a gold one "
+        "(— for strategies that pick no sections). Rules: docs/evaluation.md."
+    )
 
 
 def _compared(item: Compared, base: set[str], own: str) -> None:
@@ -334,16 +398,26 @@ def _compared(item: Compared, base: set[str], own: str) -> None:
         for leaf in loc.leaves:
             st.caption(f"`{leaf.node_id}` {plain(leaf.heading_path)}")
     st.markdown("Top passages:")
-    for h in item.trace.reranked:  # full section names, wrapped: a table would cut them
-        st.markdown(
-            f"{h.final_rank}. **{plain(h.chunk.heading_path)}** · "
-            f"{plain(preview(h.chunk.text, COMPARE_TEXT_CHARS))}"
-        )
+    hits = list(item.trace.reranked)
+    for h in hits[:COMPARE_TOP]:  # full section names, wrapped: a table would cut them
+        _compared_passage(h)
+    if len(hits) > COMPARE_TOP:
+        with st.expander(f"{len(hits) - COMPARE_TOP} more passage(s)"):
+            for h in hits[COMPARE_TOP:]:
+                _compared_passage(h)
+
+
+def _compared_passage(h: RetrievedChunk) -> None:
+    st.markdown(
+        f"{h.final_rank}. **{plain(h.chunk.heading_path)}** · "
+        f"{plain(preview(h.chunk.text, COMPARE_TEXT_CHARS))}"
+    )
 
 
 def examples(doc_ids: Sequence[str], on_pick: Callable[[str], None]) -> None:
     found = examples_for(doc_ids)
-    if not found:
+    gold = gold_examples_for(doc_ids)
+    if not found and not gold:
         st.caption("Type a question about your documents above.")
         return
     cols = st.columns(3)
@@ -356,6 +430,19 @@ def examples(doc_ids: Sequence[str], on_pick: Callable[[str], None]) -> None:
             help=f"About {doc}",
             width="stretch",
         )
+    if gold:
+        st.caption("From the dev eval sets (gold evidence known: Compare scores every strategy):")
+        cols = st.columns(3)
+        for i, (doc, question) in enumerate(gold):
+            cols[i % 3].button(
+                plain(question),
+                key=f"gold_example_{i}",
+                on_click=on_pick,
+                args=(question,),
+                help=f"About {doc}",
+                icon=":material/verified:",
+                width="stretch",
+            )
 
 
 def welcome(doc_ids: Sequence[str], on_pick: Callable[[str], None]) -> None:

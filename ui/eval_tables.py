@@ -45,11 +45,13 @@ def metric_frame(report: Mapping[str, Any]) -> pd.DataFrame:
 
 def metric_columns() -> dict[str, Any]:
     """Rates as bars on [0, 1]; character counts and milliseconds as plain numbers."""
+    # Fixed narrow widths: with the default ones the last columns ran off the right edge.
     config: dict[str, Any] = {
-        "n": st.column_config.NumberColumn("n", format="%d", help="questions scored"),
+        "n": st.column_config.NumberColumn("n", format="%d", help="questions scored", width=44),
         LEFT_OUT: st.column_config.NumberColumn(
             LEFT_OUT,
             format="%d",
+            width=84,
             help="questions of the whole set (not of this run) left out: unanswerable, or "
             "evidence not found verbatim",
         ),
@@ -57,10 +59,10 @@ def metric_columns() -> dict[str, Any]:
     for key in HEADLINE_KEYS:
         label = headline_label(key)
         if key.startswith(("ctx_chars", "latency_ms")):
-            config[label] = st.column_config.NumberColumn(label, format="%.0f")
+            config[label] = st.column_config.NumberColumn(label, format="%.0f", width=70)
         else:
             config[label] = st.column_config.ProgressColumn(
-                label, min_value=0.0, max_value=1.0, format="%.3f"
+                label, min_value=0.0, max_value=1.0, format="%.3f", width=92
             )
     return config
 

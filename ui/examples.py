@@ -33,6 +33,23 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
 }
 
 
+# Dev eval-set questions about sample documents shipped verbatim (qasper, lecoqa_laws): their
+# gold evidence is known, so Compare scores every strategy on them (ui/gold.py).
+GOLD_EXAMPLES: dict[str, tuple[str, ...]] = {
+    "1908.10461.md": (
+        "What is the source of the crosslingual word embeddings?",
+        "How big is the Parallel Meaning Bank?",
+    ),
+    "劳动合同法(2012-12-28).md": ("网约车司机与平台企业之间存在劳动关系吗？",),
+}
+
+
+def gold_examples_for(doc_ids: Sequence[str]) -> list[tuple[str, str]]:
+    """(document, question) pairs from the dev sets, for the sample documents in `doc_ids`."""
+    wanted = set(doc_ids)
+    return [(doc, q) for doc, qs in GOLD_EXAMPLES.items() if doc in wanted for q in qs]
+
+
 def examples_for(doc_ids: Sequence[str], per_doc: int = 6) -> list[tuple[str, str]]:
     """(document, question) pairs for the sample documents among `doc_ids`, seed's first."""
     wanted = set(doc_ids)

@@ -63,14 +63,23 @@ def llm_panel(
     start = settings_from_env(env)  # e.g. OPENAI_BASE_URL alone selects openai
     ss.setdefault(f"{prefix}provider", start.provider.value)
     box.subheader("LLM")
-    enabled = box.toggle("Use an LLM", key=f"{prefix}enabled", value=True, persist_state=KEEP)
+    # On by default only when the server has a key or an endpoint: with neither, a question
+    # would run locally anyway, and an "on" toggle would claim otherwise.
+    server_has_llm = llm_configured(start.with_(enabled=True), None, env)
+    enabled = box.toggle(
+        "Use an LLM", key=f"{prefix}enabled", value=server_has_llm, persist_state=KEEP
+    )
+    if not enabled and not server_has_llm:
+        box.caption(
+            f"Off: this server has no {KEY_ENV[start.provider]} and no LLM endpoint. Type a "
+            "key (or an OpenAI-compatible endpoint) below to switch it on for this session."
+        )
     provider = Provider.parse(
         box.selectbox(
             "Provider",
             Provider.values(),
             key=f"{prefix}provider",
             format_func=lambda value: LABELS[Provider.parse(value)],
-            disabled=not enabled,
             persist_state=KEEP,
         )
     )
@@ -81,7 +90,8 @@ def llm_panel(
         placeholder=env_url or DEFAULT_BASE_URL[provider],
         help=f"Empty: {BASE_URL_ENV[provider]} if set, else {DEFAULT_BASE_URL[provider]}. "
         "Ollama: http://127.0.0.1:11434/v1 · vLLM: http://127.0.0.1:8000/v1",
-        disabled=not enabled,
+        on_change=_switch_on,
+        args=(f"{prefix}base_url_{provider}", f"{prefix}enabled"),
         persist_state=KEEP,
     )
     models = {}
@@ -101,7 +111,8 @@ def llm_panel(
         + (" · empty for a local server" if provider == Provider.OPENAI else ""),
         help="Kept in this browser session's memory only: never written to disk, the audit "
         f"log or a trace. Empty: the server's {KEY_ENV[provider]}, if it has one.",
-        disabled=not enabled,
+        on_change=_switch_on,
+        args=(key_widget, f"{prefix}enabled"),
         persist_state=KEEP,
     )
     context_widget = f"{prefix}context_{provider}"
@@ -132,6 +143,12 @@ def llm_panel(
     box.caption(_status(settings, key, env))
     _connection_test(box, settings, key, prefix)
     return settings, key
+
+
+def _switch_on(field: str, toggle: str) -> None:
+    """A key or endpoint typed in: the user means to use the LLM, so the toggle goes on."""
+    if str(st.session_state.get(field) or "").strip():
+        st.session_state[toggle] = True
 
 
 def _status(settings: LLMSettings, key: str | None, env: Mapping[str, str]) -> str:

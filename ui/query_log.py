@@ -9,6 +9,7 @@ from typing import Any
 import streamlit as st
 
 from treerag_core.types import Trace
+from treerag_core.workspaces import Workspaces
 from ui.query_controls import QUESTION, apply_settings, query_settings
 from ui.resources import Corpus, audit_log
 from ui.session import AskState, WorkspaceState
@@ -16,9 +17,16 @@ from ui.workspace import corpus_kind_of
 
 
 def record(trace: Trace, corpus_key: str, scope: Sequence[str] | None) -> int | None:
-    """Log a finished query with this session's workspace id and the corpus it ran on."""
+    """Log a finished query with this session's workspace id and the corpus it ran on.
+
+    The workspace's folder is made on this first write, so a reload adopts the id and finds
+    its History (a visit that asks nothing leaves no folder).
+    """
+    ws_id = WorkspaceState().id
     try:
-        return audit_log().record(trace, workspace=WorkspaceState().id, corpus=corpus_key)
+        query_id = audit_log().record(trace, workspace=ws_id, corpus=corpus_key)
+        Workspaces.default().touch(ws_id, create=True)
+        return query_id
     except (sqlite3.Error, OSError) as exc:
         st.warning(f"The query ran but could not be written to the audit log ({exc}).")
         return None

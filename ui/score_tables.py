@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -126,6 +127,73 @@ def score_columns(frame: pd.DataFrame, fusion: str) -> dict[str, Any]:
 
 
 GRAPH_HELP = "the leaf graph's score of this chunk, divided by its leaf's best (treerag-kg)"
+
+
+MOVE_COLOURS = {  # row backgrounds of the rerank table after a slider move
+    "up": "rgba(22, 163, 74, 0.16)",
+    "down": "rgba(234, 88, 12, 0.16)",
+    "new": "rgba(37, 99, 235, 0.16)",
+    "out": "rgba(100, 116, 139, 0.16)",
+}
+
+
+@dataclass(frozen=True)
+class Moves:
+    """How the final passages moved between two runs of one question."""
+
+    up: int = 0
+    down: int = 0
+    new: int = 0
+    out: int = 0
+
+    @property
+    def any(self) -> bool:
+        return bool(self.up or self.down or self.new or self.out)
+
+    def describe(self) -> str:
+        parts = [
+            f"{n} {what}"
+            for n, what in (
+                (self.up, "↑ moved up"),
+                (self.down, "↓ moved down"),
+                (self.new, "new"),
+                (self.out, "dropped out"),
+            )
+            if n
+        ]
+        return ", ".join(parts) if parts else "the same passages in the same order"
+
+
+def rank_moves(previous: Mapping[str, int], reranked: Sequence[RetrievedChunk]) -> Moves:
+    now = {h.chunk.chunk_id: h.final_rank for h in reranked}
+    return Moves(
+        up=sum(1 for c, r in now.items() if c in previous and previous[c] > r),
+        down=sum(1 for c, r in now.items() if c in previous and previous[c] < r),
+        new=sum(1 for c in now if c not in previous),
+        out=sum(1 for c in previous if c not in now),
+    )
+
+
+def move_kind(since_last: str) -> str | None:
+    """The move a "since last" cell names: up, down, new, out (None: unchanged or unknown)."""
+    if since_last.startswith("↑"):
+        return "up"
+    if since_last.startswith("↓"):
+        return "down"
+    return since_last if since_last in ("new", "out") else None
+
+
+def styled_moves(frame: pd.DataFrame) -> Any:
+    """The frame with each moved row tinted by its move (the frame itself when none moved)."""
+    if "since last" not in frame or not frame["since last"].map(move_kind).notna().any():
+        return frame
+
+    def tint(row: pd.Series) -> list[str]:
+        kind = move_kind(str(row["since last"]))
+        css = f"background-color: {MOVE_COLOURS[kind]}" if kind else ""
+        return [css] * len(row)
+
+    return frame.style.apply(tint, axis=1)
 
 
 def rank_change(before: int, after: int) -> str:

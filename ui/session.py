@@ -86,6 +86,7 @@ class AskState(PageState):
     previous_ranks: Slot[dict[str, int]] = Slot(factory=dict)  # chunk -> final rank before
     controls: Slot[dict[str, Any] | None] = Slot(None)  # sidebar settings the trace is shown for
     highlight: Slot[tuple[int, int] | None] = Slot(None)  # a cited passage, document offsets
+    moved: Slot[tuple[str, ...]] = Slot(())  # the settings a slider rerun changed (labels)
 
     def set_trace(
         self,

@@ -25,6 +25,7 @@ from ui.score_tables import (
     rerank_frame,
     score_columns,
     stage_frame,
+    styled_moves,
 )
 from ui.text_safety import plain
 
@@ -278,7 +279,7 @@ def rerank(trace: Trace, previous: Mapping[str, int] | None = None) -> None:
         st.caption(f"No rerank ({plain(reason)}): the fused order is kept.")
     frame = rerank_frame(reranked, pooled, previous)
     st.dataframe(
-        frame,
+        styled_moves(frame),
         hide_index=True,
         width="stretch",
         column_config=rerank_columns(frame),

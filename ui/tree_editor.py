@@ -86,12 +86,15 @@ def tree_editor(
     headings = doc.headings
     if headings:
         c1, c2 = st.columns([3, 2])
-        pick = c1.selectbox(
-            "Heading",
-            range(len(headings)),
-            format_func=lambda i: f"{i}. L{headings[i].level} {headings[i].text}",
-            key=f"{key}_pick",
-        )
+        # The options are the labels themselves: after a Promote the picked heading's label
+        # changes, and so does the value (index options kept the old label on screen).
+        labels = [f"{i}. L{h.level} {h.text}" for i, h in enumerate(headings)]
+        picked = ss.get(f"{key}_pick")
+        if isinstance(picked, str) and picked not in labels:
+            number = picked.split(".", 1)[0]
+            at = int(number) if number.isdigit() else 0
+            ss[f"{key}_pick"] = labels[min(at, len(labels) - 1)]
+        pick = labels.index(c1.selectbox("Heading", labels, key=f"{key}_pick"))
         action = c2.selectbox("Change", list(ACTIONS), format_func=ACTIONS.get, key=f"{key}_action")
         new_text = st.text_input("New heading text (rename)", key=f"{key}_rename")
         if st.button("Apply", key=f"{key}_apply"):

@@ -7,6 +7,7 @@ import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 import streamlit as st
@@ -37,6 +38,8 @@ MORE_PREFIX = "more:"  # id prefix of the "+N more" placeholder nodes
 LABEL_LINE_UNITS = 16  # a label line holds this many Latin characters (a CJK one counts 2)
 LABEL_LINES = 3
 FONT_PX = 18  # in graph units; the browser test measures what this becomes on screen
+MIN_LABEL_PX = 12  # the component zooms to the picked path when a whole view would go below
+COMPONENT_DIR = Path(__file__).with_name("tree_graph_component")  # vis-network 10.1.5, vendored
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,7 @@ class GraphMarks:
     matches: frozenset[str] = frozenset()
     selected: str | None = None
     expanded: frozenset[str] = frozenset()
+    ranked: tuple[str, ...] = ()  # the picked leaves in rank order: the view zooms to the first
 
 
 @dataclass
@@ -60,6 +64,8 @@ class GraphView:
     edges: list[dict[str, Any]] = field(default_factory=list)
     hidden: dict[str, int] = field(default_factory=dict)  # visible node -> hidden descendants
     total: int = 0
+    focus: list[str] = field(default_factory=list)  # drawn nodes to zoom to, most wanted first
+    focus_paths: dict[str, list[str]] = field(default_factory=dict)  # each with its ancestors
 
 
 def _depth(index: CorpusIndex, node_id: str) -> int:
@@ -236,6 +242,13 @@ def graph_view(
             view.edges.append({"from": parent, "to": more_id, "color": PALETTE["edge"], "width": 1})
             view.hidden[more_id] = more
     _place(view)
+    # The view zooms to the picked leaves, best first (else the cited ones, else the matches).
+    for group in (marks.picked, marks.cited, marks.matches):
+        ranked = [n for n in marks.ranked if n in group and n in shown]
+        view.focus = ranked + [n for n in order if n in group and n not in ranked]
+        if view.focus:
+            break
+    view.focus_paths = {n: [a for a in index.ancestors(n) if a in shown] + [n] for n in view.focus}
     return view
 
 
@@ -348,14 +361,13 @@ def wrap_label(text: str, first_line_used: int = 0) -> str:
 
 def graph_config(height: int) -> dict[str, Any]:
     """vis-network options: positions come from `tidy_layout` (top-down), physics off, no
-    groups (else the component logs errors, see stack.md), no dragging."""
+    dragging."""
     return {
         "height": f"{height}px",
         "width": "100%",
         "autoResize": True,
         "physics": {"enabled": False},
         "layout": {"hierarchical": {"enabled": False}},
-        "groups": {},
         "edges": {
             "arrows": {"to": {"enabled": False}},
             "smooth": {"enabled": True, "type": "cubicBezier", "forceDirection": "vertical"},
@@ -370,21 +382,23 @@ def graph_config(height: int) -> dict[str, Any]:
 
 
 def _component() -> Callable[..., Any]:
-    # agraph() takes no key, so its iframe remounts on every colour change; the module's
-    # declared component function accepts one.
-    from streamlit_agraph import _agraph
+    """Our own vis-network component: unlike streamlit-agraph it fits the view to the picked
+    path (labels stay readable whatever the tree), keeps the zoom on colour changes and has
+    zoom buttons. Declaring it again is cheap and keeps every runtime's registry current."""
+    import streamlit.components.v1 as components
 
-    return _agraph
+    return components.declare_component("tree_graph", path=str(COMPONENT_DIR))
 
 
-def graph_height(view: GraphView, canvas_px: int = 1000) -> int:
-    """Tall enough that the fit-to-view zoom is set by the tree's width, not its height."""
+def graph_height(view: GraphView, canvas_px: int = 900) -> int:
+    """Tall enough for the tree's depth at the zoom it is drawn at (the whole view when that
+    is readable, else the smallest readable zoom: the view then follows the picked path)."""
     if not view.nodes:
         return 260
     width = (max(n["x"] for n in view.nodes) + SLOT_PX) * 1.1
     depth = max(n["y"] for n in view.nodes) + LEVEL_PX * 0.6
-    zoom = min(1.6, canvas_px / width)
-    return int(max(260, min(640, depth * 1.1 * zoom + 90)))
+    zoom = max(min(1.0, canvas_px / width), MIN_LABEL_PX / FONT_PX)
+    return int(max(340, min(560, depth * 1.15 * zoom + 110)))
 
 
 def graph_key(base: str, view: GraphView) -> str:
@@ -401,7 +415,20 @@ def graph_key(base: str, view: GraphView) -> str:
 def draw_graph(view: GraphView, key: str, height: int = 520) -> str | None:
     """Draw the tree; returns the id of the node last clicked (None before any click)."""
     data = json.dumps({"nodes": view.nodes, "edges": view.edges}, ensure_ascii=False)
-    value = _component()(data=data, config=json.dumps(graph_config(height)), key=key, default=None)
+    focus = {
+        "leaves": view.focus,
+        "paths": view.focus_paths,
+        "min_label_px": MIN_LABEL_PX,
+        "font_px": FONT_PX,
+        "max_zoom": 1.0,
+    }
+    value = _component()(
+        data=data,
+        config=json.dumps(graph_config(height)),
+        focus=json.dumps(focus),
+        key=key,
+        default=None,
+    )
     return value if isinstance(value, str) else None
 
 
