@@ -114,3 +114,34 @@ def test_an_openai_endpoint_in_the_environment_preselects_it(monkeypatch) -> Non
     assert settings.provider == "openai" and settings.base_url == ""  # the env's is used
     assert settings.locate_model == settings.answer_model == "qwen2.5:7b"
     assert "Using http://127.0.0.1:11434/v1 with no key" in captions(at)
+
+
+def session_client_app() -> None:
+    import streamlit as st
+
+    from ui.llm_panel import llm_panel, session_client
+
+    if st.session_state.get("draw", True):
+        llm_panel()
+    client, model = session_client("llm_")
+    st.session_state["client"] = (client.name if client else None, model)
+
+
+def test_pages_without_the_block_use_what_the_block_is_set_to(monkeypatch) -> None:
+    # Never drawn: the server's configuration decides (no key here: no client).
+    at = AppTest.from_function(session_client_app, default_timeout=30)
+    at.session_state["draw"] = False
+    assert at.run().session_state["client"] == (None, "")
+    # A key typed in the block: the Documents page's LLM work uses it.
+    at = app_with(session_client_app)
+    widget(at, "text_input", "llm_key_anthropic").input("sk-ant-typed").run()
+    name, model = at.session_state["client"]
+    assert name.startswith("anthropic at ") and model
+    # Switched off in the block: nothing is called elsewhere either, even with a server key.
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-server")
+    widget(at, "toggle", "llm_enabled").set_value(False).run()
+    assert at.session_state["client"] == (None, "")
+
+
+def app_with(script) -> AppTest:
+    return AppTest.from_function(script, default_timeout=30).run()

@@ -20,7 +20,7 @@ from treerag_core.hirag.build import (
 from treerag_core.hirag.store import FOLDER
 from treerag_core.index import CorpusIndex
 from ui.text_safety import show_error
-from ui.upload import _llm_client
+from ui.upload import llm_client
 
 LLM_TOGGLE = "hirag_llm"
 
@@ -88,7 +88,7 @@ def hirag_panel(index: CorpusIndex, folder: Path) -> None:
             st.dataframe(build_summary(meta), hide_index=True, width="stretch", key="hirag_cost")
             for note in meta.get("notes", ()):
                 st.warning(note, icon=":material/warning:")
-        client, model = _llm_client()
+        client, model = llm_client()
         use_llm = st.toggle(
             "Use the LLM for entities, relations and community reports",
             key=LLM_TOGGLE,

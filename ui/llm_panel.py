@@ -16,6 +16,8 @@ from treerag_core.llm import (
     api_key_for,
     base_url_for,
     llm_configured,
+    make_client,
+    resolve_key,
     settings_from_env,
     test_connection,
 )
@@ -143,6 +145,32 @@ def llm_panel(
     box.caption(_status(settings, key, env))
     _connection_test(box, settings, key, prefix)
     return settings, key
+
+
+def session_client(prefix: str, env: Mapping[str, str] | None = None) -> tuple[Any, str]:
+    """The LLM the block with `prefix` is set to in this session, without drawing it:
+    (client, locate model), or (None, "") when it is off or has no key or endpoint.
+
+    Before the block was ever drawn, the server's own configuration decides, as the
+    block's default does (on only with a key or an endpoint).
+    """
+    env = os.environ if env is None else env
+    ss = st.session_state
+    start = settings_from_env(env)
+    enabled = ss.get(f"{prefix}enabled", llm_configured(start.with_(enabled=True), None, env))
+    if not enabled:
+        return None, ""
+    provider = Provider.parse(ss.get(f"{prefix}provider", start.provider.value))
+    llm = start.with_(
+        enabled=True,
+        provider=provider,
+        base_url=str(ss.get(f"{prefix}base_url_{provider}") or "").strip(),
+        locate_model=str(ss.get(f"{prefix}locate_model_{provider}") or "").strip()
+        or DEFAULTS[provider]["locate_model"],
+    )
+    typed = str(ss.get(f"{prefix}key_{provider}") or "").strip() or None
+    client = make_client(llm, resolve_key(llm, typed, env))
+    return (client, llm.locate_model) if client is not None else (None, "")
 
 
 def _switch_on(field: str, toggle: str) -> None:

@@ -14,9 +14,10 @@ from treerag_core.errors import InputDocumentError, TreeRAGError, WorkspaceLimit
 from treerag_core.index import SourceDocument
 from treerag_core.ingest import Converted, Rejected, convert_upload, to_source
 from treerag_core.ktype import KTypeLLM, make_ktype_summarizer
-from treerag_core.llm.factory import make_client, resolve_key, settings_from_env
 from treerag_core.tree_edits import load_edits, save_edits
 from treerag_core.workspaces import WorkspaceLimits, check_drop, check_sources
+from ui.llm_panel import session_client
+from ui.query_controls import LLM_PREFIX
 from ui.resources import UPLOADS
 from ui.session import DocsState, WorkspaceState
 from ui.text_safety import plain, show_error
@@ -133,21 +134,16 @@ def ingest(uploads: Sequence[tuple[str, bytes]]) -> None:
         st.rerun()
 
 
-def _llm_client() -> tuple[Any, str]:
-    """A client for level suggestions when one is configured (the server's settings, with the
-    key typed on the Ask page's LLM block, if any), else (None, "") and no suggestions."""
-    ss = st.session_state
-    llm = settings_from_env()
-    if not ss.get("llm_enabled", True):
-        return None, ""
-    client = make_client(llm, resolve_key(llm, ss.get(f"llm_key_{llm.provider}")))
-    return client, llm.locate_model
+def llm_client() -> tuple[Any, str]:
+    """The LLM the Ask page's block is set to (level suggestions, K-Types, HiRAG builds), or
+    (None, "") when it is off or not configured."""
+    return session_client(LLM_PREFIX)
 
 
 def _ktype_summarizer() -> KTypeLLM | None:
     """LLM K-Type summaries when a client is configured: five documents per call, documents
     already summarised (by content hash, in the current index) never sent again."""
-    client, model = _llm_client()
+    client, model = llm_client()
     if client is None:
         return None
     layers = getattr(WorkspaceState().index, "layers", None)
@@ -161,7 +157,7 @@ def review() -> None:
         return
     st.markdown(f"**Check the inferred trees** ({len(pending)} file(s) waiting)")
     folder = workspace_folder()
-    client, model = _llm_client()
+    client, model = llm_client()
     current = {}
     for conv in pending:
         with st.expander(conv.document.name, expanded=len(pending) == 1):
