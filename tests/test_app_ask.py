@@ -196,10 +196,13 @@ def test_moving_a_slider_reruns_steps_2_3_from_the_stored_step_1():
     at.selectbox(key="qs_fusion").set_value("rrf").run()
     rrf = [v for frame in leaf_tables(at).values() for v in frame["fused"].tolist()]
     assert max(rrf) < 0.1  # 1/(k + rank) sums are small
-    # A control the locator does not read (rerank) keeps the stored step 1 as it is.
+    # A control the locator does not read (the answer's top-k) keeps the stored step 1.
     kept = at.session_state["ask_trace"].locate
-    at.toggle(key="qs_rerank").set_value(False).run()
+    at.slider(key="qs_final_top_k").set_value(2).run()
     assert at.session_state["ask_trace"].locate is kept
+    # The reranker is read by treerag's routing check: toggling it redoes step 1, locally.
+    at.toggle(key="qs_rerank").set_value(False).run()
+    assert at.session_state["ask_trace"].locate.locator == "local"
 
 
 def test_top_k_slider_changes_table_length():

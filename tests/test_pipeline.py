@@ -7,6 +7,7 @@ import pytest
 from treerag_core.errors import QueryError
 from treerag_core.pipeline import rerun, run, run_stream
 from treerag_core.settings import QuerySettings
+from treerag_core.strategies.structured import StructureOptions
 from treerag_core.text_rules import path_leaf
 from treerag_core.trace_io import trace_from_json, trace_to_json
 
@@ -88,7 +89,12 @@ def test_manual_leaves_override_step_one(paper_engine):
 
 def test_rerun_reuses_step_one_when_its_inputs_are_unchanged(paper_engine):
     first = run(paper_engine, "How does the router choose a route?", MOCK)
-    again = rerun(paper_engine, first, MOCK.set("rerank.enabled", False))
+    again = rerun(paper_engine, first, MOCK.set("answer.final_top_k", 3))
+    assert again.locate is first.locate
+    # The routing check reads step 2b's scorer: without it, rerank settings are not inputs.
+    unchecked = MOCK.with_option("treerag", StructureOptions(route_check=False))
+    first = run(paper_engine, "How does the router choose a route?", unchecked)
+    again = rerun(paper_engine, first, unchecked.set("rerank.enabled", False))
     assert again.locate is first.locate
     assert again.settings["rerank"]["enabled"] is False
 

@@ -117,3 +117,17 @@ def test_one_question_is_scored_once(hashing_index):
     first = structured_scores(*args, dense_weight=0.5, section_weight=0.0)
     assert structured_scores(*args, dense_weight=0.5, section_weight=0.0) is first
     assert structured_scores(*args, dense_weight=0.6, section_weight=0.0) is not first
+
+
+def test_best_passage_follows_the_final_reader_or_the_fused_order(hashing_index):
+    from treerag_core.structure import best_passage, window_hits
+
+    index = hashing_index
+    got = structured_scores(
+        index, None, index.embeddings[0], ["router"], dense_weight=0.5, section_weight=0.0
+    )
+    hits = window_hits(index, got, 5, "router")
+    assert best_passage(hits, None) == (0, "the fused order")
+    assert best_passage(hits, lambda h: None) == (0, "the fused order")
+    assert best_passage(hits, lambda h: np.arange(len(h), dtype=float)) == (4, "the cross-encoder")
+    assert best_passage(hits, lambda h: np.ones(len(h))) == (0, "the cross-encoder")  # ties: first

@@ -77,8 +77,8 @@ def test_one_document_is_never_cut_so_treerag_equals_flat_structured(engine):
 def test_a_wide_scope_is_routed_to_the_best_two_documents(engine):
     eng, _ = engine
     assert len(eng.index.documents) > 2
-    wide = MOCK.set(
-        "retrieve.candidate_window", len(eng.index.chunks)
+    wide = MOCK.set("retrieve.candidate_window", len(eng.index.chunks)).with_option(
+        "treerag", StructureOptions(route_check=False)
     )  # every document in the window
     trace = run(eng, QUESTION, wide, strategy="treerag", synthesize=False)
     assert len(trace.locate.documents) == 2
@@ -123,9 +123,11 @@ def test_picked_leaves_share_one_score_and_no_per_leaf_cut(engine):
 def test_treerag_records_why_each_document_was_searched_or_cut(engine):
     eng, _ = engine
     wide = MOCK.set("retrieve.candidate_window", len(eng.index.chunks))
-    trace = run(eng, QUESTION, wide, strategy="treerag", synthesize=False)
+    unchecked = wide.with_option("treerag", StructureOptions(route_check=False))
+    trace = run(eng, QUESTION, unchecked, strategy="treerag", synthesize=False)
     table = trace.locate.document_scores
     assert len(table) == len(eng.index.documents)
+    assert len(trace.locate.documents) == 2  # a cut: the table says which two were kept
     assert [s.doc_id for s in table if s.kept] == list(trace.locate.documents)
     assert [s.rank for s in table] == list(range(1, len(table) + 1))
     assert all(s.basis == "share of the window" and s.passage is not None for s in table)
@@ -133,3 +135,77 @@ def test_treerag_records_why_each_document_was_searched_or_cut(engine):
     paper = [_doc(eng.index, "test_paper.md")]
     one = run(eng, QUESTION, MOCK, strategy="treerag", scope=paper, synthesize=False)
     assert [(s.doc_id, s.kept) for s in one.locate.document_scores] == [(paper[0], True)]
+
+
+class FavouriteReranker:
+    """Scores 1 for passages holding `favourite`, 0 otherwise."""
+
+    name = "favourite"
+
+    def __init__(self, favourite: str) -> None:
+        self.favourite = favourite
+
+    def score(self, query, passages, batch_size=16):
+        return np.asarray([float(self.favourite in p) for p in passages])
+
+
+def _wide(index):
+    return MOCK.set("retrieve.candidate_window", len(index.chunks))  # every document in it
+
+
+def _routed_and_outside(hashing_index):
+    """The documents unchecked routing keeps, and a window chunk of another document."""
+    reranker = RecordingReranker()
+    eng = Engine(hashing_index, get_embedder("hashing"), reranker_factory=lambda _: reranker)
+    unchecked = _wide(hashing_index).with_option("treerag", StructureOptions(route_check=False))
+    trace = run(eng, QUESTION, unchecked, strategy="treerag", synthesize=False)
+    flat = run(eng, QUESTION, _wide(hashing_index), strategy="flat-structured", synthesize=False)
+    routed = trace.locate.documents
+    assert len(routed) == 2
+    outside = next(h.chunk for h in flat.candidates if h.chunk.doc_id not in routed)
+    inside = next(h.chunk for h in flat.candidates if h.chunk.doc_id in routed)
+    return routed, outside, inside, flat
+
+
+def test_routing_is_kept_only_when_the_final_reader_agrees(hashing_index):
+    routed, outside, inside, flat = _routed_and_outside(hashing_index)
+    # The cross-encoder's favourite passage is outside the two documents: routing is unsure.
+    eng = Engine(
+        hashing_index,
+        get_embedder("hashing"),
+        reranker_factory=lambda _: FavouriteReranker(outside.text),
+    )
+    unsure = run(eng, QUESTION, _wide(hashing_index), strategy="treerag", synthesize=False)
+    assert unsure.locate.documents == ()
+    assert [h.chunk.chunk_id for h in unsure.retrieved[0].hits] == [
+        h.chunk.chunk_id for h in flat.retrieved[0].hits
+    ]  # the flat window, unrouted
+    assert any("routing check" in n and "not kept" in n for n in unsure.locate.notes)
+    assert all(s.kept for s in unsure.locate.document_scores)  # no cut: every one searched
+    assert "unsure" in unsure.locate.thinking
+    # Its favourite is inside them: the cut holds.
+    eng = Engine(
+        hashing_index,
+        get_embedder("hashing"),
+        reranker_factory=lambda _: FavouriteReranker(inside.text),
+    )
+    sure = run(eng, QUESTION, _wide(hashing_index), strategy="treerag", synthesize=False)
+    assert sure.locate.documents == routed
+    assert any("routing check" in n and "(kept)" in n for n in sure.locate.notes)
+
+
+def test_without_the_cross_encoder_the_fused_order_checks_the_routing(hashing_index):
+    routed, _, _, flat = _routed_and_outside(hashing_index)
+    eng = Engine(hashing_index, get_embedder("hashing"))
+    off = _wide(hashing_index).set("rerank.enabled", False)
+    trace = run(eng, QUESTION, off, strategy="treerag", synthesize=False)
+    best_doc = flat.candidates[0].chunk.doc_id
+    assert trace.locate.documents == (routed if best_doc in routed else ())
+    assert any("by the fused order" in n for n in trace.locate.notes)
+
+
+def test_the_routing_check_is_a_locate_input(engine):
+    eng, _ = engine
+    trace = run(eng, QUESTION, MOCK, strategy="treerag", synthesize=False)
+    assert trace.locate.inputs["route_check"] is True
+    assert trace.locate.inputs["rerank"]["enabled"] is True

@@ -21,7 +21,7 @@ from treerag_core.errors import LLMError, QueryError, TreeRAGError
 from treerag_core.index import CorpusIndex
 from treerag_core.llm import endpoint_of, make_client
 from treerag_core.names import Locator
-from treerag_core.rerank import get_reranker, rerank_chunks
+from treerag_core.rerank import get_reranker, rerank_chunks, rerank_scores
 from treerag_core.settings import AnswerSettings, LLMSettings, QuerySettings
 from treerag_core.strategies import QueryContext, Strategy, get_strategy
 from treerag_core.synthesis import extractive_answer, stream_llm_answer
@@ -139,6 +139,33 @@ def answer_context(hits: Sequence[RetrievedChunk], answer: AnswerSettings) -> li
         kept.append(hit)
         used += len(hit.chunk.text)
     return kept
+
+
+def step2b_scorer(
+    engine: Engine, settings: QuerySettings, question: str, language: str, reads_structure: bool
+) -> Callable[[Sequence[RetrievedChunk]], np.ndarray | None]:
+    """What step 2b would score some hits with (same model, same reading), for a step that
+    wants the final reader's opinion early; None where step 2b keeps the fused order. Scores
+    are cached per (question, passage) by the reranker, so step 2b does not pay twice."""
+
+    def score(hits: Sequence[RetrievedChunk]) -> np.ndarray | None:
+        if not settings.rerank.enabled or not hits:
+            return None
+        try:
+            reranker = engine.reranker_factory(settings.rerank.model)
+        except TreeRAGError:
+            return None  # step 2b reports the load failure itself
+        scores, _ = rerank_scores(
+            question,
+            hits,
+            reranker,
+            language,
+            settings.rerank.chinese,
+            read_path=reads_structure and settings.rerank.read_path,
+        )
+        return scores
+
+    return score
 
 
 def rerank_step(
@@ -264,6 +291,9 @@ def run_stream(
         client=client,
         leaves=leaves,
         fallbacks=trace.fallbacks,
+        rerank_scores=step2b_scorer(
+            engine, effective, question, trace.language, plugin.reads_structure
+        ),
     )
     if located is not None and can_reuse_locate(plugin, located, effective):
         trace.locate = located

@@ -289,6 +289,32 @@ def _skip_reason(reranker: Reranker | None, language: str, rerank_chinese: bool)
     return None
 
 
+def rerank_scores(
+    query: str,
+    hits: Sequence[RetrievedChunk],
+    reranker: Reranker | None,
+    language: str,
+    rerank_chinese: bool,
+    read_path: bool = False,
+) -> tuple[np.ndarray | None, str | None]:
+    """The cross-encoder's score of each hit (input order), or None and the reason it did not
+    run (off, skipped for Chinese, or the model failed). Never raises for a model failure."""
+    reason = _skip_reason(reranker, language, rerank_chinese)
+    if reason is not None or reranker is None or not hits:
+        return None, reason
+    try:
+        scores = np.asarray(
+            reranker.score(query, [_passage(h, read_path) for h in hits]), dtype=np.float64
+        )
+        if scores.shape != (len(hits),):
+            raise ValueError(f"{scores.size} scores for {len(hits)} passages")
+        if not np.isfinite(scores).all():
+            raise ValueError("non-finite scores")
+    except Exception as exc:  # any model failure degrades to the fused order, reported
+        return None, f"reranker failed: {type(exc).__name__}: {exc}"
+    return scores, None
+
+
 def rerank_chunks(
     query: str,
     hits: Sequence[RetrievedChunk],
@@ -310,24 +336,12 @@ def rerank_chunks(
     if top_k <= 0:
         raise ValueError(f"top_k must be > 0, but got {top_k}")
     pooled = list(hits)
-    reason = _skip_reason(reranker, language, rerank_chinese)
-    if reason is None and reranker is not None and pooled:
-        try:
-            scores = np.asarray(
-                reranker.score(query, [_passage(h, read_path) for h in pooled]), dtype=np.float64
-            )
-            if scores.shape != (len(pooled),):
-                raise ValueError(f"{scores.size} scores for {len(pooled)} passages")
-            if not np.isfinite(scores).all():
-                raise ValueError("non-finite scores")
-        except Exception as exc:  # any model failure degrades to the fused order, reported
-            reason = f"reranker failed: {type(exc).__name__}: {exc}"
-        else:
-            order = sorted(range(len(pooled)), key=lambda i: (-scores[i], i))[:top_k]
-            ranked = [
-                replace(pooled[i], rerank=float(scores[i]), final_rank=r)
-                for r, i in enumerate(order, start=1)
-            ]
-            return ranked, None
+    scores, reason = rerank_scores(query, pooled, reranker, language, rerank_chinese, read_path)
+    if scores is not None:
+        order = sorted(range(len(pooled)), key=lambda i: (-scores[i], i))[:top_k]
+        return [
+            replace(pooled[i], rerank=float(scores[i]), final_rank=r)
+            for r, i in enumerate(order, start=1)
+        ], None
     kept = [replace(h, rerank=None, final_rank=r) for r, h in enumerate(pooled[:top_k], start=1)]
     return kept, reason

@@ -16,7 +16,7 @@ flat hybrid's only by what the headings add.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -268,6 +268,20 @@ def window_hits(
     ]
 
 
+# Scores a list of hits (input order) as step 2b would, or None when step 2b keeps the fused order.
+Judge = Callable[[Sequence[RetrievedChunk]], np.ndarray | None]
+
+
+def best_passage(hits: Sequence[RetrievedChunk], judge: Judge | None) -> tuple[int, str]:
+    """Position of the best hit by the final reader (`judge`), or the first hit (the fused
+    order) when it gives no scores; and which reader decided."""
+    scores = judge(hits) if judge is not None else None
+    if scores is None or len(scores) != len(hits):
+        return 0, "the fused order"
+    best = min(range(len(hits)), key=lambda i: (-float(scores[i]), i))
+    return best, "the cross-encoder"
+
+
 def route(
     index: CorpusIndex,
     scores: StructuredScores,
@@ -275,33 +289,56 @@ def route(
     question: str,
     max_leaves: int,
     route_documents: int,
+    judge: Judge | None = None,
 ) -> LocateResult:
     """Step 1 of treerag's local path: the documents to keep and the sections' scores.
 
     Documents are cut only when the scope holds more than `route_documents` of them (the
-    best by their share of the window); sections are ranked, shown and scored, never cut,
-    because a wrong section costs the evidence a flat search would have found.
+    best by their share of the window), and, with a `judge`, only when the final reader
+    agrees: the best passage of the unrouted window (by step 2b's scorer, or the fused order
+    when it does not run) must be in a kept document. Otherwise routing is unsure and the
+    flat window stays. Sections are ranked, shown and scored, never cut, because a wrong
+    section costs the evidence a flat search would have found.
     """
     votes = document_votes(scores, size)
-    routed: tuple[str, ...] = ()
-    if route_documents and len(votes) > route_documents:
-        routed = tuple(doc for doc, _ in votes[:route_documents])
-    sections = section_ranking(scores, size, routed)
-    leaves = tuple(
-        LocatedLeaf(leaf, index.nodes[leaf].heading_path, question, round(best, 4), "local")
-        for leaf, best, _ in sections[:max_leaves]
-    )
     names = {d.doc_id: d.name for d in index.documents}
     notes = []
     if votes:
         shares = ", ".join(f"{names.get(d, d)} {share:.0%}" for d, share in votes[:5])
         notes.append(f"documents by share of the window: {shares}")
+    routed: tuple[str, ...] = ()
+    unsure = ""
+    if route_documents and len(votes) > route_documents:
+        routed = tuple(doc for doc, _ in votes[:route_documents])
+        if judge is not None:
+            hits = window_hits(index, scores, size, question)
+            best, reader = best_passage(hits, judge)
+            best_doc = hits[best].chunk.doc_id
+            verdict = "kept" if best_doc in routed else "not kept: no document cut"
+            notes.append(
+                f"routing check: the unrouted window's best passage by {reader} is in "
+                f"{names.get(best_doc, best_doc)} ({verdict})"
+            )
+            if best_doc not in routed:
+                unsure = names.get(best_doc, best_doc)
+                routed = ()
+    sections = section_ranking(scores, size, routed)
+    leaves = tuple(
+        LocatedLeaf(leaf, index.nodes[leaf].heading_path, question, round(best, 4), "local")
+        for leaf, best, _ in sections[:max_leaves]
+    )
     if routed:
         kept = ", ".join(names.get(d, d) for d in routed)
         thinking = (
             f"Structure-aware locator: every chunk scored with its heading path; kept the "
             f"{len(routed)} best of {len(votes)} documents in the window ({kept}); sections "
             "below are ranked by their best chunk and are scores, not a cut."
+        )
+    elif unsure:
+        thinking = (
+            "Structure-aware locator: every chunk scored with its heading path; routing was "
+            f"unsure (the best passage is in {unsure}, outside the documents with the largest "
+            "share of the window), so no document cut; sections below are scores, not a cut."
         )
     else:
         thinking = (

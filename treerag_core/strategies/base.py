@@ -43,6 +43,12 @@ class QueryContext:
     client: Any = None  # an LLM client (llm.LLMClient) or None: no LLM for this run
     leaves: Sequence[str] | None = None  # manual or oracle leaves (skip the locator)
     fallbacks: list = field(default_factory=list)  # types.Fallback appended by steps
+    # Step 2b's scorer (the cross-encoder with the strategy's reading) over some hits, in
+    # input order; None when step 2b keeps the fused order (off, Chinese, model failed).
+    # A locator may use it to check its own pick against the final reader (treerag's routing).
+    rerank_scores: Callable[[Sequence[RetrievedChunk]], np.ndarray | None] = field(
+        default=lambda hits: None
+    )
 
 
 @dataclass(frozen=True)

@@ -56,6 +56,7 @@ def _local(ctx: QueryContext) -> LocateResult:
         ctx.question,
         ctx.settings.locate.max_leaves,
         options.route_documents,
+        judge=ctx.rerank_scores if options.route_check else None,
     )
     return replace(result, seconds=time.perf_counter() - started)
 
@@ -98,6 +99,9 @@ class TreeRAG:
                 **{k: getattr(ret, k) for k in _FUSION_INPUTS},
                 "section_weight": options.section_weight,
                 "route_documents": options.route_documents,
+                "route_check": options.route_check,
+                # the routing check reads step 2b's scorer
+                **({"rerank": settings.rerank.to_dict()} if options.route_check else {}),
             }
         if locator == Locator.KEYWORD:
             return {"max_leaves": loc.max_leaves}

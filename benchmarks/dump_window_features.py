@@ -1,0 +1,168 @@
+"""Per-question candidate windows and every score of each candidate, dumped as JSON.
+
+Research aid for issue 9: rerunning the whole harness per idea is slow on a shared machine,
+so this scores each question's candidate windows once (flat-hybrid's, flat-structured's, and
+treerag's routed windows for 2 and 3 documents) with every signal a combination could use; the
+combinations are then ranked and scored offline with the harness's own metric functions
+(`benchmarks/offline_rank.py`).
+
+Per candidate: dense cosine, BM25 plain and over `heading path + passage`, both fused
+scores, the cross-encoder's logit on the passage alone and on `heading path + passage`
+(English), the multilingual cosine of `heading path + passage` (a second dense reading),
+the section's raw BM25 evidence, ids and spans.
+
+    python benchmarks/dump_window_features.py --data ../shared/eval/qasper --scope doc \
+        --cache data/eval-cache --out feat-qasper-doc.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:  # run as `python benchmarks/dump_window_features.py`
+    sys.path.insert(0, str(REPO))
+
+from treerag_core.config import IndexSettings  # noqa: E402
+from treerag_core.embedders import get_embedder  # noqa: E402
+from treerag_core.evaluation.dataset import load_dataset  # noqa: E402
+from treerag_core.evaluation.harness import dataset_index  # noqa: E402
+from treerag_core.fusion import fuse  # noqa: E402
+from treerag_core.rerank import BUNDLED_EN, get_reranker  # noqa: E402
+from treerag_core.settings import QuerySettings  # noqa: E402
+from treerag_core.structure import (  # noqa: E402
+    document_votes,
+    path_passage,
+    structured_scores,
+    window,
+)
+from treerag_core.text import tokenize  # noqa: E402
+from treerag_core.text_rules import detect_language  # noqa: E402
+
+ROUTES = (2, 3)  # routed windows dumped: the best N documents by their share of the window
+
+
+def path_vectors(index, embedder, folder: Path) -> np.ndarray:
+    """Every chunk's vector of `heading path + passage` (cached beside the dump)."""
+    cache = folder / f"pathvec-{index.embedder_name}-{len(index.chunks)}.npy"
+    if cache.is_file():
+        return np.load(cache)
+    texts = [path_passage(c.heading_path, c.text) for c in index.chunks]
+    vectors = np.asarray(embedder.embed(texts), dtype=np.float32)
+    np.save(cache, vectors)
+    return vectors
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, required=True)
+    parser.add_argument("--scope", choices=("doc", "corpus"), default="doc")
+    parser.add_argument("--cache", type=Path, required=True)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--limit", type=int, default=None)
+    parser.add_argument("--no-rerank", action="store_true", help="skip the cross-encoder")
+    args = parser.parse_args(argv)
+
+    dataset = load_dataset(args.data)
+    index = dataset_index(dataset, IndexSettings(), args.cache)
+    embedder = get_embedder(index.embedder_name)
+    retrieve = QuerySettings().retrieve
+    size = retrieve.candidate_window
+    pvec = path_vectors(index, embedder, args.out.parent)
+    reranker = None if args.no_rerank else get_reranker(BUNDLED_EN)
+    questions = list(dataset.usable_questions)[: args.limit]
+    done: list[dict] = []
+    if args.out.is_file():  # resume a partial dump
+        done = json.loads(args.out.read_text())["questions"]
+    seen = {q["id"] for q in done}
+    started = time.perf_counter()
+    pairs = 0
+    for n, question in enumerate(questions, start=1):
+        if question.id in seen:
+            continue
+        scope = list(question.docs) if args.scope == "doc" else None
+        qvec = embedder.embed_query(question.question)
+        qtok = tokenize(question.question)
+        rows, dense, bm25 = index.score_scope(scope, qvec, qtok)
+        flat = fuse(dense, bm25, retrieve.fusion, retrieve.dense_weight, retrieve.rrf_k).fused
+        flat_window = np.argsort(-np.asarray(flat), kind="stable")[:size]
+        st = structured_scores(
+            index,
+            scope,
+            qvec,
+            qtok,
+            dense_weight=retrieve.dense_weight,
+            section_weight=0.0,
+            fusion=str(retrieve.fusion),
+            rrf_k=retrieve.rrf_k,
+        )
+        votes = document_votes(st, size)
+        windows = {"flat": flat_window.tolist(), "structured": window(st, size).tolist()}
+        for k in ROUTES:
+            if len(votes) > k:
+                routed = [d for d, _ in votes[:k]]
+                windows[f"route{k}"] = window(st, size, routed).tolist()
+        union = list(dict.fromkeys(p for w in windows.values() for p in w))
+        chunks = [index.chunks[int(rows[p])] for p in union]
+        language = detect_language(question.question)
+        plain = path = None
+        if reranker is not None and language == "en":
+            plain = reranker.score(question.question, [c.text for c in chunks]).tolist()
+            path = reranker.score(
+                question.question, [path_passage(c.heading_path, c.text) for c in chunks]
+            ).tolist()
+            pairs += 2 * len(chunks)
+        dense_path = (pvec[rows[union]] @ np.asarray(qvec, dtype=np.float32)).tolist()
+        cands = []
+        for i, (p, c) in enumerate(zip(union, chunks, strict=True)):
+            cands.append(
+                {
+                    "chunk_id": c.chunk_id,
+                    "doc": c.doc_id,
+                    "leaf": c.source_node_id,
+                    "path": c.heading_path,
+                    "start": c.start,
+                    "end": c.end,
+                    "chars": len(c.text),
+                    "dense": float(dense[p]),
+                    "dense_path": float(dense_path[i]),
+                    "bm25": float(bm25[p]),
+                    "bm25_path": float(st.bm25[p]),
+                    "fused_flat": float(flat[p]),
+                    "fused_struct": float(st.fused[p]),
+                    "section_raw": float(st.section_raw[st.leaf_of_row[p]]),
+                    "ce_plain": None if plain is None else plain[i],
+                    "ce_path": None if path is None else path[i],
+                }
+            )
+        position = {p: i for i, p in enumerate(union)}
+        done.append(
+            {
+                "id": question.id,
+                "language": language,
+                "n_docs_in_scope": len({st.doc_of_row[i] for i in range(len(st.rows))}),
+                "votes": votes[:10],
+                "windows": {k: [position[p] for p in w] for k, w in windows.items()},
+                "candidates": cands,
+            }
+        )
+        if n % 5 == 0 or n == len(questions):
+            args.out.write_text(
+                json.dumps({"dataset": dataset.name, "scope": args.scope, "questions": done})
+            )
+            rate = pairs / max(1e-9, time.perf_counter() - started)
+            print(f"{n}/{len(questions)} questions, {rate:.0f} pairs/s", file=sys.stderr)
+    args.out.write_text(
+        json.dumps({"dataset": dataset.name, "scope": args.scope, "questions": done})
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

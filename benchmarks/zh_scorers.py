@@ -1,0 +1,144 @@
+"""Chinese scorers built from what ships (no Chinese cross-encoder), over the whole scope.
+
+Issue 9, idea 3: with no cross-encoder the window's fused order is the final order, so each
+variant is exact without one. Variants: a second dense reading (the multilingual cosine of
+`heading path + passage`) averaged with the passage's own or alone, and section evidence by
+meaning (the question's cosine to each section's mean chunk vector, min-max over the scope's
+sections, an equal third of the score) as a window score or only reordering the window. In
+corpus scope each is also shown with treerag's checked routing. Scored with the harness's
+`question_metrics`; the first rows reproduce the harness's flat-hybrid, flat-structured and
+treerag.
+
+    python benchmarks/zh_scorers.py --data ../shared/eval/lecoqa_laws --scope doc \
+        --cache data/eval-cache
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:  # run as `python benchmarks/zh_scorers.py`
+    sys.path.insert(0, str(REPO))
+
+from treerag_core.config import IndexSettings  # noqa: E402
+from treerag_core.embedders import get_embedder  # noqa: E402
+from treerag_core.evaluation.dataset import load_dataset  # noqa: E402
+from treerag_core.evaluation.harness import dataset_index  # noqa: E402
+from treerag_core.evaluation.metrics import Passage, question_metrics  # noqa: E402
+from treerag_core.fusion import fuse, minmax  # noqa: E402
+from treerag_core.settings import QuerySettings  # noqa: E402
+from treerag_core.structure import path_passage, structured_scores  # noqa: E402
+from treerag_core.text import tokenize  # noqa: E402
+
+KEYS = ("recall@1000c", "recall@2000c", "hit@5", "mrr@10")
+
+
+def top(score: np.ndarray, size: int, keep: np.ndarray | None = None) -> np.ndarray:
+    """The best `size` positions, ties in row order; with `keep`, only those compete."""
+    if keep is not None:
+        score = np.where(keep, score, -np.inf)
+        size = min(size, int(keep.sum()))
+    return np.argsort(-score, kind="stable")[:size]
+
+
+def checked_route(score: np.ndarray, docs: Sequence[str], size: int) -> np.ndarray:
+    """treerag's routing with its check, where the fused order is the final reader: the two
+    documents with the largest share of the window, kept only if the window's best is in
+    one of them (as `structure.route` with no cross-encoder)."""
+    window = top(score, size)
+    floor = score[window].min()
+    votes: dict[str, float] = {}
+    for p in window.tolist():
+        votes[docs[p]] = votes.get(docs[p], 0.0) + float(score[p] - floor) + 1e-9
+    ranked = sorted(votes, key=lambda d: -votes[d])
+    if len(ranked) <= 2 or docs[window[0]] not in ranked[:2]:
+        return window
+    return top(score, size, np.isin(np.asarray(docs), ranked[:2]))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, required=True)
+    parser.add_argument("--scope", choices=("doc", "corpus"), default="doc")
+    parser.add_argument("--cache", type=Path, required=True)
+    args = parser.parse_args(argv)
+    dataset = load_dataset(args.data)
+    index = dataset_index(dataset, IndexSettings(), args.cache)
+    embedder = get_embedder(index.embedder_name)
+    retrieve = QuerySettings().retrieve
+    size = retrieve.candidate_window
+    path_vec = np.asarray(
+        embedder.embed([path_passage(c.heading_path, c.text) for c in index.chunks]),
+        dtype=np.float32,
+    )
+    centroid = {}
+    for leaf in {c.source_node_id for c in index.chunks}:
+        mean = index.embeddings[index.leaf_rows(leaf)].mean(axis=0)
+        centroid[leaf] = mean / (np.linalg.norm(mean) + 1e-9)
+    results: dict[str, list[dict[str, float]]] = {}
+    for question in dataset.usable_questions:
+        scope = list(question.docs) if args.scope == "doc" else None
+        qvec = embedder.embed_query(question.question)
+        qtok = tokenize(question.question)
+        rows, dense, bm25 = index.score_scope(scope, qvec, qtok)
+        st = structured_scores(
+            index,
+            scope,
+            qvec,
+            qtok,
+            dense_weight=retrieve.dense_weight,
+            section_weight=0.0,
+            fusion=str(retrieve.fusion),
+            rrf_k=retrieve.rrf_k,
+        )
+        flat = np.asarray(fuse(dense, bm25, retrieve.fusion, retrieve.dense_weight).fused)
+        dense_path = path_vec[rows] @ np.asarray(qvec, dtype=np.float32)
+        both = (np.asarray(dense) + dense_path) / 2
+        averaged = np.asarray(fuse(both, st.bm25, retrieve.fusion, retrieve.dense_weight).fused)
+        path_only = np.asarray(
+            fuse(dense_path, st.bm25, retrieve.fusion, retrieve.dense_weight).fused
+        )
+        section = np.stack([centroid[leaf] for leaf in st.leaf_ids]) @ np.asarray(qvec)
+        with_section = st.dense_norm + st.bm25_norm + minmax(section)[st.leaf_of_row]
+        structured = top(st.score, size)
+        orders = {
+            "flat-hybrid": top(flat, size),
+            "flat-structured": structured,
+            "+ dense of path + passage, averaged": top(averaged, size),
+            "dense of path + passage only": top(path_only, size),
+            "+ section evidence by meaning": top(with_section, size),
+            "same, reordering the window only": structured[
+                np.argsort(-with_section[structured], kind="stable")
+            ],
+        }
+        if args.scope == "corpus":
+            routed = checked_route(st.score, st.doc_of_row, size)
+            orders["treerag (checked routing)"] = routed
+            orders["+ section evidence, checked routing"] = checked_route(
+                with_section, st.doc_of_row, size
+            )
+            orders["same, reordering the routed window only"] = routed[
+                np.argsort(-with_section[routed], kind="stable")
+            ]
+        for name, order in orders.items():
+            passages = [
+                Passage(index.chunks[r].doc_id, index.chunks[r].start, index.chunks[r].end)
+                for r in rows[order].tolist()
+            ]
+            results.setdefault(name, []).append(question_metrics(question, passages, None))
+    print(f"| {dataset.name} / {args.scope} | n | " + " | ".join(KEYS) + " |")
+    print("|---|---:|" + "---:|" * len(KEYS))
+    for name, per in results.items():
+        means = " | ".join(f"{np.mean([m[k] for m in per]):.3f}" for k in KEYS)
+        print(f"| {name} | {len(per)} | {means} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

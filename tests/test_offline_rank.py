@@ -1,0 +1,63 @@
+"""The offline ranking aids of issue 9: orders over a dumped window, scored by the harness."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from benchmarks import offline_rank, zh_scorers
+from treerag_core.evaluation.dataset import load_dataset
+
+
+def _cand(doc: str, start: int, end: int, leaf: str = "l", **scores: float) -> dict:
+    return {"doc": doc, "start": start, "end": end, "leaf": leaf, **scores}
+
+
+def test_ranks_rrf_and_ties_keep_the_window_order():
+    assert offline_rank.ranks(np.asarray([0.1, 0.9, 0.1])).tolist() == [2, 1, 3]
+    q = {
+        "windows": {"structured": [2, 0, 1]},
+        "candidates": [_cand("d", 0, 1, a=1.0), _cand("d", 1, 2, a=3.0), _cand("d", 2, 3, a=1.0)],
+    }
+    assert offline_rank.ordered(q, "structured", offline_rank.col("a")) == [1, 2, 0]
+    assert offline_rank.window_order("structured")(q) == [2, 0, 1]
+    # A missing window (a routed one where the scope holds <= 2 documents) is the unrouted one.
+    assert offline_rank.window_order("route2")(q) == [2, 0, 1]
+    fused = offline_rank.rrf(offline_rank.col("a"), offline_rank.col("a"))
+    assert offline_rank.ordered(q, "structured", fused) == [1, 2, 0]
+
+
+def test_evaluate_scores_dumped_orders_with_the_harness_metrics(eval_dir, tmp_path):
+    dataset = load_dataset(eval_dir / "qasper")
+    question = dataset.usable_questions[0]
+    gold = question.evidences[0]
+    record = {
+        "id": question.id,
+        "windows": {"structured": [0, 1]},
+        "candidates": [
+            _cand(gold.doc, 0, 0, a=1.0),  # an empty span never hits
+            _cand(gold.doc, gold.start, gold.end, a=0.0),
+        ],
+    }
+    dump = tmp_path / "dump.json"
+    dump.write_text(json.dumps({"questions": [record]}))
+    methods = {
+        "by a": offline_rank.by("structured", offline_rank.col("a")),
+        "reversed": offline_rank.by("structured", lambda q, c: -offline_rank.col("a")(q, c)),
+    }
+    got = offline_rank.evaluate(eval_dir / "qasper", dump, methods)
+    assert got["by a"][question.id]["mrr@10"] == 0.5
+    assert got["reversed"][question.id]["mrr@10"] == 1.0
+    table = offline_rank.report(got).splitlines()
+    assert table[2].startswith("| by a | 1 |") and table[3].startswith("| reversed | 1 |")
+
+
+def test_checked_route_keeps_the_flat_window_when_the_best_is_elsewhere():
+    # Documents a and b hold most of the window, but the best chunk is in c.
+    score = np.asarray([1.0, 0.99, 0.99, 0.99, 0.98, 0.98, 0.5, 0.1])
+    docs = ("c", "a", "a", "a", "b", "b", "b", "a")
+    assert zh_scorers.checked_route(score, docs, 7).tolist() == [0, 1, 2, 3, 4, 5, 6]
+    # When the best is in a kept document the window is taken again inside a and b.
+    docs = ("a", "a", "a", "c", "b", "b", "b", "a")
+    assert zh_scorers.checked_route(score, docs, 7).tolist() == [0, 1, 2, 4, 5, 6, 7]
