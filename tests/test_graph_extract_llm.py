@@ -112,3 +112,15 @@ def test_graphs_are_cached_and_a_failure_resumes():
         third = build_index(sources, SETTINGS, embedder, previous=second, graph_extractor=again)
         assert len(fake.requests) == calls and again.usage.input_tokens == 0
         assert third.graphs == second.graphs
+
+
+def test_a_leaf_failing_on_a_later_block_still_counts_the_calls_it_made():
+    text = "用人单位应当与劳动者订立书面劳动合同。" * 12  # two blocks at 150 characters a block
+    leaf = TreeNode("0007", "law", "第三章", 1, text, 0, len(text), "第三章")
+    chunks = chunk_leaf(leaf, text, chunk_size=60, overlap=0, min_chars=5)
+    assert len(blocks(chunks, 150)) >= 2
+    with FakeAnthropicServer(law_reply(None), status(500), api_key=KEY) as fake:
+        extractor = LLMGraphExtractor(client(fake), "claude-haiku-4-5", block_chars=150)
+        graph = extractor(leaf, chunks, "zh")
+    assert extractor.failure is not None and graph.extractor == "offline"
+    assert extractor.usage.input_tokens > 0  # the first block's call was paid for

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from treerag_core.errors import LLMError
 from treerag_core.graph.extract import (
@@ -74,8 +74,12 @@ def extract_llm(
     model: str,
     prefix: str = "",
     block_chars: int = BLOCK_CHARS,
+    on_usage: Callable[[Usage], None] | None = None,
 ) -> tuple[tuple[Concept, ...], tuple[Relation, ...], Usage]:
     """Concepts and relations of a leaf from the LLM, plus the tokens and cost spent.
+
+    `on_usage` hears each call's usage as it is spent, so a leaf that fails on a later
+    block still has its earlier calls counted.
 
     Raises:
         LLMError: an API failure (nothing of this leaf is kept; the caller falls back).
@@ -87,6 +91,8 @@ def extract_llm(
         prompt = build_graph_prompt("\n\n".join(text for _, text in block), language)
         reply, used = client.complete("", prompt, model, MAX_TOKENS)
         usage = usage + used
+        if on_usage is not None:
+            on_usage(used)
         entities, relations = parse_graph_response(reply)
         # The block's sentences as (document start, end, text); mentions found piece by piece.
         sentences = [
@@ -176,17 +182,25 @@ class LLMGraphExtractor:
         self.fallback_leaves: list[str] = []
         self.usage = Usage()
 
+    def _spent(self, used: Usage) -> None:
+        self.usage = self.usage + used
+
     def __call__(self, leaf: TreeNode, chunks: Sequence[Chunk], language: Language) -> LeafGraph:
         if self.failure is None:
             began = time.perf_counter()
             try:
                 concepts, relations, usage = extract_llm(
-                    chunks, language, self.client, self.model, leaf.node_id, self.block_chars
+                    chunks,
+                    language,
+                    self.client,
+                    self.model,
+                    leaf.node_id,
+                    self.block_chars,
+                    on_usage=self._spent,
                 )
             except LLMError as exc:
-                self.failure = exc
+                self.failure = exc  # the calls made before it are already in self.usage
             else:
-                self.usage = self.usage + usage
                 return LeafGraph(
                     leaf_id=leaf.node_id,
                     doc_id=leaf.doc_id,
