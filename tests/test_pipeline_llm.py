@@ -168,3 +168,27 @@ def test_prompt_budget_narrows_a_corpus_to_the_most_relevant_documents(
     assert f"[{paper.root_id}]" in prompt  # the most relevant document was kept
     others = [d.root_id for d in hashing_index.documents if d.doc_id != paper.doc_id]
     assert not any(f"[{root}]" in prompt for root in others)
+
+
+def test_an_answer_citing_drilldowns_parent_context_is_traced_to_the_parent(
+    hashing_index, server, monkeypatch
+):
+    from treerag_core.drilldown import DrilldownOptions
+    from treerag_core.embedders import get_embedder
+
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
+    engine = Engine(hashing_index, get_embedder("hashing"), api_key=KEY, client_factory=make_client)
+    server.push(stream(["提前三十日 [来源: 父块上下文]。", "摘要 [来源: 文档摘要]。"]))
+    settings = (
+        QuerySettings(strategy="drilldown")
+        .set("rerank.enabled", False)
+        .with_option("drilldown", DrilldownOptions(1, 1, 3, "summary", "summary"))
+    )
+    trace = run(engine, "劳动者解除劳动合同需要提前多少天书面通知用人单位？", settings)
+    parent_block, summary_block = trace.citations
+    parents = trace.sections[1]
+    leaves = {c.source_node_id for c in hashing_index.chunks if c.chunk_id in parents.chunk_ids}
+    # The parent context was built from the chosen parent's passages: citing it is supported.
+    assert parent_block.supported and set(parent_block.node_ids) == leaves
+    # A document's summary is no passage of it: citing the summary stays unsupported.
+    assert not summary_block.supported and summary_block.node_ids == ()

@@ -125,7 +125,10 @@ def _marker_paths(body: str, prepared: _Prepared) -> list[tuple[str, tuple[str, 
 
 
 def parse_citations(
-    answer: str, retrieved: Sequence[RetrievedChunk], node_paths: Mapping[str, str]
+    answer: str,
+    retrieved: Sequence[RetrievedChunk],
+    node_paths: Mapping[str, str],
+    context: Mapping[str, tuple[str, ...]] | None = None,
 ) -> list[Citation]:
     """Every cited path in the answer, in order of appearance, mapped to node ids.
 
@@ -135,7 +138,11 @@ def parse_citations(
     nodes (a path can match several documents' "Abstract"); a path that matches no node
     has no node ids and is unsupported. An identical marker repeated later adds nothing.
     `node_paths` maps node id -> heading path; retrieved chunks' own paths fill its gaps.
+    `context` maps the title of a context block the answer read (a strategy's
+    `ContextSection`, e.g. drill-down's "Parent context") to the nodes it was built from: a
+    marker citing that title is supported by them.
     """
+    context_nodes = {_squash(title): ids for title, ids in (context or {}).items() if ids}
     paths = dict(node_paths)
     for hit in retrieved:
         paths.setdefault(hit.chunk.source_node_id, hit.chunk.heading_path)
@@ -152,6 +159,9 @@ def parse_citations(
             if (marker, path) in seen:
                 continue
             seen.add((marker, path))
+            if _squash(path) in context_nodes:
+                citations.append(Citation(marker, path, context_nodes[_squash(path)], True))
+                continue
             # A path like "Abstract" names a node in every paper: the evidence shown to the
             # model says which one was meant.
             retrieved_ids = tuple(i for i in ids if i in sources)

@@ -27,7 +27,14 @@ from treerag_core.strategies import QueryContext, Strategy, get_strategy
 from treerag_core.synthesis import extractive_answer, stream_llm_answer
 from treerag_core.text import is_stopword_only, tokenize
 from treerag_core.text_rules import detect_language
-from treerag_core.types import Fallback, LocateResult, RetrievedChunk, Trace, Usage
+from treerag_core.types import (
+    ContextSection,
+    Fallback,
+    LocateResult,
+    RetrievedChunk,
+    Trace,
+    Usage,
+)
 from treerag_core.vector_cache import QueryVectorCache
 
 QUERY_VECTOR_CACHE = 512  # entries per engine: a long interactive session must not grow
@@ -246,8 +253,26 @@ def synthesize_step(engine: Engine, trace: Trace, settings: QuerySettings, clien
             yield delta
     trace.answer = "".join(parts)
     node_paths = {nid: n.heading_path for nid, n in engine.index.nodes.items()}
-    trace.citations = parse_citations(trace.answer, trace.reranked, node_paths)
+    trace.citations = parse_citations(
+        trace.answer, trace.reranked, node_paths, context_sources(engine.index, trace.sections)
+    )
     trace.synthesize_seconds = time.perf_counter() - started
+
+
+def context_sources(
+    index: CorpusIndex, sections: Sequence[ContextSection]
+) -> dict[str, tuple[str, ...]]:
+    """Each context block the answer read (by its title) -> the nodes of the passages it was
+    built from, so a citation of the block itself is traced to them."""
+    wanted = {c for s in sections if s.text.strip() for c in s.chunk_ids}
+    if not wanted:
+        return {}
+    node_of = {c.chunk_id: c.source_node_id for c in index.chunks if c.chunk_id in wanted}
+    return {
+        s.title: tuple(dict.fromkeys(node_of[c] for c in s.chunk_ids if c in node_of))
+        for s in sections
+        if s.text.strip() and s.chunk_ids
+    }
 
 
 def run_stream(
