@@ -13,6 +13,7 @@ from treerag_core.fusion import fuse, rank_positions
 from treerag_core.layers import Layers, ensure_layers, parent_text
 from treerag_core.names import Fusion
 from treerag_core.routing import document_table
+from treerag_core.settings import RetrieveSettings
 from treerag_core.summaries import truncate
 from treerag_core.types import ContextSection, DocumentScore, Language, RetrievedChunk
 from treerag_core.vectors.base import Kind, VectorQuery, VectorStore
@@ -39,7 +40,9 @@ class DrilldownOptions:
     # routing by best passage and a wider funnel beat flat-hybrid there. Chosen on QASPER.
     documents: int = 3
     parents: int = 5
-    children: int = 10
+    # As many child passages as every other strategy hands the cross-encoder (the candidate
+    # window): 10 left the laws' short articles under 1,000 characters (docs/drilldown.md).
+    children: int = RetrieveSettings().candidate_window
     doc_signal: str = "passages"
     parent_signal: str = "both"
     parent_chars: int = 1200  # parent context handed to synthesis
