@@ -217,32 +217,23 @@ def drilldown_layers(trace: Trace, engine: Engine) -> None:
 
 def leaf_graphs(trace: Trace, engine: Engine) -> None:
     """treerag-kg: each searched leaf graph, lit for the question as step 2 searched it."""
-    from treerag_core.graph.search import GraphSearchOptions, search_graph
-    from treerag_core.text import tokenize
     from ui.graph_view import render_leaf_graph
+    from ui.leaf_graph_panel import traced_result
 
     index = engine.index
     graphs = index.graphs or {}
     groups = [g for g in trace.retrieved if g.kind == "graph" and g.leaf_id in graphs]
     if not groups:
         return
-    settings = QuerySettings.from_dict(trace.settings, {"treerag-kg": GraphSearchOptions})
-    options = settings.option("treerag-kg", GraphSearchOptions())
     st.subheader("Leaf knowledge graphs")
     for number, group in enumerate(groups):
         leaf_id = str(group.leaf_id)
-        graph, node = graphs[leaf_id], index.nodes[leaf_id]
-        # The same search text as step 2 (question and sub-query together).
-        question, sub = trace.question, group.sub_query or trace.question
-        text = question if sub.strip() == question.strip() else f"{question} {sub}"
+        node = index.nodes[leaf_id]
         with st.expander(f"[{leaf_id}] {plain(node.heading_path)}", expanded=number == 0):
-            result = search_graph(
-                graph, text, graph.language, tokenize, engine.query_vector(text),
-                index.graph_vectors.get(leaf_id), options,
-            )  # fmt: skip
+            result = traced_result(index, trace, leaf_id, engine.query_vector)
             render_leaf_graph(
-                graph, result, doc_text=index.texts[node.doc_id], heading=node.heading_path,
-                key=f"ask_leaf_graph_{number}",
+                graphs[leaf_id], result, doc_text=index.texts[node.doc_id],
+                heading=node.heading_path, key=f"ask_leaf_graph_{number}",
             )  # fmt: skip
 
 
