@@ -22,7 +22,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 ERROR_TYPES = {
     400: "invalid_request_error",
@@ -295,32 +295,34 @@ def read_request(handler: BaseHTTPRequestHandler) -> RecordedRequest:
     return RecordedRequest(handler.command, handler.path, headers, body)
 
 
-class _Handler(BaseHTTPRequestHandler):
-    fake: FakeAnthropicServer
-    server_version = "FakeAnthropic/1.0"
+class ScriptedHandler(BaseHTTPRequestHandler):
+    """What both fake APIs answer alike: behaviours other than a reply, and the plumbing.
+
+    A subclass reads the request (`_handle`), shapes a whole reply (`_reply_json`) and a
+    stream (`_send_sse`) in its API's format.
+    """
+
+    fake: ScriptedServer
+    stream_error_status = 500  # a `stream_error` asked for without streaming
+    json_headers: ClassVar[Mapping[str, str]] = {}
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # keep test output clean
 
     def do_GET(self) -> None:
-        self._record_and_answer()
+        self._handle()
 
     def do_POST(self) -> None:
-        self._record_and_answer()
+        self._handle()
 
-    def _record_and_answer(self) -> None:
-        request = read_request(self)
-        body = request.body
-        self.fake.record(request)
-        try:
-            if self.command != "POST" or self.path.split("?")[0] != "/v1/messages":
-                self._act(status(404), body)
-            elif self.fake.api_key is not None and request.api_key != self.fake.api_key:
-                self._act(status(401), body)
-            else:
-                self._act(self.fake.next_behaviour(body), body)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the client gave up (timeout): nothing left to answer
+    def _handle(self) -> None:
+        raise NotImplementedError
+
+    def _reply_json(self, behaviour: Behaviour, body: dict[str, Any]) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _send_sse(self, behaviour: Behaviour, body: dict[str, Any]) -> None:
+        raise NotImplementedError
 
     def _act(self, behaviour: Behaviour, body: Any) -> None:
         if behaviour.kind == "delay":
@@ -336,30 +338,16 @@ class _Handler(BaseHTTPRequestHandler):
         elif isinstance(body, dict) and body.get("stream"):
             self._send_sse(behaviour, body)
         elif behaviour.kind == "stream_error":
-            self._send_json(529, behaviour.body, {})
+            self._send_json(self.stream_error_status, behaviour.body, {})
         else:
-            self._send_json(200, self._message(behaviour, body), {})
-
-    def _message(self, behaviour: Behaviour, body: dict[str, Any]) -> dict[str, Any]:
-        text = "".join(behaviour.chunks)
-        return {
-            "id": "msg_fake",
-            "type": "message",
-            "role": "assistant",
-            "model": body.get("model", "claude-fake"),
-            "content": [{"type": "text", "text": text}],
-            "stop_reason": behaviour.stop_reason,
-            "stop_sequence": None,
-            "usage": self.fake._usage(body, text, behaviour.usage),
-        }
+            self._send_json(200, self._reply_json(behaviour, body), {})
 
     def _send_json(self, code: int, payload: Any, headers: Mapping[str, str]) -> None:
         data = (payload if isinstance(payload, str) else json.dumps(payload)).encode()
         self.send_response(code)
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(data)))
-        self.send_header("request-id", "req_fake")
-        for name, value in headers.items():
+        for name, value in {**self.json_headers, **headers}.items():
             self.send_header(name, value)
         self.end_headers()
         self.wfile.write(data)
@@ -372,12 +360,46 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+
+class _Handler(ScriptedHandler):
+    fake: FakeAnthropicServer
+    server_version = "FakeAnthropic/1.0"
+    stream_error_status = 529  # "overloaded", as the API sends it
+    json_headers: ClassVar[Mapping[str, str]] = {"request-id": "req_fake"}
+
+    def _handle(self) -> None:
+        request = read_request(self)
+        body = request.body
+        self.fake.record(request)
+        try:
+            if self.command != "POST" or self.path.split("?")[0] != "/v1/messages":
+                self._act(status(404), body)
+            elif self.fake.api_key is not None and request.api_key != self.fake.api_key:
+                self._act(status(401), body)
+            else:
+                self._act(self.fake.next_behaviour(body), body)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (timeout): nothing left to answer
+
+    def _reply_json(self, behaviour: Behaviour, body: dict[str, Any]) -> dict[str, Any]:
+        text = "".join(behaviour.chunks)
+        return {
+            "id": "msg_fake",
+            "type": "message",
+            "role": "assistant",
+            "model": body.get("model", "claude-fake"),
+            "content": [{"type": "text", "text": text}],
+            "stop_reason": behaviour.stop_reason,
+            "stop_sequence": None,
+            "usage": self.fake._usage(body, text, behaviour.usage),
+        }
+
     def _event(self, name: str, data: dict[str, Any]) -> None:
         self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
         self.wfile.flush()
 
     def _send_sse(self, behaviour: Behaviour, body: dict[str, Any]) -> None:
-        message = self._message(behaviour, body)
+        message = self._reply_json(behaviour, body)
         usage = message["usage"]
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")

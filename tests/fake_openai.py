@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from fake_anthropic import (  # noqa: F401  (re-exported for tests)
     HTML_PAGE,
     Behaviour,
+    ScriptedHandler,
     ScriptedServer,
     approx_tokens,
     cut,
@@ -71,18 +71,9 @@ def stream_error(
     return Behaviour("stream_error", tuple(chunks), body=body)
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(ScriptedHandler):
     fake: FakeOpenAIServer
     server_version = "FakeOpenAI/1.0"
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def do_GET(self) -> None:
-        self._handle()
-
-    def do_POST(self) -> None:
-        self._handle()
 
     def _handle(self) -> None:
         request = read_request(self)
@@ -110,24 +101,6 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             pass
 
-    def _act(self, behaviour: Behaviour, body: Any) -> None:
-        if behaviour.kind == "delay":
-            if self.fake._stopping.wait(behaviour.seconds):
-                return
-            self._act(behaviour.then or reply("Late answer."), body)
-        elif behaviour.kind == "status":
-            self._send_json(behaviour.status, behaviour.body, behaviour.headers)
-        elif behaviour.kind == "html":
-            self._send_raw(behaviour.status, "text/html; charset=utf-8", behaviour.body)
-        elif behaviour.kind == "empty":
-            self._send_raw(200, "text/event-stream", "")
-        elif isinstance(body, dict) and body.get("stream"):
-            self._send_sse(behaviour, body)
-        elif behaviour.kind == "stream_error":
-            self._send_json(500, behaviour.body, {})
-        else:
-            self._send_json(200, self._completion(behaviour, body), {})
-
     def _usage(self, body: Any, text: str, override: Mapping[str, int] | None) -> dict[str, Any]:
         prompt = "".join(
             m.get("content", "") if isinstance(m.get("content"), str) else ""
@@ -146,7 +119,7 @@ class _Handler(BaseHTTPRequestHandler):
         usage["prompt_tokens_details"] = {"cached_tokens": cached}
         return usage
 
-    def _completion(self, behaviour: Behaviour, body: dict[str, Any]) -> dict[str, Any]:
+    def _reply_json(self, behaviour: Behaviour, body: dict[str, Any]) -> dict[str, Any]:
         text = "".join(behaviour.chunks)
         return {
             "id": "chatcmpl-fake",
@@ -162,24 +135,6 @@ class _Handler(BaseHTTPRequestHandler):
             ],
             "usage": self._usage(body, text, behaviour.usage),
         }
-
-    def _send_json(self, code: int, payload: Any, headers: Mapping[str, str]) -> None:
-        data = (payload if isinstance(payload, str) else json.dumps(payload)).encode()
-        self.send_response(code)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(data)))
-        for name, value in headers.items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(data)
-
-    def _send_raw(self, code: int, content_type: str, text: str) -> None:
-        data = text.encode()
-        self.send_response(code)
-        self.send_header("content-type", content_type)
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
 
     def _data(self, payload: Any) -> None:
         text = payload if isinstance(payload, str) else json.dumps(payload)
