@@ -375,3 +375,13 @@ def test_scope_caches_are_bounded_lru(hashing_index):
         hashing_index.score_scope([docs[0]], qvec, tokenize("router"))  # kept: used often
     assert len(hashing_index._scopes) <= MAX_SCOPE_CACHE
     assert "*" + docs[0] in hashing_index._scopes
+
+
+def test_chunk_rows_find_every_chunk_and_refuse_a_foreign_id(hashing_index, tmp_path):
+    rows = [hashing_index.chunk_row(c.chunk_id) for c in hashing_index.chunks]
+    assert rows == list(range(len(hashing_index.chunks)))
+    with pytest.raises(KeyError):
+        hashing_index.chunk_row("no-such-chunk")
+    save_index(hashing_index, tmp_path / "idx")
+    loaded = load_index(tmp_path / "idx")
+    assert loaded.chunk_row(loaded.chunks[-1].chunk_id) == len(loaded.chunks) - 1

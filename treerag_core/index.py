@@ -66,6 +66,7 @@ class CorpusIndex:
     embedder_fingerprint: tuple[float, ...] = ()  # the embedder's vector of a probe text
     folder: str | None = None  # where it was loaded from or saved to (derived artifacts go there)
     _leaf_rows: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    _chunk_rows: dict[str, int] = field(default_factory=dict, repr=False)
     _faiss: dict[str, FlatGroup] = field(default_factory=dict, repr=False)
     _bm25: dict[str, LeafBM25] = field(default_factory=dict, repr=False)
     _doc_stats: dict[str, BM25Stats] = field(default_factory=dict, repr=False)
@@ -79,6 +80,7 @@ class CorpusIndex:
         for row, chunk in enumerate(self.chunks):
             rows.setdefault(chunk.source_node_id, []).append(row)
         self._leaf_rows = {k: np.asarray(v, dtype=np.int64) for k, v in rows.items()}
+        self._chunk_rows = {chunk.chunk_id: row for row, chunk in enumerate(self.chunks)}
 
     # ---- structure -------------------------------------------------------------------
     def leaves(self, doc_id: str | None = None) -> list[TreeNode]:
@@ -103,6 +105,10 @@ class CorpusIndex:
     def leaf_rows(self, leaf_id: str) -> np.ndarray:
         """Row numbers (into chunks/embeddings) of a leaf's chunks; empty for an empty leaf."""
         return self._leaf_rows.get(leaf_id, np.zeros(0, dtype=np.int64))
+
+    def chunk_row(self, chunk_id: str) -> int:
+        """The row of a chunk id (into chunks/embeddings); KeyError for an id not in the index."""
+        return self._chunk_rows[chunk_id]
 
     def ancestors(self, node_id: str) -> list[str]:
         out: list[str] = []

@@ -264,15 +264,12 @@ def context_sources(
 ) -> dict[str, tuple[str, ...]]:
     """Each context block the answer read (by its title) -> the nodes of the passages it was
     built from, so a citation of the block itself is traced to them."""
-    wanted = {c for s in sections if s.text.strip() for c in s.chunk_ids}
-    if not wanted:
-        return {}
-    node_of = {c.chunk_id: c.source_node_id for c in index.chunks if c.chunk_id in wanted}
-    return {
-        s.title: tuple(dict.fromkeys(node_of[c] for c in s.chunk_ids if c in node_of))
-        for s in sections
-        if s.text.strip() and s.chunk_ids
-    }
+    out = {}
+    for section in sections:
+        if section.text.strip() and section.chunk_ids:
+            rows = (index.chunk_row(c) for c in section.chunk_ids)
+            out[section.title] = tuple(dict.fromkeys(index.chunks[r].source_node_id for r in rows))
+    return out
 
 
 def run_stream(

@@ -113,8 +113,7 @@ class _HiragMode:
         for note in context.notes:
             reason = "no_path" if note.startswith("bridge: no path") else "graph_context"
             ctx.fallbacks.append(Fallback("retrieve", reason, note))
-        row_of = row_index(ctx.index)
-        rows = np.asarray([row_of[c] for c in context.unit_ids], dtype=np.int64)
+        rows = np.asarray([ctx.index.chunk_row(c) for c in context.unit_ids], dtype=np.int64)
         hits = score_rows(ctx, rows, options.unit_order)
         group = RetrievalGroup(
             f"graph text units ({self.mode.value})", tuple(hits), None, ctx.question, "graph"
@@ -129,26 +128,14 @@ class _HiragMode:
         chunks = budget_chunks(
             [ctx.index.chunks[int(rows[i])] for i in order], options.naive_text_unit_tokens
         )
-        row_of = row_index(ctx.index)
-        picked = np.asarray([row_of[c.chunk_id] for c in chunks], dtype=np.int64)
+        picked = np.asarray([ctx.index.chunk_row(c.chunk_id) for c in chunks], dtype=np.int64)
         hits = score_rows(ctx, picked, "graph", dense_only=True)  # already in cosine order
         hits = [replace(h, leaf_rank=i, pooled_rank=i) for i, h in enumerate(hits, start=1)]
         group = RetrievalGroup("vector search (naive)", tuple(hits), None, ctx.question, "scope")
         return Retrieval((group,), tuple(hits[:window]), ())
 
 
-_ROWS: dict[int, tuple[Any, dict[str, int]]] = {}
 _RETRIEVERS: dict[tuple[int, str], tuple[Any, HiragRetriever]] = {}
-
-
-def row_index(index: Any) -> dict[str, int]:
-    """chunk id -> row of an index, computed once per index object."""
-    cached = _ROWS.get(id(index))
-    if cached is None or cached[0] is not index:
-        cached = _ROWS[id(index)] = (index, {c.chunk_id: i for i, c in enumerate(index.chunks)})
-        while len(_ROWS) > 8:
-            _ROWS.pop(next(iter(_ROWS)))
-    return cached[1]
 
 
 def retriever_for(hindex: Any, index: Any) -> HiragRetriever:
