@@ -48,15 +48,35 @@ from treerag_core.text_rules import detect_language  # noqa: E402
 ROUTES = (2, 3)  # routed windows dumped: the best N documents by their share of the window
 
 
-def path_vectors(index, embedder, folder: Path) -> np.ndarray:
-    """Every chunk's vector of `heading path + passage` (cached beside the dump)."""
-    cache = folder / f"pathvec-{index.embedder_name}-{len(index.chunks)}.npy"
-    if cache.is_file():
+def path_vectors(index, embedder, folder: Path | None = None) -> np.ndarray:
+    """Every chunk's vector of `heading path + passage` (cached in `folder` when given)."""
+    cache = folder / f"pathvec-{index.embedder_name}-{len(index.chunks)}.npy" if folder else None
+    if cache is not None and cache.is_file():
         return np.load(cache)
     texts = [path_passage(c.heading_path, c.text) for c in index.chunks]
     vectors = np.asarray(embedder.embed(texts), dtype=np.float32)
-    np.save(cache, vectors)
+    if cache is not None:
+        np.save(cache, vectors)
     return vectors
+
+
+def scope_scores(index, question: str, qvec, scope, retrieve):
+    """One question's scores over its scope, as the engine computes them: the rows, dense,
+    BM25, flat-hybrid's fused score, and treerag's heading-aware scores (no section prior)."""
+    qtok = tokenize(question)
+    rows, dense, bm25 = index.score_scope(scope, qvec, qtok)
+    flat = fuse(dense, bm25, retrieve.fusion, retrieve.dense_weight, retrieve.rrf_k).fused
+    structured = structured_scores(
+        index,
+        scope,
+        qvec,
+        qtok,
+        dense_weight=retrieve.dense_weight,
+        section_weight=0.0,
+        fusion=str(retrieve.fusion),
+        rrf_k=retrieve.rrf_k,
+    )
+    return rows, dense, bm25, np.asarray(flat), structured
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -88,20 +108,8 @@ def main(argv: list[str] | None = None) -> int:
             continue
         scope = list(question.docs) if args.scope == "doc" else None
         qvec = embedder.embed_query(question.question)
-        qtok = tokenize(question.question)
-        rows, dense, bm25 = index.score_scope(scope, qvec, qtok)
-        flat = fuse(dense, bm25, retrieve.fusion, retrieve.dense_weight, retrieve.rrf_k).fused
-        flat_window = np.argsort(-np.asarray(flat), kind="stable")[:size]
-        st = structured_scores(
-            index,
-            scope,
-            qvec,
-            qtok,
-            dense_weight=retrieve.dense_weight,
-            section_weight=0.0,
-            fusion=str(retrieve.fusion),
-            rrf_k=retrieve.rrf_k,
-        )
+        rows, dense, bm25, flat, st = scope_scores(index, question.question, qvec, scope, retrieve)
+        flat_window = np.argsort(-flat, kind="stable")[:size]
         votes = document_votes(st, size)
         windows = {"flat": flat_window.tolist(), "structured": window(st, size).tolist()}
         for k in ROUTES:

@@ -26,6 +26,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # run as `python benchmarks/zh_scorers.py`
     sys.path.insert(0, str(REPO))
 
+from benchmarks.dump_window_features import path_vectors, scope_scores  # noqa: E402
 from treerag_core.config import IndexSettings  # noqa: E402
 from treerag_core.embedders import get_embedder  # noqa: E402
 from treerag_core.evaluation.dataset import load_dataset  # noqa: E402
@@ -33,8 +34,6 @@ from treerag_core.evaluation.harness import dataset_index  # noqa: E402
 from treerag_core.evaluation.metrics import Passage, question_metrics  # noqa: E402
 from treerag_core.fusion import fuse, minmax  # noqa: E402
 from treerag_core.settings import QuerySettings  # noqa: E402
-from treerag_core.structure import path_passage, structured_scores  # noqa: E402
-from treerag_core.text import tokenize  # noqa: E402
 
 KEYS = ("recall@1000c", "recall@2000c", "hit@5", "mrr@10")
 
@@ -73,10 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     embedder = get_embedder(index.embedder_name)
     retrieve = QuerySettings().retrieve
     size = retrieve.candidate_window
-    path_vec = np.asarray(
-        embedder.embed([path_passage(c.heading_path, c.text) for c in index.chunks]),
-        dtype=np.float32,
-    )
+    path_vec = path_vectors(index, embedder)
     centroid = {}
     for leaf in {c.source_node_id for c in index.chunks}:
         mean = index.embeddings[index.leaf_rows(leaf)].mean(axis=0)
@@ -85,19 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     for question in dataset.usable_questions:
         scope = list(question.docs) if args.scope == "doc" else None
         qvec = embedder.embed_query(question.question)
-        qtok = tokenize(question.question)
-        rows, dense, bm25 = index.score_scope(scope, qvec, qtok)
-        st = structured_scores(
-            index,
-            scope,
-            qvec,
-            qtok,
-            dense_weight=retrieve.dense_weight,
-            section_weight=0.0,
-            fusion=str(retrieve.fusion),
-            rrf_k=retrieve.rrf_k,
-        )
-        flat = np.asarray(fuse(dense, bm25, retrieve.fusion, retrieve.dense_weight).fused)
+        rows, dense, _, flat, st = scope_scores(index, question.question, qvec, scope, retrieve)
         dense_path = path_vec[rows] @ np.asarray(qvec, dtype=np.float32)
         both = (np.asarray(dense) + dense_path) / 2
         averaged = np.asarray(fuse(both, st.bm25, retrieve.fusion, retrieve.dense_weight).fused)

@@ -61,3 +61,28 @@ def test_checked_route_keeps_the_flat_window_when_the_best_is_elsewhere():
     # When the best is in a kept document the window is taken again inside a and b.
     docs = ("a", "a", "a", "c", "b", "b", "b", "a")
     assert zh_scorers.checked_route(score, docs, 7).tolist() == [0, 1, 2, 4, 5, 6, 7]
+
+
+def test_the_dumped_scores_are_the_engines_windows(hashing_index):
+    from benchmarks.dump_window_features import scope_scores
+    from treerag_core.embedders import get_embedder
+    from treerag_core.pipeline import Engine, run
+    from treerag_core.settings import QuerySettings
+    from treerag_core.structure import window
+
+    question = "How many epochs was the model trained for?"
+    settings = QuerySettings().set("rerank.enabled", False)
+    engine = Engine(hashing_index, get_embedder("hashing"))
+    qvec = engine.query_vector(question)
+    rows, _, _, flat, structured = scope_scores(
+        hashing_index, question, qvec, None, settings.retrieve
+    )
+    size = settings.retrieve.candidate_window
+    flat_window = rows[np.argsort(-flat, kind="stable")[:size]]
+    for strategy, expected in (
+        ("flat-hybrid", flat_window),
+        ("flat-structured", rows[window(structured, size)]),
+    ):
+        trace = run(engine, question, settings, strategy=strategy, synthesize=False)
+        got = [hashing_index.chunk_row(h.chunk.chunk_id) for h in trace.candidates]
+        assert sorted(got) == sorted(expected.tolist()), strategy
