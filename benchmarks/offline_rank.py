@@ -68,6 +68,29 @@ def total(*scores: Callable[[dict, list[dict]], np.ndarray]):
     return lambda q, c: sum(s(q, c) for s in scores)
 
 
+def section_penalty(window: str, name: str, penalty: float = 1.0) -> Method:
+    """Greedy order by `name`, each candidate losing `penalty` per passage of its section
+    already placed (maximal marginal relevance by section): spreads the list over sections."""
+
+    def method(q: dict) -> list[int]:
+        left = list(q["windows"].get(window) or q["windows"]["structured"])
+        cands, taken, out = q["candidates"], {}, []
+        while left:
+            best = max(
+                range(len(left)),
+                key=lambda i: (
+                    cands[left[i]][name] - penalty * taken.get(cands[left[i]]["leaf"], 0),
+                    -i,
+                ),
+            )
+            pos = left.pop(best)
+            out.append(pos)
+            taken[cands[pos]["leaf"]] = taken.get(cands[pos]["leaf"], 0) + 1
+        return out
+
+    return method
+
+
 def has_ce(q: dict) -> bool:
     return q["candidates"] and q["candidates"][0]["ce_plain"] is not None
 
@@ -152,5 +175,11 @@ if __name__ == "__main__":
                 "structured", rrf(col("ce_plain"), col("ce_path"), col("fused_struct"))
             ),
             "flat, RRF(plain CE, fused)": by("flat", rrf(col("ce_plain"), col("fused_flat"))),
+            "structured, path CE, -1 logit per passage of its section placed": section_penalty(
+                "structured", "ce_path"
+            ),
+            "route2, path CE, -1 logit per passage of its section placed": section_penalty(
+                "route2", "ce_path"
+            ),
         }
     print(report(evaluate(args.data, args.dump, methods)))

@@ -5,9 +5,10 @@ variant is exact without one. Variants: a second dense reading (the multilingual
 `heading path + passage`) averaged with the passage's own or alone, and section evidence by
 meaning (the question's cosine to each section's mean chunk vector, min-max over the scope's
 sections, an equal third of the score) as a window score or only reordering the window. In
-corpus scope each is also shown with treerag's checked routing. Scored with the harness's
-`question_metrics`; the first rows reproduce the harness's flat-hybrid, flat-structured and
-treerag.
+corpus scope each is also shown with treerag's checked routing, and the reordering with the
+prior's range taken over the kept documents' sections only, when the cut is made. Scored
+with the harness's `question_metrics`; the first rows reproduce the harness's flat-hybrid,
+flat-structured and treerag.
 
     python benchmarks/zh_scorers.py --data ../shared/eval/lecoqa_laws --scope doc \
         --cache data/eval-cache
@@ -44,6 +45,14 @@ def top(score: np.ndarray, size: int, keep: np.ndarray | None = None) -> np.ndar
         score = np.where(keep, score, -np.inf)
         size = min(size, int(keep.sum()))
     return np.argsort(-score, kind="stable")[:size]
+
+
+def minmax_over(values: np.ndarray, among: np.ndarray) -> np.ndarray:
+    """Min-max of `values` with the range taken `among` the masked rows (clipped to [0, 1])."""
+    low, high = values[among].min(), values[among].max()
+    if high <= low:
+        return np.zeros_like(values)
+    return np.clip((values - low) / (high - low), 0.0, 1.0)
 
 
 def checked_route(score: np.ndarray, docs: Sequence[str], size: int) -> np.ndarray:
@@ -110,6 +119,13 @@ def main(argv: list[str] | None = None) -> int:
             orders["same, reordering the routed window only"] = routed[
                 np.argsort(-with_section[routed], kind="stable")
             ]
+            # Chapters compete only with chapters of the documents routing kept (no prior
+            # when the check vetoed the cut): min-max over the kept documents' sections.
+            kept = np.isin(np.asarray(st.doc_of_row), [st.doc_of_row[r] for r in routed])
+            if not np.array_equal(routed, structured):
+                inside = st.dense_norm + st.bm25_norm + minmax_over(section[st.leaf_of_row], kept)
+                routed = routed[np.argsort(-inside[routed], kind="stable")]
+            orders["same, prior over the kept documents' sections, only when cut"] = routed
         for name, order in orders.items():
             passages = [
                 Passage(index.chunks[r].doc_id, index.chunks[r].start, index.chunks[r].end)

@@ -86,3 +86,28 @@ def test_the_dumped_scores_are_the_engines_windows(hashing_index):
         trace = run(engine, question, settings, strategy=strategy, synthesize=False)
         got = [hashing_index.chunk_row(h.chunk.chunk_id) for h in trace.candidates]
         assert sorted(got) == sorted(expected.tolist()), strategy
+
+
+def test_section_penalty_spreads_the_order_over_sections():
+    q = {
+        "windows": {"structured": [0, 1, 2]},
+        "candidates": [
+            _cand("d", 0, 1, leaf="x", a=3.0),
+            _cand("d", 1, 2, leaf="x", a=2.5),
+            _cand("d", 2, 3, leaf="y", a=2.0),
+        ],
+    }
+    # Without a penalty the order is by score; with one logit per placed passage of the same
+    # section, y's 2.0 beats x's second passage (2.5 - 1).
+    assert offline_rank.section_penalty("structured", "a", 0.0)(q) == [0, 1, 2]
+    assert offline_rank.section_penalty("structured", "a")(q) == [0, 2, 1]
+
+
+def test_minmax_over_takes_the_range_among_the_masked_rows():
+    values = np.asarray([0.0, 1.0, 2.0, 3.0])
+    among = np.asarray([False, True, True, False])
+    assert zh_scorers.minmax_over(values, among).tolist() == [0.0, 0.0, 1.0, 1.0]
+    assert (
+        zh_scorers.minmax_over(values, np.asarray([True, False, False, False])).tolist()
+        == [0.0] * 4
+    )
