@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from treerag_core.retrieval import pool
+import numpy as np
+
+from treerag_core.retrieval import fused_hits, pool
 from treerag_core.settings import RetrieveSettings
 from treerag_core.types import Chunk, RetrievalGroup, RetrievedChunk
 
@@ -54,3 +56,24 @@ def test_a_chunk_found_by_two_groups_is_pooled_once_with_its_better_copy():
 def test_empty_pool():
     assert pool([], RetrieveSettings()) == ()
     assert pool([group("A")], RetrieveSettings()) == ()
+
+
+def test_fused_hits_ranks_cuts_and_flags_tiny_groups(hashing_index):
+    rows = np.asarray([3, 1, 2])
+    dense = np.asarray([0.1, 0.9, 0.5])
+    bm25 = np.asarray([0.0, 2.0, 1.0])
+    fusion = {"fusion": "weighted", "dense_weight": 0.5, "rrf_k": 60, "sub_query": "q"}
+    hits = fused_hits(hashing_index, rows, dense, bm25, keep=2, **fusion)
+    assert [h.chunk for h in hits] == [hashing_index.chunks[1], hashing_index.chunks[2]]
+    assert [(h.leaf_rank, h.pooled_rank, h.pool_fused) for h in hits] == [
+        (1, 0, None),
+        (2, 0, None),
+    ]
+    assert [h.fused for h in hits] == [1.0, 0.5] and not any(h.minmax_forced for h in hits)
+    given = fused_hits(hashing_index, rows, dense, bm25, given_order=True, pooled=True, **fusion)
+    assert [h.chunk for h in given] == [hashing_index.chunks[r] for r in rows]
+    assert [(h.leaf_rank, h.pooled_rank) for h in given] == [(1, 1), (2, 2), (3, 3)]
+    assert [h.pool_fused for h in given] == [h.fused for h in given]
+    tiny = fused_hits(hashing_index, rows[:2], dense[:2], bm25[:2], **fusion)
+    assert [h.minmax_forced for h in tiny] == [True, False]  # min-max's 1.0 on a 2-chunk group
+    assert fused_hits(hashing_index, rows[:0], dense[:0], bm25[:0], **fusion) == ()

@@ -115,3 +115,28 @@ def test_trace_records_the_query_params_and_the_answer_cites_the_graph(hashing_i
         if section.kind != "path":
             assert f"- {section.title}: " in graph_part and first in cited
     assert all(c.node_ids for c in trace.citations if c.heading_path in graph_part)
+
+
+@pytest.mark.parametrize(
+    ("name", "options"),
+    [
+        ("hirag-naive", HiragOptions(naive_text_unit_tokens=100)),
+        ("hirag", HiragOptions(text_unit_tokens=100)),
+    ],
+)
+def test_a_tiny_unit_set_reports_forced_min_max_in_the_trace(hashing_index, name, options):
+    from treerag_core.pipeline import Engine
+    from treerag_core.pipeline import run as run_pipeline
+    from treerag_core.record import stage_hits
+
+    settings = (
+        QuerySettings(strategy=name)
+        .with_option("hirag", options)
+        .set("rerank.enabled", False)
+        .set("llm.enabled", False)
+    )
+    trace = run_pipeline(Engine(hashing_index, get_embedder("hashing")), QUESTION, settings)
+    assert 0 < len(trace.candidates) <= 2  # a 100-token budget keeps one or two units
+    assert trace.candidates[0].minmax_forced  # the best unit's 1.0 comes from min-max alone
+    fusion_hits = [c for c in stage_hits(trace) if c.stage == "fusion"]
+    assert fusion_hits[0].score_details["minmax_forced"] is True  # the audit record says so

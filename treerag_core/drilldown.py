@@ -9,9 +9,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from treerag_core.bm25 import BM25Stats, LeafBM25
-from treerag_core.fusion import fuse, rank_positions
+from treerag_core.fusion import fuse
 from treerag_core.layers import Layers, ensure_layers, parent_text
 from treerag_core.names import Fusion
+from treerag_core.retrieval import fused_hits
 from treerag_core.routing import document_table
 from treerag_core.settings import RetrieveSettings
 from treerag_core.summaries import truncate
@@ -343,27 +344,17 @@ def child_hits(
         bm25_list.append(bm25)
     if not rows_list:
         return ()
-    rows = np.concatenate(rows_list)
-    dense = np.concatenate(dense_list)
-    bm25 = np.concatenate(bm25_list)
-    result = fuse(dense, bm25, params.fusion, params.dense_weight, params.rrf_k)
-    ranks = rank_positions(result.fused)
-    order = np.argsort(ranks, kind="stable")[:keep]
-    return tuple(
-        RetrievedChunk(
-            chunk=index.chunks[int(rows[i])],
-            dense=float(dense[i]),
-            bm25=float(bm25[i]),
-            dense_norm=float(result.dense_norm[i]),
-            bm25_norm=float(result.bm25_norm[i]),
-            fused=float(result.fused[i]),
-            leaf_rank=int(ranks[i]),
-            pooled_rank=position,
-            pool_fused=float(result.fused[i]),
-            minmax_forced=bool(result.minmax_forced[i]),
-            sub_query=question,
-        )
-        for position, i in enumerate(order, start=1)
+    return fused_hits(
+        index,
+        np.concatenate(rows_list),
+        np.concatenate(dense_list),
+        np.concatenate(bm25_list),
+        fusion=params.fusion,
+        dense_weight=params.dense_weight,
+        rrf_k=params.rrf_k,
+        sub_query=question,
+        keep=keep,
+        pooled=True,
     )
 
 

@@ -16,21 +16,32 @@ QueryVector = Callable[[str], np.ndarray]
 Tokenize = Callable[[str], list[str]]
 
 
-def hits_from_scores(
+def fused_hits(
     index: CorpusIndex,
     rows: np.ndarray,
     dense: np.ndarray,
     bm25: np.ndarray,
-    retrieve: RetrieveSettings,
-    top_k: int,
+    *,
+    fusion: str,
+    dense_weight: float,
+    rrf_k: int,
     sub_query: str,
+    keep: int | None = None,
+    given_order: bool = False,
+    pooled: bool = False,
 ) -> tuple[RetrievedChunk, ...]:
-    """Fuse one group's scores and keep its top-k, each hit carrying every score and rank."""
+    """Fuse the dense and BM25 scores of chunk `rows` into hits, best first, the top `keep`.
+
+    Each hit carries every score, its rank and the tiny-group min-max flag. `given_order`
+    ranks the rows in the order they came in instead of by fused score. `pooled`: these
+    rows are the whole pool (one fusion over every candidate), so each hit's pooled rank
+    and pool-fused score are its own rank and fused score.
+    """
     if not len(rows):
         return ()
-    result = fuse(dense, bm25, retrieve.fusion, retrieve.dense_weight, retrieve.rrf_k)
-    ranks = rank_positions(result.fused)
-    order = np.argsort(ranks)[:top_k]
+    result = fuse(dense, bm25, fusion, dense_weight, rrf_k)
+    ranks = np.arange(1, len(rows) + 1) if given_order else rank_positions(result.fused)
+    order = np.argsort(ranks, kind="stable")[:keep]  # ranks are 1..n: the order is unique
     return tuple(
         RetrievedChunk(
             chunk=index.chunks[int(rows[i])],
@@ -40,10 +51,33 @@ def hits_from_scores(
             bm25_norm=float(result.bm25_norm[i]),
             fused=float(result.fused[i]),
             leaf_rank=int(ranks[i]),
+            pooled_rank=int(ranks[i]) if pooled else 0,
+            pool_fused=float(result.fused[i]) if pooled else None,
             minmax_forced=bool(result.minmax_forced[i]),
             sub_query=sub_query,
         )
         for i in order
+    )
+
+
+def _group_hits(
+    index: CorpusIndex,
+    scored: tuple[np.ndarray, np.ndarray, np.ndarray],
+    retrieve: RetrieveSettings,
+    keep: int,
+    sub_query: str,
+) -> tuple[RetrievedChunk, ...]:
+    rows, dense, bm25 = scored
+    return fused_hits(
+        index,
+        rows,
+        dense,
+        bm25,
+        fusion=retrieve.fusion,
+        dense_weight=retrieve.dense_weight,
+        rrf_k=retrieve.rrf_k,
+        sub_query=sub_query,
+        keep=keep,
     )
 
 
@@ -56,8 +90,8 @@ def search_leaf(
     tokenize: Tokenize,
 ) -> RetrievalGroup:
     """Dense + BM25 over one leaf's chunks with its sub-query; its top `top_k_per_leaf`."""
-    rows, dense, bm25 = index.score_leaf(leaf_id, query_vector(sub_query), tokenize(sub_query))
-    hits = hits_from_scores(index, rows, dense, bm25, retrieve, retrieve.top_k_per_leaf, sub_query)
+    scored = index.score_leaf(leaf_id, query_vector(sub_query), tokenize(sub_query))
+    hits = _group_hits(index, scored, retrieve, retrieve.top_k_per_leaf, sub_query)
     path = index.nodes[leaf_id].heading_path
     return RetrievalGroup(path, hits, leaf_id=leaf_id, sub_query=sub_query, kind="leaf")
 
@@ -71,8 +105,8 @@ def search_scope(
     tokenize: Tokenize,
 ) -> RetrievalGroup:
     """Dense + BM25 over every chunk in scope (flat search): its top `candidate_window`."""
-    rows, dense, bm25 = index.score_scope(scope, query_vector(question), tokenize(question))
-    hits = hits_from_scores(index, rows, dense, bm25, retrieve, retrieve.candidate_window, question)
+    scored = index.score_scope(scope, query_vector(question), tokenize(question))
+    hits = _group_hits(index, scored, retrieve, retrieve.candidate_window, question)
     label = "all sections" if scope is None else f"all sections of {len(scope)} document(s)"
     return RetrievalGroup(label, hits, leaf_id=None, sub_query=question, kind="scope")
 

@@ -9,9 +9,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from treerag_core.fusion import fuse, rank_positions
 from treerag_core.hirag.build import load_or_build
 from treerag_core.hirag.retriever import HiragOptions, HiragRetriever, Mode, budget_chunks
+from treerag_core.retrieval import fused_hits
 from treerag_core.settings import QuerySettings
 from treerag_core.strategies import register
 from treerag_core.strategies.base import QueryContext, Retrieval
@@ -26,41 +26,31 @@ def hirag_options(settings: QuerySettings) -> HiragOptions:
 
 def score_rows(
     ctx: QueryContext, rows: np.ndarray, order: str, dense_only: bool = False
-) -> list[RetrievedChunk]:
+) -> tuple[RetrievedChunk, ...]:
     """Hits for chunk rows (given in graph order): dense and BM25 over the scope, fused.
 
     order "hybrid" ranks them by the fused score; "graph" keeps the order they came in.
     """
     if not len(rows):
-        return []
+        return ()
     index = ctx.index
     qvec = ctx.query_vector(ctx.question)
     scope_rows, dense_all, bm25_all = index.score_scope(ctx.scope, qvec, ctx.tokenize(ctx.question))
     where = {int(r): i for i, r in enumerate(scope_rows)}
     pick = np.asarray([where[int(r)] for r in rows], dtype=np.int64)
-    dense, bm25 = dense_all[pick], bm25_all[pick]
     settings = ctx.settings.retrieve
-    weight = 1.0 if dense_only else settings.dense_weight
-    result = fuse(
-        dense, bm25, "weighted" if dense_only else settings.fusion, weight, settings.rrf_k
+    return fused_hits(
+        index,
+        rows,
+        dense_all[pick],
+        bm25_all[pick],
+        fusion="weighted" if dense_only else settings.fusion,
+        dense_weight=1.0 if dense_only else settings.dense_weight,
+        rrf_k=settings.rrf_k,
+        sub_query=ctx.question,
+        given_order=order == "graph",
+        pooled=True,
     )
-    ranks = rank_positions(result.fused) if order == "hybrid" else np.arange(1, len(rows) + 1)
-    hits = [
-        RetrievedChunk(
-            chunk=index.chunks[int(rows[i])],
-            dense=float(dense[i]),
-            bm25=float(bm25[i]),
-            dense_norm=float(result.dense_norm[i]),
-            bm25_norm=float(result.bm25_norm[i]),
-            fused=float(result.fused[i]),
-            leaf_rank=int(ranks[i]),
-            pooled_rank=int(ranks[i]),
-            pool_fused=float(result.fused[i]),
-            sub_query=ctx.question,
-        )
-        for i in range(len(rows))
-    ]
-    return sorted(hits, key=lambda h: h.leaf_rank)
 
 
 class _HiragMode:
