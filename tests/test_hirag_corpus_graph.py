@@ -7,7 +7,11 @@ from hirag_fixtures import Edge, Node, two_cliques
 from treerag_core.graph.extract import extract_offline
 from treerag_core.hirag.corpus_graph import (
     CorpusGraph,
+    DocumentEntity,
+    Relation,
     build_corpus_graph,
+    describe,
+    edge_weight,
     merge_extractions,
     normalise_name,
     sentence_around,
@@ -65,3 +69,23 @@ def test_real_extractor_over_a_sample_document(hashing_index):
         assert entity.chunk_ids and set(entity.chunk_ids) <= ids
         assert entity.description  # filled from the document offline
     assert all(r.source < r.target and r.weight > 0 for r in graph.relations)
+
+
+def test_describe_gives_the_graph_types_and_changes_only_descriptions(hashing_index):
+    index = hashing_index
+    chunks = [c for c in index.chunks if c.doc_id == "test_paper.md"]
+    nodes, edges = extract_offline(chunks, "en")
+    described_nodes, described_edges = describe(nodes, edges, index.texts["test_paper.md"])
+    assert all(isinstance(n, DocumentEntity) for n in described_nodes)
+    assert all(type(e) is Relation for e in described_edges)
+    assert [n.node_id for n in described_nodes] == [n.node_id for n in nodes]
+    assert all(d.description for d in described_nodes)  # offline nodes come without one
+    assert [(e.source, e.target, e.weight) for e in described_edges] == [
+        (e.source, e.target, edge_weight(e)) for e in edges
+    ]
+    bare = merge_extractions([(nodes, edges)])
+    filled = merge_extractions([(described_nodes, described_edges)])
+    assert [e.key for e in bare.entities] == [e.key for e in filled.entities]
+    assert [(r.source, r.target, r.weight) for r in bare.relations] == [
+        (r.source, r.target, r.weight) for r in filled.relations
+    ]

@@ -19,7 +19,7 @@ _PACKAGES = ("numpy", "faiss-cpu", "rank-bm25", "onnxruntime", "sentence-transfo
 
 
 @dataclass(frozen=True)
-class Candidate:
+class StageHit:
     """One hit at one stage, with its score details; maps back to its chunk, node and offsets."""
 
     stage: Stage
@@ -48,7 +48,7 @@ class AuditRecord:
     provider_snapshot: dict[str, Any]
     timing_ms: dict[str, float]
     flags: QuestionFlags
-    hits: tuple[Candidate, ...] = field(default=())
+    hits: tuple[StageHit, ...] = field(default=())
 
     def params(self) -> dict[str, Any]:
         """The record's parameters (everything but the hits) as JSON-ready values."""
@@ -75,9 +75,9 @@ def _groups(trace: Trace) -> Iterable[tuple[str, list[RetrievedChunk]]]:
 
 def _candidate(
     stage: Stage, rank: int, score: float, details: dict[str, Any], hit: RetrievedChunk, group=""
-) -> Candidate:
+) -> StageHit:
     c = hit.chunk
-    return Candidate(
+    return StageHit(
         stage=stage,
         rank=rank,
         score=float(score),
@@ -92,7 +92,7 @@ def _candidate(
     )
 
 
-def stage_hits(trace: Trace) -> list[Candidate]:
+def stage_hits(trace: Trace) -> list[StageHit]:
     """Hits per stage. keyword/vector: each searched leaf's chunks ranked by their raw BM25
     (matches only) and cosine; fusion: the pooled candidates, once per chunk, in fused order,
     with both components; rerank: the final top-k with the cross-encoder score (if any).
@@ -100,7 +100,7 @@ def stage_hits(trace: Trace) -> list[Candidate]:
     retriever that found it.
     """
     settings = QuerySettings.from_dict(trace.settings)
-    out: list[Candidate] = []
+    out: list[StageHit] = []
     first: dict[str, dict[str, int]] = {}  # chunk id -> best rank per retriever
     for group, hits in _groups(trace):
         by_bm25 = sorted((h for h in hits if h.bm25 > 0), key=lambda h: -h.bm25)

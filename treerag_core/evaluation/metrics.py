@@ -23,7 +23,7 @@ MAX_BUDGET_PASSAGES = 50
 _PATH_SEPARATOR = re.compile(r"\s+>\s+")
 
 
-class Span(Protocol):
+class DocSpan(Protocol):
     """Anything with a doc name and character offsets into that doc's text."""
 
     @property
@@ -51,11 +51,11 @@ class Passage:
             )
 
 
-def span_len(span: Span) -> int:
+def span_len(span: DocSpan) -> int:
     return span.end - span.start
 
 
-def hits(passage: Span, evidence: Span) -> bool:
+def hits(passage: DocSpan, evidence: DocSpan) -> bool:
     """True when both are in the same doc and overlap by >= 0.5 * the shorter length."""
     if passage.doc != evidence.doc:
         return False
@@ -69,30 +69,30 @@ def _check_k(k: int) -> None:
         raise ValueError(f"k must be >= 1, but got {k}")
 
 
-def _hit(passages: Sequence[Span], evidences: Sequence[Span]) -> float:
+def _hit(passages: Sequence[DocSpan], evidences: Sequence[DocSpan]) -> float:
     return float(any(hits(p, e) for p in passages for e in evidences))
 
 
-def _recall(passages: Sequence[Span], evidences: Sequence[Span]) -> float:
+def _recall(passages: Sequence[DocSpan], evidences: Sequence[DocSpan]) -> float:
     if not evidences:
         raise ValueError("evidence recall needs at least one gold evidence")
     found = sum(1 for e in evidences if any(hits(p, e) for p in passages))
     return found / len(evidences)
 
 
-def hit_at_k(passages: Sequence[Span], evidences: Sequence[Span], k: int) -> float:
+def hit_at_k(passages: Sequence[DocSpan], evidences: Sequence[DocSpan], k: int) -> float:
     """1.0 if any of the top-k passages hits any gold evidence, else 0.0."""
     _check_k(k)
     return _hit(passages[:k], evidences)
 
 
-def recall_at_k(passages: Sequence[Span], evidences: Sequence[Span], k: int) -> float:
+def recall_at_k(passages: Sequence[DocSpan], evidences: Sequence[DocSpan], k: int) -> float:
     """Share of the gold evidences hit by some top-k passage."""
     _check_k(k)
     return _recall(passages[:k], evidences)
 
 
-def mrr_at_10(passages: Sequence[Span], evidences: Sequence[Span]) -> float:
+def mrr_at_10(passages: Sequence[DocSpan], evidences: Sequence[DocSpan]) -> float:
     """1 / rank of the first passage hitting any evidence, 0.0 if none in the top 10."""
     for rank, p in enumerate(passages[:MRR_DEPTH], start=1):
         if any(hits(p, e) for e in evidences):
@@ -100,13 +100,13 @@ def mrr_at_10(passages: Sequence[Span], evidences: Sequence[Span]) -> float:
     return 0.0
 
 
-def context_chars_at_k(passages: Sequence[Span], k: int) -> float:
+def context_chars_at_k(passages: Sequence[DocSpan], k: int) -> float:
     """Total characters of the top-k passages (the mean over questions is taken later)."""
     _check_k(k)
     return float(sum(span_len(p) for p in passages[:k]))
 
 
-def budget_passages(passages: Sequence[Span], budget_chars: int) -> list[Passage]:
+def budget_passages(passages: Sequence[DocSpan], budget_chars: int) -> list[Passage]:
     """The passages a reader with `budget_chars` characters gets, per the README.
 
     Walks at most 50 passages in rank order keeping whole ones and stops at the first that
@@ -129,13 +129,15 @@ def budget_passages(passages: Sequence[Span], budget_chars: int) -> list[Passage
 
 
 def recall_at_budget(
-    passages: Sequence[Span], evidences: Sequence[Span], budget_chars: int
+    passages: Sequence[DocSpan], evidences: Sequence[DocSpan], budget_chars: int
 ) -> float:
     """Evidence recall on the passages `budget_passages` keeps."""
     return _recall(budget_passages(passages, budget_chars), evidences)
 
 
-def hit_at_budget(passages: Sequence[Span], evidences: Sequence[Span], budget_chars: int) -> float:
+def hit_at_budget(
+    passages: Sequence[DocSpan], evidences: Sequence[DocSpan], budget_chars: int
+) -> float:
     """Hit on the passages `budget_passages` keeps."""
     return _hit(budget_passages(passages, budget_chars), evidences)
 
@@ -166,7 +168,7 @@ def section_hit_at_k(picked_paths: Sequence[str], gold_paths: Sequence[str], k: 
     return float(any(section_path_ends_with(p, g) for p in picked_paths[:k] for g in gold_paths))
 
 
-def page_hits(passage: Span, doc: str, page: int, page_starts: Sequence[int]) -> bool:
+def page_hits(passage: DocSpan, doc: str, page: int, page_starts: Sequence[int]) -> bool:
     """README page-level gold: at least half of the passage's characters lie on `page`."""
     if passage.doc != doc or span_len(passage) <= 0:
         return False
@@ -175,12 +177,12 @@ def page_hits(passage: Span, doc: str, page: int, page_starts: Sequence[int]) ->
 
 def page_metrics(
     gold: Sequence[tuple[str, int]],
-    passages: Sequence[Span],
+    passages: Sequence[DocSpan],
     page_maps: Mapping[str, Sequence[int]],
 ) -> dict[str, float]:
     """Page hit@k / recall@k, MRR@10 and the budget walk's Page hit@Bc / recall@Bc."""
 
-    def found(ps: Sequence[Span]) -> list[bool]:
+    def found(ps: Sequence[DocSpan]) -> list[bool]:
         return [any(page_hits(p, d, g, page_maps.get(d, ())) for p in ps) for d, g in gold]
 
     out: dict[str, float] = {}
@@ -205,7 +207,7 @@ def page_metrics(
 
 def question_metrics(
     question: EvalQuestion,
-    passages: Sequence[Span],
+    passages: Sequence[DocSpan],
     picked_paths: Sequence[str] | None,
     page_maps: Mapping[str, Sequence[int]] | None = None,
 ) -> dict[str, float]:

@@ -1,5 +1,5 @@
 """Leaf-local knowledge graphs: types, extractors, JSON storage and graph search."""
 
-from treerag_core.graph.types import Concept, LeafGraph, Relation, Span
+from treerag_core.graph.types import Concept, ConceptRelation, LeafGraph, Span
 
-__all__ = ["Concept", "LeafGraph", "Relation", "Span"]
+__all__ = ["Concept", "ConceptRelation", "LeafGraph", "Span"]

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from treerag_core.graph.search import GraphPath, GraphResult
-from treerag_core.graph.types import LeafGraph, Relation
+from treerag_core.graph.types import ConceptRelation, LeafGraph
 from treerag_core.types import ContextSection
 
 EVIDENCE_CHARS = 240  # of each edge's first supporting sentence, in the synthesis context
 
 
-def _arrow(rel: Relation, names: dict[str, str], forward: bool) -> str:
+def _arrow(rel: ConceptRelation, names: dict[str, str], forward: bool) -> str:
     a, b = (rel.source, rel.target) if forward else (rel.target, rel.source)
     if rel.directed and not forward:
         return f"{names[a]} ←{rel.label}— {names[b]}"
@@ -26,7 +26,7 @@ def path_text(path: GraphPath, names: dict[str, str]) -> str:
     return "".join(parts)
 
 
-def edge_evidence(rel: Relation, doc_text: str) -> tuple[str, str]:
+def edge_evidence(rel: ConceptRelation, doc_text: str) -> tuple[str, str]:
     """(chunk id, sentence) of an edge's first supporting sentence."""
     if not rel.evidence:
         return "", ""

@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from treerag_core.graph.types import CO_OCCURS, Concept, LeafGraph, Relation, Span
+from treerag_core.graph.types import CO_OCCURS, Concept, ConceptRelation, LeafGraph, Span
 from treerag_core.text import EN_STOPWORDS, _jieba, _words, stem
 from treerag_core.text_rules import sentence_spans
 from treerag_core.types import Chunk, Language
@@ -205,7 +205,7 @@ def terms_of(text: str, language: Language, offset: int = 0) -> list[Mention]:
 
 def extract_offline(
     chunks: Sequence[Chunk], language: Language, prefix: str = ""
-) -> tuple[tuple[Concept, ...], tuple[Relation, ...]]:
+) -> tuple[tuple[Concept, ...], tuple[ConceptRelation, ...]]:
     """Concepts and PMI-weighted co-occurrence relations of a leaf (or any set of chunks).
 
     `prefix` starts every node id (a leaf id); nodes are numbered by first mention. Mentions
@@ -244,7 +244,7 @@ def _relations(
     sentences: list[tuple[int, int, tuple[str, ...]]],
     ids: dict[str, str],
     chunks: Sequence[Chunk],
-) -> tuple[Relation, ...]:
+) -> tuple[ConceptRelation, ...]:
     n = len(sentences)
     single: Counter[str] = Counter()
     pairs: dict[tuple[str, str], list[tuple[int, int]]] = {}
@@ -260,7 +260,7 @@ def _relations(
         # PMI = log p(a,b) / (p(a) p(b)), probabilities over the leaf's sentences.
         pmi = math.log(len(spans) * n / (single[key_of[a]] * single[key_of[b]]))
         evidence = tuple(Span(s, e, chunks_covering(s, e, chunks)) for s, e in spans[:MAX_EVIDENCE])
-        out.append(Relation(a, b, round(pmi, 4), len(spans), evidence, CO_OCCURS))
+        out.append(ConceptRelation(a, b, round(pmi, 4), len(spans), evidence, CO_OCCURS))
     return tuple(out)
 
 

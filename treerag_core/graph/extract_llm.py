@@ -22,7 +22,7 @@ from treerag_core.graph.extract import (
     segments,
 )
 from treerag_core.graph.prompts import PROMPT_VERSION, build_graph_prompt, parse_graph_response
-from treerag_core.graph.types import Concept, LeafGraph, Relation, Span
+from treerag_core.graph.types import Concept, ConceptRelation, LeafGraph, Span
 from treerag_core.text_rules import sentence_spans
 from treerag_core.types import Chunk, Language, TreeNode, Usage
 
@@ -75,7 +75,7 @@ def extract_llm(
     prefix: str = "",
     block_chars: int = BLOCK_CHARS,
     on_usage: Callable[[Usage], None] | None = None,
-) -> tuple[tuple[Concept, ...], tuple[Relation, ...], Usage]:
+) -> tuple[tuple[Concept, ...], tuple[ConceptRelation, ...], Usage]:
     """Concepts and relations of a leaf from the LLM, plus the tokens and cost spent.
 
     `on_usage` hears each call's usage as it is spent, so a leaf that fails on a later
@@ -146,7 +146,7 @@ def extract_llm(
         for key in order
     )
     relations = tuple(
-        Relation(
+        ConceptRelation(
             source=ids[a],
             target=ids[b],
             weight=float(entry["weight"]),

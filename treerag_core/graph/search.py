@@ -19,7 +19,7 @@ from itertools import pairwise
 import numpy as np
 
 from treerag_core.graph.extract import normalise, terms_of
-from treerag_core.graph.types import Concept, LeafGraph, Relation
+from treerag_core.graph.types import Concept, ConceptRelation, LeafGraph
 from treerag_core.types import Language
 
 MIN_WALK_WEIGHT = 0.05  # an edge with PMI <= 0 (independent terms) is barely walkable
@@ -69,7 +69,7 @@ class GraphPath:
     """A chain of relations between matched concepts (or a seed and its best neighbour)."""
 
     nodes: tuple[str, ...]
-    edges: tuple[Relation, ...]
+    edges: tuple[ConceptRelation, ...]
     score: float
 
 
@@ -85,7 +85,7 @@ class GraphResult:
     seconds: float = 0.0
 
     @property
-    def edges_used(self) -> tuple[Relation, ...]:
+    def edges_used(self) -> tuple[ConceptRelation, ...]:
         return tuple(dict.fromkeys(e for p in self.paths for e in p.edges))
 
     @property
@@ -261,8 +261,8 @@ def search_graph(
     )
 
 
-def _edge_lookup(graph: LeafGraph) -> dict[tuple[str, str], Relation]:
-    out: dict[tuple[str, str], Relation] = {}
+def _edge_lookup(graph: LeafGraph) -> dict[tuple[str, str], ConceptRelation]:
+    out: dict[tuple[str, str], ConceptRelation] = {}
     for rel in graph.relations:  # the strongest relation per pair, either direction
         for pair in ((rel.source, rel.target), (rel.target, rel.source)):
             if pair not in out or rel.weight > out[pair].weight:

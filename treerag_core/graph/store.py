@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from treerag_core.errors import IndexFormatError
-from treerag_core.graph.types import Concept, LeafGraph, Relation, Span
+from treerag_core.graph.types import Concept, ConceptRelation, LeafGraph, Span
 from treerag_core.types import Usage
 
 GRAPHS_FILE = "graphs.json"
@@ -94,7 +94,7 @@ def graph_from_dict(data: dict[str, Any]) -> LeafGraph:
             for c in data["concepts"]
         ),
         relations=tuple(
-            Relation(
+            ConceptRelation(
                 source=str(r["source"]),
                 target=str(r["target"]),
                 weight=float(r["weight"]),

@@ -44,7 +44,7 @@ class Concept:
 
 
 @dataclass(frozen=True)
-class Relation:
+class ConceptRelation:
     """A graph edge between two concepts, with the sentences that support it.
 
     Offline edges are undirected co-occurrences (`source` < `target`, label CO_OCCURS,
@@ -76,7 +76,7 @@ class LeafGraph:
     extractor: str  # "offline" or "llm:<model>"
     language: str
     concepts: tuple[Concept, ...]
-    relations: tuple[Relation, ...]
+    relations: tuple[ConceptRelation, ...]
     build_seconds: float = 0.0
     usage: Usage = field(default_factory=Usage)
 

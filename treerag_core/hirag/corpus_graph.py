@@ -61,7 +61,8 @@ class Entity:
 
 @dataclass(frozen=True)
 class Relation:
-    """One merged, undirected relation (`source` < `target` by key) with its source passages."""
+    """A relation between two entities, its weight and its source passages. In a CorpusGraph
+    it is merged and undirected (`source` < `target` by key)."""
 
     source: str
     target: str
@@ -230,27 +231,18 @@ def sentence_around(text: str, start: int, end: int) -> str:
 
 
 @dataclass(frozen=True)
-class _Node:
-    node_id: str
-    key: str
-    name: str
-    kind: str
-    description: str
-    chunk_ids: tuple[str, ...]
+class DocumentEntity(Entity):
+    """One document's entity before merging: an Entity plus the id its edges refer to."""
+
+    node_id: str = ""
 
 
-@dataclass(frozen=True)
-class _Edge:
-    source: str
-    target: str
-    weight: float
-    description: str
-    chunk_ids: tuple[str, ...]
-
-
-def describe(nodes: Sequence[Any], edges: Sequence[Any], text: str) -> tuple[list, list]:
+def describe(
+    nodes: Sequence[Any], edges: Sequence[Any], text: str
+) -> tuple[list[DocumentEntity], list[Relation]]:
     """Fill empty descriptions from the document: an entity's first-mention sentence, a
-    relation's first evidence sentence (offline extractions come without descriptions)."""
+    relation's first evidence sentence (offline extractions come without descriptions).
+    Edges come back unmerged, as the document gave them (`source`/`target` unsorted)."""
     out_nodes = []
     for n in nodes:
         desc = str(_attr(n, "description"))
@@ -258,13 +250,13 @@ def describe(nodes: Sequence[Any], edges: Sequence[Any], text: str) -> tuple[lis
         if not desc and mentions:
             desc = sentence_around(text, int(mentions[0].start), int(mentions[0].end))
         out_nodes.append(
-            _Node(
-                str(_attr(n, "node_id", default="")),
-                str(_attr(n, "key", default="")),
-                str(_attr(n, "name")),
-                str(_attr(n, "kind", "type")),
-                desc,
-                tuple(_attr(n, "chunk_ids", default=())),
+            DocumentEntity(
+                key=str(_attr(n, "key", default="")),
+                name=str(_attr(n, "name")),
+                kind=str(_attr(n, "kind", "type")),
+                description=desc,
+                chunk_ids=tuple(_attr(n, "chunk_ids", default=())),
+                node_id=str(_attr(n, "node_id", default="")),
             )
         )
     out_edges = []
@@ -275,7 +267,7 @@ def describe(nodes: Sequence[Any], edges: Sequence[Any], text: str) -> tuple[lis
             desc = _SPACE.sub(" ", text[int(evidence[0].start) : int(evidence[0].end)]).strip()
             desc = desc[:SENTENCE_CHARS]
         out_edges.append(
-            _Edge(
+            Relation(
                 str(_attr(e, "source")),
                 str(_attr(e, "target")),
                 edge_weight(e),
