@@ -318,3 +318,38 @@ def test_a_local_server_without_model_name_is_one_clear_error(index_dir):
     )  # fmt: skip
     assert result.returncode == 2 and "needs --model" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("flags", "named"),
+    [
+        (["--llm-summaries"], "--llm-summaries needs ANTHROPIC_API_KEY"),
+        (["--llm-graphs", "--graph-min-leaf-chars", "10"], "--llm-graphs needs ANTHROPIC_API_KEY"),
+        (["--hirag-llm"], "--hirag-llm* needs ANTHROPIC_API_KEY"),
+        (["--llm-graphs", "--graph-min-leaf-chars", "10", "--provider", "openai"],
+         "--llm-graphs needs OPENAI_API_KEY or --base-url"),
+    ],
+)  # fmt: skip
+def test_every_llm_index_flag_names_the_missing_key_before_any_work(
+    tmp_path, monkeypatch, capsys, flags, named
+):
+    from treerag_core.cli import main
+
+    for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    doc = SAMPLES / "test_paper.md"
+    out = tmp_path / "ix"
+    assert main(["index", "--input", str(doc), "--output", str(out), "--mock", *flags]) != 0
+    assert named in capsys.readouterr().err
+    assert not out.exists()  # refused before indexing anything
+
+
+def test_llm_client_is_the_configured_provider(monkeypatch):
+    from treerag_core.cli import _llm_client, build_parser
+    from treerag_core.llm import LLMClient
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
+    args = build_parser().parse_args(["index", "--input", "x.md", "--output", "ix"])
+    client, llm = _llm_client(args, "--llm-summaries")
+    assert isinstance(client, LLMClient) and client.provider == llm.provider == "anthropic"

@@ -9,6 +9,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tqdm import tqdm
 
@@ -19,6 +20,9 @@ from treerag_core.progress import PlainProgress
 from treerag_core.render import terminal_safe
 from treerag_core.settings import LLMSettings, QuerySettings
 from treerag_core.strategies import get_strategy, strategy_names
+
+if TYPE_CHECKING:
+    from treerag_core.llm import LLMClient
 
 # Flags that set one query setting each: flag dest -> the setting's dotted path.
 SETTING_FLAGS = {
@@ -128,12 +132,10 @@ def _llm_settings(args: argparse.Namespace, base: LLMSettings | None = None) -> 
     return llm
 
 
-def _llm_summarizer(settings: IndexSettings, previous, args: argparse.Namespace):
-    """The LLM summarizer when asked for; without an LLM that is an error, not a silent no."""
-    if not settings.llm_summaries:
-        return None
+def _llm_client(args: argparse.Namespace, flag: str) -> tuple[LLMClient, LLMSettings]:
+    """The LLM client `flag` asked for and its settings; no key (or endpoint) is an error
+    that names what is missing, raised before any document is indexed."""
     from treerag_core.llm import KEY_ENV, api_key_for, make_client
-    from treerag_core.summaries_llm import make_llm_summarizer
 
     llm = _llm_settings(args)
     client = make_client(llm, api_key_for(llm.provider))
@@ -141,7 +143,17 @@ def _llm_summarizer(settings: IndexSettings, previous, args: argparse.Namespace)
         need = KEY_ENV[llm.provider]
         if llm.provider == Provider.OPENAI:
             need += " or --base-url"
-        raise LLMError(f"--llm-summaries needs {need}", reason="no_api_key")
+        raise LLMError(f"{flag} needs {need}", reason="no_api_key")
+    return client, llm
+
+
+def _llm_summarizer(settings: IndexSettings, previous, args: argparse.Namespace):
+    """The LLM summarizer when asked for; without an LLM that is an error, not a silent no."""
+    if not settings.llm_summaries:
+        return None
+    from treerag_core.summaries_llm import make_llm_summarizer
+
+    client, llm = _llm_client(args, "--llm-summaries")
     cache = previous.summary_cache if previous is not None else {}
     return make_llm_summarizer(client, llm.locate_model, cache)
 
@@ -160,19 +172,11 @@ def _hirag_llm_flags(args: argparse.Namespace) -> tuple[bool, bool]:
     )
 
 
-def _hirag_client(args: argparse.Namespace):
+def _hirag_client(args: argparse.Namespace) -> tuple[LLMClient | None, str]:
     """The LLM client for --hirag-llm*, checked before any document is indexed."""
     if not any(_hirag_llm_flags(args)):
         return None, ""
-    from treerag_core.llm import KEY_ENV, api_key_for, make_client
-
-    llm = _llm_settings(args)
-    client = make_client(llm, api_key_for(llm.provider))
-    if client is None:
-        need = KEY_ENV[llm.provider]
-        if llm.provider == Provider.OPENAI:
-            need += " or --base-url"
-        raise LLMError(f"--hirag-llm* needs {need}", reason="no_api_key")
+    client, llm = _llm_client(args, "--hirag-llm*")
     return client, llm.locate_model
 
 
@@ -216,10 +220,8 @@ def _ktype_summarizer(settings: IndexSettings, previous, args: argparse.Namespac
     if not settings.llm_summaries:
         return None
     from treerag_core.ktype import make_ktype_summarizer
-    from treerag_core.llm import api_key_for, make_client
 
-    llm = _llm_settings(args)
-    client = make_client(llm, api_key_for(llm.provider))
+    client, llm = _llm_client(args, "--llm-summaries")
     layers = previous.layers if previous is not None else None
     cache = layers.ktype_cache if layers is not None else {}
     return make_ktype_summarizer(client, llm.locate_model, cache)
@@ -371,12 +373,8 @@ def _llm_graph_extractor(settings: IndexSettings, args: argparse.Namespace):
             "--llm-graphs needs --graph-min-leaf-chars N (graphs are off by default)"
         )
     from treerag_core.graph.extract_llm import LLMGraphExtractor
-    from treerag_core.llm import KEY_ENV, api_key_for, make_client
 
-    llm = _llm_settings(args)
-    client = make_client(llm, api_key_for(llm.provider))
-    if client is None:
-        raise LLMError(f"--llm-graphs needs {KEY_ENV[llm.provider]}", reason="no_api_key")
+    client, llm = _llm_client(args, "--llm-graphs")
     return LLMGraphExtractor(client, llm.locate_model)
 
 
