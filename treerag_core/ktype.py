@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from treerag_core.errors import LLMError
+from treerag_core.llm import LLMClient
 from treerag_core.prompts import _first_json_object
 from treerag_core.text import EN_STOPWORDS, ZH_STOPWORDS
 from treerag_core.types import DocumentInfo, Language, TreeNode
@@ -295,7 +296,7 @@ KTypeLLM = Callable[[Sequence[tuple[DocumentInfo, Sequence[TreeNode]]]], dict[st
 
 
 def make_ktype_summarizer(
-    client: Any, model: str, cache: Mapping[str, dict[str, Any]], batch_size: int = LLM_BATCH
+    client: LLMClient, model: str, cache: Mapping[str, dict[str, Any]], batch_size: int = LLM_BATCH
 ) -> KTypeLLM:
     """{document_key: parsed K-Type} for documents, LLM_BATCH per call; cached ones never resent.
 

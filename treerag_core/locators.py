@@ -12,7 +12,7 @@ import numpy as np
 from treerag_core.errors import LLMError, QueryError
 from treerag_core.fusion import fuse
 from treerag_core.index import CorpusIndex
-from treerag_core.llm import structured_output_note
+from treerag_core.llm import LLMClient, structured_output_note
 from treerag_core.prompt_budget import LOCATE_REPLY_TOKENS, fit_blocks, locate_tree_budget
 from treerag_core.prompts import (
     build_locate_prompt,
@@ -199,7 +199,7 @@ def _nodes_of(index: CorpusIndex, doc_ids: Sequence[str]) -> list[TreeNode]:
 def llm_locate(
     index: CorpusIndex,
     question: str,
-    client,
+    client: LLMClient,
     settings: QuerySettings,
     language: Language,
     local: LeafScores,

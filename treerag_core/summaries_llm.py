@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from treerag_core.llm import summarize_batch
+from treerag_core.llm import LLMClient, summarize_batch
 from treerag_core.summaries import content_key
 from treerag_core.types import Language, TreeNode
 
@@ -12,7 +12,7 @@ BATCH_SIZE = 20
 
 
 def make_llm_summarizer(
-    client, model: str, cache: Mapping[str, str], batch_size: int = BATCH_SIZE
+    client: LLMClient, model: str, cache: Mapping[str, str], batch_size: int = BATCH_SIZE
 ) -> Callable[[Sequence[TreeNode], Language], dict[str, str]]:
     """A summarizer for `build_index`: {content_key: summary} for a document's leaves.
 

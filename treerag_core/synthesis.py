@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from treerag_core.flags import NOT_ANSWERED_SCORE
+from treerag_core.llm import LLMClient
 from treerag_core.pagemap import format_pages
 from treerag_core.prompt_budget import ANSWER_REPLY_TOKENS, check_fits
 from treerag_core.prompts import build_synthesis_prompt
@@ -331,7 +332,7 @@ def _context_rows(sections: Sequence[ContextSection], language: Language) -> Ite
 
 
 def stream_llm_answer(
-    client,
+    client: LLMClient,
     question: str,
     hits: Sequence[RetrievedChunk],
     language: Language,

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from treerag_core.convert.base import InferredHeading
 from treerag_core.errors import LLMError
+from treerag_core.llm import LLMClient
 from treerag_core.prompts import _first_json_object
 from treerag_core.tree_edits import TreeEdit
 from treerag_core.types import Usage
@@ -76,7 +77,7 @@ def parse_level_response(
 
 
 def propose_level_fixes(
-    client, model: str, headings: Sequence[InferredHeading], batch_size: int = BATCH_SIZE
+    client: LLMClient, model: str, headings: Sequence[InferredHeading], batch_size: int = BATCH_SIZE
 ) -> tuple[list[LevelFix], Usage]:
     """Ask the LLM, one call per batch of headings; the user accepts or rejects each fix.
 

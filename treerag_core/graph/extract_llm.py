@@ -23,6 +23,7 @@ from treerag_core.graph.extract import (
 )
 from treerag_core.graph.prompts import PROMPT_VERSION, build_graph_prompt, parse_graph_response
 from treerag_core.graph.types import Concept, ConceptRelation, LeafGraph, Span
+from treerag_core.llm import LLMClient
 from treerag_core.text_rules import sentence_spans
 from treerag_core.types import Chunk, Language, TreeNode, Usage
 
@@ -70,7 +71,7 @@ def _occurrences(name: str, text: str, language: Language) -> list[tuple[int, in
 def extract_llm(
     chunks: Sequence[Chunk],
     language: Language,
-    client,
+    client: LLMClient,
     model: str,
     prefix: str = "",
     block_chars: int = BLOCK_CHARS,
@@ -173,7 +174,7 @@ class LLMGraphExtractor:
     graphs because of it; `usage` sums every call.
     """
 
-    def __init__(self, client, model: str, block_chars: int = BLOCK_CHARS) -> None:
+    def __init__(self, client: LLMClient, model: str, block_chars: int = BLOCK_CHARS) -> None:
         self.client = client
         self.model = model
         self.block_chars = block_chars

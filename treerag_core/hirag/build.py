@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from treerag_core.embedders import Embedder
     from treerag_core.graph.types import LeafGraph
     from treerag_core.index import CorpusIndex
+    from treerag_core.llm import LLMClient
 
 ProgressFn = Callable[[str, int, int], None]
 
@@ -75,7 +76,7 @@ def _settings_dict(settings: HiragBuildSettings) -> dict[str, Any]:
     return data
 
 
-def extractor_label(settings: HiragBuildSettings, client: Any = None) -> str:
+def extractor_label(settings: HiragBuildSettings, client: LLMClient | None = None) -> str:
     """The extractor's name in the fingerprint: `llm:<model>` with the LLM, else `offline`."""
     if settings.llm_graph and client is not None:
         return f"llm:{settings.report_model}"
@@ -114,7 +115,7 @@ def build_hirag(
     *,
     extract: Extractor | None = None,
     extractor_name: str = "offline",
-    client: Any = None,
+    client: LLMClient | None = None,
     folder: str | None = None,
     report_cache: dict[str, CommunityReport] | None = None,
     graph_cache: dict[str, LeafGraph] | None = None,
@@ -331,7 +332,7 @@ def build_into_folder(
     folder: str | Path,
     settings: HiragBuildSettings | None = None,
     *,
-    client: Any = None,
+    client: LLMClient | None = None,
     report_cache: dict[str, CommunityReport] | None = None,
     graph_cache: dict[str, LeafGraph] | None = None,
     graph_block_chars: int | None = None,

@@ -8,7 +8,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from treerag_core.graph.extract import chunks_covering, content_key, segments
 from treerag_core.graph.extract_llm import BLOCK_CHARS, LLMGraphExtractor
@@ -19,6 +19,7 @@ from treerag_core.types import Chunk, Language, TreeNode, Usage
 
 if TYPE_CHECKING:
     from treerag_core.index import CorpusIndex
+    from treerag_core.llm import LLMClient
 
 # Append-only: one LLM batch graph per line, written as soon as the batch is done, so a build
 # that dies midway keeps every call it paid for. Kept across re-index (store.save_index).
@@ -66,7 +67,7 @@ def write_graph_cache(index_folder: str | Path, graphs: Sequence[LeafGraph]) -> 
 class _CountingClient:
     """Passes calls through to the real client and counts them (the manifest records calls)."""
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: LLMClient) -> None:
         self.client = client
         self.provider = getattr(client, "provider", "")
         self.name = getattr(client, "name", "")
@@ -173,7 +174,7 @@ def rebase(graph: LeafGraph, first: TreeNode, chunks: Sequence[Chunk]) -> LeafGr
 
 def extract_corpus_llm(
     index: CorpusIndex,
-    client: Any,
+    client: LLMClient,
     model: str,
     *,
     cache: Mapping[str, LeafGraph] | None = None,

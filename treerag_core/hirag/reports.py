@@ -11,6 +11,7 @@ from typing import Any
 from treerag_core.errors import LLMError
 from treerag_core.hirag.communities import Community
 from treerag_core.hirag.corpus_graph import CorpusGraph, Entity, Relation
+from treerag_core.llm import LLMClient
 from treerag_core.text_rules import detect_language
 from treerag_core.types import Language, Usage
 
@@ -214,7 +215,7 @@ def build_reports(
     graph: CorpusGraph,
     language: Language | None = None,
     *,
-    client: Any = None,
+    client: LLMClient | None = None,
     model: str = "",
     cache: Mapping[str, CommunityReport] | None = None,
     batch_size: int = BATCH_SIZE,
