@@ -35,6 +35,7 @@ from treerag_core.settings import QuerySettings  # noqa: E402
 from treerag_core.synthesis import (  # noqa: E402
     choose_sentences,
     score_sentences,
+    speaking_hits,
     whole_sentences,
 )
 from treerag_core.text_rules import sentence_spans  # noqa: E402
@@ -97,12 +98,21 @@ def score_question(
     trace = run(engine, q.question, settings, scope=scope, synthesize=False)
     qvec = engine.query_vector(q.question)
     scored = score_sentences(
-        q.question, qvec, whole_sentences(trace.reranked, engine.index.texts), embed_many
+        q.question,
+        qvec,
+        whole_sentences(speaking_hits(trace.reranked), engine.index.texts),
+        embed_many,
     )
     # The selection alone (no verdict: the three quotes never refused), then the answer as
     # shipped (the verdict and the bar for further sentences at the language's threshold).
     result = choose_sentences(scored, 0.0)
     shipped = choose_sentences(scored, NOT_ANSWERED_SCORE[trace.language])
+    # The previous rule, every top passage speaking (passages the cross-encoder judged
+    # off-topic included), on the same trace.
+    scored_all = score_sentences(
+        q.question, qvec, whole_sentences(trace.reranked, engine.index.texts), embed_many
+    )
+    shipped_all = choose_sentences(scored_all, NOT_ANSWERED_SCORE[trace.language])
     first = result.sentences[0] if result.sentences else None
     quotes = three_quotes(qvec, trace.reranked, embed_many)
 
@@ -120,6 +130,11 @@ def score_question(
         "shipped_first_gold": bool(shipped.sentences and gold(shipped.sentences[0])),
         "shipped_any_gold": any(gold(s) for s in shipped.sentences),
         "shipped_sentences": len(shipped.sentences),
+        "shipped_gold_sentences": sum(gold(s) for s in shipped.sentences),
+        "all_passages_best": shipped_all.best.score if shipped_all.best else 0.0,
+        "all_passages_any_gold": any(gold(s) for s in shipped_all.sentences),
+        "all_passages_sentences": len(shipped_all.sentences),
+        "all_passages_gold_sentences": sum(gold(s) for s in shipped_all.sentences),
         "best_scored_gold": bool(scored and gold(scored[0])),
         "old_first_gold": bool(quotes) and holds_gold(quotes[0][1:], q),
         "old_any_gold": any(holds_gold(quote[1:], q) for quote in quotes),
@@ -252,6 +267,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "shipped_first": share(rs, "shipped_first_gold"),
                 "shipped_any_sentence": share(rs, "shipped_any_gold"),
                 "shipped_sentences_mean": share(rs, "shipped_sentences"),
+                "shipped_gold_sentences_mean": share(rs, "shipped_gold_sentences"),
+                "all_passages_any_sentence": share(rs, "all_passages_any_gold"),
+                "all_passages_sentences_mean": share(rs, "all_passages_sentences"),
+                "all_passages_gold_sentences_mean": share(rs, "all_passages_gold_sentences"),
                 "best_scored_sentence": share(rs, "best_scored_gold"),
                 "gold_in_top_passage": share(rs, "top_passage_gold"),
                 "gold_retrieved": share(rs, "retrieved_gold"),
@@ -270,6 +289,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         report["not_answered"][language] = {
             "current_threshold": current,
             "at_current": verdict(positives, negatives, current),
+            "at_current_all_passages_speaking": verdict(
+                [dict(r, best=r["all_passages_best"]) for r in positives],
+                [dict(r, best=r["all_passages_best"]) for r in negatives],
+                current,
+            ),
             # The audit record's out-of-scope flag (flags.evidence_is_weak) on the same rows.
             "out_of_scope_flag": {
                 "answered_when_gold_retrieved": share(

@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from markdown_it import MarkdownIt
 
 from treerag_core.embedders import get_embedder
+from treerag_core.flags import WEAK_RERANK_LOGIT
 from treerag_core.synthesis import (
     NOT_ANSWERED,
     Extract,
@@ -17,6 +20,7 @@ from treerag_core.synthesis import (
     extractive_answer,
     inert_links,
     score_sentences,
+    speaking_hits,
     whole_sentences,
 )
 from treerag_core.types import Chunk, RetrievedChunk
@@ -144,6 +148,25 @@ def test_extract_keeps_only_sentences_near_the_best(embedder):
         question, embedder.embed_query(question), hits, embed_many(embedder), {"paper.md": DOC}, 0.1
     )
     assert result.answered and result.sentences[0].text == "The learning rate was 0.001 throughout."
+
+
+def test_a_passage_the_cross_encoder_judged_off_topic_does_not_speak(embedder):
+    question = "How many epochs was the router trained for, and what batch size?"
+    top = replace(hit("The router was trained for 50 epochs", "Paper > Training", 0), rerank=3.0)
+    batch = hit("Training used a batch size of 32 on one GPU.", "Paper > Training", 1)
+    args = (question, embedder.embed_query(question))
+    rest = (embed_many(embedder), {"paper.md": DOC}, 0.05)
+    # Judged relevant (or not judged at all), the second passage adds its sentence ...
+    for rerank in (None, WEAK_RERANK_LOGIT, 1.0):
+        said = extract(*args, [top, replace(batch, rerank=rerank)], *rest).sentences
+        assert any("batch size" in s.text for s in said), rerank
+    # ... judged off-topic, it does not, however many words it shares with the question.
+    off = replace(batch, rerank=-7.9)
+    said = extract(*args, [top, off], *rest).sentences
+    assert [s.text for s in said] == ["The router was trained for 50 epochs with early stopping."]
+    # The top passage always stays: it carries the "not answered" verdict.
+    weak_top = replace(top, rerank=-9.0)
+    assert speaking_hits([weak_top, off]) == [weak_top]
 
 
 EVIL = (

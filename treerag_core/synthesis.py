@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from treerag_core.flags import NOT_ANSWERED_SCORE
+from treerag_core.flags import NOT_ANSWERED_SCORE, WEAK_RERANK_LOGIT
 from treerag_core.llm import LLMClient
 from treerag_core.pagemap import format_pages
 from treerag_core.prompt_budget import ANSWER_REPLY_TOKENS, check_fits
@@ -235,6 +235,17 @@ def choose_sentences(
     return Extract(tuple(_reading_order(kept)), True, best)
 
 
+def speaking_hits(
+    hits: Sequence[RetrievedChunk], weak_logit: float = WEAK_RERANK_LOGIT
+) -> list[RetrievedChunk]:
+    """The passages the answer may quote: the top one (it carries the "not answered" verdict),
+    then those the cross-encoder did not judge off-topic. A passage below the logit that
+    flags a question's best evidence as too weak to be in scope is no evidence for a
+    further sentence, however many words it shares. Unreranked passages (Chinese) all stay.
+    """
+    return [h for n, h in enumerate(hits) if n == 0 or h.rerank is None or h.rerank >= weak_logit]
+
+
 def extract(
     question: str,
     question_vector: np.ndarray,
@@ -244,7 +255,7 @@ def extract(
     threshold: float = NOT_ANSWERED_SCORE["en"],
     max_sentences: int = 3,
 ) -> Extract:
-    candidates = whole_sentences(hits, doc_texts)
+    candidates = whole_sentences(speaking_hits(hits), doc_texts)
     scored = score_sentences(question, question_vector, candidates, embed_many)
     return choose_sentences(scored, threshold, max_sentences)
 
