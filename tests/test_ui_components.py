@@ -259,3 +259,19 @@ def test_the_evaluate_metric_table_fits_the_page_width():
     assert all(isinstance(w, int) for w in widths), config
     # The main column at 1600×1000 with the sidebar open is ~990 px; keep 120 for "strategy".
     assert sum(widths) + 120 <= 990, sum(widths)
+
+
+def test_every_offered_gold_example_has_its_gold_in_the_samples():
+    from ui import gold
+    from ui.eval_data import EVAL_ROOT
+    from ui.examples import GOLD_EXAMPLES
+
+    if not (EVAL_ROOT / "qasper").is_dir() or not (EVAL_ROOT / "lecoqa_laws").is_dir():
+        pytest.skip("the dev sets are not beside the repo")
+    settings = IndexSettings(embedder="hashing")
+    for name, questions in GOLD_EXAMPLES.items():
+        text = (resources.SAMPLE_DIR / name).read_text(encoding="utf-8")
+        index = build_index([SourceDocument(name, text)], settings, get_embedder("hashing"))
+        for question in questions:
+            found = gold.gold_for(question, index)
+            assert found is not None and found.question.question == question, question

@@ -34,13 +34,21 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
 
 
 # Dev eval-set questions about sample documents shipped verbatim (qasper, lecoqa_laws): their
-# gold evidence is known, so Compare scores every strategy on them (ui/gold.py).
+# gold evidence is known, so Compare scores every strategy on them (ui/gold.py). Offered are
+# ones whose gold some strategy finds without an LLM, so the metric columns tell strategies
+# apart; on others (e.g. "How big is the Parallel Meaning Bank?", whose gold says "PMB")
+# every strategy scores 0, a row of zeros that shows nothing. The first one also separates
+# the flat single-signal baselines (both miss) from the hybrid and structured strategies.
 GOLD_EXAMPLES: dict[str, tuple[str, ...]] = {
     "1908.10461.md": (
+        "What is the performance for the three languages tested?",
         "What is the source of the crosslingual word embeddings?",
-        "How big is the Parallel Meaning Bank?",
     ),
-    "劳动合同法(2012-12-28).md": ("网约车司机与平台企业之间存在劳动关系吗？",),
+    "劳动合同法(2012-12-28).md": (
+        "用人单位降低原劳动合同条件与劳动者签订无固定期限劳动合同，遭到劳动者拒绝的，"
+        "用人单位因此与劳动者终止劳动关系是否违法？",
+        "双方已经订立了两次固定期限合同，第二次合同到期后，用人单位是否还有终止合同的权利？",
+    ),
 }
 
 
