@@ -505,3 +505,54 @@ def test_the_full_folder_loads_before_it_is_tampered(full_folder):
     index = load_index(full_folder)
     assert index.layers is not None and index.graphs
     assert load_hirag(full_folder).entity_vectors.shape[1] == index.dim
+
+
+# ---- loops in the tree: refused on load (a walk up or down would never end) ----------------
+
+
+def _child_lists_root(rows):
+    root = next(r for r in rows if r["parent_id"] is None)
+    kid = next(r for r in rows if r["node_id"] == root["children"][0])
+    kid["children"] = [*kid["children"], root["node_id"]]
+    return rows
+
+
+def _self_child(rows):
+    node = next(r for r in rows if r["children"])
+    node["children"] = [*node["children"], node["node_id"]]
+    return rows
+
+
+def _own_parent(rows):
+    for row in rows:
+        if row["parent_id"] is not None:
+            row["parent_id"] = row["node_id"]
+    return rows
+
+
+def _detached_loop(rows):
+    """Two leaves made each other's parent and child, unlinked from their old parents: the
+    links agree both ways, so only the walk from the roots finds them."""
+    a, b = [r for r in rows if r["parent_id"] is not None and not r["children"]][:2]
+    for row in rows:
+        row["children"] = [c for c in row["children"] if c not in (a["node_id"], b["node_id"])]
+    a["parent_id"], a["children"] = b["node_id"], [b["node_id"]]
+    b["parent_id"], b["children"] = a["node_id"], [a["node_id"]]
+    return rows
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (_child_lists_root, "lists child"),
+        (_self_child, "lists child"),
+        (_own_parent, "lists child"),
+        (_detached_loop, "not reached from any document's root"),
+    ],
+    ids=["node-cycle", "self-child", "parent-cycle", "detached-loop"],
+)
+def test_a_loop_in_the_tree_is_refused_on_load(saved, change, message):
+    _rewrite_rows(saved / "nodes.jsonl", change)
+    with pytest.raises(IndexFormatError, match=message) as info:
+        load_index(saved)
+    assert str(saved / "nodes.jsonl") in str(info.value)

@@ -314,7 +314,8 @@ def load_index(
 ) -> CorpusIndex:
     """Load an index folder. Any missing, corrupt or mismatched part is an IndexFormatError.
 
-    Every file is read with the checked readers of `artifacts.py` (bounded, typed, no pickle).
+    Every file is read with the checked readers of `artifacts.py` (bounded, typed, no pickle)
+    and the tree is checked whole (links both ways, no loops) before anything walks it.
     With `embedder`, its dimension and fingerprint (its vector of a fixed probe text) must
     match the ones the index was built with (an EmbedderError otherwise): another model of the
     same name or dimension would give meaningless scores without a word.
@@ -349,6 +350,7 @@ def load_index(
         raise IndexFormatError(f"{path / 'texts.json'} lacks documents {missing}; {hint}")
     _check_references(path, nodes, chunks, documents, hint)
     _check_spans(path, nodes, chunks, texts, hint)
+    _check_tree(path, nodes, documents, hint)
     layers = load_layers(path, head.dim, hint)
     node_ids = {n.node_id for n in nodes}
     if layers is not None and (
@@ -510,6 +512,50 @@ def _check_references(
             raise IndexFormatError(
                 f"{path / MANIFEST}: document {doc.doc_id!r} has no root node; {hint}"
             )
+
+
+def _check_tree(
+    path: Path, nodes: list[TreeNode], documents: list[DocumentInfo], hint: str
+) -> None:
+    """Parents and children agree and each document's tree is a tree: every node is reached
+    exactly once from its document's root. A loop would hang every walk up or down the tree
+    (ancestors, the tree graph), so it is refused here, before anything walks it."""
+    where = path / "nodes.jsonl"
+    by_id = {n.node_id: n for n in nodes}
+
+    def bad(what: str) -> IndexFormatError:
+        return IndexFormatError(f"{where}: {what}; {hint}")
+
+    for node in nodes:
+        if len(set(node.children)) != len(node.children):
+            raise bad(f"node {node.node_id} lists a child twice")
+        for child_id in node.children:
+            child = by_id[child_id]
+            if child.parent_id != node.node_id or child.doc_id != node.doc_id:
+                raise bad(
+                    f"node {node.node_id} lists child {child_id}, whose parent is "
+                    f"{child.parent_id!r} in document {child.doc_id!r}"
+                )
+        if node.parent_id is not None and node.node_id not in by_id[node.parent_id].children:
+            raise bad(f"node {node.node_id} names parent {node.parent_id}, which does not list it")
+    seen: set[str] = set()
+    for doc in documents:
+        root = by_id[doc.root_id]
+        if root.parent_id is not None or root.doc_id != doc.doc_id:
+            raise bad(f"the root {root.node_id} of document {doc.doc_id!r} is not a root of it")
+        stack = [root.node_id]
+        while stack:  # iterative with a visited set: a hostile depth cannot overflow the stack
+            node_id = stack.pop()
+            if node_id in seen:
+                raise bad(f"node {node_id} is reached twice from the roots (a loop in the tree)")
+            seen.add(node_id)
+            stack.extend(by_id[node_id].children)
+    unreached = [n.node_id for n in nodes if n.node_id not in seen]
+    if unreached:
+        raise bad(
+            f"nodes {unreached[:5]} are not reached from any document's root (a loop in their "
+            "parents)"
+        )
 
 
 def _check_spans(
