@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import types
 from dataclasses import MISSING, fields
@@ -149,7 +150,7 @@ def typed_row(cls: type[T], row: Any, where: str, hint: str = "") -> T:
     if not isinstance(row, dict):
         kind = type(row).__name__
         raise IndexFormatError(f"{where} is a JSON {kind}, not an object{_hint(hint)}")
-    hints = get_type_hints(cls)
+    hints = _hints(cls)
     names = {f.name for f in fields(cls)}  # type: ignore[arg-type]
     unknown = sorted(set(row) - names)
     if unknown:
@@ -168,6 +169,11 @@ def typed_row(cls: type[T], row: Any, where: str, hint: str = "") -> T:
             )
         values[f.name] = tuple(value) if isinstance(value, list) else value
     return cls(**values)
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    return get_type_hints(cls)  # evaluated once per class: a big index has 10^5 rows
 
 
 def _matches(value: Any, hint: Any) -> bool:

@@ -177,7 +177,8 @@ def save_edits(folder: str | Path, sha256: str, name: str, edits: Sequence[TreeE
     path = folder / EDITS_FILE
     data: dict = {"version": EDITS_VERSION, "documents": {}}
     if path.is_file():
-        data = json.loads(path.read_text(encoding="utf-8"))
+        load_edits(folder)  # a damaged file is refused with a clear error, never extended
+        data = read_json(path, dict)
     if edits:
         data["documents"][sha256] = {"name": name, "edits": [asdict(e) for e in edits]}
     else:
