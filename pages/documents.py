@@ -234,6 +234,14 @@ def _preview() -> None:
 def main() -> None:
     st.title("Documents")
     sync_workspace()
+    unreadable = st.session_state.pop("ws_restore_error", None)
+    if unreadable is not None:
+        message, old_id = unreadable
+        st.error(
+            f"The workspace named in the link could not be opened: {message}. To try it "
+            f"again later, open this page with `?ws={old_id}`. This is a new, empty one.",
+            icon=":material/error:",
+        )
     if st.session_state.pop("ws_restore_failed", False):
         st.info(
             "The workspace named in the link has expired or does not exist: this is a new, "

@@ -267,6 +267,34 @@ def test_a_reload_with_the_workspace_id_in_the_url_restores_it():
     assert any("expired" in i.value for i in other.info)
 
 
+def test_a_reload_naming_an_unreadable_workspace_shows_why_and_keeps_it(app_env):
+    from tests.conftest import sample_sources
+    from treerag_core.config import IndexSettings
+    from treerag_core.embedders import get_embedder
+    from treerag_core.index import build_index
+    from treerag_core.workspaces import Workspaces, new_workspace_id
+
+    spaces = Workspaces(app_env / "workspaces")
+    ws_id = new_workspace_id()
+    index = build_index(
+        sample_sources(["test_paper.md"]),
+        IndexSettings(embedder="hashing"),
+        get_embedder("hashing"),
+    )
+    spaces.save(ws_id, index)
+    (app_env / "workspaces" / ws_id / "index" / "embeddings.npy").write_bytes(b"")
+    at = AppTest.from_file(str(APP), default_timeout=90)
+    at.query_params["ws"] = ws_id
+    at.run()
+    at.switch_page("pages/documents.py").run()
+    assert not at.exception, at.exception
+    shown = unescape(" ".join(e.value for e in at.error))
+    assert "could not be opened" in shown and "embeddings.npy" in shown and ws_id in shown
+    assert at.session_state["ws_id"] != ws_id and at.session_state["ws_index"] is None
+    assert not any("expired" in i.value for i in at.info)
+    assert (app_env / "workspaces" / ws_id / "index" / "manifest.json").is_file()
+
+
 def test_idle_workspaces_expire_when_a_session_starts(app_env):
     stale = app_env / "workspaces" / ("a" * 32)
     (stale / "index").mkdir(parents=True)

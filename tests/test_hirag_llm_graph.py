@@ -165,3 +165,14 @@ def test_llm_reports_fail_midway_and_the_next_build_asks_only_for_the_rest(folde
     assert second.meta["report_cached"] == done
     assert second.meta["counts"]["llm_reports"] == second.meta["counts"]["communities"]
     assert not set(seen[0]) & {i for batch in seen[1:] for i in batch}  # never asked twice
+
+
+def test_an_oversized_graph_cache_is_a_clear_error(tmp_path, monkeypatch):
+    from treerag_core import artifacts
+    from treerag_core.errors import IndexFormatError
+
+    (tmp_path / CACHE_FILE).write_text("{}\n" * 100, encoding="utf-8")
+    assert load_graph_cache(tmp_path) == {}  # bad lines only cost asking again
+    monkeypatch.setattr(artifacts, "MAX_JSON_BYTES", 100)
+    with pytest.raises(IndexFormatError, match=re.escape(CACHE_FILE) + ".*more than the 100"):
+        load_graph_cache(tmp_path)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -385,3 +386,173 @@ def test_chunk_rows_find_every_chunk_and_refuse_a_foreign_id(hashing_index, tmp_
     save_index(hashing_index, tmp_path / "idx")
     loaded = load_index(tmp_path / "idx")
     assert loaded.chunk_row(loaded.chunks[-1].chunk_id) == len(loaded.chunks) - 1
+
+
+# ---- tampered folders: every malformed file is one IndexFormatError naming it --------------
+
+
+@pytest.fixture(scope="module")
+def full_folder(tmp_path_factory) -> Path:
+    """A small index with every artifact: layers, leaf graphs and a HiRAG build."""
+    from treerag_core.hirag.build import build_hirag
+    from treerag_core.hirag.store import save_hirag
+
+    embedder = get_embedder("hashing")
+    settings = IndexSettings(embedder="hashing", graph_min_leaf_chars=300)
+    index = build_index(sample_sources(["test_paper.md"]), settings, embedder)
+    folder = save_index(index, tmp_path_factory.mktemp("full") / "idx")
+    save_hirag(build_hirag(index, embedder), folder)
+    return folder
+
+
+def _rewrite(path: Path, change) -> None:
+    path.write_text(json.dumps(change(json.loads(path.read_text(encoding="utf-8")))), "utf-8")
+
+
+def _rewrite_rows(path: Path, change) -> None:
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    path.write_text("".join(json.dumps(r) + "\n" for r in change(rows)), "utf-8")
+
+
+def _set(key, value):
+    def change(data):
+        data[key] = value
+        return data
+
+    return change
+
+
+def _each(key, value):
+    def change(rows):
+        for row in rows:
+            row[key] = value
+        return rows
+
+    return change
+
+
+def _npy(path: Path, shape) -> None:
+    np.save(path, np.zeros(shape, dtype=np.float32))
+
+
+def _big_dim(text: str) -> str:
+    return text.replace('"dim": ', '"dim": 1e999, "x": ', 1)
+
+
+TAMPERED = {
+    # name: (file it damages, how)
+    "summary_cache_list": ("manifest.json", lambda p: _rewrite(p, _set("summary_cache", [1, 2]))),
+    "settings_str": ("manifest.json", lambda p: _rewrite(p, _set("settings", "x"))),
+    "settings_bad_value": (
+        "manifest.json",
+        lambda p: _rewrite(p, lambda m: {**m, "settings": {**m["settings"], "chunk_size": -1}}),
+    ),
+    "documents_not_list": ("manifest.json", lambda p: _rewrite(p, _set("documents", 5))),
+    "dim_overflow": ("manifest.json", lambda p: p.write_text(_big_dim(p.read_text()))),
+    "manifest_list": ("manifest.json", lambda p: p.write_text("[]")),
+    "tokens_not_lists": ("tokens.json", lambda p: _rewrite(p, lambda t: [1] * len(t))),
+    "texts_not_strings": ("texts.json", lambda p: _rewrite(p, lambda t: dict.fromkeys(t, 5))),
+    "texts_list": ("texts.json", lambda p: p.write_text("[]")),
+    "chunk_text_int": ("chunks.jsonl", lambda p: _rewrite_rows(p, _each("text", 123))),
+    "chunk_row_list": ("chunks.jsonl", lambda p: p.write_text("[1, 2]\n")),
+    "chunk_unknown_field": ("chunks.jsonl", lambda p: _rewrite_rows(p, _each("evil", 1))),
+    "chunk_offsets": ("chunks.jsonl", lambda p: _rewrite_rows(p, _each("start", 10**9))),
+    "node_children_str": ("nodes.jsonl", lambda p: _rewrite_rows(p, _each("children", "ab"))),
+    "node_level_str": ("nodes.jsonl", lambda p: _rewrite_rows(p, _each("level", "1"))),
+    "dup_node": ("nodes.jsonl", lambda p: _rewrite_rows(p, lambda r: [*r, r[-1]])),
+    "layers_list": ("layers.json", lambda p: p.write_text("[1, 2]")),
+    "layers_bad_json": ("layers.json", lambda p: p.write_text("{")),
+    "layers_texts_ints": ("layers.json", lambda p: _rewrite(p, _set("texts", [1]))),
+    "layers_npy_wrong_dim": ("layers.npy", lambda p: _npy(p, (3, 7))),
+    "layers_npy_pickle": (
+        "layers.npy",
+        lambda p: np.save(p, np.array([{"a": 1}], dtype=object), allow_pickle=True),
+    ),
+    "graphs_list": ("graphs.json", lambda p: p.write_text("[]")),
+    "graph_vectors_wrong_dim": ("graph_vectors.npy", lambda p: _npy(p, (2, 7))),
+    "hirag_manifest_list": ("hirag/manifest.json", lambda p: p.write_text("[]")),
+    "hirag_graph_list": ("hirag/graph.json", lambda p: p.write_text("[]")),
+    "hirag_vectors_wrong_dim": (
+        "hirag/entity_vectors.npy",
+        lambda p: _npy(p, (np.load(p).shape[0], 7)),
+    ),
+    "hirag_vectors_1d": ("hirag/entity_vectors.npy", lambda p: np.save(p, np.zeros(5, np.float32))),
+    "hirag_tokens_ints": (
+        "hirag/entity_tokens.json",
+        lambda p: _rewrite(p, lambda t: [1] * len(t)),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(TAMPERED))
+def test_a_tampered_index_folder_is_one_clear_error_naming_the_file(tmp_path, full_folder, case):
+    from treerag_core.hirag.store import load_hirag
+
+    name, damage = TAMPERED[case]
+    folder = tmp_path / "idx"
+    shutil.copytree(full_folder, folder)
+    damage(folder / name)
+    with pytest.raises(IndexFormatError) as info:
+        load_index(folder)
+        load_hirag(folder)
+    message = str(info.value)
+    assert str(folder / name) in message and "\n" not in message
+
+
+def test_the_full_folder_loads_before_it_is_tampered(full_folder):
+    from treerag_core.hirag.store import load_hirag
+
+    index = load_index(full_folder)
+    assert index.layers is not None and index.graphs
+    assert load_hirag(full_folder).entity_vectors.shape[1] == index.dim
+
+
+# ---- loops in the tree: refused on load (a walk up or down would never end) ----------------
+
+
+def _child_lists_root(rows):
+    root = next(r for r in rows if r["parent_id"] is None)
+    kid = next(r for r in rows if r["node_id"] == root["children"][0])
+    kid["children"] = [*kid["children"], root["node_id"]]
+    return rows
+
+
+def _self_child(rows):
+    node = next(r for r in rows if r["children"])
+    node["children"] = [*node["children"], node["node_id"]]
+    return rows
+
+
+def _own_parent(rows):
+    for row in rows:
+        if row["parent_id"] is not None:
+            row["parent_id"] = row["node_id"]
+    return rows
+
+
+def _detached_loop(rows):
+    """Two leaves made each other's parent and child, unlinked from their old parents: the
+    links agree both ways, so only the walk from the roots finds them."""
+    a, b = [r for r in rows if r["parent_id"] is not None and not r["children"]][:2]
+    for row in rows:
+        row["children"] = [c for c in row["children"] if c not in (a["node_id"], b["node_id"])]
+    a["parent_id"], a["children"] = b["node_id"], [b["node_id"]]
+    b["parent_id"], b["children"] = a["node_id"], [a["node_id"]]
+    return rows
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (_child_lists_root, "lists child"),
+        (_self_child, "lists child"),
+        (_own_parent, "lists child"),
+        (_detached_loop, "not reached from any document's root"),
+    ],
+    ids=["node-cycle", "self-child", "parent-cycle", "detached-loop"],
+)
+def test_a_loop_in_the_tree_is_refused_on_load(saved, change, message):
+    _rewrite_rows(saved / "nodes.jsonl", change)
+    with pytest.raises(IndexFormatError, match=message) as info:
+        load_index(saved)
+    assert str(saved / "nodes.jsonl") in str(info.value)

@@ -90,3 +90,23 @@ def test_sidecar_round_trip_and_reindex_keeps_edits(tmp_path) -> None:
     (tmp_path / "tree_edits.json").write_text("{not json", encoding="utf-8")
     with pytest.raises(InputDocumentError, match="not a valid tree edits file"):
         load_edits(tmp_path)
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        '{"version": 1, "documents": {"abc": {"edits": [{"op": "mark", "line": 5}]}}}',
+        '{"version": 1, "documents": {"abc": {"edits": [{"op": "mark", "line": "x", "evil": 1}]}}}',
+        '{"version": 1, "documents": ["abc"]}',
+        "[]",
+    ],
+    ids=["line-int", "unknown-field", "documents-list", "not-object"],
+)
+def test_a_tampered_edits_file_is_refused_and_never_extended(tmp_path, content) -> None:
+    path = tmp_path / "tree_edits.json"
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(InputDocumentError, match=r"tree_edits\.json: not a valid tree edits file"):
+        load_edits(tmp_path)
+    with pytest.raises(InputDocumentError, match="not a valid tree edits file"):
+        save_edits(tmp_path, "abc", "g.md", [TreeEdit("demote", "Gone")])
+    assert path.read_text(encoding="utf-8") == content

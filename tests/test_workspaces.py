@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import os
 import time
 
 import pytest
 
 from tests.conftest import sample_sources
+from treerag_core import workspaces
 from treerag_core.audit import AuditLog
 from treerag_core.config import IndexSettings
 from treerag_core.embedders import get_embedder
-from treerag_core.errors import WorkspaceLimitError
+from treerag_core.errors import IndexFormatError, WorkspaceLimitError, WorkspaceUnreadableError
 from treerag_core.index import SourceDocument, build_index
 from treerag_core.workspaces import (
     STAMP,
@@ -70,13 +72,61 @@ def test_reload_with_a_bad_or_unknown_id_starts_afresh(tmp_path, paper_index):
         spaces.folder("../../etc")
 
 
-def test_reload_of_a_damaged_workspace_drops_it(tmp_path, paper_index):
+def _files(folder):
+    return {p.relative_to(folder): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _damage_embeddings(index_folder):
+    (index_folder / "embeddings.npy").write_bytes(b"")
+
+
+def _bump_schema(index_folder):
+    manifest = json.loads((index_folder / "manifest.json").read_text())
+    (index_folder / "manifest.json").write_text(json.dumps({**manifest, "schema_version": 99}))
+
+
+@pytest.mark.parametrize(
+    ("damage", "named"),
+    [(_damage_embeddings, "embeddings.npy"), (_bump_schema, "schema version 99")],
+    ids=["damaged", "newer-schema"],
+)
+def test_reload_of_an_unreadable_workspace_keeps_every_file(tmp_path, paper_index, damage, named):
+    forgotten = []
+    spaces = Workspaces(tmp_path, WorkspaceLimits(idle_hours=2), forgotten.append)
+    ws = new_workspace_id()
+    spaces.save(ws, paper_index)
+    (tmp_path / ws / "index" / "tree_edits.json").write_text('{"version": 1, "documents": {}}')
+    damage(tmp_path / ws / "index")
+    old = time.time() - 3600  # used an hour ago: not idle yet
+    os.utime(tmp_path / ws / STAMP, (old, old))
+    before = _files(tmp_path / ws / "index")
+    with pytest.raises(WorkspaceUnreadableError, match=named) as info:
+        spaces.restore(ws, get_embedder("hashing"))
+    assert ws in str(info.value) and "Nothing in it was deleted" in str(info.value)
+    assert _files(tmp_path / ws / "index") == before and forgotten == []
+    assert not spaces.is_idle(ws, now=time.time() + 1.5 * 3600)  # the idle clock restarted
+
+
+def test_a_transient_load_error_loses_nothing_and_the_next_reload_restores(
+    tmp_path, paper_index, monkeypatch
+):
     spaces = Workspaces(tmp_path)
     ws = new_workspace_id()
     spaces.save(ws, paper_index)
-    (tmp_path / ws / "index" / "embeddings.npy").write_bytes(b"")
-    assert spaces.restore(ws) is None
-    assert not (tmp_path / ws).exists()
+    real = workspaces.load_index
+    calls = []
+
+    def flaky(folder, **kwargs):
+        calls.append(folder)
+        if len(calls) == 1:  # as load_index wraps an OSError (e.g. a busy network disk)
+            raise IndexFormatError(f"{folder}/chunks.jsonl is corrupt ([Errno 5] I/O error)")
+        return real(folder, **kwargs)
+
+    monkeypatch.setattr(workspaces, "load_index", flaky)
+    with pytest.raises(WorkspaceUnreadableError, match="I/O error"):
+        spaces.restore(ws)
+    restored = spaces.restore(ws)
+    assert restored is not None and restored.chunks == paper_index.chunks
 
 
 def test_unchanged_rebuild_does_not_rewrite_the_index(tmp_path, paper_index):

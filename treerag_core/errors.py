@@ -63,5 +63,9 @@ class WorkspaceLimitError(TreeRAGError):
     """An upload would take a session's workspace over one of its limits."""
 
 
+class WorkspaceUnreadableError(TreeRAGError):
+    """A saved workspace could not be opened; it is kept on disk unchanged (never deleted)."""
+
+
 class VectorStoreError(TreeRAGError):
     """A vector store (e.g. a Qdrant server) cannot be reached or refused a request."""

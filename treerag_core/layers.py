@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from treerag_core.artifacts import read_json, read_npy
 from treerag_core.errors import IndexFormatError, LLMError
 from treerag_core.ktype import (
     KTypeLLM,
@@ -218,26 +219,47 @@ def load_layers(folder: Path, dim: int, hint: str) -> Layers | None:
     json_path, npy_path = folder / LAYERS_JSON, folder / LAYERS_NPY
     if not json_path.is_file() and not npy_path.is_file():
         return None
+    data = read_json(json_path, dict, hint)
+
+    def bad(what: str) -> IndexFormatError:
+        return IndexFormatError(f"{json_path} is corrupt ({what}); {hint}")
+
+    if data.get("version") != LAYERS_VERSION:
+        raise bad(f"layers version {data.get('version')!r}, expected {LAYERS_VERSION}")
+    lists = {k: data.get(k) for k in ("doc_ids", "parent_ids", "texts", "notes")}
+    lists["notes"] = data.get("notes", [])
+    for key, value in lists.items():
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise bad(f"{key} is not a list of strings")
+    rows = len(lists["doc_ids"]) + len(lists["parent_ids"])
+    if len(lists["texts"]) != rows:
+        raise bad(f"{len(lists['texts'])} texts for {rows} rows")
+    cache = data.get("ktype_cache", {})
+    if not isinstance(cache, dict) or not all(isinstance(v, dict) for v in cache.values()):
+        raise bad("ktype_cache is not an object of objects")
+    vectors_from = data.get("vectors_from", "embedded")
+    if not isinstance(vectors_from, str):
+        raise bad("vectors_from is not a string")
+    summaries = data.get("summaries")
+    if not isinstance(summaries, list) or not all(isinstance(s, dict) for s in summaries):
+        raise bad("summaries is not a list of objects")
     try:
-        data = json.loads(json_path.read_text(encoding="utf-8"))
-        if data.get("version") != LAYERS_VERSION:
-            raise ValueError(f"layers version {data.get('version')}, expected {LAYERS_VERSION}")
-        vectors = np.load(npy_path, allow_pickle=False)
-        if vectors.dtype != np.float32 or vectors.ndim != 2 or vectors.shape[1] != dim:
-            raise ValueError(f"vectors {vectors.shape} {vectors.dtype}, expected (*, {dim})")
-        summaries = {s["doc_id"]: KTypeSummary.from_dict(s) for s in data["summaries"]}
-        return Layers(
-            summaries,
-            list(data["doc_ids"]),
-            list(data["parent_ids"]),
-            vectors,
-            [str(t) for t in data["texts"]],
-            dict(data.get("ktype_cache", {})),
-            str(data.get("vectors_from", "embedded")),
-            tuple(data.get("notes", ())),
-        )
-    except (ValueError, TypeError, KeyError, OSError, UnicodeDecodeError) as exc:
-        raise IndexFormatError(f"{json_path} or {npy_path} is corrupt ({exc}); {hint}") from exc
+        by_doc = {s["doc_id"]: KTypeSummary.from_dict(s) for s in summaries}
+    except (KeyError, TypeError, ValueError) as exc:
+        raise bad(f"a summary: {exc!r}") from exc
+    if sorted(by_doc) != sorted(lists["doc_ids"]):
+        raise bad("its summaries are not one per document")
+    vectors = read_npy(npy_path, dim, rows, hint=hint)
+    return Layers(
+        by_doc,
+        lists["doc_ids"],
+        lists["parent_ids"],
+        vectors,
+        lists["texts"],
+        cache,
+        vectors_from,
+        tuple(lists["notes"]),
+    )
 
 
 # ---- points for a vector store -------------------------------------------------------------

@@ -7,20 +7,22 @@ import ctypes
 import errno
 import fcntl
 import json
+import math
 import os
 import platform
 import shutil
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
+from treerag_core.artifacts import read_json, read_jsonl, read_npy, typed_row
 from treerag_core.config import IndexSettings
 from treerag_core.embedders import PROBE_TEXT, Embedder, embedder_fingerprint
 from treerag_core.errors import EmbedderError, IndexBusyError, IndexFormatError
@@ -45,6 +47,8 @@ KEPT_ON_REBUILD = (
 REBUILD_HINT = "rebuild it with `python -m treerag_core index --input DOCS --output {path}`"
 LOCK_TIMEOUT = 30.0  # seconds a second writer waits for the first before giving up
 FINGERPRINT_MIN_COSINE = 0.999  # same model, other BLAS: ~1.0; another model: far below
+MAX_DIM = 65_536  # no embedder comes near; a larger "dim" in a manifest is damage
+T = TypeVar("T")
 
 
 def _versions() -> dict[str, str]:
@@ -295,11 +299,8 @@ def read_manifest(folder: str | Path) -> dict[str, Any]:
     manifest_path = path / MANIFEST
     if not manifest_path.is_file():
         raise IndexFormatError(f"{path} is not a TreeRAG index (no {MANIFEST}); {hint}")
-    try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise IndexFormatError(f"{manifest_path} is corrupt ({exc}); {hint}") from exc
-    version = manifest.get("schema_version") if isinstance(manifest, dict) else None
+    manifest = read_json(manifest_path, dict, hint)
+    version = manifest.get("schema_version")
     if version != SCHEMA_VERSION:
         raise IndexFormatError(
             f"{path} has index schema version {version}, this TreeRAG reads version "
@@ -313,6 +314,8 @@ def load_index(
 ) -> CorpusIndex:
     """Load an index folder. Any missing, corrupt or mismatched part is an IndexFormatError.
 
+    Every file is read with the checked readers of `artifacts.py` (bounded, typed, no pickle)
+    and the tree is checked whole (links both ways, no loops) before anything walks it.
     With `embedder`, its dimension and fingerprint (its vector of a fixed probe text) must
     match the ones the index was built with (an EmbedderError otherwise): another model of the
     same name or dimension would give meaningless scores without a word.
@@ -323,62 +326,52 @@ def load_index(
     for name in FILES:
         if not (path / name).is_file():
             raise IndexFormatError(f"{path} is incomplete: {name} is missing; {hint}")
-    info = manifest.get("embedder", {})
-    if not isinstance(info, dict):
-        raise IndexFormatError(f"{path / MANIFEST} is corrupt (embedder is not an object); {hint}")
-    if expect_embedder is not None and info.get("name") != expect_embedder:
+    head = _manifest_parts(manifest, path / MANIFEST, hint)
+    if expect_embedder is not None and head.name != expect_embedder:
         raise IndexFormatError(
-            f"{path} was built with embedder {info.get('name')!r}, not {expect_embedder!r}; "
-            f"query it with --embedder {info.get('name')} or {hint}"
+            f"{path} was built with embedder {head.name!r}, not {expect_embedder!r}; "
+            f"query it with --embedder {head.name} or {hint}"
         )
-    current = "nodes.jsonl"
-    try:
-        nodes = [_node(row) for row in _read_jsonl(path / current)]
-        current = "chunks.jsonl"
-        chunks = [Chunk(**row) for row in _read_jsonl(path / current)]
-        current = MANIFEST
-        documents = [_document(d) for d in manifest["documents"]]
-        settings = IndexSettings.from_dict(manifest["settings"])
-        dim = int(info["dim"])
-        name = str(info["name"])
-        fingerprint = tuple(float(x) for x in info.get("fingerprint", ()))
-        current = "embeddings.npy"
-        embeddings = _load_embeddings(path / current, (len(chunks), dim), hint)
-        current = "tokens.json"
-        tokens = json.loads((path / current).read_text(encoding="utf-8"))
-        current = "texts.json"
-        texts = json.loads((path / current).read_text(encoding="utf-8"))
-    except (ValueError, TypeError, KeyError, UnicodeDecodeError, OSError) as exc:
-        raise IndexFormatError(f"{path / current} is corrupt ({exc}); {hint}") from exc
-    if not isinstance(tokens, list) or len(tokens) != len(chunks):
-        raise IndexFormatError(f"{path / 'tokens.json'} does not match chunks.jsonl; {hint}")
-    if not isinstance(texts, dict):
-        raise IndexFormatError(f"{path / 'texts.json'} is corrupt (not an object); {hint}")
+    nodes = _rows(TreeNode, path / "nodes.jsonl", hint)
+    chunks = _rows(Chunk, path / "chunks.jsonl", hint)
+    embeddings = read_npy(path / "embeddings.npy", head.dim, len(chunks), hint=hint)
+    tokens = read_json(path / "tokens.json", list, hint)
+    if len(tokens) != len(chunks) or not all(_str_list(t) for t in tokens):
+        raise IndexFormatError(
+            f"{path / 'tokens.json'} does not match chunks.jsonl (one list of strings per "
+            f"chunk); {hint}"
+        )
+    texts = read_json(path / "texts.json", dict, hint)
+    if not all(isinstance(t, str) for t in texts.values()):
+        raise IndexFormatError(f"{path / 'texts.json'} is corrupt (a text is not a string); {hint}")
+    documents = head.documents
     missing = [d.doc_id for d in documents if d.doc_id not in texts]
     if missing:
         raise IndexFormatError(f"{path / 'texts.json'} lacks documents {missing}; {hint}")
-    layers = load_layers(path, dim, hint)
+    _check_references(path, nodes, chunks, documents, hint)
+    _check_spans(path, nodes, chunks, texts, hint)
+    _check_tree(path, nodes, documents, hint)
+    layers = load_layers(path, head.dim, hint)
     node_ids = {n.node_id for n in nodes}
     if layers is not None and (
         layers.doc_ids != [d.doc_id for d in documents]
         or any(p not in node_ids for p in layers.parent_ids)
     ):
         raise IndexFormatError(f"{path / 'layers.json'} does not match this index; {hint}")
-    _check_references(path, nodes, chunks, documents, hint)
-    graphs, graph_vectors = _load_graphs(path, dim, hint)
+    graphs, graph_vectors = _load_graphs(path, head.dim, hint)
     index = CorpusIndex(
-        settings=settings,
-        embedder_name=name,
-        dim=dim,
+        settings=head.settings,
+        embedder_name=head.name,
+        dim=head.dim,
         documents=documents,
         texts=texts,
         nodes={n.node_id: n for n in nodes},
         chunks=chunks,
         embeddings=embeddings,
         tokens=tokens,
-        summary_cache=dict(manifest.get("summary_cache", {})),
+        summary_cache=head.summary_cache,
         layers=layers,
-        embedder_fingerprint=fingerprint,
+        embedder_fingerprint=head.fingerprint,
         folder=str(path.resolve()),
         graphs=graphs,
         graph_vectors=graph_vectors,
@@ -388,88 +381,77 @@ def load_index(
     return index
 
 
+@dataclass(frozen=True)
+class _Head:
+    """What the manifest says about an index, each part checked."""
+
+    settings: IndexSettings
+    name: str
+    dim: int
+    fingerprint: tuple[float, ...]
+    documents: list[DocumentInfo]
+    summary_cache: dict[str, str]
+
+
+def _manifest_parts(manifest: dict[str, Any], where: Path, hint: str) -> _Head:
+    def bad(what: str) -> IndexFormatError:
+        return IndexFormatError(f"{where} is corrupt ({what}); {hint}")
+
+    info = manifest.get("embedder")
+    if not isinstance(info, dict):
+        raise bad("embedder is not an object")
+    name, dim = info.get("name"), info.get("dim")
+    if not isinstance(name, str) or not name:
+        raise bad(f"embedder name {name!r} is not a name")
+    if not isinstance(dim, int) or isinstance(dim, bool) or not 0 < dim <= MAX_DIM:
+        raise bad(f"embedder dim {dim!r} is not a whole number from 1 to {MAX_DIM}")
+    fingerprint = info.get("fingerprint", [])
+    if not isinstance(fingerprint, list) or not all(_finite(x) for x in fingerprint):
+        raise bad("embedder fingerprint is not a list of finite numbers")
+    raw_settings = manifest.get("settings")
+    if not isinstance(raw_settings, dict):
+        raise bad("settings is not an object")
+    try:
+        settings = IndexSettings.from_dict(raw_settings)
+    except (ValueError, TypeError) as exc:  # a value IndexSettings refuses
+        raise bad(f"settings: {exc}") from exc
+    rows = manifest.get("documents")
+    if not isinstance(rows, list):
+        raise bad("documents is not a list")
+    documents = [
+        typed_row(DocumentInfo, r, f"{where}: documents[{i}]", hint) for i, r in enumerate(rows)
+    ]
+    if len({d.doc_id for d in documents}) != len(documents):
+        raise bad("two documents share an id")
+    cache = manifest.get("summary_cache", {})
+    if not isinstance(cache, dict) or not all(isinstance(v, str) for v in cache.values()):
+        raise bad("summary_cache is not an object of strings")
+    return _Head(settings, name, dim, tuple(float(x) for x in fingerprint), documents, cache)
+
+
+def _finite(x: Any) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _str_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(t, str) for t in value)
+
+
+def _rows(cls: type[T], path: Path, hint: str) -> list[T]:
+    """Typed rows of a JSON-lines file; a row of another shape names the file and row."""
+    rows = read_jsonl(path, hint)
+    return [typed_row(cls, row, f"{path}: row {i + 1}", hint) for i, row in enumerate(rows)]
+
+
 def _load_graphs(path: Path, dim: int, hint: str) -> tuple[dict | None, dict[str, np.ndarray]]:
     """The leaf graphs and their concept vectors, or (None, {}) for an index built without."""
     graphs = load_graphs(path)
     if graphs is None:
         return None, {}
-    try:
-        matrix = np.load(path / GRAPH_VECTORS, allow_pickle=False)
-        if (
-            matrix.dtype not in (np.float16, np.float32)
-            or matrix.ndim != 2
-            or matrix.shape[1] != dim
-        ):
-            raise ValueError(f"shape {matrix.shape} {matrix.dtype}, expected (n, {dim}) float16")
-        return graphs, split_vectors(graphs, matrix.astype(np.float32))
-    except (ValueError, OSError) as exc:
-        raise IndexFormatError(f"{path / GRAPH_VECTORS} is corrupt ({exc}); {hint}") from exc
-
-
-def _load_embeddings(path: Path, shape: tuple[int, int], hint: str) -> np.ndarray:
-    """The vectors, after checking the .npy header and file size against the expected shape.
-
-    The header is read first: a body of the wrong shape, dtype or length is refused without
-    being read (a damaged or hostile file cannot make the loader read a gigabyte).
-    """
-    fmt = np.lib.format
-    with path.open("rb") as fh:
-        try:
-            version = fmt.read_magic(fh)
-            if version == (1, 0):
-                header = fmt.read_array_header_1_0(fh, max_header_size=10_000)
-            elif version == (2, 0):
-                header = fmt.read_array_header_2_0(fh, max_header_size=10_000)
-            else:
-                raise ValueError(f"unsupported .npy version {version}")
-        except (ValueError, EOFError) as exc:
-            raise IndexFormatError(f"{path} is not a valid .npy file ({exc}); {hint}") from exc
-        found, fortran, dtype = header
-        if dtype != np.float32 or tuple(found) != shape or fortran:
-            raise IndexFormatError(
-                f"{path} has shape {tuple(found)} {dtype}, expected {shape} float32; {hint}"
-            )
-        body = fh.tell()
-        expected = body + shape[0] * shape[1] * 4
-        size = os.fstat(fh.fileno()).st_size
-        if size != expected:
-            raise IndexFormatError(
-                f"{path} holds {size:,} bytes, expected {expected:,} for {shape}; {hint}"
-            )
-        data = np.fromfile(fh, dtype=np.float32, count=shape[0] * shape[1])
-    return data.reshape(shape)
-
-
-def _check_references(
-    path: Path,
-    nodes: list[TreeNode],
-    chunks: list[Chunk],
-    documents: list[DocumentInfo],
-    hint: str,
-) -> None:
-    """Every chunk's node and document, every node's parent and children must exist."""
-    node_ids = {n.node_id for n in nodes}
-    doc_ids = {d.doc_id for d in documents}
-    for chunk in chunks:
-        if chunk.source_node_id not in node_ids or chunk.doc_id not in doc_ids:
-            raise IndexFormatError(
-                f"{path / 'chunks.jsonl'}: chunk {chunk.chunk_id} points to node "
-                f"{chunk.source_node_id!r} of document {chunk.doc_id!r}, which is not in the "
-                f"index; {hint}"
-            )
-    for node in nodes:
-        linked = [node.parent_id] if node.parent_id is not None else []
-        bad = [i for i in [*linked, *node.children] if i not in node_ids]
-        if bad or node.doc_id not in doc_ids:
-            raise IndexFormatError(
-                f"{path / 'nodes.jsonl'}: node {node.node_id} links to missing nodes {bad} "
-                f"or document {node.doc_id!r}; {hint}"
-            )
-    for doc in documents:
-        if doc.root_id not in node_ids:
-            raise IndexFormatError(
-                f"{path / MANIFEST}: document {doc.doc_id!r} has no root node; {hint}"
-            )
+    rows = sum(len(g.concepts) for g in graphs.values())
+    # float16 since graphs were added; float32 is accepted as written by hand or older tools
+    matrix = read_npy(path / GRAPH_VECTORS, dim, rows, (np.float16, np.float32), hint)
+    return graphs, split_vectors(graphs, matrix)
 
 
 def check_embedder(index: CorpusIndex, embedder: Embedder, where: str = "the index") -> None:
@@ -496,22 +478,107 @@ def check_embedder(index: CorpusIndex, embedder: Embedder, where: str = "the ind
         )
 
 
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    rows = []
-    with path.open(encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                rows.append(json.loads(line))
-    return rows
+def _check_references(
+    path: Path,
+    nodes: list[TreeNode],
+    chunks: list[Chunk],
+    documents: list[DocumentInfo],
+    hint: str,
+) -> None:
+    """Ids are unique; every chunk's node and document, every node's links must exist."""
+    node_ids = {n.node_id for n in nodes}
+    doc_ids = {d.doc_id for d in documents}
+    if len(node_ids) != len(nodes):
+        raise IndexFormatError(f"{path / 'nodes.jsonl'}: two nodes share an id; {hint}")
+    if len({c.chunk_id for c in chunks}) != len(chunks):
+        raise IndexFormatError(f"{path / 'chunks.jsonl'}: two chunks share an id; {hint}")
+    for chunk in chunks:
+        if chunk.source_node_id not in node_ids or chunk.doc_id not in doc_ids:
+            raise IndexFormatError(
+                f"{path / 'chunks.jsonl'}: chunk {chunk.chunk_id} points to node "
+                f"{chunk.source_node_id!r} of document {chunk.doc_id!r}, which is not in the "
+                f"index; {hint}"
+            )
+    for node in nodes:
+        linked = [node.parent_id] if node.parent_id is not None else []
+        bad = [i for i in [*linked, *node.children] if i not in node_ids]
+        if bad or node.doc_id not in doc_ids:
+            raise IndexFormatError(
+                f"{path / 'nodes.jsonl'}: node {node.node_id} links to missing nodes {bad} "
+                f"or document {node.doc_id!r}; {hint}"
+            )
+    for doc in documents:
+        if doc.root_id not in node_ids:
+            raise IndexFormatError(
+                f"{path / MANIFEST}: document {doc.doc_id!r} has no root node; {hint}"
+            )
 
 
-def _node(row: dict[str, Any]) -> TreeNode:
-    row = dict(row)
-    row["children"] = tuple(row.get("children", ()))
-    return TreeNode(**row)
+def _check_tree(
+    path: Path, nodes: list[TreeNode], documents: list[DocumentInfo], hint: str
+) -> None:
+    """Parents and children agree and each document's tree is a tree: every node is reached
+    exactly once from its document's root. A loop would hang every walk up or down the tree
+    (ancestors, the tree graph), so it is refused here, before anything walks it."""
+    where = path / "nodes.jsonl"
+    by_id = {n.node_id: n for n in nodes}
+
+    def bad(what: str) -> IndexFormatError:
+        return IndexFormatError(f"{where}: {what}; {hint}")
+
+    for node in nodes:
+        if len(set(node.children)) != len(node.children):
+            raise bad(f"node {node.node_id} lists a child twice")
+        for child_id in node.children:
+            child = by_id[child_id]
+            if child.parent_id != node.node_id or child.doc_id != node.doc_id:
+                raise bad(
+                    f"node {node.node_id} lists child {child_id}, whose parent is "
+                    f"{child.parent_id!r} in document {child.doc_id!r}"
+                )
+        if node.parent_id is not None and node.node_id not in by_id[node.parent_id].children:
+            raise bad(f"node {node.node_id} names parent {node.parent_id}, which does not list it")
+    seen: set[str] = set()
+    for doc in documents:
+        root = by_id[doc.root_id]
+        if root.parent_id is not None or root.doc_id != doc.doc_id:
+            raise bad(f"the root {root.node_id} of document {doc.doc_id!r} is not a root of it")
+        stack = [root.node_id]
+        while stack:  # iterative with a visited set: a hostile depth cannot overflow the stack
+            node_id = stack.pop()
+            if node_id in seen:
+                raise bad(f"node {node_id} is reached twice from the roots (a loop in the tree)")
+            seen.add(node_id)
+            stack.extend(by_id[node_id].children)
+    unreached = [n.node_id for n in nodes if n.node_id not in seen]
+    if unreached:
+        raise bad(
+            f"nodes {unreached[:5]} are not reached from any document's root (a loop in their "
+            "parents)"
+        )
 
 
-def _document(row: dict[str, Any]) -> DocumentInfo:
-    row = dict(row)
-    row["page_starts"] = tuple(row.get("page_starts", ()))  # absent before PDF support
-    return DocumentInfo(**row)
+def _check_spans(
+    path: Path,
+    nodes: list[TreeNode],
+    chunks: list[Chunk],
+    texts: dict[str, str],
+    hint: str,
+) -> None:
+    """Every node's and chunk's [start, end) lies inside its document's text, and a chunk's
+    text is that slice."""
+    for name, rows in (("nodes.jsonl", nodes), ("chunks.jsonl", chunks)):
+        for row in rows:
+            size = len(texts.get(row.doc_id, ""))
+            if not 0 <= row.start <= row.end <= size:
+                what = getattr(row, "node_id", None) or getattr(row, "chunk_id", "")
+                raise IndexFormatError(
+                    f"{path / name}: {what} spans [{row.start}, {row.end}), outside its "
+                    f"document's {size:,} characters; {hint}"
+                )
+    for chunk in chunks:  # the invariant citations and highlights rely on
+        if texts[chunk.doc_id][chunk.start : chunk.end] != chunk.text:
+            raise IndexFormatError(
+                f"{path / 'chunks.jsonl'}: the text of {chunk.chunk_id} is not its document's "
+                f"text at [{chunk.start}, {chunk.end}); {hint}"
+            )

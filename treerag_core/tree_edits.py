@@ -10,8 +10,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+from treerag_core.artifacts import read_json, typed_row
 from treerag_core.convert.base import ConvertedDocument, InferredHeading
-from treerag_core.errors import InputDocumentError
+from treerag_core.errors import IndexFormatError, InputDocumentError
 from treerag_core.parsing import scan_headings
 
 OPS = ("promote", "demote", "set_level", "rename", "merge", "mark")
@@ -158,13 +159,15 @@ def load_edits(folder: str | Path) -> dict[str, tuple[TreeEdit, ...]]:
     if not path.is_file():
         return {}
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_json(path, dict)  # bounded: the file may sit in an index from anyone
         return {
-            sha: tuple(TreeEdit(**e) for e in entry["edits"])
+            sha: tuple(typed_row(TreeEdit, e, f"{path}: {sha}") for e in entry["edits"])
             for sha, entry in data["documents"].items()
         }
-    except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as exc:
+    except IndexFormatError as exc:
         raise InputDocumentError(f"{path}: not a valid tree edits file ({exc})") from exc
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise InputDocumentError(f"{path}: not a valid tree edits file ({exc!r})") from exc
 
 
 def save_edits(folder: str | Path, sha256: str, name: str, edits: Sequence[TreeEdit]) -> Path:
@@ -174,7 +177,8 @@ def save_edits(folder: str | Path, sha256: str, name: str, edits: Sequence[TreeE
     path = folder / EDITS_FILE
     data: dict = {"version": EDITS_VERSION, "documents": {}}
     if path.is_file():
-        data = json.loads(path.read_text(encoding="utf-8"))
+        load_edits(folder)  # a damaged file is refused with a clear error, never extended
+        data = read_json(path, dict)
     if edits:
         data["documents"][sha256] = {"name": name, "edits": [asdict(e) for e in edits]}
     else:

@@ -16,7 +16,12 @@ from typing import Any
 from treerag_core.chunking import chunk_leaf
 from treerag_core.config import IndexSettings, data_dir
 from treerag_core.embedders import Embedder
-from treerag_core.errors import IndexFormatError, TreeRAGError, WorkspaceLimitError
+from treerag_core.errors import (
+    IndexFormatError,
+    TreeRAGError,
+    WorkspaceLimitError,
+    WorkspaceUnreadableError,
+)
 from treerag_core.index import CorpusIndex, SourceDocument
 from treerag_core.parsing import parse_document
 from treerag_core.store import MANIFEST, load_index, read_manifest, save_index
@@ -183,8 +188,14 @@ class Workspaces:
     def restore(self, ws_id: Any, embedder: Embedder | None = None) -> CorpusIndex | None:
         """The saved index of a workspace a reloaded page names, or None to start afresh.
 
-        An invalid id, an expired, missing or damaged workspace all give None (a damaged one
-        is dropped): the page then starts an empty workspace under a new id.
+        An invalid id, an expired or a missing workspace give None; only an expired one is
+        dropped (idle expiry is the one way a workspace's data goes).
+
+        Raises:
+            WorkspaceUnreadableError: the saved index exists but cannot be loaded (damaged,
+                another schema version, another embedder, a disk error). Nothing is deleted:
+                its documents, tree edits, paid LLM caches and history stay, and the idle
+                clock restarts, so the user can come back to it once the cause is fixed.
         """
         if not is_workspace_id(ws_id):
             return None
@@ -196,9 +207,12 @@ class Workspaces:
             return None
         try:
             index = load_index(folder, embedder=embedder)
-        except TreeRAGError:
-            self.drop(ws_id)
-            return None
+        except TreeRAGError as exc:
+            self.touch(ws_id)
+            raise WorkspaceUnreadableError(
+                f"workspace {ws_id} could not be opened ({exc}). Nothing in it was deleted: "
+                f"it is kept for {self.limits.idle_hours:g} hours from now"
+            ) from exc
         self.touch(ws_id)
         return index
 

@@ -3,14 +3,14 @@ button to build it, offline or with the LLM (entities and relations, community r
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import streamlit as st
 
-from treerag_core.errors import TreeRAGError
+from treerag_core.artifacts import read_json
+from treerag_core.errors import IndexFormatError, TreeRAGError
 from treerag_core.hirag.build import (
     HiragBuildSettings,
     build_into_folder,
@@ -28,9 +28,11 @@ LLM_TOGGLE = "hirag_llm"
 def stored_manifest(folder: Path) -> dict[str, Any] | None:
     """The manifest of the folder's HiRAG build, or None (never loads the graph itself)."""
     path = folder / FOLDER / "manifest.json"
+    if not path.is_file():
+        return None
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return read_json(path, dict)  # bounded and an object: the folder may come from anyone
+    except IndexFormatError:
         return None
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import streamlit as st
 
 from treerag_core.config import IndexSettings, data_dir
+from treerag_core.errors import WorkspaceUnreadableError
 from treerag_core.index import CorpusIndex, ProgressFn, SourceDocument, build_index
 from treerag_core.ktype import KTypeLLM
 from treerag_core.pipeline import Engine
@@ -35,7 +36,8 @@ def sync_workspace() -> None:
     """Keep the workspace id in the URL (`?ws=`), so a reload finds the same workspace.
 
     Once per browser session: idle workspaces are expired, then the id the URL names is
-    restored; a bad, expired or missing one leaves this session's fresh, empty workspace.
+    restored; a bad, expired or missing one leaves this session's fresh, empty workspace, and
+    so does one that cannot be opened (it stays on disk; the page shows why and its link).
     """
     ws = WorkspaceState()
     if not st.session_state.get("ws_synced"):
@@ -48,16 +50,21 @@ def sync_workspace() -> None:
         spaces.expire_idle()
         wanted = st.query_params.get("ws")
         if wanted and wanted != ws.id:
-            index = spaces.restore(wanted) if is_workspace_id(wanted) else None
-            # A live workspace without documents still owns its History: adopt its id too.
-            known = index is not None or (
-                is_workspace_id(wanted) and spaces.folder(wanted).is_dir()
-            )
+            index, known = None, False
+            try:
+                index = spaces.restore(wanted) if is_workspace_id(wanted) else None
+                # A live workspace without documents still owns its History: adopt its id too.
+                known = index is not None or (
+                    is_workspace_id(wanted) and spaces.folder(wanted).is_dir()
+                )
+                if not known:
+                    st.session_state.ws_restore_failed = True
+            except WorkspaceUnreadableError as exc:
+                # Kept on disk and not adopted: a save here would overwrite what it could not read.
+                st.session_state.ws_restore_error = (str(exc), wanted)
             if known:
                 ws.id, ws.index, ws.engine = wanted, index, None
                 ws.version += 1
-            else:
-                st.session_state.ws_restore_failed = True
         spaces.touch(ws.id)
     if st.query_params.get("ws") != ws.id:
         st.query_params["ws"] = ws.id

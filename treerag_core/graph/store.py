@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from treerag_core.artifacts import read_json
 from treerag_core.errors import IndexFormatError
 from treerag_core.graph.types import Concept, ConceptRelation, LeafGraph, Span
 from treerag_core.types import Usage
@@ -118,6 +119,16 @@ def loads_graphs(text: str, where: str = GRAPHS_FILE) -> dict[str, LeafGraph]:
     """{leaf id: graph} from `dumps_graphs` output; IndexFormatError when corrupt or newer."""
     try:
         data = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise IndexFormatError(f"{where} is corrupt ({exc}); rebuild the index") from exc
+    return graphs_from_data(data, where)
+
+
+def graphs_from_data(data: Any, where: str = GRAPHS_FILE) -> dict[str, LeafGraph]:
+    """{leaf id: graph} from the parsed JSON of a graphs file; IndexFormatError when corrupt."""
+    try:
+        if not isinstance(data, dict):
+            raise TypeError(f"a JSON {type(data).__name__}, not an object")
         if data.get("format") != GRAPH_FORMAT:
             raise IndexFormatError(
                 f"{where} has graph format {data.get('format')}, this TreeRAG reads "
@@ -126,7 +137,10 @@ def loads_graphs(text: str, where: str = GRAPHS_FILE) -> dict[str, LeafGraph]:
         graphs = [graph_from_dict(row) for row in data["graphs"]]
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         raise IndexFormatError(f"{where} is corrupt ({exc}); rebuild the index") from exc
-    return {g.leaf_id: g for g in graphs}
+    out = {g.leaf_id: g for g in graphs}
+    if len(out) != len(graphs):
+        raise IndexFormatError(f"{where} is corrupt (two graphs of one leaf); rebuild the index")
+    return out
 
 
 def save_graphs(graphs: Iterable[LeafGraph], folder: str | Path) -> Path:
@@ -140,4 +154,4 @@ def load_graphs(folder: str | Path) -> dict[str, LeafGraph] | None:
     path = Path(folder) / GRAPHS_FILE
     if not path.is_file():
         return None
-    return loads_graphs(path.read_text(encoding="utf-8"), str(path))
+    return graphs_from_data(read_json(path, hint="rebuild the index"), str(path))

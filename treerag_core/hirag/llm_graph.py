@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from treerag_core.artifacts import read_text
 from treerag_core.graph.extract import chunks_covering, content_key, segments
 from treerag_core.graph.extract_llm import BLOCK_CHARS, LLMGraphExtractor
 from treerag_core.graph.store import graph_from_dict, graph_to_dict
@@ -37,7 +38,10 @@ def load_graph_cache(index_folder: str | Path) -> dict[str, LeafGraph]:
     out: dict[str, LeafGraph] = {}
     if not path.is_file():
         return out
-    for line in path.read_text(encoding="utf-8").splitlines():
+    # Bounded like every file in an index folder; a damaged or oversized cache is an
+    # IndexFormatError (the caller shows it) rather than silently re-paying for every graph.
+    text = read_text(path, "move it away to rebuild the graphs (their LLM calls are paid again)")
+    for line in text.splitlines():
         try:
             graph = graph_from_dict(json.loads(line))
         except (ValueError, KeyError, TypeError, AttributeError):

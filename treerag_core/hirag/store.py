@@ -12,6 +12,7 @@ from typing import Any, Protocol
 import networkx as nx
 import numpy as np
 
+from treerag_core.artifacts import read_json, read_npy
 from treerag_core.errors import IndexFormatError
 from treerag_core.hirag.communities import Community
 from treerag_core.hirag.corpus_graph import CorpusGraph, Entity, Relation
@@ -160,9 +161,9 @@ def load_partial_reports(index_folder: str | Path) -> dict[str, CommunityReport]
     if not path.is_file():
         return {}
     try:
-        rows = json.loads(path.read_text(encoding="utf-8"))
+        rows = read_json(path, list)
         return {r["content_key"]: CommunityReport.from_dict(r) for r in rows}
-    except (ValueError, KeyError, TypeError):
+    except (IndexFormatError, ValueError, KeyError, TypeError, AttributeError):
         return {}  # a torn checkpoint only costs re-asking
 
 
@@ -170,37 +171,68 @@ def has_hirag(index_folder: str | Path) -> bool:
     return (Path(index_folder) / FOLDER / "manifest.json").is_file()
 
 
-def load_hirag(index_folder: str | Path) -> HiragIndex:
-    """Read `<index>/hirag/`; a missing, corrupt or other-version folder is an IndexFormatError."""
+def load_hirag(index_folder: str | Path, dim: int | None = None) -> HiragIndex:
+    """Read `<index>/hirag/`; a missing, corrupt or other-version folder is an IndexFormatError.
+
+    `dim` is the index's vector size (read from the index's manifest when not given): the
+    entity vectors must have it, or every HiRAG search would fail on the first question.
+    """
     folder = Path(index_folder) / FOLDER
     if not (folder / "manifest.json").is_file():
         raise IndexFormatError(f"{Path(index_folder)} has no HiRAG graph; {BUILD_HINT}")
-    current = "manifest.json"
+    meta = read_json(folder / "manifest.json", dict, BUILD_HINT)
+    if meta.get("schema_version") != SCHEMA_VERSION:
+        raise IndexFormatError(
+            f"{folder} has HiRAG schema {meta.get('schema_version')}, this TreeRAG reads "
+            f"{SCHEMA_VERSION}; {BUILD_HINT}"
+        )
+    current = "graph.json"
     try:
-        meta = json.loads((folder / current).read_text(encoding="utf-8"))
-        if meta.get("schema_version") != SCHEMA_VERSION:
-            raise IndexFormatError(
-                f"{folder} has HiRAG schema {meta.get('schema_version')}, this TreeRAG reads "
-                f"{SCHEMA_VERSION}; {BUILD_HINT}"
-            )
-        current = "graph.json"
-        graph = CorpusGraph.from_dict(_read(folder / current))
+        graph = CorpusGraph.from_dict(read_json(folder / current, dict, BUILD_HINT))
         current = "communities.json"
-        communities = tuple(Community.from_dict(c) for c in _read(folder / current))
+        communities = tuple(
+            Community.from_dict(c) for c in read_json(folder / current, list, BUILD_HINT)
+        )
         current = "reports.json"
-        reports = {
-            r.community_id: r
-            for r in (CommunityReport.from_dict(x) for x in _read(folder / current))
-        }
-        current = "entity_vectors.npy"
-        vectors = np.load(folder / current, allow_pickle=False)
-        current = "entity_tokens.json"
-        tokens = _read(folder / current)
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise IndexFormatError(f"{folder / current} is corrupt ({exc}); {BUILD_HINT}") from exc
-    if vectors.shape[0] != len(graph.entities) or len(tokens) != len(graph.entities):
-        raise IndexFormatError(f"{folder} does not match its graph.json; {BUILD_HINT}")
+        rows = read_json(folder / current, list, BUILD_HINT)
+        reports = {r.community_id: r for r in (CommunityReport.from_dict(x) for x in rows)}
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise IndexFormatError(f"{folder / current} is corrupt ({exc!r}); {BUILD_HINT}") from exc
+    keys = {e.key for e in graph.entities}
+    if any(r.source not in keys or r.target not in keys for r in graph.relations):
+        raise IndexFormatError(
+            f"{folder / 'graph.json'} is corrupt (a relation names a missing entity); {BUILD_HINT}"
+        )
+    for c in communities:
+        if not all(isinstance(k, str) and k in keys for k in c.entity_keys) or not (
+            c.parent is None or isinstance(c.parent, str)
+        ):
+            raise IndexFormatError(
+                f"{folder / 'communities.json'} is corrupt (community {c.community_id} names "
+                f"missing entities or a bad parent); {BUILD_HINT}"
+            )
+    tokens = read_json(folder / "entity_tokens.json", list, BUILD_HINT)
+    if len(tokens) != len(graph.entities) or not all(
+        isinstance(t, list) and all(isinstance(w, str) for w in t) for t in tokens
+    ):
+        raise IndexFormatError(
+            f"{folder / 'entity_tokens.json'} does not match its graph.json (one list of "
+            f"strings per entity); {BUILD_HINT}"
+        )
+    if dim is None:
+        dim = _index_dim(Path(index_folder))
+    vectors = read_npy(folder / "entity_vectors.npy", dim, len(graph.entities), hint=BUILD_HINT)
     return HiragIndex(graph, communities, reports, vectors, tokens, meta)
+
+
+def _index_dim(root: Path) -> int:
+    """The vector size in the index's own manifest (what the entity vectors must match)."""
+    manifest = read_json(root / "manifest.json", dict, BUILD_HINT)
+    info = manifest.get("embedder")
+    dim = info.get("dim") if isinstance(info, dict) else None
+    if not isinstance(dim, int) or isinstance(dim, bool) or dim <= 0:
+        raise IndexFormatError(f"{root / 'manifest.json'} names no vector size; {BUILD_HINT}")
+    return dim
 
 
 def usage_dict(usage: Usage) -> dict[str, Any]:
@@ -209,7 +241,3 @@ def usage_dict(usage: Usage) -> dict[str, Any]:
 
 def _write(path: Path, data: Any) -> None:
     path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
-
-
-def _read(path: Path) -> Any:
-    return json.loads(path.read_text(encoding="utf-8"))
