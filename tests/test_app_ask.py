@@ -407,6 +407,24 @@ def test_llm_path_then_slider_makes_no_new_llm_call(monkeypatch):
         assert at.session_state["ask_stale_answer"] is None
 
 
+def test_a_typed_endpoint_gets_only_a_typed_key_never_the_servers(monkeypatch):
+    secret = "sk-ant-SERVER-SECRET"
+    monkeypatch.setenv("ANTHROPIC_API_KEY", secret)
+    with FakeAnthropicServer(responder=_llm_responder) as server:
+        at = new_app()
+        at.multiselect(key="qs_scope_samples").set_value(["test_paper.md"]).run()
+        at.text_input(key="qs_llm_base_url_anthropic").input(server.base_url).run()
+        assert any("needs a key typed with it" in e.value for e in at.sidebar.error)
+        ask(at, PAPER_QUESTION)
+        assert server.requests == []  # the local locator ran; nothing reached the endpoint
+        assert at.session_state["ask_trace"].locate.locator == "local"
+        at.text_input(key="qs_llm_key_anthropic").input("sk-ant-typed").run()
+        ask(at, PAPER_QUESTION)
+        assert at.session_state["ask_trace"].locate.locator == "llm"
+        assert {r.api_key for r in server.requests} == {"sk-ant-typed"}
+        assert not any(secret in v for r in server.requests for v in r.headers.values())
+
+
 def test_llm_error_falls_back_and_says_so(monkeypatch):
     from fake_anthropic import status
 

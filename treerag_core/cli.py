@@ -560,7 +560,8 @@ def _add_llm_options(p: argparse.ArgumentParser) -> None:
         "--base-url",
         default=None,
         help="the server, e.g. http://127.0.0.1:11434/v1 for Ollama "
-        "(default: OPENAI_BASE_URL / ANTHROPIC_BASE_URL, else the provider's API)",
+        "(default: OPENAI_BASE_URL / ANTHROPIC_BASE_URL, else the provider's API); the "
+        "provider's key variable is sent to it (the explorer never does that)",
     )
     p.add_argument("--model", default=None, help="the answer model (openai: also locates)")
     p.add_argument("--locate-model", default=None, help="the model that picks sections")
