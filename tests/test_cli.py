@@ -318,3 +318,23 @@ def test_a_local_server_without_model_name_is_one_clear_error(index_dir):
     )  # fmt: skip
     assert result.returncode == 2 and "needs --model" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_query_loads_an_st_folder_only_when_the_user_names_it(index_dir, tmp_path):
+    import shutil
+
+    folder = tmp_path / "index"
+    shutil.copytree(index_dir, folder)
+    trap = tmp_path / "model"
+    trap.mkdir()
+    (trap / "config.json").write_text("{}")
+    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    manifest["embedder"]["name"] = f"st:{trap}"
+    (folder / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    question = ("--query", "How many epochs of training?", "--mock")
+    result = cli("query", "--index", str(folder), *question)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "cannot choose" in result.stderr and f"--embedder st:{trap}" in result.stderr
+    # --embedder naming the index's own built-in embedder changes nothing.
+    result = cli("query", "--index", str(index_dir), "--embedder", "hashing", *question)
+    assert result.returncode == 0, result.stderr
