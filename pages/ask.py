@@ -199,7 +199,9 @@ def main() -> None:
         show_error(
             exc,
             "The sample documents cannot be indexed with this embedder: install the package "
-            "named above, or start the app with TREERAG_EMBEDDER=hashing (no model).",
+            "named above, or start the app with TREERAG_EMBEDDER=hashing (no model)."
+            if kind == SAMPLES
+            else "This corpus cannot be searched as it is: choose another corpus in the sidebar.",
         )
         st.stop()
     scope_key = f"qs_scope_{kind}"

@@ -407,6 +407,24 @@ def test_llm_path_then_slider_makes_no_new_llm_call(monkeypatch):
         assert at.session_state["ask_stale_answer"] is None
 
 
+def test_a_typed_endpoint_gets_only_a_typed_key_never_the_servers(monkeypatch):
+    secret = "sk-ant-SERVER-SECRET"
+    monkeypatch.setenv("ANTHROPIC_API_KEY", secret)
+    with FakeAnthropicServer(responder=_llm_responder) as server:
+        at = new_app()
+        at.multiselect(key="qs_scope_samples").set_value(["test_paper.md"]).run()
+        at.text_input(key="qs_llm_base_url_anthropic").input(server.base_url).run()
+        assert any("needs a key typed with it" in e.value for e in at.sidebar.error)
+        ask(at, PAPER_QUESTION)
+        assert server.requests == []  # the local locator ran; nothing reached the endpoint
+        assert at.session_state["ask_trace"].locate.locator == "local"
+        at.text_input(key="qs_llm_key_anthropic").input("sk-ant-typed").run()
+        ask(at, PAPER_QUESTION)
+        assert at.session_state["ask_trace"].locate.locator == "llm"
+        assert {r.api_key for r in server.requests} == {"sk-ant-typed"}
+        assert not any(secret in v for r in server.requests for v in r.headers.values())
+
+
 def test_llm_error_falls_back_and_says_so(monkeypatch):
     from fake_anthropic import status
 
@@ -580,3 +598,31 @@ def test_ask_keeps_the_workspace_in_the_url_and_a_reload_restores_it(app_data):
     again.run()
     assert not again.exception, again.exception
     assert again.session_state["ws_id"] == ws_id
+
+
+def test_a_workspace_index_naming_a_model_folder_is_refused_not_loaded(
+    app_data, hashing_index, tmp_path, monkeypatch
+):
+    from treerag_core import embedders
+    from treerag_core.store import save_index
+
+    trap = tmp_path / "model"
+    trap.mkdir()
+    (trap / "config.json").write_text("{}")
+    made: list = []
+    monkeypatch.setattr(embedders, "SentenceTransformerEmbedder", lambda *a: made.append(a))
+    ws_id = "ab" * 16
+    folder = app_data / "workspaces" / ws_id / "index"
+    save_index(hashing_index, folder)
+    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    manifest["embedder"]["name"] = f"st:{trap}"
+    (folder / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    at = AppTest.from_file(str(APP), default_timeout=90)
+    at.query_params["ws"] = ws_id
+    at.run()
+    at.radio(key="qs_corpus").set_value("uploads").run()
+    assert not at.exception, at.exception
+    [error] = at.error
+    said = error.value.replace("\\", "")  # shown as plain text: Markdown escapes
+    assert "cannot choose" in said and f"TREERAG_EMBEDDER=st:{trap}" in said
+    assert made == []

@@ -353,3 +353,23 @@ def test_llm_client_is_the_configured_provider(monkeypatch):
     args = build_parser().parse_args(["index", "--input", "x.md", "--output", "ix"])
     client, llm = _llm_client(args, "--llm-summaries")
     assert isinstance(client, LLMClient) and client.provider == llm.provider == "anthropic"
+
+
+def test_query_loads_an_st_folder_only_when_the_user_names_it(index_dir, tmp_path):
+    import shutil
+
+    folder = tmp_path / "index"
+    shutil.copytree(index_dir, folder)
+    trap = tmp_path / "model"
+    trap.mkdir()
+    (trap / "config.json").write_text("{}")
+    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    manifest["embedder"]["name"] = f"st:{trap}"
+    (folder / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    question = ("--query", "How many epochs of training?", "--mock")
+    result = cli("query", "--index", str(folder), *question)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "cannot choose" in result.stderr and f"--embedder st:{trap}" in result.stderr
+    # --embedder naming the index's own built-in embedder changes nothing.
+    result = cli("query", "--index", str(index_dir), "--embedder", "hashing", *question)
+    assert result.returncode == 0, result.stderr

@@ -10,11 +10,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from treerag_core import embedders
 from treerag_core.embedders import (
+    EMBEDDER_ENV,
     EMBEDDER_NAMES,
     Embedder,
     HashingEmbedder,
+    SentenceTransformerEmbedder,
     get_embedder,
+    index_embedder,
 )
 from treerag_core.errors import EmbedderError
 
@@ -206,3 +210,60 @@ def test_st_folder_loads_a_local_model() -> None:
     np.testing.assert_allclose(
         emb.embed(TEXTS[:2]), get_embedder("minilm").embed(TEXTS[:2]), atol=1e-5
     )
+
+
+# ---- an index names its embedder: which model folders may load -----------------------------
+
+
+@pytest.fixture
+def model_folder(tmp_path: Path, monkeypatch) -> Path:
+    """A folder that looks like a sentence-transformers model (nothing is ever loaded)."""
+    monkeypatch.delenv(EMBEDDER_ENV, raising=False)
+    folder = tmp_path / "models" / "chosen"
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text("{}")
+    return folder
+
+
+def test_an_st_folder_named_only_by_an_index_is_refused(model_folder, monkeypatch) -> None:
+    made: list[str] = []
+    monkeypatch.setattr(embedders, "SentenceTransformerEmbedder", lambda *a: made.append(a))
+    name = f"st:{model_folder}"
+    with pytest.raises(EmbedderError) as info:
+        index_embedder(name)
+    message = str(info.value)
+    assert "cannot choose" in message and f"--embedder {name}" in message
+    assert f"{EMBEDDER_ENV}={name}" in message
+    # Another folder named by the user does not allow this one; neither does a built-in.
+    other = model_folder.parent / "other"
+    with pytest.raises(EmbedderError, match="cannot choose"):
+        index_embedder(name, named=(f"st:{other}", "hashing", None, ""))
+    monkeypatch.setenv(EMBEDDER_ENV, f"st:{other}")
+    with pytest.raises(EmbedderError, match="cannot choose"):
+        index_embedder(name)
+    assert made == [] and name not in embedders._CACHE  # no folder was even looked at
+
+
+def test_an_st_folder_the_user_named_too_loads_as_the_user_wrote_it(
+    model_folder, monkeypatch
+) -> None:
+    name = f"st:{model_folder}"
+    # The same folder, spelt differently: a trailing slash, a relative path.
+    emb = index_embedder(name, named=(f"st:{model_folder}/",))
+    assert isinstance(emb, SentenceTransformerEmbedder) and emb.name == f"st:{model_folder}/"
+    monkeypatch.chdir(model_folder.parent)
+    assert index_embedder(name, named=("st:chosen",)).name == "st:chosen"
+    # Named by the operator instead: TREERAG_EMBEDDER.
+    monkeypatch.setenv(EMBEDDER_ENV, f"st:{model_folder}")
+    assert index_embedder(name).folder == model_folder
+    # An index naming a symlink to the named folder gets the folder the user named.
+    link = model_folder.parent / "link"
+    link.symlink_to(model_folder)
+    assert index_embedder(f"st:{link}").name == f"st:{model_folder}"
+
+
+def test_built_in_embedders_need_no_naming(monkeypatch) -> None:
+    monkeypatch.delenv(EMBEDDER_ENV, raising=False)
+    assert index_embedder("hashing") is get_embedder("hashing")
+    with pytest.raises(EmbedderError, match="unknown embedder"):
+        index_embedder("no-such-model")

@@ -14,9 +14,11 @@ from treerag_core.llm import (
     api_key_for,
     base_url_for,
     endpoint_of,
+    key_needed,
     llm_configured,
     llm_settings_of,
     make_client,
+    other_endpoint,
     resolve_key,
     settings_from_env,
     test_connection,
@@ -47,6 +49,14 @@ def clean_env(monkeypatch):
         (OPENAI, None, {"OPENAI_BASE_URL": "http://127.0.0.1:11434/v1"}, True),  # local, no key
         (OPENAI.with_(base_url="http://127.0.0.1:8000/v1"), None, {}, True),
         (ANTHROPIC.with_(base_url="http://127.0.0.1:9/"), None, {}, False),  # Anthropic: key
+        # A typed endpoint never gets the server's key, so it is not configured by it.
+        (ANTHROPIC.with_(base_url="http://127.0.0.1:9/"), None, {"ANTHROPIC_API_KEY": "k"}, False),
+        (
+            ANTHROPIC.with_(base_url="http://127.0.0.1:9/"),
+            "typed",
+            {"ANTHROPIC_API_KEY": "k"},
+            True,
+        ),
     ],
 )
 def test_llm_configured(settings, key, env, expected) -> None:
@@ -150,3 +160,73 @@ def test_an_endpoint_password_is_never_shown() -> None:
     with pytest.raises(LLMError) as info:
         client.complete("", "q", "llama3.2", 5)
     assert info.value.reason == "connection" and "s3cret" not in str(info.value)
+
+
+SECRET = "sk-ant-SERVER-SECRET"
+
+
+def saw_secret(fake, secret: str = SECRET) -> bool:
+    """Whether any request the fake server received carried `secret` in any header."""
+    return any(secret in value for r in fake.requests for value in r.headers.values())
+
+
+@pytest.mark.parametrize(
+    ("base_url", "env", "other"),
+    [
+        ("", {}, False),
+        ("https://api.anthropic.com", {}, False),  # the default endpoint, typed out
+        ("HTTPS://API.anthropic.com/", {}, False),
+        ("https://api.anthropic.com", {"ANTHROPIC_BASE_URL": "http://proxy:8/"}, True),
+        ("http://proxy:8", {"ANTHROPIC_BASE_URL": "http://proxy:8/"}, False),
+        ("http://proxy:9", {"ANTHROPIC_BASE_URL": "http://proxy:8/"}, True),
+        ("http://proxy:8/other", {"ANTHROPIC_BASE_URL": "http://proxy:8/"}, True),
+        ("http://user@proxy:8", {"ANTHROPIC_BASE_URL": "http://proxy:8/"}, True),
+        ("http://127.0.0.1:9", {}, True),
+    ],
+)
+def test_other_endpoint_is_any_but_the_servers_own(base_url, env, other) -> None:
+    llm = ANTHROPIC.with_(base_url=base_url)
+    assert (other_endpoint(llm, env) is not None) is other
+    assert (resolve_key(llm, None, {**env, "ANTHROPIC_API_KEY": "s"}) is None) is other
+
+
+def test_a_typed_endpoint_without_a_typed_key_never_gets_the_servers_key(monkeypatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", SECRET)
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    with FakeAnthropicServer(reply("ok")) as fake:
+        llm = ANTHROPIC.with_(base_url=fake.base_url, max_retries=0)
+        assert resolve_key(llm, None) is None and resolve_key(llm, "  ") is None
+        assert make_client(llm, resolve_key(llm, None)) is None  # the review's reproduction
+        assert not llm_configured(llm, None)
+        with pytest.raises(LLMError, match="needs a key typed with it") as info:
+            test_connection(llm, None)
+        assert info.value.reason == "key_needed" and fake.base_url in str(info.value)
+        assert SECRET not in str(info.value)
+        assert fake.requests == []
+    # An OpenAI-compatible endpoint may need no key (a local server): it is called, keyless.
+    with FakeOpenAIServer(reply("ok")) as fake:
+        llm = OPENAI.with_(base_url=fake.base_url, max_retries=0)
+        assert key_needed(llm, None) is None and resolve_key(llm, None) is None
+        test_connection(llm, None)
+        assert len(fake.requests) == 1 and not saw_secret(fake)
+
+
+def test_a_typed_endpoint_with_a_typed_key_gets_that_key(monkeypatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", SECRET)
+    with FakeAnthropicServer(reply("ok")) as fake:
+        llm = ANTHROPIC.with_(base_url=fake.base_url, max_retries=0)
+        assert key_needed(llm, "sk-ant-typed") is None
+        said = test_connection(llm, "sk-ant-typed")
+        assert said.startswith(f"anthropic at {fake.base_url} ")
+        [request] = fake.requests
+        assert request.api_key == "sk-ant-typed" and not saw_secret(fake)
+
+
+def test_the_servers_key_goes_to_the_servers_endpoint(monkeypatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", SECRET)
+    with FakeAnthropicServer(reply("ok"), reply("ok")) as fake:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.base_url)
+        test_connection(ANTHROPIC.with_(max_retries=0), None)  # no endpoint typed
+        # The server's own endpoint typed out is still the server's endpoint.
+        test_connection(ANTHROPIC.with_(base_url=fake.base_url + "/", max_retries=0), None)
+        assert [r.api_key for r in fake.requests] == [SECRET, SECRET]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 
 import pytest
+from fake_anthropic import FakeAnthropicServer
 from fake_openai import FakeOpenAIServer, reply
 from streamlit.testing.v1 import AppTest
 
@@ -145,3 +146,72 @@ def test_pages_without_the_block_use_what_the_block_is_set_to(monkeypatch) -> No
 
 def app_with(script) -> AppTest:
     return AppTest.from_function(script, default_timeout=30).run()
+
+
+SECRET = "sk-ant-SERVER-SECRET"
+
+
+def panel_and_client_app() -> None:
+    import streamlit as st
+
+    from ui.llm_panel import llm_panel, session_client
+
+    st.session_state["out"] = llm_panel()
+    client, model = session_client("llm_")
+    st.session_state["client"] = (client.name if client else None, model)
+
+
+def headers_seen(fake) -> str:
+    """Every header value of every request the fake server received, joined."""
+    return " ".join(v for r in fake.requests for v in r.headers.values())
+
+
+def test_a_typed_endpoint_never_gets_the_servers_key_and_says_it_needs_one(monkeypatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", SECRET)
+    with FakeAnthropicServer(default=reply("ok")) as fake:
+        at = app_with(panel_and_client_app)
+        widget(at, "text_input", "llm_base_url_anthropic").input(fake.base_url).run()
+        settings, key = at.session_state["out"]
+        assert settings.enabled and settings.base_url == fake.base_url and key is None
+        [error] = at.sidebar.error  # said in the block, not a silent local fallback
+        assert f"{fake.base_url} needs a key typed with it" in error.value
+        assert "ANTHROPIC_API_KEY" in error.value and SECRET not in error.value
+        assert at.session_state["client"] == (None, "")  # the Documents page's LLM work
+        widget(at, "button", "llm_test").click().run()
+        assert any(e.value.startswith("key_needed: ") for e in at.sidebar.error)
+        assert not at.sidebar.success
+        assert fake.requests == [] and SECRET not in headers_seen(fake)
+        # The key typed with it: the test reaches the endpoint with that key only.
+        widget(at, "text_input", "llm_key_anthropic").input("sk-ant-typed").run()
+        assert not at.sidebar.error and "the key typed in this session" in captions(at)
+        assert at.session_state["client"][0] == f"anthropic at {fake.base_url}"
+        widget(at, "button", "llm_test").click().run()
+        [success] = at.sidebar.success
+        assert success.value.startswith(f"anthropic at {fake.base_url} ")
+        assert [r.api_key for r in fake.requests] == ["sk-ant-typed"]
+        assert SECRET not in headers_seen(fake)
+
+
+def test_the_servers_key_goes_to_the_servers_own_endpoint(monkeypatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", SECRET)
+    with FakeAnthropicServer(default=reply("ok")) as fake:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.base_url)
+        at = app()
+        assert f"Using {fake.base_url} with the server's ANTHROPIC_API_KEY" in captions(at)
+        widget(at, "button", "llm_test").click().run()
+        [success] = at.sidebar.success
+        assert success.value.startswith(f"anthropic at {fake.base_url} ")
+        assert [r.api_key for r in fake.requests] == [SECRET]
+
+
+def test_a_typed_openai_endpoint_is_called_without_the_servers_key(monkeypatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    with FakeOpenAIServer(default=reply("ok")) as fake:
+        at = app()
+        widget(at, "selectbox", "llm_provider").set_value("openai").run()
+        widget(at, "text_input", "llm_base_url_openai").input(fake.base_url).run()
+        said = captions(at)
+        assert f"Using {fake.base_url} with no key (the server's OPENAI_API_KEY goes only " in said
+        widget(at, "button", "llm_test").click().run()
+        assert at.sidebar.success and len(fake.requests) == 1
+        assert SECRET not in headers_seen(fake)

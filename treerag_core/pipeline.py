@@ -17,7 +17,7 @@ import numpy as np
 
 from treerag_core.citations import parse_citations
 from treerag_core.embedders import Embedder
-from treerag_core.errors import LLMError, QueryError, TreeRAGError
+from treerag_core.errors import EmbedderError, LLMError, QueryError, TreeRAGError
 from treerag_core.index import CorpusIndex
 from treerag_core.llm import endpoint_of, make_client
 from treerag_core.names import Locator
@@ -311,6 +311,7 @@ def run_stream(
         query_vector=engine.query_vector,
         tokenize=tokenize,
         client=client,
+        embedder=engine.embedder,
         leaves=leaves,
         fallbacks=trace.fallbacks,
         rerank_scores=step2b_scorer(
@@ -380,13 +381,26 @@ def rerun(
     return new
 
 
-def load_engine(folder: str, api_key: str | None = None) -> Engine:
-    """An Engine over an index folder, with the embedder the index was built with."""
-    from treerag_core.embedders import get_embedder
+def load_engine(
+    folder: str, api_key: str | None = None, embedder_name: str | None = None
+) -> Engine:
+    """An Engine over an index folder, with the embedder the index was built with.
+
+    `embedder_name` is the embedder the user names (e.g. `query --embedder`): a local `st:`
+    model folder the index names loads only when named there or in TREERAG_EMBEDDER
+    (`embedders.index_embedder`); a name that differs from the index's is refused.
+    """
+    from treerag_core.embedders import index_embedder
     from treerag_core.store import check_embedder, load_index
 
     index = load_index(folder)
-    embedder = get_embedder(index.embedder_name)
+    named = (embedder_name or "").strip()
+    embedder = index_embedder(index.embedder_name, named=(named,))
+    if named and embedder.name != named:
+        raise EmbedderError(
+            f"{folder} was built with embedder {index.embedder_name!r}, not {named!r}: "
+            "drop --embedder or name the index's own"
+        )
     warm_up = getattr(embedder, "warm_up", None)
     if warm_up is not None:  # load the model now, so the first query's stage times are honest
         warm_up()

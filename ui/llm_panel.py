@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -14,13 +15,17 @@ from treerag_core.llm import (
     DEFAULT_BASE_URL,
     KEY_ENV,
     api_key_for,
-    base_url_for,
+    endpoint_of,
+    key_needed,
     llm_configured,
     make_client,
+    other_endpoint,
     resolve_key,
+    server_endpoint,
     settings_from_env,
     test_connection,
 )
+from treerag_core.llm.errors import public_url
 from treerag_core.names import Provider
 from treerag_core.settings import LLMSettings
 
@@ -89,8 +94,9 @@ def llm_panel(
     base_url = box.text_input(
         "Endpoint (base URL)",
         key=f"{prefix}base_url_{provider}",
-        placeholder=env_url or DEFAULT_BASE_URL[provider],
+        placeholder=public_url(env_url or DEFAULT_BASE_URL[provider]),
         help=f"Empty: {BASE_URL_ENV[provider]} if set, else {DEFAULT_BASE_URL[provider]}. "
+        "An endpoint typed here is sent only the key typed below, never the server's. "
         "Ollama: http://127.0.0.1:11434/v1 · vLLM: http://127.0.0.1:8000/v1",
         on_change=_switch_on,
         args=(f"{prefix}base_url_{provider}", f"{prefix}enabled"),
@@ -112,7 +118,8 @@ def llm_panel(
         placeholder="this session only"
         + (" · empty for a local server" if provider == Provider.OPENAI else ""),
         help="Kept in this browser session's memory only: never written to disk, the audit "
-        f"log or a trace. Empty: the server's {KEY_ENV[provider]}, if it has one.",
+        f"log or a trace. Empty: the server's {KEY_ENV[provider]}, if it has one, and only "
+        "with the server's own endpoint (an endpoint typed above gets no server key).",
         on_change=_switch_on,
         args=(key_widget, f"{prefix}enabled"),
         persist_state=KEEP,
@@ -142,7 +149,11 @@ def llm_panel(
     except ValueError as exc:
         box.error(str(exc))
         return base.with_(enabled=False), None
-    box.caption(_status(settings, key, env))
+    needed = key_needed(settings, key, env) if settings.enabled else None
+    if needed:  # said where the user looks, not left to a silent local fallback
+        box.error(needed, icon=":material/key:")
+    else:
+        box.caption(_status(settings, key, env))
     _connection_test(box, settings, key, prefix)
     return settings, key
 
@@ -188,26 +199,35 @@ def _status(settings: LLMSettings, key: str | None, env: Mapping[str, str]) -> s
         if settings.provider == Provider.OPENAI:
             need += " or an endpoint"
         return f"Not configured (no {need}): the local locator and an extractive answer run."
-    url = base_url_for(settings, env) or DEFAULT_BASE_URL[settings.provider]
+    url = endpoint_of(settings, env)  # never a user:password part of the server's URL
+    name = KEY_ENV[settings.provider]
     if key:
         source = "the key typed in this session"
-    elif api_key_for(settings.provider, env):
-        source = f"the server's {KEY_ENV[settings.provider]}"
+    elif resolve_key(settings, None, env):
+        source = f"the server's {name}"
+    elif other_endpoint(settings, env) and api_key_for(settings.provider, env):
+        own = public_url(server_endpoint(settings.provider, env))
+        source = (
+            f"no key (the server's {name} goes only to {own}: type a key if this endpoint "
+            "needs one)"
+        )
     else:
         source = "no key"
     return f"Using {url} with {source}."
 
 
 def _connection_test(box: Any, settings: LLMSettings, key: str | None, prefix: str) -> None:
-    """The "Test connection" button; its result stays shown until a setting changes."""
+    """The "Test connection" button; its result stays shown until a setting or the key changes."""
     ss = st.session_state
     result_key = f"{prefix}test_result"
+    # The key changes what a test says (e.g. "needs a key"): kept as a digest, not in clear.
+    shown_for = (settings, hashlib.sha256((key or "").encode()).hexdigest())
     if box.button("Test connection", key=f"{prefix}test", disabled=not settings.enabled):
         try:
-            ss[result_key] = (settings, True, test_connection(settings, key))
+            ss[result_key] = (shown_for, True, test_connection(settings, key))
         except LLMError as exc:
-            ss[result_key] = (settings, False, f"{exc.reason}: {exc}")
+            ss[result_key] = (shown_for, False, f"{exc.reason}: {exc}")
     shown = ss.get(result_key)
-    if shown is not None and shown[0] == settings:
+    if shown is not None and shown[0] == shown_for:
         _, ok, message = shown
         (box.success if ok else box.error)(message)

@@ -13,7 +13,7 @@ import streamlit as st
 
 from treerag_core.audit import AuditLog
 from treerag_core.config import IndexSettings, data_dir
-from treerag_core.embedders import Embedder, get_embedder
+from treerag_core.embedders import EMBEDDER_ENV, Embedder, index_embedder
 from treerag_core.errors import IndexFormatError, TreeRAGError
 from treerag_core.index import CorpusIndex, build_index
 from treerag_core.names import EmbedderName
@@ -23,7 +23,6 @@ from ui.examples import EXAMPLES
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE_DIR = REPO / "sample_docs"
-EMBEDDER_ENV = "TREERAG_EMBEDDER"  # tests set "hashing" for speed; the app default is real
 EMBEDDER_CHOICES = tuple(EmbedderName.values())
 SAMPLES, UPLOADS, EVAL = "samples", "uploads", "eval"  # corpus kinds
 
@@ -49,8 +48,13 @@ def default_embedder() -> str:
 
 @st.cache_resource(show_spinner="Loading the embedding model…")
 def cached_embedder(name: str) -> Embedder:
-    """One embedder per name per process (the model is thread-safe for reads)."""
-    return get_embedder(name)
+    """One embedder per name per process (the model is thread-safe for reads).
+
+    Every name the explorer loads comes through here, the names its saved indexes (samples,
+    workspaces, eval caches) hold included, so a local `st:` model folder loads only when
+    the operator named it in TREERAG_EMBEDDER (`index_embedder`); the browser names none.
+    """
+    return index_embedder(name)
 
 
 def sample_paths() -> list[Path]:

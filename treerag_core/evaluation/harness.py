@@ -12,7 +12,7 @@ from typing import Any
 
 from treerag_core.config import IndexSettings
 from treerag_core.convert import CONVERTER_VERSION
-from treerag_core.embedders import get_embedder
+from treerag_core.embedders import get_embedder, index_embedder
 from treerag_core.errors import IndexFormatError, QueryError
 from treerag_core.evaluation.dataset import (
     EvalDataset,
@@ -222,7 +222,10 @@ def evaluate(
         questions = questions[: config.limit]
     if index is None:
         index = dataset_index(dataset, config.index_settings, cache_dir)
-    engine = Engine(index, get_embedder(index.embedder_name), api_key if config.use_llm else None)
+    # The index (cached on disk, or given) names its embedder; an st: folder loads only when
+    # it is the one the run was asked for (`--embedder`) or TREERAG_EMBEDDER.
+    embedder = index_embedder(index.embedder_name, named=(config.index_settings.embedder,))
+    engine = Engine(index, embedder, api_key if config.use_llm else None)
     page_map = {d.doc_id: d.page_starts for d in index.documents if d.page_starts}
     settings = config.query_settings.set("llm.enabled", config.use_llm)
     settings = settings.set("answer.final_top_k", config.top_k)

@@ -295,10 +295,10 @@ def load_or_build(
         if hindex is None:
             if not build_if_missing:
                 raise IndexFormatError(f"this index has no HiRAG graph; {BUILD_HINT}")
-            if embedder is None:
-                from treerag_core.embedders import get_embedder
+            if embedder is None:  # an st: folder only when the user named it too
+                from treerag_core.embedders import index_embedder
 
-                embedder = get_embedder(index.embedder_name)
+                embedder = index_embedder(index.embedder_name)
             hindex, built = build_hirag(index, embedder, wanted, folder=folder), True
             if folder:
                 save_hirag(hindex, folder)
@@ -337,17 +337,20 @@ def build_into_folder(
     graph_cache: dict[str, LeafGraph] | None = None,
     graph_block_chars: int | None = None,
     progress: ProgressFn | None = None,
+    embedder: Embedder | None = None,
 ) -> HiragIndex:
-    """`index --hirag` (and the explorer's build button): build with the index's embedder,
-    save into the index folder; later queries of this folder use this build."""
-    from treerag_core.embedders import get_embedder
+    """`index --hirag` (and the explorer's build button): build with the index's embedder
+    (`embedder`, the one the caller built or loaded it with; else the index's name, an
+    `st:` folder only when the user named it too), save into the index folder; later
+    queries of this folder use this build."""
+    from treerag_core.embedders import index_embedder
 
     settings = settings or HiragBuildSettings()
     if settings.llm_reports and client is not None:  # the folder's earlier LLM reports too
         report_cache = {**previous_llm_reports(folder), **(report_cache or {})}
     hindex = build_hirag(
         index,
-        get_embedder(index.embedder_name),
+        embedder or index_embedder(index.embedder_name),
         settings,
         client=client,
         folder=str(folder),

@@ -6,6 +6,7 @@ import os
 import time
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 from treerag_core.errors import LLMError
 from treerag_core.llm.base import LLMClient
@@ -75,25 +76,80 @@ def endpoint_of(llm: LLMSettings, env: Mapping[str, str] | None = None) -> str:
     return public_url(base_url_for(llm, env) or DEFAULT_BASE_URL[llm.provider])
 
 
+def server_endpoint(provider: Provider | str, env: Mapping[str, str] | None = None) -> str:
+    """The endpoint the server's own key belongs to: *_BASE_URL, else the provider's API."""
+    env = os.environ if env is None else env
+    provider = Provider.parse(str(provider))
+    return env.get(BASE_URL_ENV[provider], "").strip() or DEFAULT_BASE_URL[provider]
+
+
+def _comparable(url: str) -> tuple[str, ...]:
+    # Scheme and host are case-blind and a trailing slash changes nothing; the rest (user
+    # info, port, path, query) must match exactly, so a near-miss counts as another server.
+    parts = urlsplit(url.strip())
+    return (parts.scheme.lower(), parts.netloc.lower(), parts.path.rstrip("/"), parts.query)
+
+
+def other_endpoint(llm: Any, env: Mapping[str, str] | None = None) -> str | None:
+    """The settings' base URL when it names another server than `server_endpoint`, else None.
+
+    That is an endpoint someone typed (in the browser: anyone): the environment's key is
+    never sent to it (`resolve_key`).
+    """
+    llm = llm_settings_of(llm)
+    url = llm.base_url.strip()
+    if not url or _comparable(url) == _comparable(server_endpoint(llm.provider, env)):
+        return None
+    return url
+
+
+def resolve_key(llm: Any, typed: str | None, env: Mapping[str, str] | None = None) -> str | None:
+    """The key to use: one typed in the UI, else the provider's from the environment, but
+    the environment's key only for the server's own endpoint (`server_endpoint`).
+
+    An endpoint typed in the browser gets the key typed with it, or none: the server's key
+    would otherwise go to any URL a visitor names. `key_needed` says so for the UI.
+    """
+    typed = (typed or "").strip()
+    if typed:
+        return typed
+    llm = llm_settings_of(llm)
+    if other_endpoint(llm, env) is not None:
+        return None
+    return api_key_for(llm.provider, env)
+
+
+def key_needed(llm: Any, typed: str | None, env: Mapping[str, str] | None = None) -> str | None:
+    """Why the LLM cannot be used as set, when the cause is a typed endpoint without a
+    typed key (Anthropic's API always needs one), else None."""
+    llm = llm_settings_of(llm)
+    if not llm.enabled or (typed or "").strip() or llm.provider != Provider.ANTHROPIC:
+        return None
+    url = other_endpoint(llm, env)
+    if url is None:
+        return None
+    return (
+        f"The endpoint {public_url(url)} needs a key typed with it: this server's "
+        f"{KEY_ENV[llm.provider]}, if it has one, is sent only to the server's own endpoint "
+        f"({public_url(server_endpoint(llm.provider, env))}). Type the key for this "
+        "endpoint, or empty the endpoint field to use the server's."
+    )
+
+
 def llm_configured(
     llm: Any, api_key: str | None = None, env: Mapping[str, str] | None = None
 ) -> bool:
     """Whether an LLM would be called: enabled, and a key, or (OpenAI) a custom endpoint.
 
-    `api_key` is a key typed in the UI; without it the provider's environment key is used.
+    `api_key` is a key typed in the UI; without it the provider's environment key is used,
+    for the server's own endpoint only (`resolve_key`).
     """
     llm = llm_settings_of(llm)
     if not llm.enabled:
         return False
-    key = (api_key or "").strip() or api_key_for(llm.provider, env)
-    if key:
+    if resolve_key(llm, api_key, env):
         return True
     return llm.provider == Provider.OPENAI and base_url_for(llm, env) is not None
-
-
-def resolve_key(llm: Any, typed: str | None, env: Mapping[str, str] | None = None) -> str | None:
-    """The key to use: one typed in the UI, else the provider's from the environment."""
-    return (typed or "").strip() or api_key_for(llm_settings_of(llm).provider, env)
 
 
 def make_client(llm: Any, api_key: str | None) -> LLMClient | None:
@@ -132,14 +188,19 @@ PING_PROMPT = "Reply with the single word: ok"
 def test_connection(llm: LLMSettings, api_key: str | None) -> str:
     """Ask the locate model for one word and say what answered, e.g. for the sidebar button.
 
-    `api_key` is the typed key, or None for the provider's environment key.
+    `api_key` is the typed key, or None for the provider's environment key (used for the
+    server's own endpoint only: see `resolve_key`).
 
     Returns "openai at http://127.0.0.1:11434/v1 · model llama3.2 · answered 'ok' in 412 ms
     · 9 in / 2 out tokens". A reply cut by the tiny token limit still proves the connection.
 
     Raises:
-        LLMError: reason not_configured, or why the call failed.
+        LLMError: reason key_needed (an endpoint named without its key: `key_needed`),
+            not_configured, or why the call failed.
     """
+    needed = key_needed(llm, api_key)
+    if needed:
+        raise LLMError(needed, reason="key_needed")
     client = make_client(llm, resolve_key(llm, api_key))
     if client is None:
         need = KEY_ENV[llm.provider]

@@ -41,6 +41,7 @@ class QueryContext:
     query_vector: Callable[[str], np.ndarray]  # cached embedding of any text
     tokenize: Callable[[str], list[str]]
     client: Any = None  # an LLM client (llm.LLMClient) or None: no LLM for this run
+    embedder: Any = None  # the engine's embedder (e.g. to build a graph's entity vectors)
     leaves: Sequence[str] | None = None  # manual or oracle leaves (skip the locator)
     fallbacks: list = field(default_factory=list)  # types.Fallback appended by steps
     # Step 2b's scorer (the cross-encoder with the strategy's reading) over some hits, in

@@ -81,7 +81,7 @@ class _HiragMode:
         if self.mode is Mode.NAIVE:
             return self._naive(ctx, options, window)
         started = time.perf_counter()
-        hindex, built = load_or_build(ctx.index)
+        hindex, built = load_or_build(ctx.index, embedder=ctx.embedder)
         if built:
             seconds = time.perf_counter() - started
             ctx.fallbacks.append(
