@@ -110,6 +110,21 @@ def test_a_sentence_in_another_language_is_judged_by_meaning_alone():
     assert scored["模型训"].score == pytest.approx(0.6 * 0.5)
 
 
+def test_a_sentence_shares_the_question_terms_its_section_title_has():
+    # Same meaning, same words; only the section title differs. The sentence under the
+    # heading that names what is asked ("导航类故障") counts those terms as its own.
+    question_vector = np.array([1.0, 0.0], dtype=np.float32)
+    text = "故障代码 E101 表示激光雷达通信中断，重新插紧后重启即可恢复。"
+    sentences = [
+        Sentence(text, "4.2 > （一）导航类故障", "d", 0, 30, 0, heading="4.2 > （一）导航类故障"),
+        Sentence(text, "4.2 > （二）机构类故障", "d", 40, 70, 1, heading="4.2 > （二）机构类故障"),
+    ]
+    same_meaning = lambda texts: np.tile(np.array([0.5, 0.866], np.float32), (len(texts), 1))  # noqa: E731
+    scored = score_sentences("导航类故障怎么排除？", question_vector, sentences, same_meaning)
+    assert scored[0].heading.endswith("导航类故障")
+    assert scored[0].overlap > scored[1].overlap > 0.0
+
+
 def _s(text: str, start: int, score: float, rank: int = 0, path: str = "A") -> Sentence:
     return Sentence(text, path, "d", start, start + len(text), rank, score=score)
 

@@ -84,8 +84,9 @@ class Sentence:
     end: int
     hit_rank: int  # 0-based rank of its passage in the final order
     meaning: float = 0.0  # cosine with the question
-    overlap: float = 0.0  # share of the question's terms it contains
+    overlap: float = 0.0  # share of the question's terms it (or its section's title) contains
     score: float = 0.0
+    heading: str = ""  # its passage's heading path, without pages
 
 
 @dataclass(frozen=True)
@@ -134,7 +135,11 @@ def whole_sentences(
             if len(text) < MIN_SENTENCE_CHARS or text.startswith("#"):
                 continue
             seen.add((chunk.doc_id, start))
-            out.append(Sentence(text, _label(hit), chunk.doc_id, start, end, rank))
+            out.append(
+                Sentence(
+                    text, _label(hit), chunk.doc_id, start, end, rank, heading=chunk.heading_path
+                )
+            )
     return out
 
 
@@ -154,7 +159,10 @@ def score_sentences(
     vectors = embed_many([c.text for c in candidates])
     sims = vectors @ question_vector.astype(np.float32)
     q_terms = _terms(question)
-    terms = [_terms(c.text) for c in candidates]
+    # A section title is part of what its sentences are about (as in step 2's BM25 over
+    # `heading path + passage`): "E101 ... 重新插紧后重启即可恢复" answers 导航类故障怎么排除
+    # because it sits under "（一）导航类故障", though it never says 导航.
+    terms = [_terms(c.text) | _terms(c.heading) for c in candidates]
     # A question term found in every candidate tells them apart less than a rare one: terms
     # are weighted by their inverse frequency over the candidates themselves.
     n = len(candidates)
