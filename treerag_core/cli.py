@@ -29,7 +29,6 @@ SETTING_FLAGS = {
     "candidate_window": "retrieve.candidate_window",
     "locator": "locate.locator",
     "max_leaves": "locate.max_leaves",
-    "locate_cutoff": "locate.cutoff",
     "strategy": "strategy",
 }
 EMBEDDER_HELP = (
@@ -603,7 +602,6 @@ def _add_shared_retrieval_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fusion", choices=Fusion.values(), default=None)
     p.add_argument("--locator", choices=Locator.values(), default=None)
     p.add_argument("--max-leaves", type=int, default=None)
-    p.add_argument("--locate-cutoff", type=float, default=None)
     p.add_argument(
         "--candidate-window", type=int, default=None, help="pooled candidates (default 40)"
     )
