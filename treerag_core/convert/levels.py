@@ -2,49 +2,28 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-_ZH_NUM = "零〇一二三四五六七八九十百千两"
-_PATTERNS: tuple[tuple[re.Pattern[str], str, int], ...] = (
-    (re.compile(r"^part\s+([ivx]+|\d+)\b\.?", re.I), "sec", 0),
-    (re.compile(r"^item\s+\d+[a-z]?\s*[.:]", re.I), "sec", 1),
-    (re.compile(r"^(chapter|appendix)\s+([ivx]+|\d+|[a-z])\b", re.I), "chapter", 0),
-    (re.compile(rf"^第[{_ZH_NUM}\d]+编"), "zh", 0),
-    (re.compile(rf"^第[{_ZH_NUM}\d]+分编"), "zh", 1),
-    (re.compile(rf"^第[{_ZH_NUM}\d]+章"), "zh", 2),
-    (re.compile(rf"^第[{_ZH_NUM}\d]+节"), "zh", 3),
-    (re.compile(rf"^第[{_ZH_NUM}\d]+条"), "zh", 4),
-    (re.compile(rf"^[{_ZH_NUM}]+、"), "zh", 5),
-    (re.compile(rf"^[（(][{_ZH_NUM}]+[）)]"), "zh", 6),
-)
-# "1 Introduction", "2.3 Results": a number and a word, not a sentence starting with a number.
-_DECIMAL = re.compile(r"^(\d{1,2}(?:\.\d{1,2}){0,4})\.?\s+(?=[A-Z\u4e00-\u9fff])")
+from treerag_core.text_rules import Numbering, han_count, heading_numbering, one_line
 
-
-@dataclass(frozen=True)
-class Numbering:
-    """A structural numbering: its family and rank in it (a larger rank is deeper)."""
-
-    family: str
-    rank: int
-    label: str
+# Numberings that are a heading on their own ("PART II", "Chapter 3"); the others ("1.2",
+# "A.1", "IV.", "1)") open a heading only when a title follows them.
+_ALONE = ("zh", "filing", "chapter")
 
 
 def structural_numbering(text: str) -> Numbering | None:
-    """The heading-like numbering a line starts with, or None."""
-    line = text.strip()
-    for pattern, family, rank in _PATTERNS:
-        if pattern.match(line):
-            return Numbering(
-                family, rank, {"sec": ("part", "item")[min(rank, 1)]}.get(family, family)
-            )
-    m = _DECIMAL.match(line)
-    if m:
-        depth = m.group(1).count(".") + 1
-        return Numbering("decimal", depth - 1, "decimal")
-    return None
+    """The numbering a line opens with (text_rules' grammar, the one the parser nests by),
+    when the line reads as a heading: after a Latin numbering the title starts with a capital
+    or a Han character, so "3 apples were eaten" or "1) the first step" stay body text."""
+    line = one_line(text)
+    num = heading_numbering(line)
+    if num is None or num.family == "zh":
+        return num
+    title = line[len(num.label) :].lstrip(" .:-")
+    if not title:
+        return num if num.family in _ALONE else None
+    return num if title[0].isupper() or han_count(title[0]) else None
 
 
 @dataclass(frozen=True)
