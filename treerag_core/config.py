@@ -91,7 +91,7 @@ def eval_roots() -> tuple[Path, ...]:
 
     Default: `shared/eval` beside the repository, where the dev sets live.
     """
-    listed = os.environ.get("TREERAG_EVAL_DIRS", "")
-    if listed.strip():
-        return tuple(Path(p) for p in listed.split(os.pathsep) if p.strip())
+    listed = os.environ.get("TREERAG_EVAL_DIRS", "").split(os.pathsep)
+    if roots := tuple(Path(p) for p in listed if p.strip()):
+        return roots
     return (Path(__file__).resolve().parents[2] / "shared" / "eval",)
