@@ -193,7 +193,14 @@ def strategy_views(trace: Trace, engine: Engine) -> None:
 
         if is_hirag_trace(trace.sections):
             st.subheader("HiRAG graph neighbourhood")
-            render_hirag(trace.sections, graph_store_for(engine.index), key="ask_hirag")
+            store, problem = graph_store_for(engine.index)
+            if problem:  # e.g. a corrupt build: say so, and draw what the trace holds
+                st.warning(
+                    f"The HiRAG graph cannot be read: {plain(problem)}. The neighbourhood "
+                    "below is drawn from this trace's tables only.",
+                    icon=":material/error:",
+                )
+            render_hirag(trace.sections, store, key="ask_hirag")
     elif trace.strategy == "drilldown":
         drilldown_layers(trace, engine)
 
