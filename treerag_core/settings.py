@@ -7,7 +7,6 @@ object can key caches, and a step's result can carry the exact settings it was m
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 from typing import Any
@@ -249,9 +248,3 @@ class QuerySettings:
             options=tuple(options),
             **{step: _STEPS[step].from_dict(values) for step, values in nested.items()},
         )
-
-
-def anthropic_api_key() -> str | None:
-    """The key from the environment, or None; never logged."""
-    key = os.environ.get("ANTHROPIC_API_KEY", "").strip()
-    return key or None

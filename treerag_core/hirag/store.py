@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -16,7 +16,6 @@ from treerag_core.errors import IndexFormatError
 from treerag_core.hirag.communities import Community
 from treerag_core.hirag.corpus_graph import CorpusGraph, Entity, Relation
 from treerag_core.hirag.reports import CommunityReport
-from treerag_core.types import Usage
 
 SCHEMA_VERSION = 1
 FOLDER = "hirag"
@@ -201,10 +200,6 @@ def load_hirag(index_folder: str | Path) -> HiragIndex:
     if vectors.shape[0] != len(graph.entities) or len(tokens) != len(graph.entities):
         raise IndexFormatError(f"{folder} does not match its graph.json; {BUILD_HINT}")
     return HiragIndex(graph, communities, reports, vectors, tokens, meta)
-
-
-def usage_dict(usage: Usage) -> dict[str, Any]:
-    return asdict(usage)
 
 
 def _write(path: Path, data: Any) -> None:
