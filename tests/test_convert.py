@@ -242,11 +242,42 @@ def test_the_converter_reads_numbering_with_the_parsers_grammar(line, family, ra
     assert found == heading_numbering(line)  # one grammar: the parser reads it the same
 
 
-@pytest.mark.parametrize("line", ["3 apples were eaten", "1) the first step", "2.3", "IV."])
-def test_a_latin_numbering_without_a_title_is_not_a_converter_heading(line) -> None:
+@pytest.mark.parametrize(
+    "line",
+    [
+        "3 apples were eaten",
+        "1) the first step",
+        "2.3",
+        "IV.",
+        "PART I 4",  # a contents line with its page
+        "Item 1A",  # a cross-reference: an Item heading ends in "." or ":"
+        "700 Anderson Hill Road",  # an address
+    ],
+)
+def test_a_numbered_line_that_is_not_a_heading_is_not_a_converter_heading(line) -> None:
     from treerag_core.convert.levels import structural_numbering
 
     assert structural_numbering(line) is None
+
+
+def test_filing_items_and_a_bracketed_title() -> None:
+    from treerag_core.convert.levels import structural_numbering
+
+    eight_k = structural_numbering("Item 5.07. Submission of Matters to a Vote")
+    assert eight_k is not None and eight_k.label == "Item 5.07."
+    assert structural_numbering("Item 5.07.").values < structural_numbering("Item 8.01.").values
+    assert structural_numbering("ITEM 6. [RESERVED]") is not None
+
+
+def test_list_numbering_nests_inside_an_item_and_the_next_item_closes_it() -> None:
+    from treerag_core.convert.levels import Candidate, assign_levels, structural_numbering
+
+    lines = ["PART IV", "Item 15. Exhibits", "(1) Statements", "(2) Schedules", "Item 16. Summary"]
+    cands = [Candidate(t, 0, structural_numbering(t)) for t in lines]
+    assert assign_levels(cands) == [1, 2, 3, 3, 2]
+    # An un-numbered heading after a list item of the same style is its sibling, not its child.
+    cands = [Candidate(t, 0, structural_numbering(t)) for t in ["Item 1. A", "(1) B", "Notes"]]
+    assert assign_levels(cands) == [1, 2, 2]
 
 
 def test_plain_text_chapters_appendices_and_paren_numbering() -> None:
@@ -257,17 +288,13 @@ def test_plain_text_chapters_appendices_and_paren_numbering() -> None:
     doc = convert_bytes("book.txt", text.encode(), MB)
     assert _levels(doc) == [
         (1, "Chapter 1 Basics"),
-        (1, "1) Setup"),
+        (2, "1) Setup"),
         (1, "Chapter 2 Use"),
         (1, "Appendix A Data"),
     ]
     nodes = parse_document(doc.text, "book.txt", "book.txt", max_depth=6)
-    assert [n.heading for n in nodes if n.level == 1 and not n.synthetic] == [
-        "Chapter 1 Basics",
-        "1) Setup",
-        "Chapter 2 Use",
-        "Appendix A Data",
-    ]
+    top = [n.heading for n in nodes if n.level == 1 and not n.synthetic]
+    assert top == ["Chapter 1 Basics", "Chapter 2 Use", "Appendix A Data"]
 
 
 def test_markdown_passes_through_unchanged() -> None:

@@ -156,7 +156,8 @@ _ROMAN = re.compile(r"^([IVXLCDM]{1,7})\.(?=\s|$)")
 _PAREN = re.compile(r"^(?:(\d{1,3})\)|[（(](\d{1,3})[）)])(?=\s|$)")  # 1) or (1)
 # SEC filings: "PART II" above "Item 7." / "Item 1A." ("Item 1A" sorts between 1 and 2).
 _PART = re.compile(r"^PART\s+([IVX]{1,4}|\d{1,2})[.:]?(?=\s|$)", re.IGNORECASE)
-_ITEM = re.compile(r"^ITEM\s+(\d{1,2})([A-Z])?[.:]?(?=\s|$)", re.IGNORECASE)
+# 8-K items carry a two-digit part: "Item 5.07.".
+_ITEM = re.compile(r"^ITEM\s+(\d{1,2})(?:\.(\d{2}))?([A-Z])?[.:]?(?=\s|$)", re.IGNORECASE)
 # Books and reports: "Chapter 3", "Chapter IV", "Appendix B" (appendices follow the chapters).
 _CHAPTER = re.compile(
     r"^(CHAPTER|APPENDIX)\s+(\d{1,3}|[IVXLC]{1,7}|[A-Z])[.:]?(?=\s|$)", re.IGNORECASE
@@ -221,9 +222,10 @@ def heading_numbering(heading: str) -> Numbering | None:
 
     Forms: `第一编/分编/章/节/条/款/项` (and 部分/部/篇/卷; Chinese or Arabic numerals),
     `一、`, `一.`, `（一）`, `1.2.3`, `A.1.2`, `A.`, `III.` (canonical roman only), `1)`,
-    `(1)`, `PART II`, `Part 2`, `Item 1A.`, `Chapter 3`, `Chapter IV`, `Appendix B`. Decimal
-    parts have at most 3 digits, so a year ("2019 Results") is not a number. The parser nests
-    headings by it and the converters (`convert.levels`) find headings in plain lines by it.
+    `(1)`, `PART II`, `Part 2`, `Item 1A.`, `Item 5.07.`, `Chapter 3`, `Chapter IV`,
+    `Appendix B`. Decimal parts have at most 3 digits, so a year ("2019 Results") is not a
+    number. The parser nests headings by it and the converters (`convert.levels`) find
+    headings in plain lines by it.
     """
     if m := _ZH_KIND.match(heading):
         return Numbering("zh", _ZH_RANK[m.group(2)], (zh_int(m.group(1)),), m.group())
@@ -246,8 +248,9 @@ def heading_numbering(heading: str) -> Numbering | None:
     if (m := _PART.match(heading)) and (value := _number(m.group(1))) is not None:
         return Numbering("filing", 1, (value,), m.group())
     if m := _ITEM.match(heading):
-        letter = ord(m.group(2).upper()) - ord("A") + 1 if m.group(2) else 0
-        return Numbering("filing", 2, (int(m.group(1)) * 100 + letter,), m.group())
+        letter = ord(m.group(3).upper()) - ord("A") + 1 if m.group(3) else 0
+        value = int(m.group(1)) * 10_000 + int(m.group(2) or 0) * 100 + letter
+        return Numbering("filing", 2, (value,), m.group())
     if m := _CHAPTER.match(heading):
         return _chapter(m)
     return None
