@@ -18,7 +18,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import select
+import socket
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -204,6 +207,8 @@ class ScriptedServer:
         self.default = default or reply("Fake answer.")
         self.api_key = api_key  # when set, a request with any other key gets a 401
         self._requests: list[RecordedRequest] = []
+        self._disconnects = 0  # clients that hung up while a delay() held their reply
+        self._hung_up = threading.Condition()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._httpd: ThreadingHTTPServer | None = None
@@ -270,6 +275,21 @@ class ScriptedServer:
     def bodies(self) -> list[Any]:
         return [r.body for r in self.requests]
 
+    @property
+    def disconnects(self) -> int:
+        with self._hung_up:
+            return self._disconnects
+
+    def wait_for_disconnect(self, timeout: float) -> bool:
+        """Whether a client hung up on a delayed reply within `timeout` seconds."""
+        with self._hung_up:
+            return self._hung_up.wait_for(lambda: self._disconnects > 0, timeout)
+
+    def note_disconnect(self) -> None:
+        with self._hung_up:
+            self._disconnects += 1
+            self._hung_up.notify_all()
+
     def record(self, request: RecordedRequest) -> None:
         with self._lock:
             self._requests.append(request)
@@ -326,7 +346,7 @@ class ScriptedHandler(BaseHTTPRequestHandler):
 
     def _act(self, behaviour: Behaviour, body: Any) -> None:
         if behaviour.kind == "delay":
-            if self.fake._stopping.wait(behaviour.seconds):
+            if self._wait_unless_gone(behaviour.seconds):
                 return
             self._act(behaviour.then or reply("Late answer."), body)
         elif behaviour.kind == "status":
@@ -341,6 +361,27 @@ class ScriptedHandler(BaseHTTPRequestHandler):
             self._send_json(self.stream_error_status, behaviour.body, {})
         else:
             self._send_json(200, self._reply_json(behaviour, body), {})
+
+    def _wait_unless_gone(self, seconds: float) -> bool:
+        """Sleep `seconds`; True when the server stops or the client hangs up first (counted,
+        so a test sees a timeout as the client leaving, not as a wall-clock guess)."""
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            if self.fake._stopping.wait(min(left, 0.05)):
+                return True
+            if self._client_gone():
+                self.fake.note_disconnect()
+                return True
+        return False
+
+    def _client_gone(self) -> bool:
+        readable, _, _ = select.select([self.connection], [], [], 0)
+        if not readable:
+            return False
+        try:
+            return self.connection.recv(1, socket.MSG_PEEK) == b""
+        except OSError:
+            return True
 
     def _send_json(self, code: int, payload: Any, headers: Mapping[str, str]) -> None:
         data = (payload if isinstance(payload, str) else json.dumps(payload)).encode()

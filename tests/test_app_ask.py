@@ -319,10 +319,10 @@ def test_flat_strategy_and_compare():
 
 
 def test_compare_scores_each_strategy_on_a_dev_set_question_with_gold():
-    from ui.eval_data import EVAL_ROOT
+    from ui.eval_data import dev_set_folder
     from ui.gold import SHOWN, strategy_metrics
 
-    if not (EVAL_ROOT / "qasper").is_dir():
+    if not dev_set_folder("qasper").is_dir():
         pytest.skip("the qasper dev set is not beside the repo")
     at = new_app()
     gold_buttons = [b for b in at.button if (b.key or "").startswith("gold_example_")]
@@ -340,14 +340,31 @@ def test_compare_scores_each_strategy_on_a_dev_set_question_with_gold():
     assert "None" not in metrics.astype(str).to_numpy()  # no value reads "—"
     flat = metrics[metrics["strategy"] == "flat-hybrid"].iloc[0]
     assert flat["Section hit@5"] == "—"  # it picks no sections
-    gold = at.session_state["ask_compare"]["gold"]
-    assert gold is not None and gold.dataset == "qasper"
+    lookup = at.session_state["ask_compare"]["gold"]
+    gold = lookup.gold
+    assert gold is not None and gold.dataset == "qasper" and lookup.problems == ()
     assert gold.question.question == trace.question
     row = metrics[metrics["strategy"] == "treerag"].iloc[0]
     tree = next(r.trace for r in results if r.strategy == "treerag")
     for label, value in strategy_metrics(gold, tree).items():
         assert float(row[label]) == pytest.approx(value, abs=0.005)
     assert "dev set" in texts(at)
+
+
+def test_compare_names_a_dev_set_it_cannot_read(tmp_path, monkeypatch):
+    """A broken dev set under TREERAG_EVAL_DIRS: Compare says why it has no metrics."""
+    (tmp_path / "qasper").mkdir()
+    (tmp_path / "qasper" / "questions.jsonl").write_text("not json\n", encoding="utf-8")
+    monkeypatch.setenv("TREERAG_EVAL_DIRS", str(tmp_path))
+    at = new_app()
+    gold_buttons = [b for b in at.button if (b.key or "").startswith("gold_example_")]
+    gold_buttons[0].click().run()
+    at.run()
+    at.button(key="compare_run").click().run()
+    assert not at.exception, at.exception
+    shown = [w.value for w in at.warning if "No gold metrics from a dev set" in w.value]
+    assert len(shown) == 1 and "qasper" in shown[0]
+    assert not [d for d in at.dataframe if "Recall@1000c" in d.value.columns]
 
 
 def test_no_gold_no_metrics_table():

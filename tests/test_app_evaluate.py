@@ -300,6 +300,26 @@ def test_a_saved_report_renders_the_same_table(ran, saved_report, app_env):
     assert any(saved.name in s.value.replace("\\", "") for s in ran.success)
 
 
+def test_a_report_with_unreadable_settings_keeps_its_metrics_and_replays_nothing(
+    saved_report, app_env
+):
+    """Its questions are never replayed with the defaults under its name: the page says why."""
+    report = load_report(saved_report)
+    report["settings"]["query"]["retrieve"]["dense_weight"] = 7
+    path = app_env / "my-reports" / "bad-settings.json"
+    write_report(path, report)
+    at = load_from_path(path)
+    assert "saved query settings cannot be read" in errors(at)
+    assert any("rerank unknown" in c.value for c in at.caption)
+    assert len(table(at, "recall@1000c")) == len(STRATEGIES)  # the metrics stand
+    show(at, "Questions")
+    at.selectbox(key="ev_pick").set_value(report["questions"]["treerag"][0]["id"])
+    at.button(key="ev_open_button").click().run()
+    assert not at.exception, at.exception
+    assert at.title[0].value == "Evaluate" and at.session_state["ask_trace"] is None
+    assert "saved query settings cannot be read" in errors(at)
+
+
 def test_a_missing_folder_shows_an_error_and_runs_nothing(app_env):
     at = evaluate_page()
     at.selectbox(key="ev_dataset").set_value("other").run()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -43,10 +44,46 @@ def index_dir(tmp_path_factory) -> Path:
     return folder
 
 
-@pytest.mark.parametrize("command", ["index", "query", "interactive", "eval"])
+def _subcommands() -> dict[str, argparse.ArgumentParser]:
+    from treerag_core.cli import build_parser
+
+    parser = build_parser()
+    [sub] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return dict(sub.choices)
+
+
+def test_every_option_of_every_command_has_help():
+    commands = _subcommands()
+    assert {"index", "query", "interactive", "eval", "qdrant-push"} <= set(commands)
+    missing = [
+        f"{name} {'/'.join(action.option_strings) or action.dest}"
+        for name, parser in commands.items()
+        for action in parser._actions
+        if not (action.help or "").strip()
+    ]
+    assert missing == []
+
+
+def test_help_quotes_the_settings_defaults():
+    from treerag_core.settings import QuerySettings
+
+    query = QuerySettings()
+    helps = {
+        option: action.help % vars(action) if "%(" in action.help else action.help
+        for action in _subcommands()["query"]._actions
+        for option in action.option_strings
+    }
+    assert f"default {query.retrieve.candidate_window})" in helps["--candidate-window"]
+    assert f"default {query.answer.final_top_k})" in helps["--top-k"]
+    assert f"default {query.llm.context_tokens})" in helps["--context-tokens"]
+    assert "--locate-cutoff" not in helps  # the setting is gone (nothing read it)
+
+
+@pytest.mark.parametrize("command", ["index", "query", "interactive", "eval", "qdrant-push"])
 def test_every_command_has_help(command):
     result = cli(command, "--help")
     assert result.returncode == 0 and "usage:" in result.stdout
+    assert "needs ANTHROPIC_API_KEY" not in result.stdout  # --provider openai works too
 
 
 def test_bad_files_in_a_folder_are_reported_and_skipped(tmp_path):

@@ -20,3 +20,16 @@ def test_treerag_max_file_mb_bad_value_is_named(monkeypatch, bad):
     monkeypatch.setenv("TREERAG_MAX_FILE_MB", bad)
     with pytest.raises(ValueError, match="TREERAG_MAX_FILE_MB"):
         max_file_bytes()
+
+
+def test_eval_roots_from_the_environment_or_beside_the_repo(monkeypatch, tmp_path):
+    import os
+
+    from treerag_core.config import eval_roots
+
+    monkeypatch.setenv("TREERAG_EVAL_DIRS", f"{tmp_path / 'a'}{os.pathsep}{tmp_path / 'b'}")
+    assert eval_roots() == (tmp_path / "a", tmp_path / "b")
+    monkeypatch.delenv("TREERAG_EVAL_DIRS")
+    default = eval_roots()
+    monkeypatch.setenv("TREERAG_EVAL_DIRS", os.pathsep)  # nothing listed: the default
+    assert eval_roots() == default and default[0].parts[-2:] == ("shared", "eval")

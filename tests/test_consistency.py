@@ -26,8 +26,8 @@ BASE = (
     .set("rerank.enabled", False)
 )
 
-# Every step-2 and step-3 control with values that move it away from its default; the
-# local locator's own inputs (cutoff, heading weight) are included since a slider moves them.
+# Every step-2 and step-3 control with values that move it away from its default (each is
+# checked to change what the run does: a control that changes nothing is a dead setting).
 MOVES: list[tuple[str, object]] = [
     ("retrieve.fusion", "rrf"),
     ("retrieve.fusion", "dbsf"),
@@ -43,10 +43,23 @@ MOVES: list[tuple[str, object]] = [
     ("answer.final_top_k", 12),
     ("answer.context_chars", 500),
     ("rerank.chinese", True),
-    ("locate.cutoff", 0.9),
-    ("locate.heading_weight", 0.0),
-    ("locate.heading_weight", 0.7),
 ]
+
+# Where a control only acts in some setup (the UI disables RRF k unless fusion is RRF; the
+# per-leaf cut is read by strategies that search leaf by leaf; the Chinese switch only when
+# the cross-encoder runs), both sides of its move are taken in that setup.
+LIVE: dict[str, dict[str, object]] = {
+    "retrieve.rrf_k": {"retrieve.fusion": "rrf"},
+    "retrieve.top_k_per_leaf": {"strategy": "treerag-kg"},
+    "rerank.chinese": {"rerank.enabled": True},
+}
+
+
+def _before_after(path: str, value: object) -> tuple[QuerySettings, QuerySettings]:
+    before = BASE
+    for other, setting in LIVE.get(path, {}).items():
+        before = before.set(other, setting)
+    return before, before.set(path, value)
 
 
 def _signature(trace) -> tuple[list[str], list[str]]:
@@ -59,9 +72,9 @@ def _signature(trace) -> tuple[list[str], list[str]]:
 def _check_every_move(engine: Engine, questions: list[tuple[str, list[str] | None]]) -> None:
     mismatches = []
     for question, scope in questions:
-        stored = run(engine, question, BASE, scope=scope, synthesize=False)
         for path, value in MOVES:
-            moved = BASE.set(path, value)
+            before, moved = _before_after(path, value)
+            stored = run(engine, question, before, scope=scope, synthesize=False)
             again = rerun(engine, stored, moved, synthesize=False)
             fresh = run(engine, question, moved, scope=scope, synthesize=False)
             if _signature(again) != _signature(fresh):
@@ -69,8 +82,21 @@ def _check_every_move(engine: Engine, questions: list[tuple[str, list[str] | Non
     assert mismatches == []
 
 
-def test_every_control_rerun_equals_a_fresh_run_on_the_samples(hashing_index):
-    engine = Engine(hashing_index, get_embedder("hashing"))
+# Leaves this long get a knowledge graph, so treerag-kg (which reads the per-leaf cut) runs.
+GRAPH_LEAF_CHARS = 2000
+
+
+@pytest.fixture(scope="module")
+def graph_index():
+    """The samples with knowledge graphs on their long leaves (hashing embedder)."""
+    from conftest import sample_sources
+
+    settings = IndexSettings(embedder="hashing", graph_min_leaf_chars=GRAPH_LEAF_CHARS)
+    return build_index(sample_sources(), settings, get_embedder("hashing"))
+
+
+def test_every_control_rerun_equals_a_fresh_run_on_the_samples(graph_index):
+    engine = Engine(graph_index, get_embedder("hashing"))
     questions = [
         ("How many epochs was AdaRouter trained for?", None),
         ("AdaRouter在EUR/USD上的准确率是多少？", None),
@@ -88,7 +114,8 @@ def test_every_control_rerun_equals_a_fresh_run_on_a_dev_set(eval_dir: Path):
         SourceDocument(name, (dataset.docs_dir / name).read_text(encoding="utf-8"))
         for name in names
     ]
-    index = build_index(sources, IndexSettings(embedder="hashing"), get_embedder("hashing"))
+    settings = IndexSettings(embedder="hashing", graph_min_leaf_chars=GRAPH_LEAF_CHARS)
+    index = build_index(sources, settings, get_embedder("hashing"))
     engine = Engine(index, get_embedder("hashing"))
     _check_every_move(engine, [(q.question, list(q.docs)) for q in questions])
 
@@ -115,3 +142,38 @@ def _llm_inputs(settings: QuerySettings) -> dict:
     from treerag_core.strategies import get_strategy
 
     return get_strategy("treerag").locate_inputs(settings, "llm")
+
+
+def _effect(trace) -> object:
+    """What a run did, without the settings it echoes, its timings or its locate inputs."""
+
+    def strip(value):
+        if isinstance(value, dict):
+            return {
+                k: strip(v)
+                for k, v in value.items()
+                if k not in ("settings", "inputs", "created_at") and not k.endswith("seconds")
+            }
+        if isinstance(value, list | tuple):
+            return [strip(v) for v in value]
+        return value
+
+    return strip(trace.to_dict())
+
+
+@pytest.mark.parametrize(("path", "value"), MOVES)
+def test_every_move_changes_what_the_run_does(graph_index, path, value):
+    """A control in MOVES that changes neither result nor trace would be a dead setting."""
+    engine = Engine(graph_index, get_embedder("hashing"))
+    questions = [
+        ("How many epochs was AdaRouter trained for?", None),
+        ("劳动合同应当具备哪些条款？", None),
+        ("Which baselines does the paper compare against?", ["test_paper.md"]),
+    ]
+    changed = False
+    for question, scope in questions:
+        before, after = _before_after(path, value)
+        base = run(engine, question, before, scope=scope, synthesize=False)
+        moved = run(engine, question, after, scope=scope, synthesize=False)
+        changed = changed or _effect(base) != _effect(moved)
+    assert changed, f"{path}={value!r} changed nothing"

@@ -44,7 +44,7 @@ def test_pdf_headings_tables_pages_and_running_lines() -> None:
         (3, "Item 3. Section 3"),
     ]
     assert "size 20 > body 10" in doc.headings[0].signals
-    assert "numbering item" in doc.headings[2].signals
+    assert "numbering Item 1." in doc.headings[2].signals
     # Table rows stay rows; the running header and page numbers are gone.
     assert "Revenue | 1,234 | 5,678" in doc.text.split("\n")
     assert "ACME CORP" not in doc.text
@@ -214,6 +214,87 @@ def test_chinese_text_numbering() -> None:
     )
     doc = convert_bytes("法.txt", text.encode(), MB)
     assert [h.text for h in doc.headings] == ["第一章 总则", "第二章 附则"]
+
+
+@pytest.mark.parametrize(
+    ("line", "family", "rank"),
+    [
+        ("第一款 适用范围", "zh", 5),
+        ("第一部分 概述", "zh", 0),
+        ("第一百万条 附则", "zh", 4),
+        ("二十、附则", "zh", 7),
+        ("A.1 Proof of the bound", "alpha", 2),
+        ("IV. Results", "roman", 1),
+        ("1) Setup", "paren", 1),
+        ("Chapter 3 Methods", "chapter", 1),
+        ("Chapter 3", "chapter", 1),
+        ("PART II", "filing", 1),
+        ("Item 7. Management", "filing", 2),
+        ("2.3 Results", "decimal", 2),
+    ],
+)
+def test_the_converter_reads_numbering_with_the_parsers_grammar(line, family, rank) -> None:
+    from treerag_core.convert.levels import structural_numbering
+    from treerag_core.text_rules import heading_numbering
+
+    found = structural_numbering(line)
+    assert found is not None and (found.family, found.rank) == (family, rank)
+    assert found == heading_numbering(line)  # one grammar: the parser reads it the same
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "3 apples were eaten",
+        "1) the first step",
+        "2.3",
+        "IV.",
+        "PART I 4",  # a contents line with its page
+        "Item 1A",  # a cross-reference: an Item heading ends in "." or ":"
+        "700 Anderson Hill Road",  # an address
+    ],
+)
+def test_a_numbered_line_that_is_not_a_heading_is_not_a_converter_heading(line) -> None:
+    from treerag_core.convert.levels import structural_numbering
+
+    assert structural_numbering(line) is None
+
+
+def test_filing_items_and_a_bracketed_title() -> None:
+    from treerag_core.convert.levels import structural_numbering
+
+    eight_k = structural_numbering("Item 5.07. Submission of Matters to a Vote")
+    assert eight_k is not None and eight_k.label == "Item 5.07."
+    assert structural_numbering("Item 5.07.").values < structural_numbering("Item 8.01.").values
+    assert structural_numbering("ITEM 6. [RESERVED]") is not None
+
+
+def test_list_numbering_nests_inside_an_item_and_the_next_item_closes_it() -> None:
+    from treerag_core.convert.levels import Candidate, assign_levels, structural_numbering
+
+    lines = ["PART IV", "Item 15. Exhibits", "(1) Statements", "(2) Schedules", "Item 16. Summary"]
+    cands = [Candidate(t, 0, structural_numbering(t)) for t in lines]
+    assert assign_levels(cands) == [1, 2, 3, 3, 2]
+    # An un-numbered heading after a list item of the same style is its sibling, not its child.
+    cands = [Candidate(t, 0, structural_numbering(t)) for t in ["Item 1. A", "(1) B", "Notes"]]
+    assert assign_levels(cands) == [1, 2, 2]
+
+
+def test_plain_text_chapters_appendices_and_paren_numbering() -> None:
+    text = (
+        "Chapter 1 Basics\n\nThe basics.\n\n1) Setup\n\nInstall it.\n\n"
+        "Chapter 2 Use\n\nUse it.\n\nAppendix A Data\n\nThe data.\n"
+    )
+    doc = convert_bytes("book.txt", text.encode(), MB)
+    assert _levels(doc) == [
+        (1, "Chapter 1 Basics"),
+        (2, "1) Setup"),
+        (1, "Chapter 2 Use"),
+        (1, "Appendix A Data"),
+    ]
+    nodes = parse_document(doc.text, "book.txt", "book.txt", max_depth=6)
+    top = [n.heading for n in nodes if n.level == 1 and not n.synthetic]
+    assert top == ["Chapter 1 Basics", "Chapter 2 Use", "Appendix A Data"]
 
 
 def test_markdown_passes_through_unchanged() -> None:

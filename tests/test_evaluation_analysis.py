@@ -13,8 +13,10 @@ from treerag_core.evaluation.analysis import (
     question_rows,
     report_index_settings,
     report_query_settings,
+    rerank_was_on,
 )
 from treerag_core.evaluation.dataset import EvalDataError
+from treerag_core.settings import QuerySettings
 
 
 def record(qid: str, hit: float, picked=None) -> dict:
@@ -62,3 +64,34 @@ def test_bad_reports_get_a_named_error():
 def test_report_settings_default_when_unsaid():
     assert report_index_settings({}, "hashing").embedder == "hashing"
     assert report_query_settings({}).answer.final_top_k == 10
+
+
+@pytest.mark.parametrize(
+    ("settings", "what"),
+    [
+        ({"query": {"retrieve": {"dense_weight": 7}}}, "query"),
+        ({"query": "rrf please"}, "query"),
+        ({"query": {"options": {"treerag": "bad"}}}, "query"),
+        ({"index": {"chunk_size": -5}}, "index"),
+        ({"index": ["hashing"]}, "index"),
+    ],
+)
+def test_unreadable_saved_settings_are_named_not_replaced_by_defaults(settings, what):
+    """A report whose saved settings do not load is never replayed with the defaults."""
+    report = {**REPORT, "settings": settings}
+    with pytest.raises(EvalDataError, match=f"saved {what} settings cannot be read"):
+        if what == "query":
+            report_query_settings(report)
+        else:
+            report_index_settings(report, "hashing")
+    if what == "query":
+        with pytest.raises(EvalDataError):
+            rerank_was_on(report)
+
+
+def test_saved_settings_are_read_back():
+    saved = QuerySettings().set("retrieve.dense_weight", 0.3).set("rerank.enabled", False)
+    report = {"settings": {"query": saved.to_dict(), "index": {"chunk_size": 300}}}
+    assert report_query_settings(report).retrieve.dense_weight == 0.3
+    assert not rerank_was_on(report)
+    assert report_index_settings(report, "hashing").chunk_size == 300

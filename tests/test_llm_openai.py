@@ -220,10 +220,14 @@ def test_wrong_path_is_not_found() -> None:
 
 
 def test_slow_server_is_timeout(server, client) -> None:
-    server.push(delay(3.0))
+    server.push(delay(60.0))
     start = time.perf_counter()
     err = expect_reason("timeout", lambda: client(timeout=0.5).complete("", "q", LOCAL, 10))
-    assert time.perf_counter() - start < 2.0 and "0.5 s" in str(err)
+    assert "0.5 s" in str(err)
+    # The client hung up on the held reply (seen by the server), long before it would come;
+    # the bound is loose on purpose: the machine is shared.
+    assert server.wait_for_disconnect(timeout=10) and len(server.requests) == 1
+    assert time.perf_counter() - start < 30.0
 
 
 def test_closed_port_is_connection() -> None:

@@ -94,9 +94,7 @@ def test_an_llm_pick_keeps_the_documents_of_its_sections(hashing_index):
     question = "How many epochs was the router trained for?"
     settings = QuerySettings()
     qvec = get_embedder("hashing").embed_query(question)
-    scores = score_leaves(
-        hashing_index, question, qvec, tokenize, settings.locate, settings.retrieve
-    )
+    scores = score_leaves(hashing_index, question, qvec, tokenize, settings.retrieve)
     law = next(d.doc_id for d in hashing_index.documents if d.language == "zh")
     leaf = next(n for n in hashing_index.leaves(law) if len(hashing_index.leaf_rows(n.node_id)))
     picked = LocateResult((LocatedLeaf(leaf.node_id, leaf.heading_path, question),), "", "llm")

@@ -186,13 +186,25 @@ def test_numbering_families_and_ranks() -> None:
         "（一）导航类故障": ("zh", 8),
         "(二) 机构": ("zh", 8),
         "PART II": ("filing", 1),
+        "Part 2 Results": ("filing", 1),
         "Item 1A. Risk Factors": ("filing", 2),
+        "Item 7: Management": ("filing", 2),
+        "Chapter 3 Methods": ("chapter", 1),
+        "CHAPTER IV": ("chapter", 1),
+        "Appendix B Data": ("chapter", 1),
+        "第一款": ("zh", 5),
+        "第一百万条": ("zh", 4),
+        "二十、附则": ("zh", 7),
     }
     for heading, (family, rank) in cases.items():
         num = heading_numbering(heading)
         assert num is not None and (num.family, num.rank) == (family, rank), heading
     assert heading_numbering("第一百零五条").values == (105,)
     assert heading_numbering("Item 1A.").values < heading_numbering("Item 2").values
+    assert heading_numbering("第一百万条").values == (1_000_000,)
+    chapters = ("Chapter 3", "Chapter IV", "Chapter 12", "Appendix A", "Appendix C")
+    values = [heading_numbering(c).values for c in chapters]
+    assert values == sorted(values)  # appendices follow the chapters
     for plain in (
         "2FA debugging",
         "1-to-1",
@@ -202,6 +214,9 @@ def test_numbering_families_and_ranks() -> None:
         "IIII. x",
         "A Study",
         "Itemized costs",
+        "Chapters of the book",
+        "Appendix AB",
+        "Chapter IIII",
         "Abstract",
         "",
     ):

@@ -231,9 +231,9 @@ def test_the_tree_component_ships_its_vis_network_build():
 
 def test_gold_needs_the_same_question_and_the_same_document_text():
     from ui import gold
-    from ui.eval_data import EVAL_ROOT
+    from ui.eval_data import dev_set_folder
 
-    if not (EVAL_ROOT / "qasper").is_dir():
+    if not dev_set_folder("qasper").is_dir():
         pytest.skip("the qasper dev set is not beside the repo")
     name = "1908.10461.md"
     text = (resources.SAMPLE_DIR / name).read_text(encoding="utf-8")
@@ -245,10 +245,40 @@ def test_gold_needs_the_same_question_and_the_same_document_text():
         get_embedder("hashing"),
     )
     question = "How big is the Parallel Meaning Bank?"
-    found = gold.gold_for(question, same)
+    found = gold.gold_for(question, same).gold
     assert found is not None and found.dataset == "qasper"
-    assert gold.gold_for(question, edited) is None  # offsets would no longer point at the gold
-    assert gold.gold_for("How big is the Parallel Meaning Bank", same) is None
+    assert gold.gold_for(question, edited).gold is None  # offsets no longer point at the gold
+    assert gold.gold_for("How big is the Parallel Meaning Bank", same).gold is None
+
+
+def test_dev_sets_come_from_treerag_eval_dirs_and_a_broken_one_is_named(tmp_path, monkeypatch):
+    """With TREERAG_EVAL_DIRS set, the dev sets are read there (they once came from a second,
+    fixed folder outside the allowed roots: UnsafePathError, swallowed, metrics gone)."""
+    from ui import eval_data, gold
+    from ui.eval_data import dev_set_folder, resolve_folder, selected_folder
+
+    real = dev_set_folder("qasper")
+    if not real.is_dir():
+        pytest.skip("the qasper dev set is not beside the repo")
+    name = "1908.10461.md"
+    lines = (real / "questions.jsonl").read_text(encoding="utf-8").splitlines()
+    mine = [line for line in lines if f'"doc": "{name}"' in line]
+    (tmp_path / "qasper" / "docs").mkdir(parents=True)
+    (tmp_path / "qasper" / "questions.jsonl").write_text("\n".join(mine) + "\n", "utf-8")
+    text = (real / "docs" / name).read_text(encoding="utf-8")
+    (tmp_path / "qasper" / "docs" / name).write_text(text, encoding="utf-8")
+    monkeypatch.setenv("TREERAG_EVAL_DIRS", str(tmp_path))
+    assert selected_folder("qasper", "") == tmp_path / "qasper"
+    assert resolve_folder({"dataset": "qasper"}) == tmp_path / "qasper"
+    index = build_index([SourceDocument(name, text)], IndexSettings(embedder="hashing"),
+                        get_embedder("hashing"))  # fmt: skip
+    found = gold.gold_for("How big is the Parallel Meaning Bank?", index)
+    assert found.gold is not None and found.problems == ()
+    (tmp_path / "qasper" / "questions.jsonl").write_text("not json\n", encoding="utf-8")
+    eval_data._dataset.clear()
+    broken = gold.gold_for("How big is the Parallel Meaning Bank?", index)
+    assert broken.gold is None and len(broken.problems) == 1
+    assert broken.problems[0].startswith("dev set qasper: ")
 
 
 def test_the_evaluate_metric_table_fits_the_page_width():
@@ -263,10 +293,10 @@ def test_the_evaluate_metric_table_fits_the_page_width():
 
 def test_every_offered_gold_example_has_its_gold_in_the_samples():
     from ui import gold
-    from ui.eval_data import EVAL_ROOT
+    from ui.eval_data import dev_set_folder
     from ui.examples import GOLD_EXAMPLES
 
-    if not (EVAL_ROOT / "qasper").is_dir() or not (EVAL_ROOT / "lecoqa_laws").is_dir():
+    if not dev_set_folder("qasper").is_dir() or not dev_set_folder("lecoqa_laws").is_dir():
         pytest.skip("the dev sets are not beside the repo")
     settings = IndexSettings(embedder="hashing")
     for name, questions in GOLD_EXAMPLES.items():
@@ -274,4 +304,5 @@ def test_every_offered_gold_example_has_its_gold_in_the_samples():
         index = build_index([SourceDocument(name, text)], settings, get_embedder("hashing"))
         for question in questions:
             found = gold.gold_for(question, index)
-            assert found is not None and found.question.question == question, question
+            assert found.gold is not None, question
+            assert found.gold.question.question == question and found.problems == ()

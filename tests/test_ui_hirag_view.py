@@ -82,5 +82,35 @@ def test_app_renders_graph_and_tables():
 
 def test_helpers_for_wiring(hashing_index):
     assert is_hirag_trace(_sections()) and not is_hirag_trace([])
-    store = graph_store_for(hashing_index)  # built by the strategy tests, or None: never builds
-    assert store is None or store.has_node(next(iter(store.nx_graph.nodes)))
+    store, why = graph_store_for(hashing_index)  # built by other tests, or None: never builds
+    assert (store is None and "HiRAG" in why) or (
+        why == "" and store.has_node(next(iter(store.nx_graph.nodes)))
+    )
+
+
+def test_a_corrupt_hirag_build_is_named_not_shown_as_missing(tmp_path):
+    from conftest import sample_sources
+
+    from treerag_core.config import IndexSettings
+    from treerag_core.embedders import get_embedder
+    from treerag_core.hirag import build as hirag_build
+    from treerag_core.hirag.build import build_hirag
+    from treerag_core.hirag.store import save_hirag
+    from treerag_core.index import build_index
+    from treerag_core.store import load_index, save_index
+
+    folder = tmp_path / "index"
+    embedder = get_embedder("hashing")
+    built = build_index(
+        sample_sources(["test_paper.md"]), IndexSettings(embedder="hashing"), embedder
+    )
+    save_index(built, folder)
+    index = load_index(folder)
+    save_hirag(build_hirag(index, embedder), folder)
+    hirag_build._CACHE.clear()  # read the folder, not memory
+    store, why = graph_store_for(index)
+    assert store is not None and why == ""
+    (folder / "hirag" / "graph.json").write_text("{broken", encoding="utf-8")
+    hirag_build._CACHE.clear()
+    store, why = graph_store_for(index)
+    assert store is None and "graph.json is corrupt" in why

@@ -13,8 +13,10 @@ from typing import TYPE_CHECKING
 
 from tqdm import tqdm
 
-from treerag_core.config import IndexSettings, max_file_bytes
+from treerag_core.config import DEFAULT_MAX_FILE_BYTES, IndexSettings, max_file_bytes
+from treerag_core.drilldown import DrilldownOptions
 from treerag_core.errors import LLMError, QueryError, TreeRAGError
+from treerag_core.hirag.communities import DEFAULT_MAX_CLUSTER_SIZE
 from treerag_core.names import Fusion, Locator, Provider
 from treerag_core.progress import PlainProgress
 from treerag_core.render import terminal_safe
@@ -33,9 +35,9 @@ SETTING_FLAGS = {
     "candidate_window": "retrieve.candidate_window",
     "locator": "locate.locator",
     "max_leaves": "locate.max_leaves",
-    "locate_cutoff": "locate.cutoff",
     "strategy": "strategy",
 }
+_QUERY = QuerySettings()  # the defaults the help texts quote
 EMBEDDER_HELP = (
     "multilingual (bundled Universal Sentence Encoder, zh+en), minilm (bundled "
     "all-MiniLM-L6-v2, English), hashing (deterministic, for --mock/tests), "
@@ -135,16 +137,21 @@ def _llm_settings(args: argparse.Namespace, base: LLMSettings | None = None) -> 
 def _llm_client(args: argparse.Namespace, flag: str) -> tuple[LLMClient, LLMSettings]:
     """The LLM client `flag` asked for and its settings; no key (or endpoint) is an error
     that names what is missing, raised before any document is indexed."""
-    from treerag_core.llm import KEY_ENV, api_key_for, make_client
+    from treerag_core.llm import api_key_for, make_client
 
     llm = _llm_settings(args)
     client = make_client(llm, api_key_for(llm.provider))
     if client is None:
-        need = KEY_ENV[llm.provider]
-        if llm.provider == Provider.OPENAI:
-            need += " or --base-url"
-        raise LLMError(f"{flag} needs {need}", reason="no_api_key")
+        raise LLMError(f"{flag} needs {_llm_needs(llm)}", reason="no_api_key")
     return client, llm
+
+
+def _llm_needs(llm: LLMSettings) -> str:
+    """What an index-time LLM option needs for `llm`'s provider, for its error message."""
+    from treerag_core.llm import KEY_ENV
+
+    need = KEY_ENV[llm.provider]
+    return need + " or --base-url" if llm.provider == Provider.OPENAI else need
 
 
 def _llm_summarizer(settings: IndexSettings, previous, args: argparse.Namespace):
@@ -575,7 +582,8 @@ def _add_llm_options(p: argparse.ArgumentParser) -> None:
         "--context-tokens",
         type=int,
         default=None,
-        help="the model's context window; the locate prompt is cut to fit it (default 200000)",
+        help="the model's context window; the locate prompt is cut to fit it "
+        f"(default {_QUERY.llm.context_tokens})",
     )
 
 
@@ -589,7 +597,12 @@ def _add_query_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--mock", action="store_true", help="no LLM call at all; everything else real")
     p.add_argument("--json", action="store_true", help="print the trace as JSON")
-    p.add_argument("--top-k", type=int, default=None, help="chunks kept after rerank (default 5)")
+    p.add_argument(
+        "--top-k",
+        type=int,
+        default=None,
+        help=f"chunks kept after rerank (default {_QUERY.answer.final_top_k})",
+    )
     p.add_argument(
         "--context-chars", type=int, default=None, help="fill the answer's context to N chars"
     )
@@ -612,13 +625,39 @@ def _strategy_help() -> str:
 
 def _add_shared_retrieval_options(p: argparse.ArgumentParser) -> None:
     """Options that query, interactive and eval share, declared once."""
-    p.add_argument("--dense-weight", type=float, default=None, help="0..1; BM25 gets 1 - this")
-    p.add_argument("--fusion", choices=Fusion.values(), default=None)
-    p.add_argument("--locator", choices=Locator.values(), default=None)
-    p.add_argument("--max-leaves", type=int, default=None)
-    p.add_argument("--locate-cutoff", type=float, default=None)
     p.add_argument(
-        "--candidate-window", type=int, default=None, help="pooled candidates (default 40)"
+        "--dense-weight",
+        type=float,
+        default=None,
+        help=f"0..1; BM25 gets 1 - this (default {_QUERY.retrieve.dense_weight})",
+    )
+    p.add_argument(
+        "--fusion",
+        choices=Fusion.values(),
+        default=None,
+        help="how dense and BM25 scores are combined: weighted (min-max, then --dense-weight), "
+        "rrf (reciprocal rank), dbsf (mean ± 3 std) or union (the better of the two) "
+        f"(default {_QUERY.retrieve.fusion})",
+    )
+    p.add_argument(
+        "--locator",
+        choices=Locator.values(),
+        default=None,
+        help="who picks the sections in step 1: auto (the LLM when one is configured, else "
+        "local), llm, local (heading-aware ranking) or keyword (question terms against "
+        f"headings) (default {_QUERY.locate.locator})",
+    )
+    p.add_argument(
+        "--max-leaves",
+        type=int,
+        default=None,
+        help=f"most sections step 1 picks, 1..5 (default {_QUERY.locate.max_leaves})",
+    )
+    p.add_argument(
+        "--candidate-window",
+        type=int,
+        default=None,
+        help=f"pooled candidates (default {_QUERY.retrieve.candidate_window})",
     )
     p.add_argument("--no-rerank", action="store_true", help="keep the fused order")
     p.add_argument(
@@ -626,9 +665,38 @@ def _add_shared_retrieval_options(p: argparse.ArgumentParser) -> None:
         default=None,
         metavar="D,P,C",
         help="drilldown: documents, parent sections and child passages kept per layer "
-        "(default 3,5,10; the seed's is 1,1,3)",
+        f"(default {_drilldown_default()}; the seed's is 1,1,3)",
     )
     _add_llm_options(p)
+
+
+def _drilldown_default() -> str:
+    layers = DrilldownOptions()
+    return f"{layers.documents},{layers.parents},{layers.children}"
+
+
+def _add_tree_options(p: argparse.ArgumentParser) -> None:
+    """How documents become trees and chunks (index and eval)."""
+    defaults = IndexSettings()
+    p.add_argument(
+        "--max-depth",
+        type=int,
+        default=defaults.max_depth,
+        help="heading levels that become tree nodes; deeper headings stay in their section's "
+        "text (default %(default)s)",
+    )
+    p.add_argument(
+        "--chunk-size",
+        type=int,
+        default=defaults.chunk_size,
+        help="most characters per chunk (default %(default)s)",
+    )
+    p.add_argument(
+        "--chunk-overlap",
+        type=int,
+        default=defaults.chunk_overlap,
+        help="characters shared by consecutive chunks (default %(default)s)",
+    )
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -715,9 +783,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", required=True, help="index folder (updated in place, atomically)")
     p.add_argument("--mock", action="store_true", help="hashing embedder: no model load")
     p.add_argument("--embedder", default=None, help=EMBEDDER_HELP)
-    p.add_argument("--max-depth", type=int, default=IndexSettings().max_depth)
-    p.add_argument("--chunk-size", type=int, default=IndexSettings().chunk_size)
-    p.add_argument("--chunk-overlap", type=int, default=IndexSettings().chunk_overlap)
+    _add_tree_options(p)
     p.add_argument(
         "--llm-summaries",
         action="store_true",
@@ -728,7 +794,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-file-mb",
         type=float,
         default=None,
-        help="skip files larger than this (default: TREERAG_MAX_FILE_MB, else 20)",
+        help="skip files larger than this (default: TREERAG_MAX_FILE_MB, else "
+        f"{DEFAULT_MAX_FILE_BYTES / 2**20:g})",
     )
     p.add_argument(
         "--hirag",
@@ -750,9 +817,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--hirag-llm-reports",
         action="store_true",
-        help="community reports from the LLM (needs ANTHROPIC_API_KEY; batched, cached)",
+        help="community reports from the LLM (the --provider key or --base-url; batched, cached)",
     )
-    p.add_argument("--hirag-max-cluster-size", type=int, default=10)
+    p.add_argument(
+        "--hirag-max-cluster-size",
+        type=int,
+        default=DEFAULT_MAX_CLUSTER_SIZE,
+        help="largest HiRAG community before it is split again (default %(default)s)",
+    )
     p.add_argument(
         "--graph-min-leaf-chars",
         type=int,
@@ -762,8 +834,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--llm-graphs",
         action="store_true",
-        help="extract graph entities and relations with the LLM (needs ANTHROPIC_API_KEY; "
-        "cached per leaf; a failure keeps what was extracted)",
+        help="extract graph entities and relations with the LLM (the --provider key or "
+        "--base-url; cached per leaf; a failure keeps what was extracted)",
     )
     p.add_argument(
         "--max-pages",
@@ -787,15 +859,19 @@ def build_parser() -> argparse.ArgumentParser:
         default="treerag,flat-hybrid",
         help="comma-separated, from: " + ", ".join(strategy_names()),
     )
-    p.add_argument("--scope", choices=("doc", "corpus"), default="doc")
+    p.add_argument(
+        "--scope",
+        choices=("doc", "corpus"),
+        default="doc",
+        help="doc: each question searches its own documents; corpus: the whole set "
+        "(default %(default)s)",
+    )
     p.add_argument("--limit", type=int, default=None, help="only the first N usable questions")
     p.add_argument("--out", default=None, help="write the JSON report here")
     p.add_argument("--llm", action="store_true", help="allow LLM calls (see --provider)")
     p.add_argument("--cache", default="data/eval-cache", help="where built indexes are cached")
     p.add_argument("--embedder", default=None, help=EMBEDDER_HELP)
-    p.add_argument("--max-depth", type=int, default=IndexSettings().max_depth)
-    p.add_argument("--chunk-size", type=int, default=IndexSettings().chunk_size)
-    p.add_argument("--chunk-overlap", type=int, default=IndexSettings().chunk_overlap)
+    _add_tree_options(p)
     _add_shared_retrieval_options(p)
     p.add_argument(
         "--graph-min-leaf-chars",
@@ -805,7 +881,10 @@ def build_parser() -> argparse.ArgumentParser:
         "0: none; default %(default)s)",
     )
     p.add_argument(
-        "--top-k", type=int, default=50, help="passages kept per question (budget metrics: 50)"
+        "--top-k",
+        type=int,
+        default=50,
+        help="passages kept per question, walked by the budget metrics (default %(default)s)",
     )
     p.set_defaults(func=cmd_eval)
 
@@ -816,7 +895,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--url", default=None, help="the server, e.g. http://localhost:6333 (QDRANT_URL)"
     )
-    p.add_argument("--collection", default="treerag", help="collection name (default treerag)")
+    p.add_argument("--collection", default="treerag", help="collection name (default %(default)s)")
     p.set_defaults(func=cmd_qdrant_push)
 
     p = sub.add_parser("interactive", help="ask questions in a loop (history kept)")

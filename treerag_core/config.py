@@ -16,22 +16,33 @@ from treerag_core.names import EmbedderName
 DEFAULT_MAX_FILE_BYTES = 20 * 1024 * 1024
 
 
+def env_positive(name: str, default: float, unit: str = "") -> float:
+    """A positive finite number from the environment variable `name`, or `default` when unset.
+
+    Raises:
+        ValueError: the variable is set but not a positive number (named, with its value).
+    """
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        what = f"a positive number of {unit}" if unit else "a positive number"
+        raise ValueError(f"{name} must be {what}, but got {raw!r}")
+    return value
+
+
 def max_file_bytes() -> int:
     """The per-document size cap: TREERAG_MAX_FILE_MB (a positive number of MB) or 20 MB.
 
     Raises:
         ValueError: the variable is set but not a positive number.
     """
-    raw = os.environ.get("TREERAG_MAX_FILE_MB", "").strip()
-    if not raw:
-        return DEFAULT_MAX_FILE_BYTES
-    try:
-        mb = float(raw)
-    except ValueError:
-        mb = math.nan
-    if not (math.isfinite(mb) and mb > 0):
-        raise ValueError(f"TREERAG_MAX_FILE_MB must be a positive number of MB, but got {raw!r}")
-    return int(mb * 1024 * 1024)
+    mb = env_positive("TREERAG_MAX_FILE_MB", DEFAULT_MAX_FILE_BYTES / 2**20, "MB")
+    return int(mb * 2**20)
 
 
 @dataclass(frozen=True)
@@ -91,7 +102,7 @@ def eval_roots() -> tuple[Path, ...]:
 
     Default: `shared/eval` beside the repository, where the dev sets live.
     """
-    listed = os.environ.get("TREERAG_EVAL_DIRS", "")
-    if listed.strip():
-        return tuple(Path(p) for p in listed.split(os.pathsep) if p.strip())
+    listed = os.environ.get("TREERAG_EVAL_DIRS", "").split(os.pathsep)
+    if roots := tuple(Path(p) for p in listed if p.strip()):
+        return roots
     return (Path(__file__).resolve().parents[2] / "shared" / "eval",)

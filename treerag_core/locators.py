@@ -1,4 +1,4 @@
-"""Step 1: pick 1-5 leaf sections for a question (LLM on the serialized tree, or local)."""
+"""Step 1 helpers: leaf scores for the LLM locator, the LLM, keyword and manual picks."""
 
 from __future__ import annotations
 
@@ -25,6 +25,10 @@ from treerag_core.types import Fallback, Language, LocatedLeaf, LocateResult, Tr
 
 Tokenize = Callable[[str], list[str]]
 
+# Weight of a leaf's heading/summary match against its best chunk in `score_leaves` (the LLM
+# locator's ordering of documents for the prompt budget and of a picked parent's leaves).
+HEADING_WEIGHT = 0.2
+
 
 @dataclass(frozen=True)
 class LeafScores:
@@ -41,7 +45,6 @@ def score_leaves(
     question: str,
     query_vector: np.ndarray,
     tokenize: Tokenize,
-    locate: LocateSettings,
     retrieve: RetrieveSettings,
     scope: Sequence[str] | None = None,
 ) -> LeafScores:
@@ -65,7 +68,7 @@ def score_leaves(
     span = chunk_part.max() - chunk_part.min()
     chunk_part = (chunk_part - chunk_part.min()) / span if span > 0 else np.ones_like(chunk_part)
     heading_part = _heading_match(index, leaf_ids, tokenize(question))
-    w = locate.heading_weight
+    w = HEADING_WEIGHT
     scores = (1.0 - w) * chunk_part + w * heading_part
     order = np.argsort(-scores, kind="stable")
     return LeafScores(
@@ -83,35 +86,6 @@ def _heading_match(index: CorpusIndex, leaf_ids: list[str], q_tokens: list[str])
     idf = {t: math.log(1 + n / (1 + sum(t in lt for lt in leaf_terms))) for t in terms}
     total = sum(idf.values()) or 1.0
     return np.asarray([sum(idf[t] for t in terms & lt) / total for lt in leaf_terms])
-
-
-def local_locate(
-    index: CorpusIndex,
-    question: str,
-    query_vector: np.ndarray,
-    tokenize: Tokenize,
-    locate: LocateSettings,
-    retrieve: RetrieveSettings,
-    scope: Sequence[str] | None = None,
-) -> LocateResult:
-    """Keep the top leaves whose score is within `locate_cutoff` of the best (1..max_leaves)."""
-    started = time.perf_counter()
-    scored = score_leaves(index, question, query_vector, tokenize, locate, retrieve, scope)
-    picked: list[LocatedLeaf] = []
-    top = float(scored.scores[0]) if len(scored.scores) else 0.0
-    for leaf_id, score in zip(scored.leaf_ids, scored.scores.tolist(), strict=True):
-        if len(picked) >= locate.max_leaves:
-            break
-        if picked and score < locate.cutoff * top:
-            break
-        node = index.nodes[leaf_id]
-        picked.append(LocatedLeaf(leaf_id, node.heading_path, question, round(score, 4), "local"))
-    thinking = (
-        f"Local locator: {len(scored.leaf_ids)} leaves scored by best chunk (hybrid) and "
-        f"heading/summary match; kept {len(picked)} scoring at least "
-        f"{locate.cutoff:.0%} of the best."
-    )
-    return LocateResult(tuple(picked), thinking, "local", seconds=time.perf_counter() - started)
 
 
 def keyword_locate(

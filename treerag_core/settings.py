@@ -7,7 +7,6 @@ object can key caches, and a step's result can carry the exact settings it was m
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 from typing import Any
@@ -51,18 +50,11 @@ class LocateSettings(_Step):
 
     locator: Locator = Locator.AUTO
     max_leaves: int = 5
-    cutoff: float = 0.3  # the local locator keeps leaves scoring >= cutoff * best (measured)
-    heading_weight: float = 0.2  # local locator: weight of heading/summary match vs chunks
     budget_tokens: int = 6000  # the serialized tree sent to the LLM; past it, documents are cut
 
     def __post_init__(self) -> None:
         _coerce(self, "locator", Locator)
         _check(1 <= self.max_leaves <= 5, f"max_leaves must be in 1..5, but got {self.max_leaves}")
-        _check(0.0 <= self.cutoff <= 1.0, f"cutoff must be in [0, 1], but got {self.cutoff}")
-        _check(
-            0.0 <= self.heading_weight <= 1.0,
-            f"heading_weight must be in [0, 1], but got {self.heading_weight}",
-        )
         _check(self.budget_tokens > 0, f"budget_tokens must be > 0, but got {self.budget_tokens}")
 
 
@@ -154,8 +146,6 @@ _STEPS: dict[str, type[_Step]] = {
 _LEGACY_KEYS: dict[str, tuple[str, str]] = {
     "locator": ("locate", "locator"),
     "max_leaves": ("locate", "max_leaves"),
-    "locate_cutoff": ("locate", "cutoff"),
-    "heading_weight": ("locate", "heading_weight"),
     "locate_budget_tokens": ("locate", "budget_tokens"),
     "fusion": ("retrieve", "fusion"),
     "dense_weight": ("retrieve", "dense_weight"),
@@ -258,9 +248,3 @@ class QuerySettings:
             options=tuple(options),
             **{step: _STEPS[step].from_dict(values) for step, values in nested.items()},
         )
-
-
-def anthropic_api_key() -> str | None:
-    """The key from the environment, or None; never logged."""
-    key = os.environ.get("ANTHROPIC_API_KEY", "").strip()
-    return key or None

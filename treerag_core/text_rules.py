@@ -155,8 +155,14 @@ _ALPHA = re.compile(r"^([A-Z])(?:((?:\.\d{1,3})+)\.?|\.)(?=\s|$)")  # A.1.2 or A
 _ROMAN = re.compile(r"^([IVXLCDM]{1,7})\.(?=\s|$)")
 _PAREN = re.compile(r"^(?:(\d{1,3})\)|[（(](\d{1,3})[）)])(?=\s|$)")  # 1) or (1)
 # SEC filings: "PART II" above "Item 7." / "Item 1A." ("Item 1A" sorts between 1 and 2).
-_PART = re.compile(r"^PART\s+([IVX]{1,4})\.?(?=\s|$)", re.IGNORECASE)
-_ITEM = re.compile(r"^ITEM\s+(\d{1,2})([A-Z])?\.?(?=\s|$)", re.IGNORECASE)
+_PART = re.compile(r"^PART\s+([IVX]{1,4}|\d{1,2})[.:]?(?=\s|$)", re.IGNORECASE)
+# 8-K items carry a two-digit part: "Item 5.07.".
+_ITEM = re.compile(r"^ITEM\s+(\d{1,2})(?:\.(\d{2}))?([A-Z])?[.:]?(?=\s|$)", re.IGNORECASE)
+# Books and reports: "Chapter 3", "Chapter IV", "Appendix B" (appendices follow the chapters).
+_CHAPTER = re.compile(
+    r"^(CHAPTER|APPENDIX)\s+(\d{1,3}|[IVXLC]{1,7}|[A-Z])[.:]?(?=\s|$)", re.IGNORECASE
+)
+_APPENDIX_BASE = 1000
 _ROMAN_VALUES = {"I": 1, "V": 5, "X": 10, "L": 50, "C": 100, "D": 500, "M": 1000}
 
 
@@ -164,7 +170,7 @@ _ROMAN_VALUES = {"I": 1, "V": 5, "X": 10, "L": 50, "C": 100, "D": 500, "M": 1000
 class Numbering:
     """A heading's numbering: comparable only within one family; a larger rank is deeper."""
 
-    family: str  # decimal | alpha | roman | paren | zh | filing
+    family: str  # decimal | alpha | roman | paren | zh | filing | chapter
     rank: int
     values: tuple[int, ...]  # decimal/alpha: every part; others: the one number
     label: str  # the numbering as written, e.g. "3.2.", "第五十条", "（一）"
@@ -216,8 +222,10 @@ def heading_numbering(heading: str) -> Numbering | None:
 
     Forms: `第一编/分编/章/节/条/款/项` (and 部分/部/篇/卷; Chinese or Arabic numerals),
     `一、`, `一.`, `（一）`, `1.2.3`, `A.1.2`, `A.`, `III.` (canonical roman only), `1)`,
-    `(1)`, `PART II`, `Item 1A.`. Decimal parts have at most 3 digits, so a year
-    ("2019 Results") is not a number.
+    `(1)`, `PART II`, `Part 2`, `Item 1A.`, `Item 5.07.`, `Chapter 3`, `Chapter IV`,
+    `Appendix B`. Decimal parts have at most 3 digits, so a year ("2019 Results") is not a
+    number. The parser nests headings by it and the converters (`convert.levels`) find
+    headings in plain lines by it.
     """
     if m := _ZH_KIND.match(heading):
         return Numbering("zh", _ZH_RANK[m.group(2)], (zh_int(m.group(1)),), m.group())
@@ -237,12 +245,38 @@ def heading_numbering(heading: str) -> Numbering | None:
         return Numbering("alpha", len(parts), parts, m.group())
     if m := _PAREN.match(heading):
         return Numbering("paren", 1, (int(m.group(1) or m.group(2)),), m.group())
-    if (m := _PART.match(heading)) and (value := _roman_int(m.group(1).upper())) is not None:
+    if (m := _PART.match(heading)) and (value := _number(m.group(1))) is not None:
         return Numbering("filing", 1, (value,), m.group())
     if m := _ITEM.match(heading):
-        letter = ord(m.group(2).upper()) - ord("A") + 1 if m.group(2) else 0
-        return Numbering("filing", 2, (int(m.group(1)) * 100 + letter,), m.group())
+        letter = ord(m.group(3).upper()) - ord("A") + 1 if m.group(3) else 0
+        value = int(m.group(1)) * 10_000 + int(m.group(2) or 0) * 100 + letter
+        return Numbering("filing", 2, (value,), m.group())
+    if m := _CHAPTER.match(heading):
+        return _chapter(m)
     return None
+
+
+def _number(numeral: str) -> int | None:
+    """An Arabic or a canonical roman numeral as an int (None: neither)."""
+    if numeral.isdigit():
+        return int(numeral)
+    upper = numeral.upper()
+    return _roman_int(upper) if all(ch in _ROMAN_VALUES for ch in upper) else None
+
+
+def _chapter(m: re.Match[str]) -> Numbering | None:
+    kind, numeral = m.group(1).lower(), m.group(2).upper()
+    if kind == "appendix":  # "Appendix C" is the third appendix, not the hundredth
+        value = int(numeral) if numeral.isdigit() else ord(numeral[0]) - ord("A") + 1
+        if not numeral.isdigit() and len(numeral) > 1:
+            return None
+        return Numbering("chapter", 1, (_APPENDIX_BASE + value,), m.group())
+    value = _number(numeral)
+    if value is None:  # "Chapter A": a lettered chapter
+        if len(numeral) > 1:
+            return None
+        value = ord(numeral) - ord("A") + 1
+    return Numbering("chapter", 1, (value,), m.group())
 
 
 def split_heading_number(heading: str) -> tuple[str, str]:

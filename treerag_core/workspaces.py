@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-import os
 import re
 import secrets
 import shutil
@@ -14,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from treerag_core.chunking import chunk_leaf
-from treerag_core.config import IndexSettings, data_dir
+from treerag_core.config import IndexSettings, data_dir, env_positive
 from treerag_core.embedders import Embedder
 from treerag_core.errors import (
     IndexFormatError,
@@ -29,19 +27,6 @@ from treerag_core.store import MANIFEST, load_index, read_manifest, save_index
 _ID = re.compile(r"^[0-9a-f]{32}$")
 STAMP = ".last-used"  # its mtime is the workspace's last use
 INDEX = "index"
-
-
-def _env_number(name: str, default: float) -> float:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"{name} must be a positive number, but got {raw!r}")
-    return value
 
 
 @dataclass(frozen=True)
@@ -69,10 +54,10 @@ class WorkspaceLimits:
         """
         d = cls()
         return cls(
-            files_per_drop=int(_env_number("TREERAG_WS_MAX_FILES", d.files_per_drop)),
-            max_bytes=int(_env_number("TREERAG_WS_MAX_MB", d.max_bytes / 2**20) * 2**20),
-            max_chunks=int(_env_number("TREERAG_WS_MAX_CHUNKS", d.max_chunks)),
-            idle_hours=_env_number("TREERAG_WS_IDLE_HOURS", d.idle_hours),
+            files_per_drop=int(env_positive("TREERAG_WS_MAX_FILES", d.files_per_drop)),
+            max_bytes=int(env_positive("TREERAG_WS_MAX_MB", d.max_bytes / 2**20) * 2**20),
+            max_chunks=int(env_positive("TREERAG_WS_MAX_CHUNKS", d.max_chunks)),
+            idle_hours=env_positive("TREERAG_WS_IDLE_HOURS", d.idle_hours),
         )
 
 

@@ -193,7 +193,14 @@ def strategy_views(trace: Trace, engine: Engine) -> None:
 
         if is_hirag_trace(trace.sections):
             st.subheader("HiRAG graph neighbourhood")
-            render_hirag(trace.sections, graph_store_for(engine.index), key="ask_hirag")
+            store, problem = graph_store_for(engine.index)
+            if problem:  # e.g. a corrupt build: say so, and draw what the trace holds
+                st.warning(
+                    f"The HiRAG graph cannot be read: {plain(problem)}. The neighbourhood "
+                    "below is drawn from this trace's tables only.",
+                    icon=":material/error:",
+                )
+            render_hirag(trace.sections, store, key="ask_hirag")
     elif trace.strategy == "drilldown":
         drilldown_layers(trace, engine)
 
@@ -327,14 +334,18 @@ def compare_panel(trace: Trace, engine: Engine, settings: QuerySettings) -> None
             engine, trace.question, settings, scope=scope, located=trace.locate,
             located_by=trace.strategy,
         )  # fmt: skip
-        gold = gold_for(trace.question, engine.index)
-        state.compare = {"stamp": stamp, "results": results, "gold": gold}
+        lookup = gold_for(trace.question, engine.index)
+        state.compare = {"stamp": stamp, "results": results, "gold": lookup}
     data = state.compare
     if not data or data["stamp"] != stamp:
         return
     results: list[Compared] = data["results"]
-    if data.get("gold") is not None:
-        compare_metrics(data["gold"], results)
+    lookup = data.get("gold")
+    if lookup is not None:
+        for problem in lookup.problems:  # metrics are missing for a reason the user can fix
+            st.warning(f"No gold metrics from a dev set: {plain(problem)}", icon=":material/error:")
+        if lookup.gold is not None:
+            compare_metrics(lookup.gold, results)
     base = {h.chunk.chunk_id for h in trace.reranked}
     # Cards in rows of COMPARE_PER_ROW: a dozen strategies side by side in one row left each
     # column a word wide.

@@ -12,7 +12,7 @@ from typing import Any
 
 import streamlit as st
 
-from treerag_core.config import IndexSettings, data_dir
+from treerag_core.config import IndexSettings, data_dir, eval_roots
 from treerag_core.errors import UnsafePathError
 from treerag_core.evaluation.analysis import TREE, report_query_settings
 from treerag_core.evaluation.dataset import EvalDataset, EvalQuestion, load_dataset
@@ -22,9 +22,8 @@ from treerag_core.index import CorpusIndex
 from treerag_core.pipeline import Engine, run
 from treerag_core.safepaths import allowed_roots, resolve_inside
 from treerag_core.types import Trace
-from ui.resources import EVAL, REPO, Corpus, cached_embedder
+from ui.resources import EVAL, Corpus, cached_embedder
 
-EVAL_ROOT = REPO.parent / "shared" / "eval"  # the dev sets, beside the repo
 DEV_SETS = ("qasper", "lecoqa_laws", "gitlab_handbook")
 OTHER = "other"  # the dataset choice that reads a typed folder
 CACHE_DIR, REPORTS_DIR = "eval-cache", "eval-reports"  # under data_dir()
@@ -39,12 +38,19 @@ def reports_dir() -> Path:
     return Path(data_dir()) / REPORTS_DIR
 
 
+def dev_set_folder(name: str) -> Path:
+    """A dev set's folder: the first of `config.eval_roots()` (TREERAG_EVAL_DIRS) holding it,
+    else where the first root would hold it (so a missing set is reported there)."""
+    roots = eval_roots()
+    return next((root / name for root in roots if (root / name).is_dir()), roots[0] / name)
+
+
 def selected_folder(choice: str, typed: str) -> Path | None:
     """The dataset folder for a sidebar choice; None while "another folder" is still empty."""
     if choice == OTHER:
         text = typed.strip()
         return Path(text).expanduser() if text else None
-    return EVAL_ROOT / choice
+    return dev_set_folder(choice)
 
 
 def _fingerprint(folder: Path) -> str:
@@ -160,8 +166,10 @@ def resolve_folder(report: Mapping[str, Any], *candidates: Path | None) -> Path 
             continue
         if folder.is_dir():
             return folder
-    dev = EVAL_ROOT / name
-    return dev if name in DEV_SETS and dev.is_dir() else None
+    if name not in DEV_SETS:
+        return None
+    dev = dev_set_folder(name)
+    return dev if dev.is_dir() else None
 
 
 def question_scope(question: EvalQuestion, report: Mapping[str, Any]) -> list[str] | None:

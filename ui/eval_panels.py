@@ -34,17 +34,25 @@ def summary(report: dict[str, Any], fails: tuple[type[Exception], ...]) -> None:
     ev = EvalState()
     meta = ev.meta
     settings = report.get("settings") or {}
+    try:
+        rerank = "on" if rerank_was_on(report) else "off"
+    except fails as exc:
+        rerank, unreadable = "unknown", exc
+    else:
+        unreadable = None
     parts = [
         f"dataset **{plain(str(report.get('dataset')))}**",
         f"scope **{plain(str(report.get('scope')))}**",
         f"embedder {plain(str(settings.get('embedder', '?')))}",
-        f"rerank {'on' if rerank_was_on(report) else 'off'}",
+        f"rerank {rerank}",
     ]
     if meta.get("source") == "run":
         parts.append(f"run here in {meta.get('seconds', 0.0):.1f} s")
     else:
         parts.append(f"loaded from {plain(str(meta.get('name', 'a file')))}")
     st.caption(" · ".join(parts))
+    if unreadable is not None:
+        show_error(unreadable)  # the metrics stand; replaying a question would not
     if report.get("partial"):
         st.warning(
             "This report is partial: its run was interrupted, so later questions are missing."

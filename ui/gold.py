@@ -38,26 +38,37 @@ def _holds(index: CorpusIndex, question: EvalQuestion) -> bool:
     )
 
 
-def gold_for(question: str, index: CorpusIndex) -> Gold | None:
-    """The dev-set question asked (same text) with gold in this index; None when there is none.
+@dataclass(frozen=True)
+class GoldLookup:
+    """The gold found for a question (None: none), and the dev sets that could not be read."""
+
+    gold: Gold | None
+    problems: tuple[str, ...] = ()
+
+
+def gold_for(question: str, index: CorpusIndex) -> GoldLookup:
+    """The dev-set question asked (same text) with gold in this index, if there is one.
 
     Only span-level gold counts (the PDF set's page gold needs its page maps); a question the
-    metrics leave out (unanswerable, evidence not found) has no gold to score against.
+    metrics leave out (unanswerable, evidence not found) has no gold to score against. A dev
+    set that cannot be read is named in `problems`, so the page says why metrics are missing.
     """
     wanted = one_line(question).strip()
+    problems = []
     for name in eval_data.DEV_SETS:
-        folder = eval_data.EVAL_ROOT / name
+        folder = eval_data.dev_set_folder(name)
         if not folder.is_dir():
             continue
         try:
             dataset = eval_data.dataset(folder)
-        except TreeRAGError:
-            continue  # a broken dev set only means no metrics here
+        except TreeRAGError as exc:
+            problems.append(f"dev set {name}: {exc}")
+            continue
         for q in dataset.questions:
             same = one_line(q.question).strip() == wanted
             if same and q.usable and not q.gold_pages and _holds(index, q):
-                return Gold(dataset.name, q)
-    return None
+                return GoldLookup(Gold(dataset.name, q), tuple(problems))
+    return GoldLookup(None, tuple(problems))
 
 
 def strategy_metrics(gold: Gold, trace: Trace) -> dict[str, float]:

@@ -160,15 +160,16 @@ def is_hirag_trace(sections: Sequence[ContextSection]) -> bool:
     return any(s.kind in {"entities", "relations", "reports", "path"} for s in sections)
 
 
-def graph_store_for(index: Any) -> Any:
-    """The index's HiRAG graph store when it is built or cached, else None (never builds)."""
+def graph_store_for(index: Any) -> tuple[Any, str]:
+    """The index's HiRAG graph store when it is built or cached (never builds), and "" ; else
+    None and why (not built, out of date, or a corrupt build: IndexFormatError's message)."""
     from treerag_core.errors import IndexFormatError
     from treerag_core.hirag.build import hirag_for
 
     try:
-        return hirag_for(index, build_if_missing=False).store
-    except IndexFormatError:
-        return None
+        return hirag_for(index, build_if_missing=False).store, ""
+    except IndexFormatError as exc:
+        return None, str(exc)
 
 
 def render_hirag(sections: Sequence[ContextSection], store: Any = None, key: str = "hirag") -> None:

@@ -137,11 +137,6 @@ def changed_settings(trace: Trace, settings: QuerySettings, paths: Sequence[str]
     ]
 
 
-def changed_controls(trace: Trace, settings: QuerySettings) -> list[str]:
-    """Rerun-at-once controls whose value differs from the trace's."""
-    return changed_settings(trace, settings, RERUN_SETTINGS)
-
-
 def sidebar(
     doc_options: Mapping[str, str], scope_key: str, eval_label: str | None
 ) -> tuple[LLMSettings, str | None]:

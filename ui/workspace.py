@@ -143,7 +143,3 @@ def merge_sources(
 def workspace_settings() -> IndexSettings:
     index = WorkspaceState().index
     return index.settings if index is not None else IndexSettings(embedder=default_embedder())
-
-
-def has_workspace() -> bool:
-    return st.session_state.get(WorkspaceState().key("index")) is not None

@@ -9,7 +9,12 @@ from collections import Counter
 from dataclasses import dataclass
 
 from treerag_core.convert.base import ConvertedDocument, MarkdownWriter, clean_inline
-from treerag_core.convert.levels import Candidate, assign_levels, structural_numbering
+from treerag_core.convert.levels import (
+    Candidate,
+    assign_levels,
+    list_like,
+    structural_numbering,
+)
 from treerag_core.errors import CorruptDocumentError
 
 _HEADING_STYLE = re.compile(r"^(?:heading|标题)\s*(\d)$", re.I)
@@ -138,7 +143,7 @@ def _levels(blocks: list[_Block]) -> tuple[dict[int, int], dict[int, tuple[str, 
         if b.bold:
             why.append("bold")
         num = structural_numbering(b.text)
-        if num is not None and (why or len(b.text) <= 60):
+        if num is not None and (why or (len(b.text) <= 60 and not list_like(num))):
             why.append(f"numbering {num.label}")
         if why:
             found[i] = tuple(why)

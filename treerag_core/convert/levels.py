@@ -2,49 +2,38 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-_ZH_NUM = "零〇一二三四五六七八九十百千两"
-_PATTERNS: tuple[tuple[re.Pattern[str], str, int], ...] = (
-    (re.compile(r"^part\s+([ivx]+|\d+)\b\.?", re.I), "sec", 0),
-    (re.compile(r"^item\s+\d+[a-z]?\s*[.:]", re.I), "sec", 1),
-    (re.compile(r"^(chapter|appendix)\s+([ivx]+|\d+|[a-z])\b", re.I), "chapter", 0),
-    (re.compile(rf"^第[{_ZH_NUM}\d]+编"), "zh", 0),
-    (re.compile(rf"^第[{_ZH_NUM}\d]+分编"), "zh", 1),
-    (re.compile(rf"^第[{_ZH_NUM}\d]+章"), "zh", 2),
-    (re.compile(rf"^第[{_ZH_NUM}\d]+节"), "zh", 3),
-    (re.compile(rf"^第[{_ZH_NUM}\d]+条"), "zh", 4),
-    (re.compile(rf"^[{_ZH_NUM}]+、"), "zh", 5),
-    (re.compile(rf"^[（(][{_ZH_NUM}]+[）)]"), "zh", 6),
-)
-# "1 Introduction", "2.3 Results": a number and a word, not a sentence starting with a number.
-_DECIMAL = re.compile(r"^(\d{1,2}(?:\.\d{1,2}){0,4})\.?\s+(?=[A-Z\u4e00-\u9fff])")
+from treerag_core.text_rules import Numbering, han_count, heading_numbering, one_line
+
+# Numberings that are a heading on their own ("PART II", "Chapter 3"); the others ("1.2",
+# "A.1", "IV.", "1)") open a heading only when a title follows them.
+_ALONE = ("zh", "filing", "chapter")
 
 
-@dataclass(frozen=True)
-class Numbering:
-    """A structural numbering: its family and rank in it (a larger rank is deeper)."""
-
-    family: str
-    rank: int
-    label: str
+_OPENERS = "[(\"'“‘"
 
 
 def structural_numbering(text: str) -> Numbering | None:
-    """The heading-like numbering a line starts with, or None."""
-    line = text.strip()
-    for pattern, family, rank in _PATTERNS:
-        if pattern.match(line):
-            return Numbering(
-                family, rank, {"sec": ("part", "item")[min(rank, 1)]}.get(family, family)
-            )
-    m = _DECIMAL.match(line)
-    if m:
-        depth = m.group(1).count(".") + 1
-        return Numbering("decimal", depth - 1, "decimal")
-    return None
+    """The numbering a line opens with (text_rules' grammar, the one the parser nests by),
+    when the line reads as a heading: after a Latin numbering the title starts with a capital,
+    a Han character or a bracket ("ITEM 6. [RESERVED]"), so "3 apples were eaten", "1) the
+    first step" and a contents line "PART I 4" stay body text; a filing's Item ends in "." or
+    ":" ("Item 1A" alone is a cross-reference); a section number is below 100."""
+    line = one_line(text)
+    num = heading_numbering(line)
+    if num is None or num.family == "zh":
+        return num
+    if num.family == "filing" and num.rank == 2 and not num.label.endswith((".", ":")):
+        return None
+    if num.family == "decimal" and num.values[0] >= 100:
+        return None  # "700 Anderson Hill Road": an address or an amount, not a section
+    title = line[len(num.label) :].lstrip(" .:-")
+    if not title:
+        return num if num.family in _ALONE else None
+    first = title[0]
+    return num if first.isupper() or han_count(first) or first in _OPENERS else None
 
 
 @dataclass(frozen=True)
@@ -56,10 +45,27 @@ class Candidate:
     numbering: Numbering | None = None
 
 
-def _is_ancestor(open_: Candidate, new: Candidate) -> bool:
+# List-like numberings: their depth against another family's is unknown, so across families
+# they nest as an un-numbered heading would ("(3) Exhibits" inside "Item 15.").
+_LIST_LIKE = ("paren", "alpha", "roman")
+
+
+def list_like(num: Numbering) -> bool:
+    """A list or initial's marker ("(1)", "A.", "IV."): a heading only with a style signal
+    (bold, size), since alone it is as often a list item or a name ("W. Craig Jelinek")."""
+    return num.family in _LIST_LIKE
+
+
+def _is_ancestor(open_: Candidate, new: Candidate, stack: Sequence[Candidate]) -> bool:
     a, b = open_.numbering, new.numbering
     if a is not None and b is not None and a.family == b.family:
         return a.rank < b.rank
+    if b is not None and any(o.numbering and o.numbering.family == b.family for o in stack):
+        return False  # its own family is open further up: close what lies between
+    if a is not None and a.family in _LIST_LIKE:
+        a = None
+    if b is not None and b.family in _LIST_LIKE:
+        b = None
     if a is not None and b is None:
         # An un-numbered heading no bigger than "Item 7." nests inside it.
         return open_.style_rank <= new.style_rank
@@ -69,14 +75,15 @@ def _is_ancestor(open_: Candidate, new: Candidate) -> bool:
 def assign_levels(candidates: Sequence[Candidate]) -> list[int]:
     """Levels (1-based) from a stack of open headings: a heading pops what cannot hold it.
 
-    Same-family numbering decides first (PART over Item, 第一章 over 第一节, 1 over 1.1),
-    a numbered heading holds un-numbered ones of no larger style, and otherwise the more
+    Same-family numbering decides first (PART over Item, 第一章 over 第一节, 1 over 1.1) and
+    closes what lies between ("Item 2." closes "(3)" under "Item 1."); a numbered heading
+    holds un-numbered (and list-numbered) ones of no larger style; otherwise the more
     prominent style is the ancestor. A level never jumps by more than one.
     """
     levels: list[int] = []
     stack: list[Candidate] = []
     for cand in candidates:
-        while stack and not _is_ancestor(stack[-1], cand):
+        while stack and not _is_ancestor(stack[-1], cand, stack):
             stack.pop()
         stack.append(cand)
         levels.append(min(len(stack), 6))

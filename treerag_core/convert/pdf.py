@@ -9,7 +9,12 @@ from collections import Counter
 from dataclasses import dataclass
 
 from treerag_core.convert.base import ConvertedDocument, MarkdownWriter
-from treerag_core.convert.levels import Candidate, assign_levels, structural_numbering
+from treerag_core.convert.levels import (
+    Candidate,
+    assign_levels,
+    list_like,
+    structural_numbering,
+)
 from treerag_core.errors import (
     CorruptDocumentError,
     EncryptedDocumentError,
@@ -208,10 +213,10 @@ def _title_shape(text: str) -> bool:
 
 def _bare_title(text: str, num) -> bool:
     """A numbered line in body type reads as a heading only when it is a short title:
-    no sentence punctuation, and not an article or list item (第二条 …。, （一）…；)."""
+    no sentence punctuation, and not an article or list item (第二条 …。, （一）…；, (1), A.)."""
     if len(text) > 60 or _SENTENCE.search(text) or text[-1] in ".:：":
         return False
-    return not (num.family == "zh" and num.rank >= 4)
+    return not (num.family == "zh" and num.rank >= 4) and not list_like(num)
 
 
 def _heading_signals(block: list[_Line], body: float, body_font: str) -> tuple[str, ...] | None:

@@ -200,32 +200,46 @@ def coverage(
 
 
 def report_index_settings(report: Mapping[str, Any], default_embedder: str) -> IndexSettings:
-    """The index settings a report was run with (`default_embedder` when it does not say)."""
-    saved = (report.get("settings") or {}).get("index")
-    if isinstance(saved, dict):
-        try:
-            return IndexSettings.from_dict(saved)
-        except (TypeError, ValueError):
-            pass
-    embedder = (report.get("settings") or {}).get("embedder") or default_embedder
+    """The index settings a report was run with (`default_embedder` when it does not say).
+
+    Raises EvalDataError when the report saved index settings that cannot be read: replaying
+    its questions on another index would show other results under its name.
+    """
+    settings = report.get("settings") or {}
+    saved = settings.get("index")
+    if saved is not None:
+        return _load(IndexSettings.from_dict, saved, "index")
+    embedder = settings.get("embedder") or default_embedder
     return IndexSettings(embedder=str(embedder))
 
 
 def report_query_settings(report: Mapping[str, Any]) -> QuerySettings:
-    """The query settings a report was run with (final top-k 10, as the harness, when unsaid)."""
+    """The query settings a report was run with (final top-k 10, as the harness, when unsaid).
+
+    Raises EvalDataError when the report saved query settings that cannot be read.
+    """
     saved = (report.get("settings") or {}).get("query")
-    if isinstance(saved, dict):
-        try:
-            return QuerySettings.from_dict(saved, option_types())
-        except (TypeError, ValueError):
-            pass
+    if saved is not None:
+        return _load(lambda data: QuerySettings.from_dict(data, option_types()), saved, "query")
     return QuerySettings().set("answer.final_top_k", 10)
 
 
-def rerank_was_on(report: Mapping[str, Any]) -> bool:
-    """Whether a report's saved query settings (nested or the older flat keys) had rerank on."""
-    query = (report.get("settings") or {}).get("query") or {}
+def _load(read, saved: Any, what: str):
+    """Saved settings read by `read`; EvalDataError naming what is wrong with them."""
     try:
-        return QuerySettings.from_dict(query).rerank.enabled
-    except (TypeError, ValueError):
-        return False
+        if not isinstance(saved, Mapping):
+            raise TypeError(f"expected an object, got {type(saved).__name__}")
+        return read(saved)
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise EvalDataError(
+            f"This report's saved {what} settings cannot be read ({exc}); its questions cannot "
+            "be replayed as they ran: run the evaluation again."
+        ) from exc
+
+
+def rerank_was_on(report: Mapping[str, Any]) -> bool:
+    """Whether a report's saved query settings (nested or the older flat keys) had rerank on.
+
+    Raises EvalDataError when they cannot be read.
+    """
+    return report_query_settings(report).rerank.enabled

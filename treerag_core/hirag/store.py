@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -17,7 +17,6 @@ from treerag_core.errors import IndexFormatError
 from treerag_core.hirag.communities import Community
 from treerag_core.hirag.corpus_graph import CorpusGraph, Entity, Relation
 from treerag_core.hirag.reports import CommunityReport
-from treerag_core.types import Usage
 
 SCHEMA_VERSION = 1
 FOLDER = "hirag"
@@ -233,10 +232,6 @@ def _index_dim(root: Path) -> int:
     if not isinstance(dim, int) or isinstance(dim, bool) or dim <= 0:
         raise IndexFormatError(f"{root / 'manifest.json'} names no vector size; {BUILD_HINT}")
     return dim
-
-
-def usage_dict(usage: Usage) -> dict[str, Any]:
-    return asdict(usage)
 
 
 def _write(path: Path, data: Any) -> None:

@@ -132,7 +132,7 @@ class TreeRAG:
             return _local(ctx)
         started = time.perf_counter()
         qvec = ctx.query_vector(question)
-        scores = score_leaves(index, question, qvec, ctx.tokenize, s.locate, s.retrieve, ctx.scope)
+        scores = score_leaves(index, question, qvec, ctx.tokenize, s.retrieve, ctx.scope)
         try:
             language = corpus_language(index, ctx.scope)
             picked = llm_locate(index, question, ctx.client, s, language, scores, ctx.scope)
