@@ -138,17 +138,6 @@ def test_the_app_uses_the_real_default_embedder_unless_told(monkeypatch):
     assert resources.default_embedder() == "hashing"
 
 
-def test_labels_wrap_chinese_headings_and_stay_short():
-    label = w.wrap_label("第二章 有限责任公司的设立和组织机构以及股东会的职权与议事规则")
-    lines = label.split("\n")
-    assert 1 < len(lines) <= w.LABEL_LINES and lines[-1].endswith("…")
-    assert all(
-        sum(2 if "\u4e00" <= c <= "\u9fff" else 1 for c in ln) <= w.LABEL_LINE_UNITS + 1
-        for ln in lines
-    )
-    assert w.wrap_label("3.3 Training Procedure") == "3.3 Training\nProcedure"
-
-
 def test_inspected_node_keeps_its_cited_border_and_gets_a_halo(big_index):
     leaf = next(n for n in big_index.leaves() if n.heading == "Item 1.1.1").node_id
     marks = w.GraphMarks(picked=frozenset({leaf}), cited=frozenset({leaf}), selected=leaf)
