@@ -248,3 +248,12 @@ def test_the_evaluate_metric_table_fits_the_page_width():
     assert all(isinstance(w, int) for w in widths), config
     # The main column at 1600×1000 with the sidebar open is ~990 px; keep 120 for "strategy".
     assert sum(widths) + 120 <= 990, sum(widths)
+
+
+def test_view_names_the_inspected_node_for_the_component_to_keep_in_view(big_index):
+    leaf = next(n for n in big_index.leaves() if n.heading == "Item 7.2.1").node_id
+    view = w.graph_view(big_index, ["handbook.md"], w.GraphMarks(selected=leaf))
+    assert view.selected == leaf  # a citation click sets it: the component pans to it
+    assert w.graph_view(big_index, ["handbook.md"], w.GraphMarks()).selected is None
+    # The wheel is the page's: vis-network's own wheel zoom is off (Ctrl + wheel, ± zoom).
+    assert w.graph_config(400)["interaction"]["zoomView"] is False

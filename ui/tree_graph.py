@@ -63,6 +63,7 @@ class GraphView:
     total: int = 0
     focus: list[str] = field(default_factory=list)  # drawn nodes to zoom to, most wanted first
     focus_paths: dict[str, list[str]] = field(default_factory=dict)  # each with its ancestors
+    selected: str | None = None  # the drawn node open in the inspector: kept in view
 
 
 def _depth(index: CorpusIndex, node_id: str) -> int:
@@ -246,6 +247,7 @@ def graph_view(
         if view.focus:
             break
     view.focus_paths = {n: [a for a in index.ancestors(n) if a in shown] + [n] for n in view.focus}
+    view.selected = marks.selected if marks.selected in shown else None
     return view
 
 
@@ -342,7 +344,14 @@ def graph_config(height: int) -> dict[str, Any]:
             # again at its own width (mid-word, drawing a short line over the next).
             "widthConstraint": {"minimum": 70},
         },
-        "interaction": {"hover": True, "dragNodes": False, "tooltipDelay": 200},
+        # No wheel zoom from vis-network: the wheel scrolls the page (a graph caught it while
+        # presenting); the component zooms on Ctrl/⌘ + wheel, after a click, or with ±.
+        "interaction": {
+            "hover": True,
+            "dragNodes": False,
+            "tooltipDelay": 200,
+            "zoomView": False,
+        },
     }
 
 
@@ -383,6 +392,7 @@ def draw_graph(view: GraphView, key: str, height: int = 520) -> str | None:
     focus = {
         "leaves": view.focus,
         "paths": view.focus_paths,
+        "selected": view.selected,
         "min_label_px": MIN_LABEL_PX,
         "font_px": FONT_PX,
         "max_zoom": 1.0,
