@@ -257,3 +257,26 @@ def test_view_names_the_inspected_node_for_the_component_to_keep_in_view(big_ind
     assert w.graph_view(big_index, ["handbook.md"], w.GraphMarks()).selected is None
     # The wheel is the page's: vis-network's own wheel zoom is off (Ctrl + wheel, ± zoom).
     assert w.graph_config(400)["interaction"]["zoomView"] is False
+
+
+def test_rerank_table_names_each_passage_document_and_scores_read_to_three_places(paper_engine):
+    from treerag_core.pipeline import run
+    from treerag_core.settings import QuerySettings
+
+    trace = run(paper_engine, "How many epochs was the model trained for?", QuerySettings())
+    frame = score_tables.rerank_frame(trace.reranked, trace.candidates)
+    assert list(frame.columns[frame.columns.get_loc("leaf") :][:2]) == ["leaf", "document"]
+    assert set(frame["document"]) == {"test_paper.md"}
+    config = score_tables.rerank_columns(frame)
+    shown = [c for c in ("fused", "section", "graph", "rerank") if c in config]
+    assert len(shown) >= 3 and all(config[c]["type_config"]["format"] == "%.3f" for c in shown)
+
+
+def test_metric_headers_are_short_enough_to_read_with_the_full_name_in_help():
+    from ui import eval_tables
+
+    config = eval_tables.metric_columns()
+    left_out = config[eval_tables.LEFT_OUT]
+    assert left_out["label"] == "left out" and "left out" in left_out["help"]
+    latency = config[eval_tables.headline_label("latency_ms.total.p50")]
+    assert latency["label"] == "p50 ms" and "p50 latency (ms)" in latency["help"]

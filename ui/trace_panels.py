@@ -150,7 +150,13 @@ def document_routing(loc: LocateResult | None, key: str = "doc_routing") -> None
         hide_index=True,
         width="stretch",
         key=key,
-        column_config={"document": st.column_config.TextColumn("document", width="large")},
+        column_config={
+            "document": st.column_config.TextColumn("document", width="large"),
+            **{
+                name: st.column_config.NumberColumn(name, format="%.3f")
+                for name in ("score", "dense", "bm25", "passage")
+            },
+        },
     )
 
 
@@ -177,9 +183,11 @@ def step1(trace: Trace) -> None:
     st.markdown(" · ".join(bits))
     for note in loc.notes:
         st.caption(plain(note))
+    docs = {h.chunk.source_node_id: h.chunk.doc_id for h in trace.candidates}
     rows = [
         {
             "node": leaf.node_id,
+            "document": docs.get(leaf.node_id, ""),  # a leaf id alone names no document
             "heading path": leaf.heading_path,
             "sub-query": leaf.sub_query,
             "score": leaf.score,
@@ -188,12 +196,16 @@ def step1(trace: Trace) -> None:
         for leaf in loc.leaves
     ]
     st.dataframe(
-        pd.DataFrame(rows, columns=["node", "heading path", "sub-query", "score", "source"]),
+        pd.DataFrame(
+            rows, columns=["node", "document", "heading path", "sub-query", "score", "source"]
+        ),
         hide_index=True,
         width="stretch",
         key="step1_table",
         column_config={
-            "score": st.column_config.NumberColumn("locator score", format="%.3f"),
+            "node": st.column_config.TextColumn("node", width=56),
+            "document": st.column_config.TextColumn("document", width="medium"),
+            "score": st.column_config.NumberColumn("locator score", format="%.3f", width=104),
             "heading path": st.column_config.TextColumn("heading path", width="large"),
         },
     )
