@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from tqdm import tqdm
 
-from treerag_core.config import IndexSettings, max_file_bytes
+from treerag_core.config import MB, IndexSettings, max_file_bytes
 from treerag_core.errors import LLMError, QueryError, TreeRAGError
 from treerag_core.names import Fusion, Locator, Provider
 from treerag_core.progress import PlainProgress
@@ -232,7 +232,7 @@ def _max_file_bytes(flag_mb: float | None) -> int:
     if flag_mb is not None:
         if not flag_mb > 0:
             raise TreeRAGError(f"--max-file-mb must be > 0, but got {flag_mb}")
-        return int(flag_mb * 1024 * 1024)
+        return int(flag_mb * MB)
     try:
         return max_file_bytes()
     except ValueError as exc:

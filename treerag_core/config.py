@@ -13,11 +13,15 @@ from typing import Any
 
 from treerag_core.names import EmbedderName
 
-DEFAULT_MAX_FILE_BYTES = 20 * 1024 * 1024
+# Decimal megabytes, as Streamlit's uploader counts them (server.maxUploadSize): the app's
+# own limit and the uploader's then agree, and both messages speak the same MB.
+MB = 1_000_000
+DEFAULT_MAX_FILE_BYTES = 20 * MB
 
 
 def max_file_bytes() -> int:
-    """The per-document size cap: TREERAG_MAX_FILE_MB (a positive number of MB) or 20 MB.
+    """The per-document size cap: TREERAG_MAX_FILE_MB (a positive number of MB, 10^6 bytes)
+    or 20 MB.
 
     Raises:
         ValueError: the variable is set but not a positive number.
@@ -31,7 +35,7 @@ def max_file_bytes() -> int:
         mb = math.nan
     if not (math.isfinite(mb) and mb > 0):
         raise ValueError(f"TREERAG_MAX_FILE_MB must be a positive number of MB, but got {raw!r}")
-    return int(mb * 1024 * 1024)
+    return int(mb * MB)
 
 
 @dataclass(frozen=True)
