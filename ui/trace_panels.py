@@ -125,7 +125,19 @@ def costs(trace: Trace, rerun_ms: float | None = None) -> None:
         f"Total {total_ms:,.0f} ms · {tokens:,} tokens · "
         + (f"${cost:.4f}" if known else "price unknown")
     )
-    st.dataframe(stage_frame(trace), hide_index=True, width="stretch", key="stage_table")
+    # Short headers with the full name in help: "output_tokens" was cut in the narrow column.
+    st.dataframe(
+        stage_frame(trace),
+        hide_index=True,
+        width="stretch",
+        key="stage_table",
+        column_config={
+            "ms": st.column_config.NumberColumn("ms", format="%.1f", help="milliseconds"),
+            "input_tokens": st.column_config.NumberColumn("in", help="input tokens"),
+            "output_tokens": st.column_config.NumberColumn("out", help="output tokens"),
+            "cost_usd": st.column_config.TextColumn("cost", help="US dollars"),
+        },
+    )
     if rerun_ms is not None:
         st.caption(
             f"Re-ran with the new settings in {rerun_ms:.0f} ms (engine time, no LLM call): "

@@ -9,6 +9,7 @@ const focusButton = document.getElementById("fit-focus");
 const note = document.getElementById("note");
 const hint = document.getElementById("hint");
 const HINT = hint.textContent;
+const HINT_TITLE = hint.title;
 let net = null;
 let nodes = null;
 let edges = null;
@@ -74,8 +75,8 @@ function fitFocus() {
   record("path");
   const outside = focusSpec.leaves.filter((leaf) => !inView(leaf)).length;
   if (outside) {
-    note.textContent = `${outside} more picked section${outside > 1 ? "s" : ""} outside this ` +
-      "view: “Whole view” shows all";
+    const sections = `section${outside > 1 ? "s" : ""}`;
+    note.textContent = `${outside} more picked ${sections} off view: “Whole view” shows all`;
     note.title = note.textContent;
   }
 }
@@ -125,10 +126,12 @@ function onWheel(event) {
     return;
   }
   hint.textContent = "Hold Ctrl (⌘ on a Mac) to zoom, or click the graph first";
+  hint.title = hint.textContent;
   hint.classList.add("nudge");
   clearTimeout(nudgeTimer);
   nudgeTimer = setTimeout(() => {
     hint.textContent = HINT;
+    hint.title = HINT_TITLE;
     hint.classList.remove("nudge");
   }, 1800);
 }
@@ -164,6 +167,7 @@ function render(args) {
   focusSpec = Object.assign(focusSpec, JSON.parse(args.focus || "{}"));
   focusButton.hidden = !focusSpec.leaves.length;
   hint.textContent = HINT;
+  hint.title = HINT_TITLE;
   box.style.height = options.height;
   const ids = data.nodes.map((n) => n.id).join("\u001f");
   const newFocus = JSON.stringify(focusSpec.leaves);
