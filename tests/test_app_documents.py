@@ -373,3 +373,18 @@ def test_with_an_llm_configured_the_ktype_is_written_by_it_once(monkeypatch):
         assert len(server.requests) == calls + 1
         assert paper_key not in json.dumps(server.requests[-1].body, ensure_ascii=False)
         assert at.session_state["ws_index"].layers.summaries["paper.md"].method == "llm"
+
+
+def test_the_no_graphs_note_is_long_once_then_short_under_other_documents():
+    from ui.leaf_graph_panel import NO_GRAPHS, NO_GRAPHS_SHORT
+
+    at = documents_page()
+    captions = [c.value for c in at.caption]
+    assert NO_GRAPHS in captions and NO_GRAPHS_SHORT not in captions
+    first = at.session_state["doc_pick"]
+    other = "zh_sample.md" if first != "zh_sample.md" else "test_paper.md"  # both samples
+    at.selectbox(key="doc_pick").set_value(other).run()
+    captions = [c.value for c in at.caption]
+    assert NO_GRAPHS_SHORT in captions and NO_GRAPHS not in captions
+    at.selectbox(key="doc_pick").set_value(first).run()
+    assert NO_GRAPHS in [c.value for c in at.caption]

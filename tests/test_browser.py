@@ -53,6 +53,30 @@ FIND_NETWORK = """
   }));
 }
 """
+# The node's whole box inside the drawn area (not only its centre), as the component tests it.
+BOX_IN_VIEW = """
+(id) => {
+  const net = window.__net;
+  const b = net.getBoundingBox(id);
+  const a = net.canvasToDOM({ x: b.left, y: b.top });
+  const z = net.canvasToDOM({ x: b.right, y: b.bottom });
+  const g = document.getElementById("graph");
+  return a.x >= -1 && a.y >= -1 && z.x <= g.clientWidth + 1 && z.y <= g.clientHeight + 1;
+}
+"""
+# What vis-network drew of each label: its line count and box, in graph units.
+LABEL_BOXES = """
+() => {
+  const net = window.__net;
+  return Object.keys(net.getPositions()).map((id) => {
+    const node = net.body.nodes[id];
+    const b = net.getBoundingBox(id);
+    return { id, label: node.options.label, lines: node.labelModule.lineCount,
+             left: b.left, right: b.right, top: b.top, bottom: b.bottom };
+  });
+}
+"""
+SCROLL_TOP = "() => (document.querySelector('[data-testid=stMain]') || document.body).scrollTop"
 NODE_POINT = """
 (id) => {
   const net = window.__net;
@@ -312,3 +336,87 @@ def test_render_time_of_a_300_node_tree(page, app_url):
     assert len(nodes) >= 300
     assert len(collapsed) < 60
     assert whole_s < 20, result  # a rerun, the graph args and the vis draw together
+
+
+def test_graph_refits_on_resize_wheel_scrolls_the_page_and_a_citation_focuses(page):
+    """After a window resize the picked leaf is back in view; the plain wheel scrolls the page
+    (Ctrl + wheel zooms); a citation click brings its node into view."""
+    nodes = graph_nodes(page, expect_at_least=3)
+    best = next(n["id"] for n in nodes if n["background"] == PICKED)
+    frame = page.graph_frame
+    try:
+        page.set_viewport_size({"width": 1280, "height": 720})
+        time.sleep(1.0)  # the component re-fits 120 ms after its box stops changing size
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not frame.evaluate(BOX_IN_VIEW, best):
+            time.sleep(0.1)
+        assert frame.evaluate(BOX_IN_VIEW, best), "the picked leaf left the view on resize"
+        assert frame.evaluate("() => window.__fitted")["label_px"] >= MIN_LABEL_PX
+
+        element = frame.frame_element()
+        element.scroll_into_view_if_needed()
+        box = element.bounding_box()
+        page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 3)
+        scale, top = frame.evaluate("() => __net.getScale()"), page.evaluate(SCROLL_TOP)
+        page.mouse.wheel(0, 200)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and page.evaluate(SCROLL_TOP) == top:
+            time.sleep(0.05)
+        assert page.evaluate(SCROLL_TOP) != top, "the wheel over the graph did not scroll"
+        assert frame.evaluate("() => __net.getScale()") == scale, "the plain wheel zoomed"
+        assert "Ctrl" in frame.evaluate("() => document.getElementById('hint').textContent")
+        box = element.bounding_box()
+        page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 3)
+        page.keyboard.down("Control")
+        page.mouse.wheel(0, -200)
+        page.keyboard.up("Control")
+        time.sleep(0.3)
+        assert frame.evaluate("() => __net.getScale()") > scale, "Ctrl + wheel did not zoom"
+
+        # Pan far away, then click the citation: its node comes back into view.
+        chip = page.get_by_role("button", name=re.compile(r"3\.3 Training Procedure")).first
+        cited = chip.inner_text().rsplit("·", 1)[-1].strip()
+        frame.evaluate("() => __net.moveTo({ position: { x: -5000, y: -5000 }, scale: 1 })")
+        assert not frame.evaluate(BOX_IN_VIEW, cited)
+        chip.click()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            frame = page.graph_frame
+            with contextlib.suppress(Exception):
+                if frame.evaluate(BOX_IN_VIEW, cited):
+                    break
+            time.sleep(0.2)
+            graph_nodes(page)
+        assert page.graph_frame.evaluate(BOX_IN_VIEW, cited), "the cited node stayed out of view"
+        page.screenshot(path=str(RESULTS / "browser-resize-citation.png"))
+    finally:
+        page.set_viewport_size({"width": 1500, "height": 1150})
+
+
+def test_chinese_labels_are_wrapped_once_and_boxes_do_not_overlap(page, app_url):
+    """The Chinese sample's tree on Documents: vis-network draws exactly the lines
+    ui/tree_labels.py made (it wrapped them again before) and no two boxes overlap."""
+    page.goto(f"{app_url}/documents")
+    page.get_by_text("Tree preview").wait_for()
+    page.get_by_label("Document", exact=True).click()
+    page.get_by_role("option", name=re.compile("劳动合同法")).click()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        graph_nodes(page, expect_at_least=5)
+        drawn = page.graph_frame.evaluate(LABEL_BOXES)
+        if any("第三章" in (d["label"] or "") for d in drawn):
+            break
+        time.sleep(0.2)
+    assert any("第三章" in (d["label"] or "") for d in drawn), drawn
+    for d in drawn:
+        assert d["lines"] == d["label"].count("\n") + 1, d  # no second wrap in vis-network
+    for i, a in enumerate(drawn):
+        for b in drawn[i + 1 :]:
+            apart = (
+                a["right"] <= b["left"]
+                or b["right"] <= a["left"]
+                or a["bottom"] <= b["top"]
+                or b["bottom"] <= a["top"]
+            )
+            assert apart, (a, b)
+    page.graph_frame.frame_element().screenshot(path=str(RESULTS / "browser-zh-labels.png"))

@@ -128,3 +128,19 @@ def test_symlink_loop_is_reported(tmp_path):
     assert sources == []
     assert sorted(r.name for r in rejected) == ["a.md", "b.md"]
     assert all("symlink loop" in r.reason for r in rejected)
+
+
+def test_the_size_limit_speaks_the_uploaders_decimal_megabytes():
+    """Streamlit's uploader counts MB of 10^6 bytes (server.maxUploadSize = 20): the engine's
+    limit is the same 20,000,000 bytes and its message uses the same unit."""
+    import tomllib
+    from pathlib import Path
+
+    from treerag_core.config import DEFAULT_MAX_FILE_BYTES, MB
+    from treerag_core.loading import too_large
+
+    config = Path(__file__).resolve().parents[1] / ".streamlit" / "config.toml"
+    upload_mb = tomllib.loads(config.read_text(encoding="utf-8"))["server"]["maxUploadSize"]
+    assert DEFAULT_MAX_FILE_BYTES == upload_mb * MB == 20_000_000
+    message = str(too_large("big.pdf", 20_689_890, DEFAULT_MAX_FILE_BYTES))
+    assert "(20.7 MB)" in message and "(20.0 MB)" in message

@@ -138,17 +138,6 @@ def test_the_app_uses_the_real_default_embedder_unless_told(monkeypatch):
     assert resources.default_embedder() == "hashing"
 
 
-def test_labels_wrap_chinese_headings_and_stay_short():
-    label = w.wrap_label("第二章 有限责任公司的设立和组织机构以及股东会的职权与议事规则")
-    lines = label.split("\n")
-    assert 1 < len(lines) <= w.LABEL_LINES and lines[-1].endswith("…")
-    assert all(
-        sum(2 if "\u4e00" <= c <= "\u9fff" else 1 for c in ln) <= w.LABEL_LINE_UNITS + 1
-        for ln in lines
-    )
-    assert w.wrap_label("3.3 Training Procedure") == "3.3 Training\nProcedure"
-
-
 def test_inspected_node_keeps_its_cited_border_and_gets_a_halo(big_index):
     leaf = next(n for n in big_index.leaves() if n.heading == "Item 1.1.1").node_id
     marks = w.GraphMarks(picked=frozenset({leaf}), cited=frozenset({leaf}), selected=leaf)
@@ -306,3 +295,35 @@ def test_every_offered_gold_example_has_its_gold_in_the_samples():
             found = gold.gold_for(question, index)
             assert found.gold is not None, question
             assert found.gold.question.question == question and found.problems == ()
+
+
+def test_view_names_the_inspected_node_for_the_component_to_keep_in_view(big_index):
+    leaf = next(n for n in big_index.leaves() if n.heading == "Item 7.2.1").node_id
+    view = w.graph_view(big_index, ["handbook.md"], w.GraphMarks(selected=leaf))
+    assert view.selected == leaf  # a citation click sets it: the component pans to it
+    assert w.graph_view(big_index, ["handbook.md"], w.GraphMarks()).selected is None
+    # The wheel is the page's: vis-network's own wheel zoom is off (Ctrl + wheel, ± zoom).
+    assert w.graph_config(400)["interaction"]["zoomView"] is False
+
+
+def test_rerank_table_names_each_passage_document_and_scores_read_to_three_places(paper_engine):
+    from treerag_core.pipeline import run
+    from treerag_core.settings import QuerySettings
+
+    trace = run(paper_engine, "How many epochs was the model trained for?", QuerySettings())
+    frame = score_tables.rerank_frame(trace.reranked, trace.candidates)
+    assert list(frame.columns[frame.columns.get_loc("leaf") :][:2]) == ["leaf", "document"]
+    assert set(frame["document"]) == {"test_paper.md"}
+    config = score_tables.rerank_columns(frame)
+    shown = [c for c in ("fused", "section", "graph", "rerank") if c in config]
+    assert len(shown) >= 3 and all(config[c]["type_config"]["format"] == "%.3f" for c in shown)
+
+
+def test_metric_headers_are_short_enough_to_read_with_the_full_name_in_help():
+    from ui import eval_tables
+
+    config = eval_tables.metric_columns()
+    left_out = config[eval_tables.LEFT_OUT]
+    assert left_out["label"] == "left out" and "left out" in left_out["help"]
+    latency = config[eval_tables.headline_label("latency_ms.total.p50")]
+    assert latency["label"] == "p50 ms" and "p50 latency (ms)" in latency["help"]

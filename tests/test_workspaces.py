@@ -176,7 +176,7 @@ def test_workspace_limits_from_the_environment(monkeypatch):
     monkeypatch.setenv("TREERAG_WS_MAX_MB", "1.5")
     monkeypatch.setenv("TREERAG_WS_IDLE_HOURS", "2")
     limits = WorkspaceLimits.from_env()
-    assert (limits.files_per_drop, limits.max_bytes, limits.idle_hours) == (5, 3 * 2**19, 2.0)
+    assert (limits.files_per_drop, limits.max_bytes, limits.idle_hours) == (5, 1_500_000, 2.0)
     monkeypatch.setenv("TREERAG_WS_MAX_CHUNKS", "-3")
     with pytest.raises(ValueError, match="TREERAG_WS_MAX_CHUNKS"):
         WorkspaceLimits.from_env()

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from tqdm import tqdm
 
-from treerag_core.config import DEFAULT_MAX_FILE_BYTES, IndexSettings, max_file_bytes
+from treerag_core.config import DEFAULT_MAX_FILE_BYTES, MB, IndexSettings, max_file_bytes
 from treerag_core.drilldown import DrilldownOptions
 from treerag_core.errors import LLMError, QueryError, TreeRAGError
 from treerag_core.hirag.communities import DEFAULT_MAX_CLUSTER_SIZE
@@ -245,7 +245,7 @@ def _max_file_bytes(flag_mb: float | None) -> int:
     if flag_mb is not None:
         if not flag_mb > 0:
             raise TreeRAGError(f"--max-file-mb must be > 0, but got {flag_mb}")
-        return int(flag_mb * 1024 * 1024)
+        return int(flag_mb * MB)
     try:
         return max_file_bytes()
     except ValueError as exc:
@@ -795,7 +795,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=None,
         help="skip files larger than this (default: TREERAG_MAX_FILE_MB, else "
-        f"{DEFAULT_MAX_FILE_BYTES / 2**20:g})",
+        f"{DEFAULT_MAX_FILE_BYTES / MB:g})",
     )
     p.add_argument(
         "--hirag",

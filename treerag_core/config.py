@@ -13,7 +13,10 @@ from typing import Any
 
 from treerag_core.names import EmbedderName
 
-DEFAULT_MAX_FILE_BYTES = 20 * 1024 * 1024
+# Decimal megabytes, as Streamlit's uploader counts them (server.maxUploadSize): the app's
+# own limit and the uploader's then agree, and both messages speak the same MB.
+MB = 1_000_000
+DEFAULT_MAX_FILE_BYTES = 20 * MB
 
 
 def env_positive(name: str, default: float, unit: str = "") -> float:
@@ -36,13 +39,14 @@ def env_positive(name: str, default: float, unit: str = "") -> float:
 
 
 def max_file_bytes() -> int:
-    """The per-document size cap: TREERAG_MAX_FILE_MB (a positive number of MB) or 20 MB.
+    """The per-document size cap: TREERAG_MAX_FILE_MB (a positive number of MB, 10^6 bytes)
+    or 20 MB.
 
     Raises:
         ValueError: the variable is set but not a positive number.
     """
-    mb = env_positive("TREERAG_MAX_FILE_MB", DEFAULT_MAX_FILE_BYTES / 2**20, "MB")
-    return int(mb * 2**20)
+    mb = env_positive("TREERAG_MAX_FILE_MB", DEFAULT_MAX_FILE_BYTES / MB, "MB")
+    return int(mb * MB)
 
 
 @dataclass(frozen=True)

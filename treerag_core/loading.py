@@ -6,6 +6,7 @@ import stat
 from collections.abc import Sequence
 from pathlib import Path
 
+from treerag_core.config import MB
 from treerag_core.errors import InputDocumentError, UnsafePathError
 from treerag_core.safepaths import read_bytes_checked
 
@@ -18,8 +19,8 @@ _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 
 def too_large(name: str, size: int, max_bytes: int) -> InputDocumentError:
     return InputDocumentError(
-        f"{name}: {size:,} bytes ({size / 1024 / 1024:.1f} MB) is larger than the limit of "
-        f"{max_bytes:,} bytes ({max_bytes / 1024 / 1024:.1f} MB); raise it with "
+        f"{name}: {size:,} bytes ({size / MB:.1f} MB) is larger than the limit of "
+        f"{max_bytes:,} bytes ({max_bytes / MB:.1f} MB); raise it with "
         "TREERAG_MAX_FILE_MB or --max-file-mb"
     )
 

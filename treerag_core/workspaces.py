@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from treerag_core.chunking import chunk_leaf
-from treerag_core.config import IndexSettings, data_dir, env_positive
+from treerag_core.config import MB, IndexSettings, data_dir, env_positive
 from treerag_core.embedders import Embedder
 from treerag_core.errors import (
     IndexFormatError,
@@ -34,7 +34,7 @@ class WorkspaceLimits:
     """What one browser session may store: files per drop, bytes and chunks in all, idle time."""
 
     files_per_drop: int = 20
-    max_bytes: int = 4 * 1024 * 1024  # ~30k chunks at the default chunking: minutes of CPU
+    max_bytes: int = 4 * MB  # ~30k chunks at the default chunking: minutes of CPU
     max_chunks: int = 20_000
     idle_hours: float = 24.0
 
@@ -55,7 +55,7 @@ class WorkspaceLimits:
         d = cls()
         return cls(
             files_per_drop=int(env_positive("TREERAG_WS_MAX_FILES", d.files_per_drop)),
-            max_bytes=int(env_positive("TREERAG_WS_MAX_MB", d.max_bytes / 2**20) * 2**20),
+            max_bytes=int(env_positive("TREERAG_WS_MAX_MB", d.max_bytes / MB) * MB),
             max_chunks=int(env_positive("TREERAG_WS_MAX_CHUNKS", d.max_chunks)),
             idle_hours=env_positive("TREERAG_WS_IDLE_HOURS", d.idle_hours),
         )
@@ -116,8 +116,8 @@ def check_sources(
     size = source_bytes(sources)
     if size > limits.max_bytes:
         raise WorkspaceLimitError(
-            f"your workspace would hold {size / 2**20:.1f} MB of text; the limit per session is "
-            f"{limits.max_bytes / 2**20:.1f} MB: remove documents or upload fewer"
+            f"your workspace would hold {size / MB:.1f} MB of text; the limit per session is "
+            f"{limits.max_bytes / MB:.1f} MB: remove documents or upload fewer"
         )
     chunks = count_chunks(sources, settings)
     if chunks > limits.max_chunks:

@@ -35,6 +35,14 @@ PRESENT_CSS = """
 .stMainBlockContainer h1 { font-size: 2.2rem; }
 .stMainBlockContainer h2, .stMainBlockContainer h3 { font-size: 1.7rem; }
 [data-testid="stCaptionContainer"] { font-size: 1.05rem; }
+.stMainBlockContainer [data-testid="stTextInput"] input { font-size: 1.25rem; }
+.stMainBlockContainer [data-testid="stTextInput"] { min-height: 2.9rem; }
+.stMainBlockContainer button p { font-size: 1.15rem; }
+/* Toggles: the switch centred on its (now larger) label, the label on one line. */
+.stMainBlockContainer [data-testid="stCheckbox"] label { align-items: center; }
+.stMainBlockContainer [data-testid="stCheckbox"] label > div:first-of-type { margin-top: 0; }
+.stMainBlockContainer [data-testid="stCheckbox"] p { white-space: nowrap; }
+.st-key-ask_present [data-testid="stCheckbox"] p { font-size: 1.1rem; }
 </style>
 """
 

@@ -47,19 +47,27 @@ def metric_columns() -> dict[str, Any]:
     """Rates as bars on [0, 1]; character counts and milliseconds as plain numbers."""
     # Fixed narrow widths: with the default ones the last columns ran off the right edge.
     config: dict[str, Any] = {
+        # Short headers (the full name in the help): "left out of the set" and "p50 latency
+        # (ms)" were cut at these widths.
         "n": st.column_config.NumberColumn("n", format="%d", help="questions scored", width=44),
         LEFT_OUT: st.column_config.NumberColumn(
-            LEFT_OUT,
+            "left out",
             format="%d",
-            width=84,
+            width=72,
             help="questions of the whole set (not of this run) left out: unanswerable, or "
             "evidence not found verbatim",
         ),
     }
     for key in HEADLINE_KEYS:
         label = headline_label(key)
-        if key.startswith(("ctx_chars", "latency_ms")):
-            config[label] = st.column_config.NumberColumn(label, format="%.0f", width=70)
+        if key.startswith("latency_ms"):
+            config[label] = st.column_config.NumberColumn(
+                "p50 ms", format="%.0f", width=70, help=f"{label}: median milliseconds per question"
+            )
+        elif key.startswith("ctx_chars"):
+            config[label] = st.column_config.NumberColumn(
+                label, format="%.0f", width=92, help="characters of context in the top passages"
+            )
         else:
             config[label] = st.column_config.ProgressColumn(
                 label, min_value=0.0, max_value=1.0, format="%.3f", width=92

@@ -27,6 +27,11 @@ NO_GRAPHS = (
     "(copy the samples into your workspace first to rebuild them), or with `python -m "
     "treerag_core index --graph-min-leaf-chars 3000`. The treerag-kg strategy needs them."
 )
+NO_GRAPHS_SHORT = (
+    "No leaf knowledge graphs in this index (the note under the first document says how to "
+    "add them)."
+)
+NO_GRAPHS_SEEN = "lgp_no_graphs_seen"  # index -> the document the long note was shown under
 
 
 def _cost(graph: LeafGraph) -> str:
@@ -65,11 +70,19 @@ def graph_stats_frame(index: CorpusIndex, doc_id: str | None = None) -> pd.DataF
     return pd.DataFrame(rows, columns=columns)
 
 
+def _index_name(index: CorpusIndex) -> str:
+    return str(index.folder) if index.folder else "\x1f".join(d.doc_id for d in index.documents)
+
+
 def graph_stats(index: CorpusIndex, doc_id: str) -> None:
     """Which leaves of the document have a graph, and each graph's statistics; or the
     "rebuild to add graphs" message for an index without them."""
     if index.graphs is None:
-        st.caption(NO_GRAPHS)
+        # The long note under the first document shown only: it read the same under each.
+        first = st.session_state.setdefault(NO_GRAPHS_SEEN, {}).setdefault(
+            _index_name(index), doc_id
+        )
+        st.caption(NO_GRAPHS if first == doc_id else NO_GRAPHS_SHORT)
         return
     frame = graph_stats_frame(index, doc_id)
     threshold = index.settings.graph_min_leaf_chars

@@ -237,6 +237,7 @@ def rerank_frame(
         row |= {
             "pooled": cand.pooled_rank,
             "leaf": cand.chunk.source_node_id,
+            "document": cand.chunk.doc_id,  # the file name: a leaf id alone names no document
             "chunk": cand.chunk.chunk_id,
             "text": preview(cand.chunk.text, TEXT_CHARS),
             # The pooled order's own score (fusion over all groups), not the per-group one.
@@ -267,30 +268,37 @@ def rerank_frame(
 
 def rerank_columns(frame: pd.DataFrame) -> dict[str, Any]:
     config: dict[str, Any] = {
-        "final": st.column_config.TextColumn("final rank", width="small"),
+        # Widths in px so every header reads in full ("pooled rank" was cut at "small").
+        "final": st.column_config.TextColumn("final rank", width=84),
         "change": st.column_config.TextColumn("change", help="pooled (fused) rank → final rank"),
         "since last": st.column_config.TextColumn(
             "since last", help="how the passage moved since the previous settings"
         ),
-        "pooled": st.column_config.NumberColumn("pooled rank", width="small"),
+        "pooled": st.column_config.NumberColumn("pooled rank", width=96),
+        "leaf": st.column_config.TextColumn("leaf", width=56, help="the leaf (section) id"),
+        "document": st.column_config.TextColumn("document", width="medium"),
         "text": st.column_config.TextColumn("text", width="large"),
         "fused": st.column_config.NumberColumn("fused", format="%.3f"),
         "section": st.column_config.ProgressColumn(
             "section",
             min_value=0.0,
             max_value=1.0,
-            format="%.2f",
+            format="%.3f",
             help="the section score (0-1) the strategy gave this chunk's section",
         ),
         "graph": st.column_config.ProgressColumn(
-            "graph", min_value=0.0, max_value=1.0, format="%.2f", help=GRAPH_HELP
+            "graph", min_value=0.0, max_value=1.0, format="%.3f", help=GRAPH_HELP
         ),
         "forced_1": st.column_config.TextColumn("min-max", help=FORCED_HELP),
     }
     if "rerank" in frame and frame["rerank"].notna().any():
         low, high = float(frame["rerank"].min()), float(frame["rerank"].max())
         config["rerank"] = st.column_config.ProgressColumn(
-            "rerank", min_value=low, max_value=high if high > low else low + 1, format="%.2f"
+            "rerank",
+            min_value=low,
+            max_value=high if high > low else low + 1,
+            format="%.3f",
+            help="the cross-encoder's score (a logit: only the order matters)",
         )
     return config
 

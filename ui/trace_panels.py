@@ -125,7 +125,19 @@ def costs(trace: Trace, rerun_ms: float | None = None) -> None:
         f"Total {total_ms:,.0f} ms · {tokens:,} tokens · "
         + (f"${cost:.4f}" if known else "price unknown")
     )
-    st.dataframe(stage_frame(trace), hide_index=True, width="stretch", key="stage_table")
+    # Short headers with the full name in help: "output_tokens" was cut in the narrow column.
+    st.dataframe(
+        stage_frame(trace),
+        hide_index=True,
+        width="stretch",
+        key="stage_table",
+        column_config={
+            "ms": st.column_config.NumberColumn("ms", format="%.1f", help="milliseconds"),
+            "input_tokens": st.column_config.NumberColumn("in", help="input tokens"),
+            "output_tokens": st.column_config.NumberColumn("out", help="output tokens"),
+            "cost_usd": st.column_config.TextColumn("cost", help="US dollars"),
+        },
+    )
     if rerun_ms is not None:
         st.caption(
             f"Re-ran with the new settings in {rerun_ms:.0f} ms (engine time, no LLM call): "
@@ -150,7 +162,13 @@ def document_routing(loc: LocateResult | None, key: str = "doc_routing") -> None
         hide_index=True,
         width="stretch",
         key=key,
-        column_config={"document": st.column_config.TextColumn("document", width="large")},
+        column_config={
+            "document": st.column_config.TextColumn("document", width="large"),
+            **{
+                name: st.column_config.NumberColumn(name, format="%.3f")
+                for name in ("score", "dense", "bm25", "passage")
+            },
+        },
     )
 
 
@@ -177,9 +195,11 @@ def step1(trace: Trace) -> None:
     st.markdown(" · ".join(bits))
     for note in loc.notes:
         st.caption(plain(note))
+    docs = {h.chunk.source_node_id: h.chunk.doc_id for h in trace.candidates}
     rows = [
         {
             "node": leaf.node_id,
+            "document": docs.get(leaf.node_id, ""),  # a leaf id alone names no document
             "heading path": leaf.heading_path,
             "sub-query": leaf.sub_query,
             "score": leaf.score,
@@ -188,12 +208,16 @@ def step1(trace: Trace) -> None:
         for leaf in loc.leaves
     ]
     st.dataframe(
-        pd.DataFrame(rows, columns=["node", "heading path", "sub-query", "score", "source"]),
+        pd.DataFrame(
+            rows, columns=["node", "document", "heading path", "sub-query", "score", "source"]
+        ),
         hide_index=True,
         width="stretch",
         key="step1_table",
         column_config={
-            "score": st.column_config.NumberColumn("locator score", format="%.3f"),
+            "node": st.column_config.TextColumn("node", width=56),
+            "document": st.column_config.TextColumn("document", width="medium"),
+            "score": st.column_config.NumberColumn("locator score", format="%.3f", width=104),
             "heading path": st.column_config.TextColumn("heading path", width="large"),
         },
     )

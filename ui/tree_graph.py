@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,8 +12,8 @@ from typing import Any, Protocol
 import streamlit as st
 
 from treerag_core.index import CorpusIndex
-from treerag_core.text_rules import is_unspaced, one_line
 from treerag_core.types import TreeNode
+from ui.tree_labels import wrap_label
 
 PALETTE = {
     "root": "#1E293B",
@@ -35,8 +34,6 @@ MAX_WIDTH_SLOTS = 7  # ... and so do trees wider than this many node slots (labe
 SLOT_PX, LEVEL_PX = 170, 110  # node slot width and level height, in graph pixels
 SIBLING_CAP = 6  # an open node with more children shows the focused ones and a "+N" node
 MORE_PREFIX = "more:"  # id prefix of the "+N more" placeholder nodes
-LABEL_LINE_UNITS = 16  # a label line holds this many Latin characters (a CJK one counts 2)
-LABEL_LINES = 3
 FONT_PX = 18  # in graph units; the browser test measures what this becomes on screen
 MIN_LABEL_PX = 12  # the component zooms to the picked path when a whole view would go below
 COMPONENT_DIR = Path(__file__).with_name("tree_graph_component")  # vis-network 10.1.5, vendored
@@ -66,6 +63,7 @@ class GraphView:
     total: int = 0
     focus: list[str] = field(default_factory=list)  # drawn nodes to zoom to, most wanted first
     focus_paths: dict[str, list[str]] = field(default_factory=dict)  # each with its ancestors
+    selected: str | None = None  # the drawn node open in the inspector: kept in view
 
 
 def _depth(index: CorpusIndex, node_id: str) -> int:
@@ -249,6 +247,7 @@ def graph_view(
         if view.focus:
             break
     view.focus_paths = {n: [a for a in index.ancestors(n) if a in shown] + [n] for n in view.focus}
+    view.selected = marks.selected if marks.selected in shown else None
     return view
 
 
@@ -277,11 +276,14 @@ def _node_dict(
     """One vis node. No `title`: the component puts titles into innerHTML (and opens them as a
     URL on double-click), so document text must never go there."""
     node_id = node.node_id
+    # The ✓/✗ mark and the node id share the first line: the wrap counts them.
+    mark = "✓ " if node_id in marks.cited else "✗ " if node_id in marks.unsupported else ""
     if node.is_root:
-        label = wrap_label(index.document(node.doc_id).title or node.heading)
+        label = mark + wrap_label(index.document(node.doc_id).title or node.heading, len(mark))
         background, font = PALETTE["root"], "#FFFFFF"
     else:
-        label = f"{node_id} · " + wrap_label(node.heading, first_line_used=len(node_id) + 3)
+        head = f"{mark}{node_id} · "
+        label = head + wrap_label(node.heading, first_line_used=len(head))
         background, font = (
             (PALETTE["leaf"], "#0F172A") if node.is_leaf else (PALETTE["section"], "#0F172A")
         )
@@ -294,10 +296,8 @@ def _node_dict(
     border, width = PALETTE["border"], 1
     if node_id in marks.cited:
         border, width = PALETTE["cited"], 4
-        label = "✓ " + label
     elif node_id in marks.unsupported:
         border, width = PALETTE["unsupported"], 4
-        label = "✗ " + label
     if node_id == marks.selected and node_id not in marks.cited | marks.unsupported:
         border, width = PALETTE["selected"], 5
     if hidden:
@@ -324,41 +324,6 @@ def _node_dict(
     return out
 
 
-def _units(ch: str) -> int:
-    return 2 if is_unspaced(ch) else 1
-
-
-def wrap_label(text: str, first_line_used: int = 0) -> str:
-    """A heading as at most LABEL_LINES lines of LABEL_LINE_UNITS units, cut with "…".
-
-    vis-network wraps only at spaces, so a Chinese heading would run out of its box and over
-    its neighbours: lines are broken here, between words or between CJK characters.
-    """
-    words = re.findall(r"[^\s]+|\s+", one_line(text))
-    tokens: list[str] = []
-    for word in words:  # a CJK run may break anywhere; a Latin word stays whole if it fits
-        if any(is_unspaced(c) for c in word) or len(word) > LABEL_LINE_UNITS:
-            tokens.extend(word)
-        else:
-            tokens.append(word)
-    lines: list[str] = []
-    line, used = "", first_line_used
-    for token in tokens:
-        size = sum(_units(c) for c in token)
-        if used + size > LABEL_LINE_UNITS and line.strip():
-            lines.append(line.rstrip())
-            line, used = "", 0
-            if token.isspace():
-                continue
-        line += token
-        used += size
-    if line.strip():
-        lines.append(line.rstrip())
-    if len(lines) > LABEL_LINES:
-        lines = [*lines[: LABEL_LINES - 1], lines[LABEL_LINES - 1][:-1] + "…"]
-    return "\n".join(lines)
-
-
 def graph_config(height: int) -> dict[str, Any]:
     """vis-network options: positions come from `tidy_layout` (top-down), physics off, no
     dragging."""
@@ -375,9 +340,18 @@ def graph_config(height: int) -> dict[str, Any]:
         "nodes": {
             "shape": "box",
             "margin": 7,
-            "widthConstraint": {"minimum": 70, "maximum": SLOT_PX - 16},
+            # No maximum: labels come wrapped by `wrap_label`; vis-network would wrap them
+            # again at its own width (mid-word, drawing a short line over the next).
+            "widthConstraint": {"minimum": 70},
         },
-        "interaction": {"hover": True, "dragNodes": False, "tooltipDelay": 200},
+        # No wheel zoom from vis-network: the wheel scrolls the page (a graph caught it while
+        # presenting); the component zooms on Ctrl/⌘ + wheel, after a click, or with ±.
+        "interaction": {
+            "hover": True,
+            "dragNodes": False,
+            "tooltipDelay": 200,
+            "zoomView": False,
+        },
     }
 
 
@@ -418,6 +392,7 @@ def draw_graph(view: GraphView, key: str, height: int = 520) -> str | None:
     focus = {
         "leaves": view.focus,
         "paths": view.focus_paths,
+        "selected": view.selected,
         "min_label_px": MIN_LABEL_PX,
         "font_px": FONT_PX,
         "max_zoom": 1.0,

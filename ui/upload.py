@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from typing import Any
 
 import streamlit as st
 
-from treerag_core.config import IndexSettings
+from treerag_core.config import MB, IndexSettings, max_file_bytes
 from treerag_core.convert import SUPPORTED_SUFFIXES
 from treerag_core.errors import InputDocumentError, TreeRAGError, WorkspaceLimitError
 from treerag_core.index import SourceDocument
@@ -218,9 +219,11 @@ def show_report() -> None:
 def uploader() -> None:
     docs = DocsState()
     st.subheader("Add documents to your workspace")
+    limit = max_file_bytes()
     st.caption(
         "Only you see this workspace: it belongs to this browser session (saved on the server "
-        "under a random id). PDF, DOCX, HTML, Markdown or plain text, up to 20 MB a file. "
+        "under a random id). PDF, DOCX, HTML, Markdown or plain text, up to "
+        f"{limit / MB:g} MB a file. "
         "Markdown headings (#, ##, …) become the tree; for PDF, DOCX and HTML the tree is "
         "inferred and shown for correction before indexing."
     )
@@ -230,6 +233,9 @@ def uploader() -> None:
         "Drop " + ", ".join(SUFFIXES) + " files",
         accept_multiple_files=True,
         key=f"uploader_{docs.uploader_round}",
+        # Streamlit's own check, in whole MB of 10^6 bytes like ours: never below our limit
+        # (a file between the two gets our message, in the same unit).
+        max_upload_size=max(1, math.ceil(limit / MB)),
     )
     if files:
         try:  # before any file is read: a huge drop is refused as a whole

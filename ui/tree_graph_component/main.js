@@ -7,12 +7,21 @@ const post = (type, extra) =>
 const box = document.getElementById("graph");
 const focusButton = document.getElementById("fit-focus");
 const note = document.getElementById("note");
+const hint = document.getElementById("hint");
+const HINT = hint.textContent;
+const HINT_TITLE = hint.title;
 let net = null;
 let nodes = null;
 let edges = null;
 let drawnIds = "";
-let focusSpec = { leaves: [], paths: {}, min_label_px: 12, font_px: 18, max_zoom: 1 };
+let focusSpec = {
+  leaves: [], paths: {}, selected: null, min_label_px: 12, font_px: 18, max_zoom: 1,
+};
 let focusKey = "";
+let selectedKey = null;
+let lastFit = "path";  // what a resize re-fits to: the picked path, unless "Whole view" was asked
+let fittedSize = "";
+let wheelArmed = false;  // a click into the graph lets the plain wheel zoom until the pointer leaves
 
 // The view after a fit: which target it fitted and the label size on screen (tests read it).
 function record(mode) {
@@ -20,15 +29,25 @@ function record(mode) {
   window.__fitted = { mode, scale, label_px: scale * focusSpec.font_px };
 }
 
+// Whether the node's whole box (not just its centre) is inside the drawn area.
 function inView(id) {
-  const point = net.canvasToDOM(net.getPositions([id])[id]);
-  return point.x >= 0 && point.y >= 0 && point.x <= box.clientWidth && point.y <= box.clientHeight;
+  const b = net.getBoundingBox(id);
+  if (!b) return false;
+  const a = net.canvasToDOM({ x: b.left, y: b.top });
+  const z = net.canvasToDOM({ x: b.right, y: b.bottom });
+  return a.x >= -1 && a.y >= -1 && z.x <= box.clientWidth + 1 && z.y <= box.clientHeight + 1;
+}
+
+function sizeFrame() {
+  post("streamlit:setFrameHeight", { height: document.body.scrollHeight + 2 });
 }
 
 function fitAll() {
   note.textContent = "";
   net.fit({ animation: false, maxZoomLevel: focusSpec.max_zoom });
   record("all");
+  lastFit = "all";
+  fittedSize = `${box.clientWidth}x${box.clientHeight}`;
 }
 
 // The whole tree when its labels stay readable; else the picked paths (root to leaf), best
@@ -36,6 +55,7 @@ function fitAll() {
 function fitFocus() {
   const minZoom = focusSpec.min_label_px / focusSpec.font_px;
   fitAll();
+  lastFit = "path";
   if (net.getScale() >= minZoom - 1e-6 || !focusSpec.leaves.length) return;
   let chosen = [];
   for (const leaf of focusSpec.leaves) {
@@ -55,14 +75,65 @@ function fitFocus() {
   record("path");
   const outside = focusSpec.leaves.filter((leaf) => !inView(leaf)).length;
   if (outside) {
-    note.textContent = `${outside} more picked section${outside > 1 ? "s" : ""} outside this ` +
-      "view: “Whole view” shows all";
+    const sections = `section${outside > 1 ? "s" : ""}`;
+    note.textContent = `${outside} more picked ${sections} off view: “Whole view” shows all`;
+    note.title = note.textContent;
   }
 }
 
-function zoomBy(factor) {
-  net.moveTo({ scale: net.getScale() * factor, animation: false });
+// Bring one node (a citation just clicked, the node open in the inspector) into view at a
+// readable zoom, unless it already is in view.
+function showNode(id) {
+  if (!net.getPositions([id])[id] || inView(id)) return;
+  const minZoom = focusSpec.min_label_px / focusSpec.font_px;
+  const scale = Math.min(Math.max(net.getScale(), minZoom), focusSpec.max_zoom);
+  net.focus(id, { scale, animation: false });
+  record("node");
+}
+
+function refit() {
+  if (lastFit === "all") fitAll();
+  else fitFocus();
+  if (focusSpec.selected) showNode(focusSpec.selected);
+  sizeFrame();
+}
+
+function zoomBy(factor, around) {
+  const scale = net.getScale() * factor;
+  if (around) {  // keep the graph point under the pointer where it is
+    const at = net.DOMtoCanvas(around);
+    const position = {
+      x: at.x - (around.x - box.clientWidth / 2) / scale,
+      y: at.y - (around.y - box.clientHeight / 2) / scale,
+    };
+    net.moveTo({ position, scale, animation: false });
+  } else {
+    net.moveTo({ scale, animation: false });
+  }
   record("user");
+}
+
+// The wheel scrolls the page (vis-network's own wheel zoom is off: zoomView false); with
+// Ctrl/⌘ held, or after a click into the graph, it zooms.
+let nudgeTimer = null;
+function onWheel(event) {
+  if (!net || event.deltaY === 0) return;
+  if (event.ctrlKey || event.metaKey || wheelArmed) {
+    event.preventDefault();
+    const rect = box.getBoundingClientRect();
+    const around = { x: event.clientX - rect.left, y: event.clientY - rect.top };
+    zoomBy(event.deltaY < 0 ? 1.1 : 1 / 1.1, around);
+    return;
+  }
+  hint.textContent = "Hold Ctrl (⌘ on a Mac) to zoom, or click the graph first";
+  hint.title = hint.textContent;
+  hint.classList.add("nudge");
+  clearTimeout(nudgeTimer);
+  nudgeTimer = setTimeout(() => {
+    hint.textContent = HINT;
+    hint.title = HINT_TITLE;
+    hint.classList.remove("nudge");
+  }, 1800);
 }
 
 function create(data, options) {
@@ -76,6 +147,18 @@ function create(data, options) {
     }
   });
   net.on("zoom", () => record("user"));
+  // Re-fit when the container changes size (Presentation mode, a window resize, the sidebar):
+  // vis-network keeps the old centre and zoom, which left the picked leaf outside the view.
+  let pending = null;
+  new ResizeObserver(() => {
+    clearTimeout(pending);
+    pending = setTimeout(() => {
+      if (`${box.clientWidth}x${box.clientHeight}` === fittedSize) return;
+      net.setSize(`${box.clientWidth}px`, `${box.clientHeight}px`);
+      net.redraw();
+      refit();
+    }, 120);
+  }).observe(box);
 }
 
 function render(args) {
@@ -83,6 +166,8 @@ function render(args) {
   const options = JSON.parse(args.config);
   focusSpec = Object.assign(focusSpec, JSON.parse(args.focus || "{}"));
   focusButton.hidden = !focusSpec.leaves.length;
+  hint.textContent = HINT;
+  hint.title = HINT_TITLE;
   box.style.height = options.height;
   const ids = data.nodes.map((n) => n.id).join("\u001f");
   const newFocus = JSON.stringify(focusSpec.leaves);
@@ -103,12 +188,18 @@ function render(args) {
     net.redraw();
     fitFocus();
   }
+  // A newly inspected node (a citation clicked beside the graph) is brought into view.
+  if (focusSpec.selected && focusSpec.selected !== selectedKey) showNode(focusSpec.selected);
   drawnIds = ids;
   focusKey = newFocus;
-  post("streamlit:setFrameHeight", { height: box.offsetHeight + 2 });
+  selectedKey = focusSpec.selected;
+  sizeFrame();
 }
 
 focusButton.addEventListener("click", () => fitFocus());
+box.addEventListener("wheel", onWheel, { capture: true, passive: false });
+box.addEventListener("pointerdown", () => { wheelArmed = true; });
+box.addEventListener("pointerleave", () => { wheelArmed = false; });
 document.getElementById("fit-all").addEventListener("click", () => fitAll());
 document.getElementById("zoom-in").addEventListener("click", () => zoomBy(1.25));
 document.getElementById("zoom-out").addEventListener("click", () => zoomBy(0.8));

@@ -1,0 +1,67 @@
+"""Tree-graph labels: wrapped once, words whole, CJK broken at sensible points."""
+
+from __future__ import annotations
+
+from ui import tree_graph
+from ui.tree_labels import LABEL_LINE_UNITS, LABEL_LINES, wrap_label
+
+ID_PREFIX = len("0062 · ")  # the node id and its dot share the first line
+
+
+def _units(line: str) -> int:
+    return sum(2 if "\u4e00" <= c <= "\u9fff" or c in "（），。、" else 1 for c in line)
+
+
+def test_chinese_numbering_keeps_its_line_and_short_titles_stay_whole():
+    assert wrap_label("第一章 总则", ID_PREFIX) == "第一章\n总则"
+    assert wrap_label("第五章 特别规定", ID_PREFIX) == "第五章\n特别规定"
+    assert wrap_label("第二章 劳动合同的订立", ID_PREFIX) == "第二章\n劳动合同的订立"
+    assert wrap_label("前言", ID_PREFIX) == "前言"
+
+
+def test_a_long_chinese_title_splits_evenly_and_never_leaves_one_character():
+    assert wrap_label("第三章 劳动合同的履行和变更", ID_PREFIX) == "第三章\n劳动合同的\n履行和变更"
+    assert wrap_label("中华人民共和国劳动合同法") == "中华人民共和\n国劳动合同法"
+    for text in ("劳动合同的履行和变更了", "网约车司机与平台之间的劳动关系认定", "第七章 法律责任"):
+        for used in (0, 3, ID_PREFIX, 11):
+            lines = wrap_label(text, used).split("\n")
+            assert all(len(line.strip("…")) >= 2 for line in lines), (text, used, lines)
+
+
+def test_long_chinese_headings_are_cut_with_an_ellipsis_within_the_width():
+    label = wrap_label("第二章 有限责任公司的设立和组织机构以及股东会的职权与议事规则")
+    lines = label.split("\n")
+    assert len(lines) == LABEL_LINES and lines[-1].endswith("…")
+    assert all(_units(line) <= LABEL_LINE_UNITS for line in lines)
+
+
+def test_punctuation_stays_with_its_characters():
+    lines = wrap_label("用人单位应当依法建立和完善劳动规章制度（试行）", ID_PREFIX).split("\n")
+    assert not any(line[0] in "）。，" for line in lines)
+    assert not any(line.rstrip("…")[-1] == "（" for line in lines)
+
+
+def test_english_breaks_between_words_and_long_names_at_their_separators():
+    assert wrap_label("3.3 Training Procedure") == "3.3 Training\nProcedure"
+    assert wrap_label("3.2 Model Architecture", ID_PREFIX) == "3.2 Model\nArchitecture"
+    assert wrap_label("PEPSICO_2023_8K_dated-2023-05-05") == "PEPSICO_2023_8K_\ndated-2023-05-05"
+    cut = wrap_label("Item 5.07. Submission of Matters to a Vote of Security Holders.", 7)
+    assert cut.endswith("to…") and all(len(x) <= LABEL_LINE_UNITS for x in cut.split("\n"))
+
+
+def test_vis_network_is_never_asked_to_wrap_again():
+    constraint = tree_graph.graph_config(400)["nodes"]["widthConstraint"]
+    assert "maximum" not in constraint
+
+
+def test_graph_labels_of_the_chinese_sample_fit_the_width_with_the_cited_mark(hashing_index):
+    chapter = next(n for n in hashing_index.nodes.values() if n.heading.startswith("第三章"))
+    law = chapter.doc_id
+    marks = tree_graph.GraphMarks(cited=frozenset({chapter.node_id}))
+    view = tree_graph.graph_view(hashing_index, [law], marks, full=True)
+    labels = {n["id"]: n["label"] for n in view.nodes}
+    assert labels[chapter.node_id].startswith(f"✓ {chapter.node_id} · 第三章\n")
+    for label in labels.values():
+        lines = label.split("  (+")[0].split("\n")
+        assert all(_units(line) <= LABEL_LINE_UNITS + 1 for line in lines), lines
+        assert all(len(line.strip("…✓ ")) >= 2 for line in lines), lines
