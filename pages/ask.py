@@ -19,7 +19,7 @@ from ui import query_controls as qc
 from ui.query_log import record
 from ui.resources import EVAL, SAMPLES, UPLOADS, Corpus, engine_for, warm_reranker
 from ui.session import AskState, require_app
-from ui.text_safety import show_error
+from ui.text_safety import plain, show_error
 from ui.workspace import current_corpus, sync_workspace
 
 require_app("pages/ask.py")
@@ -101,15 +101,61 @@ def _run_action(pending, engine, trace, settings, scope, corpus, doc_ids) -> Non
     _render(partial, corpus, doc_ids, engine, settings, live=deltas())
     final = holder.get("trace", partial)
     query_id = record(final, corpus.key, scope)
+    controls = settings.to_dict() if kind == "ask" else _asked_controls(settings, final)
     ask.set_trace(final, corpus.key, scope, query_id, origin=kind)
-    ask.controls = settings.to_dict()
+    ask.controls = controls
     ask.rerun_ms = None
     st.rerun()
 
 
-def _changed(paths: Sequence[str], settings: QuerySettings) -> list[str]:
+def _scope_moved(scope: Sequence[str] | None) -> bool:
+    return (tuple(scope) if scope else None) != ask.trace_scope
+
+
+def _waiting_for_ask(settings: QuerySettings, scope: Sequence[str] | None) -> list[str]:
+    """Changes the stored step 1 cannot serve (strategy, locator, LLM, scope): they wait for
+    Ask, together with every other change made meanwhile, so nothing is half applied."""
     before = ask.controls or {}
-    return [p for p in paths if qc.setting(before, p) != qc.setting(settings, p)]
+    step1 = story.describe_moves(before, settings, qc.ASK_SETTINGS)
+    if _scope_moved(scope):
+        step1.append("document scope")
+    if not step1:
+        return []
+    return step1 + story.describe_moves(before, settings, qc.RERUN_SETTINGS, skip_new=True)
+
+
+def _asked_controls(settings: QuerySettings, trace: Trace) -> dict[str, Any]:
+    """The controls a non-Ask action ran with: it kept the trace's step 1, so the step-1
+    settings stay those of the last Ask (a pending strategy change stays pending)."""
+    now = settings.to_dict()
+    before = ask.controls or {}
+    for path in qc.ASK_SETTINGS:
+        head, _, last = path.rpartition(".")
+        target = now
+        for part in head.split(".") if head else ():
+            target = target.setdefault(part, {})
+        old = qc.setting(before, path)
+        if old is not None:
+            target[last] = old
+    now["strategy"] = trace.strategy
+    return now
+
+
+def _pending_banner(trace: Trace, moves: Sequence[str]) -> None:
+    st.warning(
+        f"**Not applied yet: {plain(', '.join(moves))}.** A new step 1 (locate) is needed, "
+        f"and it runs only when you press **Ask**. The results below are still those of "
+        f"**{plain(trace.strategy)}** as it last ran.",
+        icon=":material/pending:",
+    )
+    st.button(
+        "Ask again with these settings",
+        key="apply_pending",
+        on_click=_ask_example,
+        args=(trace.question,),
+        icon=":material/play_arrow:",
+        type="primary",
+    )
 
 
 def _maybe_rerun(trace: Trace, engine: Engine, settings: QuerySettings, corpus: Corpus) -> Trace:
@@ -117,10 +163,10 @@ def _maybe_rerun(trace: Trace, engine: Engine, settings: QuerySettings, corpus: 
     if ask.controls is None:  # a trace opened from elsewhere: shown as it ran
         ask.controls = settings.to_dict()
         return trace
-    changed = _changed(qc.RERUN_SETTINGS, settings)
+    before = ask.controls
+    changed = [p for p in qc.RERUN_SETTINGS if qc.setting(before, p) != qc.setting(settings, p)]
     if not changed:
         return trace
-    before = ask.controls
     local_answer = engine.client(settings) is None  # extractive: cheap, so refresh it too
     scope = list(ask.trace_scope) if ask.trace_scope else None
     started = time.perf_counter()
@@ -134,11 +180,7 @@ def _maybe_rerun(trace: Trace, engine: Engine, settings: QuerySettings, corpus: 
     ask.controls = settings.to_dict()
     ask.stale_answer = stale
     ask.rerun_ms = (time.perf_counter() - started) * 1000
-    ask.moved = tuple(
-        f"{p.rsplit('.', 1)[-1].replace('_', ' ')} {qc.setting(before, p)} → "
-        f"{qc.setting(settings, p)}"
-        for p in changed
-    )
+    ask.moved = tuple(story.describe_moves(before, settings, changed))
     return new
 
 
@@ -247,16 +289,11 @@ def main() -> None:
             icon=":material/info:",
         )
     if trace is not None and trace.locate is not None:
-        trace = _maybe_rerun(trace, engine, settings, corpus)
-        changed = _changed(qc.ASK_SETTINGS, settings)
-        if (tuple(scope) if scope else None) != ask.trace_scope:
-            changed.append("document scope")
-        if changed:
-            st.info(
-                f"Step-1 settings changed ({', '.join(changed)}): press **Ask** to locate again. "
-                "The results below still use the earlier pick.",
-                icon=":material/info:",
-            )
+        waiting = _waiting_for_ask(settings, scope) if ask.controls is not None else []
+        if waiting:  # never a rerun under the old strategy presented as the new one
+            _pending_banner(trace, waiting)
+        else:
+            trace = _maybe_rerun(trace, engine, settings, corpus)
     _render(trace, corpus, doc_ids, engine, settings)
 
 

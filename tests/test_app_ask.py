@@ -222,6 +222,57 @@ def test_top_k_slider_changes_table_length():
     assert all(len(f) <= 1 for g, f in leaf_tables(at).items() if groups[g] == "leaf")
 
 
+def test_a_strategy_change_waits_for_ask_and_never_claims_a_rewrite():
+    at = ask(new_app(), PAPER_QUESTION)
+    first = at.session_state["ask_trace"]
+    assert first.strategy == "treerag"
+    at.selectbox(key="qs_strategy").set_value("drilldown").run()
+    assert not at.exception, at.exception
+    # Nothing re-ran under the old strategy; the page says what waits for Ask.
+    assert at.session_state["ask_trace"] is first
+    shown = texts(at).replace("\\", "")
+    assert "Not applied yet: strategy treerag → drilldown" in shown, shown
+    assert "None" not in shown and "rewritten" not in shown
+    # A slider moved meanwhile waits too: nothing is half applied.
+    at.slider(key="qs_final_top_k").set_value(2).run()
+    assert at.session_state["ask_trace"] is first
+    assert "final top k 5 → 2" in texts(at).replace("\\", "")
+    # One click asks again with everything that waited.
+    at.button(key="apply_pending").click().run()
+    assert not at.exception, at.exception
+    new = at.session_state["ask_trace"]
+    assert new.strategy == "drilldown" and new.settings["answer"]["final_top_k"] == 2
+    assert new.question == PAPER_QUESTION
+    assert "Not applied yet" not in texts(at)
+    # Back to treerag: pending again (treerag's step 1 is not the drill-down's).
+    at.selectbox(key="qs_strategy").set_value("treerag").run()
+    assert at.session_state["ask_trace"] is new
+    assert "strategy drilldown → treerag" in texts(at).replace("\\", "")
+
+
+def test_a_scope_change_waits_for_ask():
+    at = ask(new_app(), PAPER_QUESTION)
+    first = at.session_state["ask_trace"]
+    at.multiselect(key="qs_scope_samples").set_value(["test_paper.md"]).run()
+    assert at.session_state["ask_trace"] is first
+    assert "Not applied yet: document scope" in texts(at)
+
+
+def test_describe_moves_never_shows_a_raw_none():
+    from ui.ask_story import describe_moves
+
+    before = {"strategy": "treerag", "answer": {"final_top_k": 5}}
+    after = {"strategy": "drilldown", "answer": {"final_top_k": 5},
+             "options": {"drilldown": {"documents": 3}}}  # fmt: skip
+    paths = ["strategy", "answer.final_top_k", "options.drilldown.documents"]
+    assert describe_moves(before, after, paths) == [
+        "strategy treerag → drilldown",
+        "documents (not used) → 3",
+    ]
+    assert describe_moves(before, after, paths, skip_new=True) == ["strategy treerag → drilldown"]
+    assert describe_moves(after, before, paths[2:]) == ["documents 3 → (not used)"]
+
+
 def test_clicking_a_node_opens_the_inspector_and_override_reruns():
     at = new_app()
     at.slider(key="qs_max_leaves").set_value(3)  # leave room to add a leaf by hand

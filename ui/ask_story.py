@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 import streamlit as st
 
@@ -17,6 +18,7 @@ from ui import trace_panels
 from ui.examples import examples_for, gold_examples_for
 from ui.gold import SHOWN, Gold, gold_for, strategy_metrics
 from ui.inspector import inspector
+from ui.query_controls import setting
 from ui.resources import Corpus
 from ui.score_tables import rank_moves
 from ui.session import AskState
@@ -37,6 +39,31 @@ PRESENT_CSS = """
 [data-testid="stCaptionContainer"] { font-size: 1.05rem; }
 </style>
 """
+
+
+NOT_USED = "(not used)"  # a setting the other side's strategy does not read
+
+
+def _shown(value: Any) -> str:
+    return NOT_USED if value is None else str(value)
+
+
+def describe_moves(
+    before: Mapping[str, Any],
+    after: QuerySettings | Mapping[str, Any],
+    paths: Sequence[str],
+    skip_new: bool = False,
+) -> list[str]:
+    """'final top k 5 → 2' for each setting among `paths` that differs; a setting absent on
+    one side reads "(not used)" (with `skip_new`, settings absent before are left out)."""
+    labels = []
+    for path in paths:
+        old, new = setting(before, path), setting(after, path)
+        if old == new or (skip_new and old is None):
+            continue
+        name = path.rsplit(".", 1)[-1].replace("_", " ")
+        labels.append(f"{name} {_shown(old)} → {_shown(new)}")
+    return labels
 
 
 def picked_leaves(trace: Trace | None, index: CorpusIndex) -> list[str]:
