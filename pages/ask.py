@@ -73,6 +73,8 @@ def _until_answer(events: Iterator[Event]) -> Trace | None:
 
 
 def _run_action(pending, engine, trace, settings, scope, corpus, doc_ids) -> None:
+    """Run a queued action; on bad input show the error and return (the caller then shows
+    the last result as it was: bad input loses nothing)."""
     kind = pending["kind"]
     if kind != "ask":  # overrides and regenerated answers keep the trace's own scope
         scope = list(ask.trace_scope) if ask.trace_scope else None
@@ -83,7 +85,6 @@ def _run_action(pending, engine, trace, settings, scope, corpus, doc_ids) -> Non
         partial = _until_answer(events)
     except (TreeRAGError, ValueError) as exc:
         show_error(exc, "Change the question or the settings, then ask again.")
-        _render(trace, corpus, doc_ids, engine, settings)
         return
     if partial is None:
         return
@@ -281,7 +282,6 @@ def main() -> None:
     trace: Trace | None = ask.trace if ask.trace_corpus == corpus.key else None
     if pending is not None and (pending["kind"] == "ask" or trace is not None):
         _run_action(pending, engine, trace, settings, scope, corpus, doc_ids)
-        return
     if ask.trace is not None and trace is None:
         st.info(
             "Your last question ran on another corpus (or your workspace changed since): "

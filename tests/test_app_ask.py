@@ -345,6 +345,22 @@ def test_bad_questions_give_an_error_not_a_traceback(question, message):
     assert at.session_state["ask_trace"] is None
 
 
+@pytest.mark.parametrize(
+    ("question", "message"), [("", "the question is empty"), ("why " * 1250, "the limit is")]
+)
+def test_a_bad_question_after_an_answer_keeps_the_answer_on_screen(question, message):
+    at = ask(new_app(), PAPER_QUESTION)
+    trace = at.session_state["ask_trace"]
+    answer_shown = [m.value for m in at.markdown if "[Source:" in m.value]
+    assert answer_shown
+    ask(at, question)
+    assert any(message in e.value for e in at.error), texts(at)
+    assert at.session_state["ask_trace"] is trace  # nothing lost ...
+    assert [m.value for m in at.markdown if "[Source:" in m.value] == answer_shown  # ... on screen
+    assert final_ranks(table(at, "rerank")) == list(range(1, len(trace.reranked) + 1))
+    assert PALETTE["picked"] in background(at).values()  # the graph keeps its picked leaves
+
+
 def test_flat_strategy_and_compare():
     at = ask(new_app(), PAPER_QUESTION)
     at.button(key="compare_run").click().run()
