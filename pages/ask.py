@@ -165,9 +165,13 @@ def _maybe_rerun(trace: Trace, engine: Engine, settings: QuerySettings, corpus: 
         ask.controls = settings.to_dict()
         return trace
     before = ask.controls
-    changed = [p for p in qc.RERUN_SETTINGS if qc.setting(before, p) != qc.setting(settings, p)]
-    if not changed:
+    if not [p for p in qc.RERUN_SETTINGS if qc.setting(before, p) != qc.setting(settings, p)]:
         return trace
+    if ask.origin != "rerun" or ask.base_controls is None:
+        # The first move since the last full run: what the user saw then is the baseline, so
+        # arrow keys through 5 → 4 → 3 → 2 read "5 → 2", not "3 → 2" (runs never looked at).
+        ask.base_controls = dict(before)
+        ask.base_ranks = {h.chunk.chunk_id: h.final_rank for h in trace.reranked}
     local_answer = engine.client(settings) is None  # extractive: cheap, so refresh it too
     scope = list(ask.trace_scope) if ask.trace_scope else None
     started = time.perf_counter()
@@ -181,7 +185,8 @@ def _maybe_rerun(trace: Trace, engine: Engine, settings: QuerySettings, corpus: 
     ask.controls = settings.to_dict()
     ask.stale_answer = stale
     ask.rerun_ms = (time.perf_counter() - started) * 1000
-    ask.moved = tuple(story.describe_moves(before, settings, changed))
+    ask.previous_ranks = dict(ask.base_ranks)
+    ask.moved = tuple(story.describe_moves(ask.base_controls, settings, qc.RERUN_SETTINGS))
     return new
 
 

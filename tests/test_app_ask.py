@@ -273,6 +273,29 @@ def test_describe_moves_never_shows_a_raw_none():
     assert describe_moves(after, before, paths[2:]) == ["documents 3 → (not used)"]
 
 
+def test_slider_steps_are_compared_with_the_last_full_run_not_with_each_step():
+    at = ask(new_app(), PAPER_QUESTION)
+    for k in (4, 3, 2):  # arrow keys: one rerun per step
+        at.slider(key="qs_final_top_k").set_value(k).run()
+    said = texts(at).replace("\\", "")
+    assert "final top k 5 → 2" in said and "3 dropped out" in said, said
+    assert "final top k 3 → 2" not in said
+    # Another control adds to the list; both still against the last full run.
+    at.slider(key="qs_dense_weight").set_value(0.7).run()
+    said = texts(at).replace("\\", "")
+    assert "dense weight 0.5 → 0.7, final top k 5 → 2" in said, said
+    # Back where the question ran: nothing is reported as moved.
+    at.slider(key="qs_final_top_k").set_value(5).run()
+    at.slider(key="qs_dense_weight").set_value(0.5).run()
+    assert "Since the last full run" not in texts(at)
+    # A new Ask is the new baseline.
+    at.slider(key="qs_final_top_k").set_value(3).run()
+    ask(at, PAPER_QUESTION)
+    at.slider(key="qs_final_top_k").set_value(2).run()
+    said = texts(at).replace("\\", "")
+    assert "final top k 3 → 2" in said and "1 dropped out" in said, said
+
+
 def test_clicking_a_node_opens_the_inspector_and_override_reruns():
     at = new_app()
     at.slider(key="qs_max_leaves").set_value(3)  # leave room to add a leaf by hand

@@ -194,7 +194,8 @@ def answer_step(
 
 
 def slider_moved(trace: Trace) -> None:
-    """After a slider move: what changed, at the top of the answer (where the user looks)."""
+    """After slider moves: what changed since the last full run (Ask, override, History…),
+    at the top of the answer (where the user looks)."""
     state = AskState()
     if state.origin != "rerun" or not state.moved:
         return
@@ -205,7 +206,8 @@ def slider_moved(trace: Trace) -> None:
         else ("the LLM answer was kept (see below)")
     )
     st.info(
-        f"**{plain(', '.join(state.moved))}** · evidence: {moves.describe()} · {answer}. "
+        f"Since the last full run: **{plain(', '.join(state.moved))}** · evidence: "
+        f"{moves.describe()} · {answer}. "
         "The moved passages are tinted in ② Evidence.",
         icon=":material/swap_vert:",
     )
