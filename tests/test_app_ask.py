@@ -400,7 +400,7 @@ def test_flat_strategy_and_compare():
         for m in at.markdown
     )
     at.selectbox(key="qs_strategy").set_value("flat-hybrid").run()
-    assert "press **Ask** to locate again" in texts(at)
+    assert "Not applied yet: strategy treerag → flat-hybrid" in texts(at).replace("\\", "")
     ask(at, PAPER_QUESTION)
     trace = at.session_state["ask_trace"]
     assert trace.strategy == "flat-hybrid"
