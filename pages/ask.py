@@ -19,8 +19,9 @@ from ui import query_controls as qc
 from ui.query_log import record
 from ui.resources import EVAL, SAMPLES, UPLOADS, Corpus, engine_for, warm_reranker
 from ui.session import AskState, require_app
+from ui.stored_view import corpus_name, stored_result
 from ui.text_safety import plain, show_error
-from ui.workspace import current_corpus, sync_workspace
+from ui.workspace import corpus_kind_of, current_corpus, sync_workspace
 
 require_app("pages/ask.py")
 ss = st.session_state
@@ -221,6 +222,22 @@ def _render(trace, corpus, doc_ids, engine, settings, live: Iterator[str] | None
         story.examples(doc_ids, _ask_example)
 
 
+def _stored(trace: Trace, kind: str, can_ask: bool) -> None:
+    """The last result when its index is not the open one: read-only, as it was logged.
+
+    Shown in full when it belongs here (opened from History, or the workspace changed under
+    it); behind a toggle when the user chose another corpus on purpose."""
+    here = ask.origin == "history" or corpus_kind_of(ask.trace_corpus or "") == kind
+    if not here and not st.toggle(
+        f"Show the stored result of your last question (on {corpus_name(ask.trace_corpus)})",
+        key="ask_show_stored",
+    ):
+        return
+    again = (lambda: _ask_example(trace.question)) if can_ask else None
+    stored_result(trace, ask.trace_corpus, ask.trace_id, again)
+    st.divider()
+
+
 def _no_corpus(kind: str) -> None:
     if kind == UPLOADS:
         st.info("Your workspace is empty: upload documents first.", icon=":material/description:")
@@ -260,6 +277,8 @@ def main() -> None:
     if ss.get(story.PRESENT):
         st.html(story.PRESENT_CSS)
     if corpus is None:
+        if ask.trace is not None:  # the workspace is empty now: its last result stays readable
+            _stored(ask.trace, kind, can_ask=False)
         _no_corpus(kind)
         return
     scope = list(ss[scope_key]) or None
@@ -288,11 +307,7 @@ def main() -> None:
     if pending is not None and (pending["kind"] == "ask" or trace is not None):
         _run_action(pending, engine, trace, settings, scope, corpus, doc_ids)
     if ask.trace is not None and trace is None:
-        st.info(
-            "Your last question ran on another corpus (or your workspace changed since): "
-            "ask again here.",
-            icon=":material/info:",
-        )
+        _stored(ask.trace, kind, can_ask=True)
     if trace is not None and trace.locate is not None:
         waiting = _waiting_for_ask(settings, scope) if ask.controls is not None else []
         if waiting:  # never a rerun under the old strategy presented as the new one
