@@ -437,7 +437,9 @@ def test_compare_scores_each_strategy_on_a_dev_set_question_with_gold():
     tree = next(r.trace for r in results if r.strategy == "treerag")
     for label, value in strategy_metrics(gold, tree).items():
         assert float(row[label]) == pytest.approx(value, abs=0.005)
-    assert "dev set" in texts(at)
+    # The ids sit in code spans, literal: no Markdown escapes ("lecoqa\\-371") inside them.
+    line = f"this is question `{gold.question.id}` of the `{gold.dataset}` dev set"
+    assert line in texts(at), texts(at)
 
 
 def test_no_gold_no_metrics_table():

@@ -22,7 +22,7 @@ from ui.query_controls import setting
 from ui.resources import Corpus
 from ui.score_tables import rank_moves
 from ui.session import AskState
-from ui.text_safety import plain, safe_answer, safe_answer_stream
+from ui.text_safety import code, plain, safe_answer, safe_answer_stream
 from ui.tree_graph import GraphMarks, TreeGraph, graph_legend, graph_view, heading_matches
 
 GRAPH = TreeGraph("ask_graph")
@@ -391,8 +391,8 @@ def compare_metrics(gold: Gold, results: Sequence[Compared]) -> None:
         row["ms"] = round(item.seconds * 1000)
         rows.append(row)
     st.markdown(
-        f"**Against the gold evidence** · this is question `{plain(gold.question.id)}` of the "
-        f"`{plain(gold.dataset)}` dev set"
+        f"**Against the gold evidence** · this is question {code(gold.question.id)} of the "
+        f"{code(gold.dataset)} dev set"
     )
     st.dataframe(rows, hide_index=True, key="compare_metrics")
     st.caption(
