@@ -514,6 +514,21 @@ def test_llm_error_falls_back_and_says_so(monkeypatch):
         assert "bad-key" not in texts(at)
 
 
+def test_llm_on_without_a_key_says_the_answer_is_extractive():
+    at = new_app()
+    at.toggle(key="qs_llm_enabled").set_value(True).run()
+    ask(at, PAPER_QUESTION)
+    trace = at.session_state["ask_trace"]
+    assert trace.settings["llm"]["enabled"] and not trace.provider["llm"]
+    said = [w.value.replace("\\", "") for w in at.warning]
+    assert any("locate" in w and "no API key: local locator" in w for w in said), said
+    assert any("synthesize" in w and "no API key: extractive answer" in w for w in said), said
+    # A slider rerun writes the extractive answer again: still said.
+    at.slider(key="qs_final_top_k").set_value(3).run()
+    said = [w.value.replace("\\", "") for w in at.warning]
+    assert any("no API key: extractive answer" in w for w in said), said
+
+
 def test_ask_through_an_openai_compatible_server(monkeypatch):
     """The LLM panel's provider switch: locate and a streamed answer from the OpenAI fake."""
     from fake_openai import FakeOpenAIServer, stream
