@@ -312,3 +312,18 @@ def test_render_time_of_a_300_node_tree(page, app_url):
     assert len(nodes) >= 300
     assert len(collapsed) < 60
     assert whole_s < 20, result  # a rerun, the graph args and the vis draw together
+
+
+def test_arrow_keys_on_a_slider_are_reported_against_the_view_they_started_from(page):
+    """Each arrow key reruns steps 2-3; the banner still compares with the last full run."""
+    sliders = page.locator('[data-testid="stSlider"]')
+    slider = sliders.filter(has_text="Final top-k").get_by_role("slider")
+    slider.scroll_into_view_if_needed()
+    for k in (4, 3, 2):
+        slider.focus()
+        slider.press("ArrowLeft")
+        # Each step is a rerun the user sees; its banner counts from 5, never from k + 1.
+        page.get_by_text(f"final top k 5 → {k}").wait_for(timeout=60_000)
+    assert page.get_by_text("final top k 3 → 2").count() == 0
+    page.get_by_text("Since the last full run").first.scroll_into_view_if_needed()
+    page.screenshot(path=str(RESULTS / "browser-slider-keys.png"))
