@@ -140,6 +140,8 @@ def _asked_controls(settings: QuerySettings, trace: Trace) -> dict[str, Any]:
         if old is not None:
             target[last] = old
     now["strategy"] = trace.strategy
+    if "options" in before:  # a strategy's options (the drill-down limits) belong to its step 1
+        now["options"] = before["options"]
     return now
 
 

@@ -237,6 +237,18 @@ def test_a_strategy_change_waits_for_ask_and_never_claims_a_rewrite():
     at.slider(key="qs_final_top_k").set_value(2).run()
     assert at.session_state["ask_trace"] is first
     assert "final top k 5 → 2" in texts(at).replace("\\", "")
+    # An override meanwhile keeps the trace's strategy and step 1: the change stays pending.
+    target = first.locate.leaves[-1].node_id
+    at.session_state[at.session_state["ask_graph_key"]] = target  # the component's click
+    at.run()
+    at.button(key="ask_inspector_remove").click().run()
+    assert not at.exception, at.exception
+    overridden = at.session_state["ask_trace"]
+    assert overridden.strategy == "treerag" and overridden is not first
+    assert "Not applied yet: strategy treerag → drilldown" in texts(at).replace("\\", "")
+    at.selectbox(key="qs_strategy").set_value("treerag").run()  # back: nothing waits or reruns
+    assert at.session_state["ask_trace"] is overridden and "Not applied" not in texts(at)
+    at.selectbox(key="qs_strategy").set_value("drilldown").run()
     # One click asks again with everything that waited.
     at.button(key="apply_pending").click().run()
     assert not at.exception, at.exception
