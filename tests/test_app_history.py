@@ -171,3 +171,22 @@ def test_after_choosing_another_corpus_the_last_result_is_one_toggle_away():
     at.toggle(key="ask_show_stored").set_value(True).run()
     assert "Stored result" in shown(at) and "your uploads as they were then" in shown(at)
     assert at.button(key="stored_ask_again")
+
+
+def test_with_every_upload_removed_the_last_result_stays_readable():
+    at = AppTest.from_file(str(APP), default_timeout=90)
+    at.run()
+    upload(at, "paper.md", PAPER)
+    at.switch_page("pages/ask.py").run()
+    at.radio(key="qs_corpus").set_value("uploads").run()
+    ask(at, "How many epochs was the model trained for?")
+    at.switch_page("pages/documents.py").run()
+    at.multiselect(key="ws_remove").set_value(["paper.md"]).run()
+    at.button(key="ws_remove_go").click().run()
+    assert not at.exception, at.exception
+    at.switch_page("pages/ask.py").run()
+    assert not at.exception, at.exception
+    text = shown(at)
+    assert "Stored result" in text and "upload documents first" in text, text
+    assert any(h.value == "③ Answer (stored)" for h in at.subheader)
+    assert not [b for b in at.button if b.key == "stored_ask_again"]  # nothing to ask on
