@@ -19,8 +19,9 @@ from ui import query_controls as qc
 from ui.query_log import record
 from ui.resources import EVAL, SAMPLES, UPLOADS, Corpus, engine_for, warm_reranker
 from ui.session import AskState, require_app
-from ui.text_safety import show_error
-from ui.workspace import current_corpus, sync_workspace
+from ui.stored_view import corpus_name, stored_result
+from ui.text_safety import plain, show_error
+from ui.workspace import corpus_kind_of, current_corpus, sync_workspace
 
 require_app("pages/ask.py")
 ss = st.session_state
@@ -73,6 +74,8 @@ def _until_answer(events: Iterator[Event]) -> Trace | None:
 
 
 def _run_action(pending, engine, trace, settings, scope, corpus, doc_ids) -> None:
+    """Run a queued action; on bad input show the error and return (the caller then shows
+    the last result as it was: bad input loses nothing)."""
     kind = pending["kind"]
     if kind != "ask":  # overrides and regenerated answers keep the trace's own scope
         scope = list(ask.trace_scope) if ask.trace_scope else None
@@ -83,7 +86,6 @@ def _run_action(pending, engine, trace, settings, scope, corpus, doc_ids) -> Non
         partial = _until_answer(events)
     except (TreeRAGError, ValueError) as exc:
         show_error(exc, "Change the question or the settings, then ask again.")
-        _render(trace, corpus, doc_ids, engine, settings)
         return
     if partial is None:
         return
@@ -101,15 +103,63 @@ def _run_action(pending, engine, trace, settings, scope, corpus, doc_ids) -> Non
     _render(partial, corpus, doc_ids, engine, settings, live=deltas())
     final = holder.get("trace", partial)
     query_id = record(final, corpus.key, scope)
+    controls = settings.to_dict() if kind == "ask" else _asked_controls(settings, final)
     ask.set_trace(final, corpus.key, scope, query_id, origin=kind)
-    ask.controls = settings.to_dict()
+    ask.controls = controls
     ask.rerun_ms = None
     st.rerun()
 
 
-def _changed(paths: Sequence[str], settings: QuerySettings) -> list[str]:
+def _scope_moved(scope: Sequence[str] | None) -> bool:
+    return (tuple(scope) if scope else None) != ask.trace_scope
+
+
+def _waiting_for_ask(settings: QuerySettings, scope: Sequence[str] | None) -> list[str]:
+    """Changes the stored step 1 cannot serve (strategy, locator, LLM, scope): they wait for
+    Ask, together with every other change made meanwhile, so nothing is half applied."""
     before = ask.controls or {}
-    return [p for p in paths if qc.setting(before, p) != qc.setting(settings, p)]
+    step1 = story.describe_moves(before, settings, qc.ASK_SETTINGS)
+    if _scope_moved(scope):
+        step1.append("document scope")
+    if not step1:
+        return []
+    return step1 + story.describe_moves(before, settings, qc.RERUN_SETTINGS, skip_new=True)
+
+
+def _asked_controls(settings: QuerySettings, trace: Trace) -> dict[str, Any]:
+    """The controls a non-Ask action ran with: it kept the trace's step 1, so the step-1
+    settings stay those of the last Ask (a pending strategy change stays pending)."""
+    now = settings.to_dict()
+    before = ask.controls or {}
+    for path in qc.ASK_SETTINGS:
+        head, _, last = path.rpartition(".")
+        target = now
+        for part in head.split(".") if head else ():
+            target = target.setdefault(part, {})
+        old = qc.setting(before, path)
+        if old is not None:
+            target[last] = old
+    now["strategy"] = trace.strategy
+    if "options" in before:  # a strategy's options (the drill-down limits) belong to its step 1
+        now["options"] = before["options"]
+    return now
+
+
+def _pending_banner(trace: Trace, moves: Sequence[str]) -> None:
+    st.warning(
+        f"**Not applied yet: {plain(', '.join(moves))}.** A new step 1 (locate) is needed, "
+        f"and it runs only when you press **Ask**. The results below are still those of "
+        f"**{plain(trace.strategy)}** as it last ran.",
+        icon=":material/pending:",
+    )
+    st.button(
+        "Ask again with these settings",
+        key="apply_pending",
+        on_click=_ask_example,
+        args=(trace.question,),
+        icon=":material/play_arrow:",
+        type="primary",
+    )
 
 
 def _maybe_rerun(trace: Trace, engine: Engine, settings: QuerySettings, corpus: Corpus) -> Trace:
@@ -117,10 +167,14 @@ def _maybe_rerun(trace: Trace, engine: Engine, settings: QuerySettings, corpus: 
     if ask.controls is None:  # a trace opened from elsewhere: shown as it ran
         ask.controls = settings.to_dict()
         return trace
-    changed = _changed(qc.RERUN_SETTINGS, settings)
-    if not changed:
-        return trace
     before = ask.controls
+    if not [p for p in qc.RERUN_SETTINGS if qc.setting(before, p) != qc.setting(settings, p)]:
+        return trace
+    if ask.origin != "rerun" or ask.base_controls is None:
+        # The first move since the last full run: what the user saw then is the baseline, so
+        # arrow keys through 5 → 4 → 3 → 2 read "5 → 2", not "3 → 2" (runs never looked at).
+        ask.base_controls = dict(before)
+        ask.base_ranks = {h.chunk.chunk_id: h.final_rank for h in trace.reranked}
     local_answer = engine.client(settings) is None  # extractive: cheap, so refresh it too
     scope = list(ask.trace_scope) if ask.trace_scope else None
     started = time.perf_counter()
@@ -134,11 +188,8 @@ def _maybe_rerun(trace: Trace, engine: Engine, settings: QuerySettings, corpus: 
     ask.controls = settings.to_dict()
     ask.stale_answer = stale
     ask.rerun_ms = (time.perf_counter() - started) * 1000
-    ask.moved = tuple(
-        f"{p.rsplit('.', 1)[-1].replace('_', ' ')} {qc.setting(before, p)} → "
-        f"{qc.setting(settings, p)}"
-        for p in changed
-    )
+    ask.previous_ranks = dict(ask.base_ranks)
+    ask.moved = tuple(story.describe_moves(ask.base_controls, settings, qc.RERUN_SETTINGS))
     return new
 
 
@@ -171,6 +222,22 @@ def _render(trace, corpus, doc_ids, engine, settings, live: Iterator[str] | None
         story.compare_panel(trace, engine, settings)
     with st.expander("Example questions"):
         story.examples(doc_ids, _ask_example)
+
+
+def _stored(trace: Trace, kind: str, can_ask: bool) -> None:
+    """The last result when its index is not the open one: read-only, as it was logged.
+
+    Shown in full when it belongs here (opened from History, or the workspace changed under
+    it); behind a toggle when the user chose another corpus on purpose."""
+    here = ask.origin == "history" or corpus_kind_of(ask.trace_corpus or "") == kind
+    if not here and not st.toggle(
+        f"Show the stored result of your last question (on {corpus_name(ask.trace_corpus)})",
+        key="ask_show_stored",
+    ):
+        return
+    again = (lambda: _ask_example(trace.question)) if can_ask else None
+    stored_result(trace, ask.trace_corpus, ask.trace_id, again)
+    st.divider()
 
 
 def _no_corpus(kind: str) -> None:
@@ -214,6 +281,8 @@ def main() -> None:
     if ss.get(story.PRESENT):
         st.html(story.PRESENT_CSS)
     if corpus is None:
+        if ask.trace is not None:  # the workspace is empty now: its last result stays readable
+            _stored(ask.trace, kind, can_ask=False)
         _no_corpus(kind)
         return
     scope = list(ss[scope_key]) or None
@@ -241,24 +310,14 @@ def main() -> None:
     trace: Trace | None = ask.trace if ask.trace_corpus == corpus.key else None
     if pending is not None and (pending["kind"] == "ask" or trace is not None):
         _run_action(pending, engine, trace, settings, scope, corpus, doc_ids)
-        return
     if ask.trace is not None and trace is None:
-        st.info(
-            "Your last question ran on another corpus (or your workspace changed since): "
-            "ask again here.",
-            icon=":material/info:",
-        )
+        _stored(ask.trace, kind, can_ask=True)
     if trace is not None and trace.locate is not None:
-        trace = _maybe_rerun(trace, engine, settings, corpus)
-        changed = _changed(qc.ASK_SETTINGS, settings)
-        if (tuple(scope) if scope else None) != ask.trace_scope:
-            changed.append("document scope")
-        if changed:
-            st.info(
-                f"Step-1 settings changed ({', '.join(changed)}): press **Ask** to locate again. "
-                "The results below still use the earlier pick.",
-                icon=":material/info:",
-            )
+        waiting = _waiting_for_ask(settings, scope) if ask.controls is not None else []
+        if waiting:  # never a rerun under the old strategy presented as the new one
+            _pending_banner(trace, waiting)
+        else:
+            trace = _maybe_rerun(trace, engine, settings, corpus)
     _render(trace, corpus, doc_ids, engine, settings)
 
 

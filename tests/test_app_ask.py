@@ -222,6 +222,92 @@ def test_top_k_slider_changes_table_length():
     assert all(len(f) <= 1 for g, f in leaf_tables(at).items() if groups[g] == "leaf")
 
 
+def test_a_strategy_change_waits_for_ask_and_never_claims_a_rewrite():
+    at = ask(new_app(), PAPER_QUESTION)
+    first = at.session_state["ask_trace"]
+    assert first.strategy == "treerag"
+    at.selectbox(key="qs_strategy").set_value("drilldown").run()
+    assert not at.exception, at.exception
+    # Nothing re-ran under the old strategy; the page says what waits for Ask.
+    assert at.session_state["ask_trace"] is first
+    shown = texts(at).replace("\\", "")
+    assert "Not applied yet: strategy treerag → drilldown" in shown, shown
+    assert "None" not in shown and "rewritten" not in shown
+    # A slider moved meanwhile waits too: nothing is half applied.
+    at.slider(key="qs_final_top_k").set_value(2).run()
+    assert at.session_state["ask_trace"] is first
+    assert "final top k 5 → 2" in texts(at).replace("\\", "")
+    # An override meanwhile keeps the trace's strategy and step 1: the change stays pending.
+    target = first.locate.leaves[-1].node_id
+    at.session_state[at.session_state["ask_graph_key"]] = target  # the component's click
+    at.run()
+    at.button(key="ask_inspector_remove").click().run()
+    assert not at.exception, at.exception
+    overridden = at.session_state["ask_trace"]
+    assert overridden.strategy == "treerag" and overridden is not first
+    assert "Not applied yet: strategy treerag → drilldown" in texts(at).replace("\\", "")
+    at.selectbox(key="qs_strategy").set_value("treerag").run()  # back: nothing waits or reruns
+    assert at.session_state["ask_trace"] is overridden and "Not applied" not in texts(at)
+    at.selectbox(key="qs_strategy").set_value("drilldown").run()
+    # One click asks again with everything that waited.
+    at.button(key="apply_pending").click().run()
+    assert not at.exception, at.exception
+    new = at.session_state["ask_trace"]
+    assert new.strategy == "drilldown" and new.settings["answer"]["final_top_k"] == 2
+    assert new.question == PAPER_QUESTION
+    assert "Not applied yet" not in texts(at)
+    # Back to treerag: pending again (treerag's step 1 is not the drill-down's).
+    at.selectbox(key="qs_strategy").set_value("treerag").run()
+    assert at.session_state["ask_trace"] is new
+    assert "strategy drilldown → treerag" in texts(at).replace("\\", "")
+
+
+def test_a_scope_change_waits_for_ask():
+    at = ask(new_app(), PAPER_QUESTION)
+    first = at.session_state["ask_trace"]
+    at.multiselect(key="qs_scope_samples").set_value(["test_paper.md"]).run()
+    assert at.session_state["ask_trace"] is first
+    assert "Not applied yet: document scope" in texts(at)
+
+
+def test_describe_moves_never_shows_a_raw_none():
+    from ui.ask_story import describe_moves
+
+    before = {"strategy": "treerag", "answer": {"final_top_k": 5}}
+    after = {"strategy": "drilldown", "answer": {"final_top_k": 5},
+             "options": {"drilldown": {"documents": 3}}}  # fmt: skip
+    paths = ["strategy", "answer.final_top_k", "options.drilldown.documents"]
+    assert describe_moves(before, after, paths) == [
+        "strategy treerag → drilldown",
+        "documents (not used) → 3",
+    ]
+    assert describe_moves(before, after, paths, skip_new=True) == ["strategy treerag → drilldown"]
+    assert describe_moves(after, before, paths[2:]) == ["documents 3 → (not used)"]
+
+
+def test_slider_steps_are_compared_with_the_last_full_run_not_with_each_step():
+    at = ask(new_app(), PAPER_QUESTION)
+    for k in (4, 3, 2):  # arrow keys: one rerun per step
+        at.slider(key="qs_final_top_k").set_value(k).run()
+    said = texts(at).replace("\\", "")
+    assert "final top k 5 → 2" in said and "3 dropped out" in said, said
+    assert "final top k 3 → 2" not in said
+    # Another control adds to the list; both still against the last full run.
+    at.slider(key="qs_dense_weight").set_value(0.7).run()
+    said = texts(at).replace("\\", "")
+    assert "dense weight 0.5 → 0.7, final top k 5 → 2" in said, said
+    # Back where the question ran: nothing is reported as moved.
+    at.slider(key="qs_final_top_k").set_value(5).run()
+    at.slider(key="qs_dense_weight").set_value(0.5).run()
+    assert "Since the last full run" not in texts(at)
+    # A new Ask is the new baseline.
+    at.slider(key="qs_final_top_k").set_value(3).run()
+    ask(at, PAPER_QUESTION)
+    at.slider(key="qs_final_top_k").set_value(2).run()
+    said = texts(at).replace("\\", "")
+    assert "final top k 3 → 2" in said and "1 dropped out" in said, said
+
+
 def test_clicking_a_node_opens_the_inspector_and_override_reruns():
     at = new_app()
     at.slider(key="qs_max_leaves").set_value(3)  # leave room to add a leaf by hand
@@ -294,6 +380,22 @@ def test_bad_questions_give_an_error_not_a_traceback(question, message):
     assert at.session_state["ask_trace"] is None
 
 
+@pytest.mark.parametrize(
+    ("question", "message"), [("", "the question is empty"), ("why " * 1250, "the limit is")]
+)
+def test_a_bad_question_after_an_answer_keeps_the_answer_on_screen(question, message):
+    at = ask(new_app(), PAPER_QUESTION)
+    trace = at.session_state["ask_trace"]
+    answer_shown = [m.value for m in at.markdown if "[Source:" in m.value]
+    assert answer_shown
+    ask(at, question)
+    assert any(message in e.value for e in at.error), texts(at)
+    assert at.session_state["ask_trace"] is trace  # nothing lost ...
+    assert [m.value for m in at.markdown if "[Source:" in m.value] == answer_shown  # ... on screen
+    assert final_ranks(table(at, "rerank")) == list(range(1, len(trace.reranked) + 1))
+    assert PALETTE["picked"] in background(at).values()  # the graph keeps its picked leaves
+
+
 def test_flat_strategy_and_compare():
     at = ask(new_app(), PAPER_QUESTION)
     at.button(key="compare_run").click().run()
@@ -310,7 +412,7 @@ def test_flat_strategy_and_compare():
         for m in at.markdown
     )
     at.selectbox(key="qs_strategy").set_value("flat-hybrid").run()
-    assert "press **Ask** to locate again" in texts(at)
+    assert "Not applied yet: strategy treerag → flat-hybrid" in texts(at).replace("\\", "")
     ask(at, PAPER_QUESTION)
     trace = at.session_state["ask_trace"]
     assert trace.strategy == "flat-hybrid"
@@ -348,7 +450,9 @@ def test_compare_scores_each_strategy_on_a_dev_set_question_with_gold():
     tree = next(r.trace for r in results if r.strategy == "treerag")
     for label, value in strategy_metrics(gold, tree).items():
         assert float(row[label]) == pytest.approx(value, abs=0.005)
-    assert "dev set" in texts(at)
+    # The ids sit in code spans, literal: no Markdown escapes ("lecoqa\\-371") inside them.
+    line = f"this is question `{gold.question.id}` of the `{gold.dataset}` dev set"
+    assert line in texts(at), texts(at)
 
 
 def test_compare_names_a_dev_set_it_cannot_read(tmp_path, monkeypatch):
@@ -455,6 +559,21 @@ def test_llm_error_falls_back_and_says_so(monkeypatch):
         assert at.warning, "the fallback is not shown"
         assert not at.error
         assert "bad-key" not in texts(at)
+
+
+def test_llm_on_without_a_key_says_the_answer_is_extractive():
+    at = new_app()
+    at.toggle(key="qs_llm_enabled").set_value(True).run()
+    ask(at, PAPER_QUESTION)
+    trace = at.session_state["ask_trace"]
+    assert trace.settings["llm"]["enabled"] and not trace.provider["llm"]
+    said = [w.value.replace("\\", "") for w in at.warning]
+    assert any("locate" in w and "no API key: local locator" in w for w in said), said
+    assert any("synthesize" in w and "no API key: extractive answer" in w for w in said), said
+    # A slider rerun writes the extractive answer again: still said.
+    at.slider(key="qs_final_top_k").set_value(3).run()
+    said = [w.value.replace("\\", "") for w in at.warning]
+    assert any("no API key: extractive answer" in w for w in said), said
 
 
 def test_ask_through_an_openai_compatible_server(monkeypatch):

@@ -105,3 +105,88 @@ def test_a_reload_with_the_workspace_in_the_url_lists_its_queries():
     assert not reloaded.exception, reloaded.exception
     assert reloaded.session_state["ws_id"] == workspace
     assert any("How many epochs" in m.value for m in reloaded.markdown)
+
+
+PAPER = (Path(__file__).resolve().parents[1] / "sample_docs" / "test_paper.md").read_bytes()
+NOTES = b"# Notes\n\n## Routers\n\nSomething ordinary about routers and epochs.\n"
+
+
+def upload(at: AppTest, name: str, data: bytes) -> None:
+    at.switch_page("pages/documents.py").run()
+    at.file_uploader[0].set_value([(name, data, "text/markdown")]).run()
+    assert not at.exception, at.exception
+
+
+def shown(at: AppTest) -> str:
+    parts = [m.value for m in at.markdown] + [c.value for c in at.caption]
+    return "\n".join(parts + [i.value for i in at.info] + [e.value for e in at.error])
+
+
+def test_an_upload_question_reopens_as_a_stored_result_after_the_workspace_changed():
+    at = AppTest.from_file(str(APP), default_timeout=90)
+    at.run()
+    upload(at, "paper.md", PAPER)
+    at.switch_page("pages/ask.py").run()
+    at.radio(key="qs_corpus").set_value("uploads").run()
+    ask(at, "How many epochs was the model trained for?")
+    first, first_id = at.session_state["ask_trace"], at.session_state["ask_trace_id"]
+    assert first.answer and first.reranked
+    upload(at, "notes.md", NOTES)  # the workspace changes: its index is rebuilt
+    at.switch_page("pages/history.py").run()
+    at.button(key=f"open_{first_id}").click().run()
+    assert not at.exception, at.exception
+    # The stored answer, citations and step tables, read-only and labelled so.
+    text = shown(at)
+    assert "Stored result" in text and f"#{first_id} in History" in text, text
+    assert any(h.value == "③ Answer (stored)" for h in at.subheader)
+    assert any(first.answer.splitlines()[0][:30] in m.value for m in at.markdown)
+    reranked = [d.value for d in at.dataframe if "change" in d.value.columns]
+    assert len(reranked) == 1 and len(reranked[0]) >= len(first.reranked)
+    # A refused question loses nothing: the stored result stays on screen.
+    at.switch_page("pages/ask.py").run()  # AppTest stays on History after a switch_page
+    ask(at, "   ")
+    assert any("the question is empty" in e.value for e in at.error)
+    assert "Stored result" in shown(at)
+    # Ask again: the question runs on the workspace as it is now.
+    at.button(key="stored_ask_again").click().run()
+    assert not at.exception, at.exception
+    again = at.session_state["ask_trace"]
+    assert again is not first and again.question == first.question
+    assert at.session_state["ask_trace_corpus"] == f"ws:{at.session_state['ws_id']}:" + str(
+        at.session_state["ws_version"]
+    )
+    assert "Stored result" not in shown(at)
+
+
+def test_after_choosing_another_corpus_the_last_result_is_one_toggle_away():
+    at = AppTest.from_file(str(APP), default_timeout=90)
+    at.run()
+    upload(at, "paper.md", PAPER)
+    at.switch_page("pages/ask.py").run()
+    at.radio(key="qs_corpus").set_value("uploads").run()
+    ask(at, "How many epochs was the model trained for?")
+    at.radio(key="qs_corpus").set_value("samples").run()
+    assert not at.exception, at.exception
+    assert "Stored result" not in shown(at)  # a deliberate switch: the samples' own view
+    at.toggle(key="ask_show_stored").set_value(True).run()
+    assert "Stored result" in shown(at) and "your uploads as they were then" in shown(at)
+    assert at.button(key="stored_ask_again")
+
+
+def test_with_every_upload_removed_the_last_result_stays_readable():
+    at = AppTest.from_file(str(APP), default_timeout=90)
+    at.run()
+    upload(at, "paper.md", PAPER)
+    at.switch_page("pages/ask.py").run()
+    at.radio(key="qs_corpus").set_value("uploads").run()
+    ask(at, "How many epochs was the model trained for?")
+    at.switch_page("pages/documents.py").run()
+    at.multiselect(key="ws_remove").set_value(["paper.md"]).run()
+    at.button(key="ws_remove_go").click().run()
+    assert not at.exception, at.exception
+    at.switch_page("pages/ask.py").run()
+    assert not at.exception, at.exception
+    text = shown(at)
+    assert "Stored result" in text and "upload documents first" in text, text
+    assert any(h.value == "③ Answer (stored)" for h in at.subheader)
+    assert not [b for b in at.button if b.key == "stored_ask_again"]  # nothing to ask on

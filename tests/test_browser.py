@@ -338,6 +338,33 @@ def test_render_time_of_a_300_node_tree(page, app_url):
     assert whole_s < 20, result  # a rerun, the graph args and the vis draw together
 
 
+def test_arrow_keys_on_a_slider_are_reported_against_the_view_they_started_from(page):
+    """Each arrow key reruns steps 2-3; the banner still compares with the last full run."""
+    sliders = page.locator('[data-testid="stSlider"]')
+    slider = sliders.filter(has_text="Final top-k").get_by_role("slider")
+    slider.scroll_into_view_if_needed()
+    for k in (4, 3, 2):
+        slider.focus()
+        slider.press("ArrowLeft")
+        # Each step is a rerun the user sees; its banner counts from 5, never from k + 1.
+        page.get_by_text(f"final top k 5 → {k}").wait_for(timeout=60_000)
+    assert page.get_by_text("final top k 3 → 2").count() == 0
+    page.get_by_text("Since the last full run").first.scroll_into_view_if_needed()
+    page.screenshot(path=str(RESULTS / "browser-slider-keys.png"))
+    # Back to 5, where the next tests expect it: the banner clears there.
+    for k in (3, 4, 5):
+        slider.focus()
+        slider.press("ArrowRight")
+        if k < 5:
+            page.get_by_text(f"final top k 5 → {k}").wait_for(timeout=60_000)
+    page.get_by_text("Since the last full run").first.wait_for(state="detached", timeout=60_000)
+    # The LLM answer was kept (stale) while the slider moved: write it again, so the next
+    # tests find the answer's citation chips.
+    page.get_by_role("button", name="Regenerate the answer from the new evidence").click()
+    chip = page.get_by_role("button", name=re.compile(r"3\.3 Training Procedure")).first
+    chip.wait_for(timeout=60_000)
+
+
 def test_graph_refits_on_resize_wheel_scrolls_the_page_and_a_citation_focuses(page):
     """After a window resize the picked leaf is back in view; the plain wheel scrolls the page
     (Ctrl + wheel zooms); a citation click brings its node into view."""

@@ -208,3 +208,21 @@ def test_extractive_answer_never_renders_document_links_as_live_links():
     html = MarkdownIt("commonmark").render(answer)
     assert "<a " not in html and "<img" not in html
     assert "[Source: Paper > Router]" in answer  # the citation marker itself stays parseable
+
+
+def test_an_extractive_answer_to_an_llm_request_without_a_key_is_a_fallback():
+    from treerag_core.synthesis import NO_LLM_ANSWER, answer_fallbacks
+    from treerag_core.types import Fallback, Trace
+
+    def trace(enabled: bool, client: bool, answer: str = "Fifty [Source: 3 Methods].") -> Trace:
+        return Trace("q", "treerag", {"llm": {"enabled": enabled}}, {"llm": client}, answer=answer)
+
+    [fb] = answer_fallbacks(trace(enabled=True, client=False))
+    assert (fb.stage, fb.reason) == ("synthesize", NO_LLM_ANSWER)
+    assert "extractive answer" in fb.detail
+    assert answer_fallbacks(trace(enabled=False, client=False)) == []  # LLM off: by choice
+    assert answer_fallbacks(trace(enabled=True, client=True)) == []  # the LLM wrote it
+    assert answer_fallbacks(trace(enabled=True, client=False, answer="")) == []  # no answer
+    failed = trace(enabled=True, client=True)
+    failed.fallbacks.append(Fallback("synthesize", "auth", "401; extractive answer instead"))
+    assert answer_fallbacks(failed) == failed.fallbacks  # recorded: said once, as recorded

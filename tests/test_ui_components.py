@@ -97,6 +97,14 @@ def test_heading_search(big_index):
     assert all(colours[m] == w.PALETTE["match"] for m in matches)
 
 
+def test_code_spans_stay_literal_and_hold_backticks():
+    assert text_safety.code("lecoqa_laws") == "`lecoqa_laws`"
+    assert text_safety.code("lecoqa-371") == "`lecoqa-371`"  # no "\\-" shown inside
+    assert text_safety.code("a`b") == "``a`b``"
+    assert text_safety.code("`x") == "`` `x ``"
+    assert text_safety.code("two\nlines") == "`two lines`"
+
+
 def test_plain_escapes_markdown_and_html():
     text = "**bold** [x](http://e) <img src=x> $math$ :red[x] # h"
     escaped = text_safety.plain(text)

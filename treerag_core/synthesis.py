@@ -16,9 +16,10 @@ from treerag_core.prompt_budget import ANSWER_REPLY_TOKENS, check_fits
 from treerag_core.prompts import build_synthesis_prompt
 from treerag_core.text import tokenize
 from treerag_core.text_rules import detect_language, one_line, sentence_spans
-from treerag_core.types import ContextSection, Language, RetrievedChunk
+from treerag_core.types import ContextSection, Fallback, Language, RetrievedChunk, Trace
 
 EmbedMany = Callable[[Sequence[str]], np.ndarray]
+NO_LLM_ANSWER = "no_llm_client"  # the Fallback reason of an LLM asked for but not configured
 
 NO_EVIDENCE = {
     "en": "No evidence was retrieved for this question, so there is nothing to answer from.",
@@ -369,3 +370,23 @@ def stream_llm_answer(
     if context_tokens is not None:
         check_fits(prompt, ANSWER_REPLY_TOKENS, context_tokens, "answer")
     return client.stream(prompt, model, max_tokens=ANSWER_REPLY_TOKENS)
+
+
+def answer_fallbacks(trace: Trace) -> list[Fallback]:
+    """The answer's fallbacks: those recorded, and an extractive answer written although the
+    settings asked for an LLM that had no key (or endpoint) — the run made no LLM client, so
+    nothing failed and nothing was recorded, yet the user asked for an LLM's answer.
+
+    Read from the trace (its settings and provider snapshot), so stored traces say it too.
+    """
+    recorded = [f for f in trace.fallbacks if f.stage == "synthesize"]
+    wanted = bool(trace.settings.get("llm", {}).get("enabled"))
+    if recorded or not trace.answer or not wanted or trace.provider.get("llm"):
+        return recorded
+    return [
+        Fallback(
+            "synthesize",
+            NO_LLM_ANSWER,
+            "no API key: extractive answer (cited sentences from the evidence, no LLM)",
+        )
+    ]

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 import streamlit as st
 
@@ -17,10 +18,11 @@ from ui import trace_panels
 from ui.examples import examples_for, gold_examples_for
 from ui.gold import SHOWN, Gold, gold_for, strategy_metrics
 from ui.inspector import inspector
+from ui.query_controls import setting
 from ui.resources import Corpus
 from ui.score_tables import rank_moves
 from ui.session import AskState
-from ui.text_safety import plain, safe_answer, safe_answer_stream
+from ui.text_safety import code, plain, safe_answer, safe_answer_stream
 from ui.tree_graph import GraphMarks, TreeGraph, graph_legend, graph_view, heading_matches
 
 GRAPH = TreeGraph("ask_graph")
@@ -45,6 +47,31 @@ PRESENT_CSS = """
 .st-key-ask_present [data-testid="stCheckbox"] p { font-size: 1.1rem; }
 </style>
 """
+
+
+NOT_USED = "(not used)"  # a setting the other side's strategy does not read
+
+
+def _shown(value: Any) -> str:
+    return NOT_USED if value is None else str(value)
+
+
+def describe_moves(
+    before: Mapping[str, Any],
+    after: QuerySettings | Mapping[str, Any],
+    paths: Sequence[str],
+    skip_new: bool = False,
+) -> list[str]:
+    """'final top k 5 → 2' for each setting among `paths` that differs; a setting absent on
+    one side reads "(not used)" (with `skip_new`, settings absent before are left out)."""
+    labels = []
+    for path in paths:
+        old, new = setting(before, path), setting(after, path)
+        if old == new or (skip_new and old is None):
+            continue
+        name = path.rsplit(".", 1)[-1].replace("_", " ")
+        labels.append(f"{name} {_shown(old)} → {_shown(new)}")
+    return labels
 
 
 def picked_leaves(trace: Trace | None, index: CorpusIndex) -> list[str]:
@@ -175,7 +202,8 @@ def answer_step(
 
 
 def slider_moved(trace: Trace) -> None:
-    """After a slider move: what changed, at the top of the answer (where the user looks)."""
+    """After slider moves: what changed since the last full run (Ask, override, History…),
+    at the top of the answer (where the user looks)."""
     state = AskState()
     if state.origin != "rerun" or not state.moved:
         return
@@ -186,7 +214,8 @@ def slider_moved(trace: Trace) -> None:
         else ("the LLM answer was kept (see below)")
     )
     st.info(
-        f"**{plain(', '.join(state.moved))}** · evidence: {moves.describe()} · {answer}. "
+        f"Since the last full run: **{plain(', '.join(state.moved))}** · evidence: "
+        f"{moves.describe()} · {answer}. "
         "The moved passages are tinted in ② Evidence.",
         icon=":material/swap_vert:",
     )
@@ -381,8 +410,8 @@ def compare_metrics(gold: Gold, results: Sequence[Compared]) -> None:
         row["ms"] = round(item.seconds * 1000)
         rows.append(row)
     st.markdown(
-        f"**Against the gold evidence** · this is question `{plain(gold.question.id)}` of the "
-        f"`{plain(gold.dataset)}` dev set"
+        f"**Against the gold evidence** · this is question {code(gold.question.id)} of the "
+        f"{code(gold.dataset)} dev set"
     )
     st.dataframe(rows, hide_index=True, key="compare_metrics")
     st.caption(

@@ -87,6 +87,10 @@ class AskState(PageState):
     controls: Slot[dict[str, Any] | None] = Slot(None)  # sidebar settings the trace is shown for
     highlight: Slot[tuple[int, int] | None] = Slot(None)  # a cited passage, document offsets
     moved: Slot[tuple[str, ...]] = Slot(())  # the settings a slider rerun changed (labels)
+    # What slider reruns are compared with: the controls and final ranks of the last view that
+    # was not a slider rerun (an Ask, override, regenerated answer, History or Evaluate).
+    base_controls: Slot[dict[str, Any] | None] = Slot(None)
+    base_ranks: Slot[dict[str, int]] = Slot(factory=dict)
 
     def set_trace(
         self,

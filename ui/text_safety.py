@@ -18,6 +18,16 @@ def plain(text: str) -> str:
     return _MD_SPECIAL.sub(r"\\\1", one_line(str(text)))
 
 
+def code(text: str) -> str:
+    """Text as a Markdown code span: literal inside (escaping there would show the
+    backslashes), fenced with more backticks than any run the text holds."""
+    body = one_line(str(text))
+    longest = max((len(run) for run in re.findall(r"`+", body)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if body.startswith("`") or body.endswith("`") else ""
+    return f"{fence}{pad}{body}{pad}{fence}"
+
+
 def safe_answer_stream(deltas: Iterable[str]) -> Iterator[str]:
     """Answer deltas made safe and readable as Markdown.
 

@@ -16,6 +16,7 @@ from treerag_core.flags import question_flags as flags_of
 from treerag_core.index import CorpusIndex
 from treerag_core.llm import format_cost
 from treerag_core.routing import document_rows
+from treerag_core.synthesis import answer_fallbacks
 from treerag_core.text_rules import path_leaf
 from treerag_core.trace_io import stage_summary
 from treerag_core.types import ContextSection, LocateResult, RetrievalGroup, Trace
@@ -109,7 +110,8 @@ def question_flags(trace: Trace) -> None:
 
 def fallbacks(trace: Trace) -> None:
     """Every step that did not go the preferred way, in plain words."""
-    for fb in trace.fallbacks:
+    shown = [f for f in trace.fallbacks if f.stage != "synthesize"] + answer_fallbacks(trace)
+    for fb in shown:
         st.warning(f"**{fb.stage}** · {plain(fb.detail or fb.reason)}", icon=":material/alt_route:")
 
 
