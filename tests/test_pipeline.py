@@ -51,6 +51,10 @@ def test_no_key_falls_back_to_local_locator_and_says_why(paper_engine):
     # serves here: its best sentence's cosine is 0.19, below the "not answered" bar.)
     trace = run(paper_engine, "AdaRouter使用什么算法？", QuerySettings())
     assert [f.reason for f in trace.fallbacks if f.stage == "locate"] == ["no_api_key"]
+    # The answer fell back too, and the trace says so (the CLI and the audit log read it).
+    assert [f.reason for f in trace.fallbacks if f.stage == "synthesize"] == ["no_llm_client"]
+    again = rerun(paper_engine, trace, QuerySettings().set("answer.final_top_k", 3))
+    assert [f.reason for f in again.fallbacks if f.stage == "synthesize"] == ["no_llm_client"]
     assert "LinUCB" in trace.answer  # the extractive answer quotes the algorithm
     assert "[来源:" in trace.answer  # in the question's language, with its source path
     assert trace.citations and all(c.supported for c in trace.citations)

@@ -34,3 +34,18 @@ def test_footer_shows_the_question_flags():
     footer = render_footer(trace)
     assert "Flag: out of scope" in footer  # nothing was found at all
     assert "Flag: sensitive (credentials)" in footer
+
+
+def test_the_answers_fallback_prints_after_the_answer_others_before_step_2():
+    from treerag_core.render import render_footer, render_retrieval
+    from treerag_core.types import Fallback
+
+    trace = Trace("q", "treerag", {}, {}, answer="A.")
+    trace.fallbacks += [
+        Fallback("locate", "no_api_key", "no API key: local locator"),
+        Fallback("synthesize", "no_llm_client", "no API key: extractive answer"),
+    ]
+    before, after = render_retrieval(trace), render_footer(trace)
+    assert "Fallback (locate)" in before and "Fallback (synthesize)" not in before
+    assert "Fallback (synthesize): no_llm_client" in after and "Fallback (locate)" not in after
+    assert before.index("Fallback (locate)") < before.index(">>> Step 2")

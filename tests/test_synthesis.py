@@ -123,6 +123,17 @@ def test_a_sentence_shares_the_question_terms_its_section_title_has():
     scored = score_sentences("导航类故障怎么排除？", question_vector, sentences, same_meaning)
     assert scored[0].heading.endswith("导航类故障")
     assert scored[0].overlap > scored[1].overlap > 0.0
+    # A title shared by every candidate never makes its terms look common (lowering the
+    # score of the sentences it names): the weights come from the sentences' own words.
+    question = "How many epochs was the model trained for?"
+    own = [
+        Sentence("We train the encoder for 50 epochs.", "3.3", "d", 0, 35, 0),
+        Sentence("Early stopping with a patience of 5 epochs.", "3.3", "d", 36, 80, 0),
+    ]
+    titled = [replace(s, heading="3 Methods > 3.3 Training Procedure") for s in own]
+    plain = score_sentences(question, question_vector, own, same_meaning)
+    under = score_sentences(question, question_vector, titled, same_meaning)
+    assert under[0].text == plain[0].text and under[0].overlap >= plain[0].overlap
 
 
 def _s(text: str, start: int, score: float, rank: int = 0, path: str = "A") -> Sentence:

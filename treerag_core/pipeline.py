@@ -24,7 +24,7 @@ from treerag_core.names import Locator
 from treerag_core.rerank import get_reranker, rerank_chunks, rerank_scores
 from treerag_core.settings import AnswerSettings, LLMSettings, QuerySettings
 from treerag_core.strategies import QueryContext, Strategy, get_strategy
-from treerag_core.synthesis import extractive_answer, stream_llm_answer
+from treerag_core.synthesis import answer_fallbacks, extractive_answer, stream_llm_answer
 from treerag_core.text import is_stopword_only, tokenize
 from treerag_core.text_rules import detect_language
 from treerag_core.types import (
@@ -252,6 +252,8 @@ def synthesize_step(engine: Engine, trace: Trace, settings: QuerySettings, clien
             parts.append(delta)
             yield delta
     trace.answer = "".join(parts)
+    # An LLM asked for but not configured wrote no answer: the trace says so (CLI, audit log).
+    trace.fallbacks.extend(f for f in answer_fallbacks(trace) if f not in trace.fallbacks)
     node_paths = {nid: n.heading_path for nid, n in engine.index.nodes.items()}
     trace.citations = parse_citations(
         trace.answer, trace.reranked, node_paths, context_sources(engine.index, trace.sections)

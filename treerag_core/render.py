@@ -8,7 +8,7 @@ from treerag_core.flags import question_flags
 from treerag_core.pagemap import format_pages
 from treerag_core.text_rules import preview
 from treerag_core.trace_io import stage_summary
-from treerag_core.types import LocateResult, RetrievedChunk, Trace
+from treerag_core.types import Fallback, LocateResult, RetrievedChunk, Trace
 
 RULE = "=" * 60
 ROUTING_ROWS = 10  # documents listed in the routing table (the rest counted)
@@ -88,8 +88,8 @@ def render_retrieval(trace: Trace) -> str:
             score = f"  (score {leaf.score:.3f})" if leaf.score is not None else ""
             lines.append(f"  [{leaf.node_id}] {leaf.heading_path}{score}")
             lines.append(f'    sub_query: "{leaf.sub_query}"')
-    for fallback in trace.fallbacks:
-        lines.append(f"Fallback ({fallback.stage}): {fallback.reason} - {fallback.detail}")
+    # The answer's fallbacks are known only once it is written: the footer prints them.
+    lines.extend(_fallback_line(f) for f in trace.fallbacks if f.stage != "synthesize")
     lines += ["", ">>> Step 2: Hybrid Retrieval + Rerank"]
     groups = len([g for g in trace.retrieved if g.hits])
     lines.append(f"Retrieved {len(trace.reranked)} chunks (from {groups} searched groups):")
@@ -113,11 +113,16 @@ def render_retrieval(trace: Trace) -> str:
     return terminal_safe("\n".join(lines) + "\n")
 
 
+def _fallback_line(fallback: Fallback) -> str:
+    return f"Fallback ({fallback.stage}): {fallback.reason} - {fallback.detail}"
+
+
 def render_footer(trace: Trace) -> str:
     lines = [""]
     unsupported = [c for c in trace.citations if not c.supported]
     if unsupported:
         lines.append("Unsupported citations: " + "; ".join(c.heading_path for c in unsupported))
+    lines.extend(_fallback_line(f) for f in trace.fallbacks if f.stage == "synthesize")
     timing = ", ".join(f"{row['stage']} {row['ms']:.0f} ms" for row in stage_summary(trace))
     rows = stage_summary(trace)
     cost = sum(row["cost_usd"] for row in rows)

@@ -160,18 +160,21 @@ def score_sentences(
     vectors = embed_many([c.text for c in candidates])
     sims = vectors @ question_vector.astype(np.float32)
     q_terms = _terms(question)
-    # A section title is part of what its sentences are about (as in step 2's BM25 over
-    # `heading path + passage`): "E101 ... 重新插紧后重启即可恢复" answers 导航类故障怎么排除
-    # because it sits under "（一）导航类故障", though it never says 导航.
-    terms = [_terms(c.text) | _terms(c.heading) for c in candidates]
+    terms = [_terms(c.text) for c in candidates]
     # A question term found in every candidate tells them apart less than a rare one: terms
     # are weighted by their inverse frequency over the candidates themselves.
     n = len(candidates)
     weight = {t: math.log(1 + n / (1 + sum(t in ts for ts in terms))) for t in q_terms}
+    # A section title is part of what its sentences are about (as in step 2's BM25 over
+    # `heading path + passage`): "E101 ... 重新插紧后重启即可恢复" answers 导航类故障怎么排除
+    # because it sits under "（一）导航类故障", though it never says 导航. The title's terms
+    # count as found, not in the weights: every sentence of a section shares its title, and
+    # would otherwise make the very terms it names look common.
+    found = [ts | _terms(c.heading) for ts, c in zip(terms, candidates, strict=True)]
     total = sum(weight.values())
     q_language = detect_language(question)
     scored = []
-    for cand, sim, ts in zip(candidates, sims, terms, strict=True):
+    for cand, sim, ts in zip(candidates, sims, found, strict=True):
         overlap = sum(weight[t] for t in q_terms & ts) / total if total else 0.0
         if detect_language(cand.text) != q_language:
             # Words of another language cannot be shared: overlap is undefined there, not a
