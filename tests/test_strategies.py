@@ -43,6 +43,7 @@ class FirstLeaves:
     reads_structure = True
     locates = True
     needs_gold_leaves = False
+    searches_each_leaf = True  # leaf_search keeps each leaf's top_k_per_leaf
     options_type = FirstLeafOptions
 
     def effective_settings(self, settings: QuerySettings) -> QuerySettings:
@@ -127,3 +128,39 @@ def test_the_explorer_menus_read_the_registry(plugin, hashing_index):
     engine = Engine(hashing_index, get_embedder("hashing"))
     compared = compare_strategies(engine, "router accuracy", MOCK, scope=["test_paper.md"])
     assert "first-leaves" in [c.strategy for c in compared]
+
+
+def test_a_plugin_missing_a_protocol_member_is_refused_by_name():
+    class Incomplete:
+        name = "incomplete"
+        label = "misses two members"
+        reads_structure = locates = needs_gold_leaves = False
+        options_type = None
+
+        def effective_settings(self, settings):
+            return settings
+
+        def locate_inputs(self, settings, locator):
+            return {}
+
+        def locate(self, ctx):  # no retrieve, no searches_each_leaf
+            raise NotImplementedError
+
+    with pytest.raises(ValueError, match=r"incomplete.*lacks searches_each_leaf, retrieve"):
+        register(Incomplete)
+    assert "incomplete" not in strategy_names()
+
+
+@pytest.mark.parametrize(
+    "name", [s for s in strategy_names() if not get_strategy(s).searches_each_leaf]
+)
+def test_strategies_that_do_not_search_each_leaf_ignore_the_per_leaf_top_k(name, hashing_index):
+    # The explorer greys the slider out for them: moving it must change nothing there.
+    engine = Engine(hashing_index, get_embedder("hashing"))
+    question = "How many epochs was the model trained for?"
+    runs = [
+        run(engine, question, MOCK.set("retrieve.top_k_per_leaf", k), strategy=name) for k in (1, 8)
+    ]
+    shown = [[[h.chunk.chunk_id for h in g.hits] for g in t.retrieved] for t in runs]
+    reranked = [[h.chunk.chunk_id for h in t.reranked] for t in runs]
+    assert shown[0] == shown[1] and reranked[0] == reranked[1]

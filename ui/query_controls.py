@@ -200,7 +200,13 @@ def sidebar(
         "RRF k", 1, 120, key="qs_rrf_k", persist_state=KEEP, disabled=ss.qs_fusion != "rrf",
         help="Used by RRF only: 1 / (k + rank).",
     )  # fmt: skip
-    sb.slider("Top-k per leaf", 1, 20, key="qs_top_k_per_leaf", persist_state=KEEP)
+    per_leaf = [s.name for s in all_strategies() if s.searches_each_leaf]
+    sb.slider(
+        "Top-k per leaf", 1, 20, key="qs_top_k_per_leaf", persist_state=KEEP,
+        disabled=ss.qs_strategy not in per_leaf,
+        help=f"Read only by strategies that search each picked leaf on its own: "
+        f"{', '.join(per_leaf)}. The others rank one window over the scope.",
+    )  # fmt: skip
     sb.slider("Final top-k", 1, 50, key="qs_final_top_k", persist_state=KEEP)
     sb.toggle("Rerank (cross-encoder)", key="qs_rerank", persist_state=KEEP)
     sb.toggle(

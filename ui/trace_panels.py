@@ -16,6 +16,7 @@ from treerag_core.flags import question_flags as flags_of
 from treerag_core.index import CorpusIndex
 from treerag_core.llm import format_cost
 from treerag_core.routing import document_rows
+from treerag_core.strategies import get_strategy
 from treerag_core.synthesis import answer_fallbacks
 from treerag_core.text_rules import path_leaf
 from treerag_core.trace_io import stage_summary
@@ -235,9 +236,17 @@ def _fusion_caption(trace: Trace) -> str:
     else:
         dw = float(s.get("dense_weight", 0.5))
         how = f"{fusion}: {dw:.2f} × dense + {1 - dw:.2f} × BM25 (normalised)"
-    return (
-        f"{how} · top {s.get('top_k_per_leaf')} per group · {trace.retrieve_seconds * 1000:,.1f} ms"
-    )
+    per_leaf = f" · top {s.get('top_k_per_leaf')} per leaf" if _searches_each_leaf(trace) else ""
+    return f"{how}{per_leaf} · {trace.retrieve_seconds * 1000:,.1f} ms"
+
+
+def _searches_each_leaf(trace: Trace) -> bool:
+    """Whether the trace's strategy read `top_k_per_leaf` (unknown names, e.g. from an older
+    version's log: no)."""
+    try:
+        return get_strategy(trace.strategy).searches_each_leaf
+    except ValueError:
+        return False
 
 
 def group_title(group: RetrievalGroup) -> str:

@@ -30,11 +30,27 @@ _LOCK = threading.Lock()
 _NOT_STRATEGIES = {"base", "common"}  # helper modules of this package
 
 
+# What a strategy class must define (strategies/base.py), checked when it registers: a
+# plug-in missing one fails here with its name, not later deep in a front end.
+_FLAGS = ("reads_structure", "locates", "needs_gold_leaves", "searches_each_leaf")
+_METHODS = ("effective_settings", "locate_inputs", "locate", "retrieve")
+
+
 def register(cls: type) -> type:
-    """Class decorator: register one instance of a strategy class under its `name`."""
+    """Class decorator: register one instance of a strategy class under its `name`.
+
+    Raises:
+        ValueError: a member of the `Strategy` protocol is missing or of the wrong kind.
+    """
     name = getattr(cls, "name", "")
     if not name or not isinstance(name, str):
         raise ValueError(f"{cls.__name__} has no strategy name")
+    missing = [f for f in _FLAGS if not isinstance(getattr(cls, f, None), bool)]
+    missing += [m for m in _METHODS if not callable(getattr(cls, m, None))]
+    missing += [] if isinstance(getattr(cls, "label", None), str) else ["label"]
+    missing += [] if hasattr(cls, "options_type") else ["options_type"]
+    if missing:
+        raise ValueError(f"strategy {name!r} ({cls.__name__}) lacks {', '.join(missing)}")
     _REGISTRY[name] = cls()
     return cls
 

@@ -70,6 +70,9 @@ class Strategy(Protocol):
     reads_structure: ClassVar[bool]  # uses headings / the tree (flat baselines: False)
     locates: ClassVar[bool]  # has a step 1 whose result can be stored and reused
     needs_gold_leaves: ClassVar[bool]  # oracle: only runnable with gold evidence (evaluation)
+    # Searches each picked leaf on its own, keeping its top `retrieve.top_k_per_leaf` (the
+    # only strategies that read that setting).
+    searches_each_leaf: ClassVar[bool]
     options_type: ClassVar[type | None]  # its own frozen settings dataclass, or None
 
     def effective_settings(self, settings: QuerySettings) -> QuerySettings:

@@ -26,6 +26,7 @@ class FlatSearch:
     reads_structure: ClassVar[bool] = False
     locates: ClassVar[bool] = False
     needs_gold_leaves: ClassVar[bool] = False
+    searches_each_leaf: ClassVar[bool] = False
     options_type: ClassVar[type | None] = None
 
     def effective_settings(self, settings: QuerySettings) -> QuerySettings:

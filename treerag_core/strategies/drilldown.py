@@ -41,6 +41,7 @@ class Drilldown:
     reads_structure: ClassVar[bool] = True
     locates: ClassVar[bool] = True
     needs_gold_leaves: ClassVar[bool] = False
+    searches_each_leaf: ClassVar[bool] = False
     options_type: ClassVar[type | None] = DrilldownOptions
 
     def options(self, settings: QuerySettings) -> DrilldownOptions:

@@ -62,6 +62,7 @@ class _HiragMode:
     reads_structure: ClassVar[bool] = False
     locates: ClassVar[bool] = False
     needs_gold_leaves: ClassVar[bool] = False
+    searches_each_leaf: ClassVar[bool] = False
     options_type: ClassVar[type | None] = HiragOptions
 
     def effective_settings(self, settings: QuerySettings) -> QuerySettings:

@@ -23,6 +23,7 @@ class OracleSections:
     reads_structure = True
     locates = True
     needs_gold_leaves = True
+    searches_each_leaf = True
     options_type = None
 
     def effective_settings(self, settings: QuerySettings) -> QuerySettings:

@@ -90,6 +90,7 @@ class FlatStructured:
     reads_structure = True
     locates = False
     needs_gold_leaves = False
+    searches_each_leaf = False
     options_type = StructureOptions
 
     def effective_settings(self, settings: QuerySettings) -> QuerySettings:

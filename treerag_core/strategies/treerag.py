@@ -85,6 +85,7 @@ class TreeRAG:
     reads_structure = True
     locates = True
     needs_gold_leaves = False
+    searches_each_leaf = False
     options_type = StructureOptions
 
     def effective_settings(self, settings: QuerySettings) -> QuerySettings:

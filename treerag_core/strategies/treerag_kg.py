@@ -29,6 +29,7 @@ class TreeRAGKG(TreeRAG):
         "paths go to the answer"
     )
     options_type = GraphSearchOptions
+    searches_each_leaf = True  # each searched graph's table shows its leaf's top k
 
     def locate_inputs(self, settings: QuerySettings, locator: str) -> dict[str, Any]:
         # The structure options are treerag's (this strategy's own options are the graph's).
