@@ -21,7 +21,7 @@ def test_chinese_numbering_keeps_its_line_and_short_titles_stay_whole():
 
 def test_a_long_chinese_title_splits_evenly_and_never_leaves_one_character():
     assert wrap_label("第三章 劳动合同的履行和变更", ID_PREFIX) == "第三章\n劳动合同的\n履行和变更"
-    assert wrap_label("中华人民共和国劳动合同法") == "中华人民共和\n国劳动合同法"
+    assert wrap_label("中华人民共和国劳动合同法") == "中华人民共和国\n劳动合同法"  # between words
     for text in ("劳动合同的履行和变更了", "网约车司机与平台之间的劳动关系认定", "第七章 法律责任"):
         for used in (0, 3, ID_PREFIX, 11):
             lines = wrap_label(text, used).split("\n")
@@ -65,3 +65,15 @@ def test_graph_labels_of_the_chinese_sample_fit_the_width_with_the_cited_mark(ha
         lines = label.split("  (+")[0].split("\n")
         assert all(_units(line) <= LABEL_LINE_UNITS + 1 for line in lines), lines
         assert all(len(line.strip("…✓ ")) >= 2 for line in lines), lines
+
+
+def test_chinese_lines_break_between_words_not_inside_one():
+    # The walkthrough saw 中华人民共和 / 国劳动合同法 and 安装与部 / 署（….
+    assert wrap_label("第二章 安装与部署（引言）", ID_PREFIX) == "第二章\n安装与部署\n（引言）"
+    assert wrap_label("劳动合同的履行和变更了") == "劳动合同的\n履行和变更了"
+    for text in ("中华人民共和国劳动合同法", "第四章 维护与故障排除", "（一）导航类故障"):
+        for used in (0, ID_PREFIX):
+            lines = wrap_label(text, used).split("\n")
+            for word in ("中华人民共和国", "部署", "故障", "导航"):
+                if word in text:
+                    assert any(word in line for line in lines), (text, used, lines)

@@ -100,6 +100,12 @@ def _tokenize_zh(text: str) -> list[str]:
     return [w for w in words if w.strip() and w not in ZH_STOPWORDS]
 
 
+def zh_words(text: str) -> list[str]:
+    """`text` cut into words by jieba (precise mode: the pieces join back into `text`), for
+    breaking a Chinese line between words rather than inside one (中华人民共和国 / 劳动合同法)."""
+    return _jieba().lcut(text)
+
+
 def is_stopword_only(text: str) -> bool:
     """True when the text has no content token (empty, punctuation, or only stop words)."""
     return not tokenize(text)

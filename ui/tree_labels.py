@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import re
 
+from treerag_core.text import zh_words
 from treerag_core.text_rules import is_unspaced, one_line
 
 LABEL_LINE_UNITS = 16  # a label line holds this many Latin characters (a CJK one counts 2)
@@ -23,21 +24,26 @@ def _units(text: str) -> int:
     return sum(2 if is_unspaced(c) else 1 for c in text)
 
 
-def _cjk_atoms(word: str) -> list[str]:
-    """A word holding CJK as its smallest pieces: one CJK character, or one run of other
-    characters; closing punctuation sticks to the piece before, opening to the one after."""
+def _cjk_atoms(word: str, width: int = LABEL_LINE_UNITS) -> list[str]:
+    """A word holding CJK as its smallest unbreakable pieces: its jieba words (a word wider
+    than a line: its characters), punctuation glued on (closing to the piece before,
+    opening to the one after), so a line never breaks inside 中华人民共和国 or 部署."""
+    pieces = [
+        p for w in zh_words(word) for p in ([w] if _units(w) <= width else list(w)) if p.strip()
+    ]
     atoms: list[str] = []
-    for ch in word:
-        glue = atoms and (
-            ch in _CLOSING
-            or atoms[-1][-1] in _OPENING
-            or not (is_unspaced(ch) or is_unspaced(atoms[-1][-1]))  # a Latin/digit run
-        )
+    for piece in pieces:
+        glue = atoms and (piece[0] in _CLOSING or atoms[-1][-1] in _OPENING)
         if glue:
-            atoms[-1] += ch
+            atoms[-1] += piece
         else:
-            atoms.append(ch)
+            atoms.append(piece)
     return atoms
+
+
+def _single(atoms: list[str]) -> bool:
+    """At most one character besides punctuation: alone on a line it is an orphan."""
+    return sum(c not in _CLOSING and c not in _OPENING for a in atoms for c in a) <= 1
 
 
 def _latin_parts(word: str, width: int) -> list[str]:
@@ -73,16 +79,40 @@ def _words(text: str) -> list[tuple[str, bool]]:
 
 
 def _split_cjk(atoms: list[str], room: int, width: int) -> tuple[list[str], list[str]]:
-    """The atoms that go on a line with `room` units left (at least two, leaving at least two)."""
+    """The atoms that go on a line with `room` units left (never one character alone on
+    either side of the break)."""
     take, used = 0, 0
     while take < len(atoms) and used + _units(atoms[take]) <= room:
         used += _units(atoms[take])
         take += 1
-    if len(atoms) - take == 1 and take > 2:  # never leave one character alone on a line
-        take -= 1
-    if take < 2 and len(atoms) > 1 and room < width:
+    if take > 1 and take < len(atoms) and _single(atoms[take:]):
+        take -= 1  # never leave one character alone on a line
+    if take and take < len(atoms) and _single(atoms[:take]) and room < width:
         take = 0  # one character at a line's end is an orphan too: start a new line
     return atoms[:take], atoms[take:]
+
+
+def _fill(atoms: list[str], target: int, width: int) -> list[list[str]]:
+    """The atoms as lines, each filled up to `target` units."""
+    rows: list[list[str]] = []
+    while atoms:
+        head, atoms = _split_cjk(atoms, target, width)
+        if not head:  # an atom wider than the target
+            head, atoms = atoms[:1], atoms[1:]
+        rows.append(head)
+    return rows
+
+
+def _even_rows(atoms: list[str], width: int) -> list[list[str]]:
+    """The atoms in as few lines as a full-width fill needs, as even as the words allow:
+    the smallest line length from the even share up that needs no extra line."""
+    fewest = len(_fill(atoms, width, width))
+    even = math.ceil(sum(_units(a) for a in atoms) / fewest)
+    for target in range(even, width):
+        rows = _fill(atoms, target, width)
+        if len(rows) <= fewest:
+            return rows
+    return _fill(atoms, width, width)
 
 
 def wrap_lines(text: str, first_line_used: int = 0, width: int = LABEL_LINE_UNITS) -> list[str]:
@@ -131,17 +161,10 @@ def wrap_lines(text: str, first_line_used: int = 0, width: int = LABEL_LINE_UNIT
             if head:
                 put("".join(head))
             newline()
-        rest = sum(_units(a) for a in atoms)
-        rows = max(1, math.ceil(rest / width))
-        even = math.ceil(rest / rows)  # even lines when they fit in the lines left
-        target = even if len(lines) + rows <= LABEL_LINES else width
-        while atoms:
-            head, atoms = _split_cjk(atoms, target if atoms else width, width)
-            if not head:  # a single atom wider than a line
-                head, atoms = atoms[:1], atoms[1:]
-            put("".join(head))
-            if atoms:
+        for n, row in enumerate(_even_rows(atoms, width)):
+            if n:
                 newline()
+            put("".join(row))
     newline()
     return lines
 
