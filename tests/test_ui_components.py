@@ -335,3 +335,10 @@ def test_metric_headers_are_short_enough_to_read_with_the_full_name_in_help():
     assert left_out["label"] == "left out" and "left out" in left_out["help"]
     latency = config[eval_tables.headline_label("latency_ms.total.p50")]
     assert latency["label"] == "p50 ms" and "p50 latency (ms)" in latency["help"]
+
+
+def test_a_rerank_read_entirely_from_the_cache_says_so():
+    from ui.trace_panels import rerank_time
+
+    assert rerank_time(0.2) == "200 ms"
+    assert rerank_time(0.0002).startswith("0 ms: every score cached")

@@ -300,6 +300,19 @@ def context_section(section: ContextSection, key: str) -> None:
         )
 
 
+# Scoring even one pair takes milliseconds; a rerank faster than this read every score from
+# the cross-encoder's cache (per question and passage, kept across reruns).
+ALL_CACHED_SECONDS = 0.001
+
+
+def rerank_time(seconds: float) -> str:
+    """The rerank's time, saying when every score came from the cache (else "0 ms" looks
+    like a broken timer after a rerun)."""
+    if seconds < ALL_CACHED_SECONDS:
+        return "0 ms: every score cached from an earlier run of this question"
+    return f"{seconds * 1000:,.0f} ms"
+
+
 def rerank(trace: Trace, previous: Mapping[str, int] | None = None) -> None:
     """The pooled candidates across groups: rerank score, final rank and rank changes."""
     pooled = sorted(trace.candidates, key=lambda h: h.pooled_rank)
@@ -307,7 +320,7 @@ def rerank(trace: Trace, previous: Mapping[str, int] | None = None) -> None:
     if trace.reranker:
         st.caption(
             f"{plain(trace.reranker)} · {len(pooled)} pooled candidates → top "
-            f"{len(reranked)} · {trace.rerank_seconds * 1000:,.0f} ms"
+            f"{len(reranked)} · {rerank_time(trace.rerank_seconds)}"
         )
     else:
         reason = next((f.detail for f in trace.fallbacks if f.stage == "rerank"), "rerank off")
