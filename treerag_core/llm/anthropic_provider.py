@@ -12,17 +12,17 @@ import anthropic
 import httpx2
 
 from treerag_core.errors import LLMError
-from treerag_core.llm import factory
+from treerag_core.llm import endpoints
 from treerag_core.llm.base import SDKClient, TextStream, check_call, check_finished
 from treerag_core.llm.errors import clean_detail, scrub, status_error
 from treerag_core.llm.prices import priced
 from treerag_core.names import Provider
 from treerag_core.types import Usage
 
-# The variable names and the default endpoint are defined once, in the factory.
-DEFAULT_BASE_URL = factory.DEFAULT_BASE_URL[Provider.ANTHROPIC]
-KEY_ENV = factory.KEY_ENV[Provider.ANTHROPIC]
-BASE_URL_ENV = factory.BASE_URL_ENV[Provider.ANTHROPIC]
+# The variable names and the default endpoint are defined once, in endpoints.py.
+DEFAULT_BASE_URL = endpoints.DEFAULT_BASE_URL[Provider.ANTHROPIC]
+KEY_ENV = endpoints.KEY_ENV[Provider.ANTHROPIC]
+BASE_URL_ENV = endpoints.BASE_URL_ENV[Provider.ANTHROPIC]
 
 
 def _to_usage(sdk_usage: Any) -> Usage:

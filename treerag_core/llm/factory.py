@@ -10,16 +10,10 @@ from urllib.parse import urlsplit
 
 from treerag_core.errors import LLMError
 from treerag_core.llm.base import LLMClient
+from treerag_core.llm.endpoints import BASE_URL_ENV, DEFAULT_BASE_URL, KEY_ENV
 from treerag_core.llm.errors import public_url
 from treerag_core.names import Provider
 from treerag_core.settings import LLMSettings
-
-KEY_ENV = {Provider.ANTHROPIC: "ANTHROPIC_API_KEY", Provider.OPENAI: "OPENAI_API_KEY"}
-BASE_URL_ENV = {Provider.ANTHROPIC: "ANTHROPIC_BASE_URL", Provider.OPENAI: "OPENAI_BASE_URL"}
-DEFAULT_BASE_URL = {
-    Provider.ANTHROPIC: "https://api.anthropic.com",
-    Provider.OPENAI: "https://api.openai.com/v1",
-}
 
 
 def llm_settings_of(settings: Any) -> LLMSettings:

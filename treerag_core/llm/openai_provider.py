@@ -12,17 +12,17 @@ import httpx2
 import openai
 
 from treerag_core.errors import LLMError
-from treerag_core.llm import factory
+from treerag_core.llm import endpoints
 from treerag_core.llm.base import SDKClient, TextStream, check_call, check_finished
 from treerag_core.llm.errors import clean_detail, scrub, status_error
 from treerag_core.llm.prices import priced
 from treerag_core.names import Provider
 from treerag_core.types import Usage
 
-# The variable names and the default endpoint are defined once, in the factory.
-DEFAULT_BASE_URL = factory.DEFAULT_BASE_URL[Provider.OPENAI]
-KEY_ENV = factory.KEY_ENV[Provider.OPENAI]
-BASE_URL_ENV = factory.BASE_URL_ENV[Provider.OPENAI]
+# The variable names and the default endpoint are defined once, in endpoints.py.
+DEFAULT_BASE_URL = endpoints.DEFAULT_BASE_URL[Provider.OPENAI]
+KEY_ENV = endpoints.KEY_ENV[Provider.OPENAI]
+BASE_URL_ENV = endpoints.BASE_URL_ENV[Provider.OPENAI]
 # Local servers (Ollama, vLLM, llama.cpp) need no key, but the SDK insists on one; they
 # ignore the Authorization header it becomes.
 NO_KEY = "no-key"
