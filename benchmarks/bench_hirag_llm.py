@@ -24,7 +24,7 @@ if str(REPO) not in sys.path:  # run as `python benchmarks/bench_hirag_llm.py` f
     sys.path.insert(0, str(REPO))
 
 from tests.fake_anthropic import FakeAnthropicServer, reply  # noqa: E402
-from treerag_core.embedders import get_embedder  # noqa: E402
+from treerag_core.embedders import index_embedder  # noqa: E402
 from treerag_core.graph.extract import terms_of  # noqa: E402
 from treerag_core.hirag.build import HiragBuildSettings, build_hirag  # noqa: E402
 from treerag_core.hirag.store import FOLDER, save_hirag  # noqa: E402
@@ -82,7 +82,7 @@ def responder(body: dict):
 
 def measure(index_dir: Path, embedder_name: str | None) -> dict:
     index = load_index(index_dir)
-    embedder = get_embedder(embedder_name or index.embedder_name)
+    embedder = index_embedder(index.embedder_name, named=[embedder_name])
     settings = HiragBuildSettings(llm_graph=True, llm_reports=True)
     with tempfile.TemporaryDirectory() as scratch, FakeAnthropicServer(responder=responder) as fake:
         folder = Path(scratch)  # caches go here, never into the index folder

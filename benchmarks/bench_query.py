@@ -18,7 +18,7 @@ if str(REPO) not in sys.path:  # run as `python benchmarks/bench_query.py` from 
     sys.path.insert(0, str(REPO))
 
 from treerag_core.config import IndexSettings  # noqa: E402
-from treerag_core.embedders import Embedder, get_embedder  # noqa: E402
+from treerag_core.embedders import Embedder, index_embedder  # noqa: E402
 from treerag_core.errors import QueryError, TreeRAGError  # noqa: E402
 from treerag_core.evaluation.dataset import load_dataset  # noqa: E402
 from treerag_core.evaluation.harness import dataset_index  # noqa: E402
@@ -379,7 +379,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         index = load_bench_index(
             args.data, args.dataset, args.embedder, None if args.no_cache else args.cache
         )
-        result = run_query_bench(index, get_embedder(index.embedder_name), cases, log=_stderr)
+        result = run_query_bench(index, index_embedder(index.embedder_name), cases, log=_stderr)
     except (TreeRAGError, ValueError) as exc:
         _stderr(f"error: {exc}")
         return 2

@@ -138,14 +138,14 @@ def run_backend(args) -> int:
     """Child process: load one index, build one backend, time the three strategies."""
     import numpy as np
 
-    from treerag_core.embedders import get_embedder
+    from treerag_core.embedders import index_embedder
     from treerag_core.store import load_index
     from treerag_core.text import tokenize
     from treerag_core.vectors.attach import attach_store
     from treerag_core.vectors.base import VectorQuery
 
     index = load_index(args.folder)
-    embedder = get_embedder(index.embedder_name)
+    embedder = index_embedder(index.embedder_name)
     loaded_rss = peak_rss_mb()
     n = args.qdrant_queries if args.backend == "qdrant" else args.queries
     questions = _questions(Path(args.data), n)

@@ -30,7 +30,7 @@ if str(REPO) not in sys.path:  # run as `python benchmarks/dump_window_features.
     sys.path.insert(0, str(REPO))
 
 from treerag_core.config import IndexSettings  # noqa: E402
-from treerag_core.embedders import get_embedder  # noqa: E402
+from treerag_core.embedders import index_embedder  # noqa: E402
 from treerag_core.evaluation.dataset import load_dataset  # noqa: E402
 from treerag_core.evaluation.harness import dataset_index  # noqa: E402
 from treerag_core.fusion import fuse  # noqa: E402
@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
 
     dataset = load_dataset(args.data)
     index = dataset_index(dataset, IndexSettings(), args.cache)
-    embedder = get_embedder(index.embedder_name)
+    embedder = index_embedder(index.embedder_name)
     retrieve = QuerySettings().retrieve
     size = retrieve.candidate_window
     pvec = path_vectors(index, embedder, args.out.parent)

@@ -18,7 +18,7 @@ if str(REPO) not in sys.path:  # run as `python benchmarks/run_all.py` from anyw
 
 from benchmarks import bench_index, bench_query  # noqa: E402
 from treerag_core.config import IndexSettings  # noqa: E402
-from treerag_core.embedders import get_embedder  # noqa: E402
+from treerag_core.embedders import get_embedder, index_embedder  # noqa: E402
 from treerag_core.errors import TreeRAGError  # noqa: E402
 from treerag_core.evaluation.harness import EvalConfig, evaluate  # noqa: E402
 from treerag_core.evaluation.report import markdown_table, write_report  # noqa: E402
@@ -209,7 +209,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             cases = bench_query.load_cases(args.data, dataset, limit)
             index = bench_query.load_bench_index(args.data, dataset, args.embedder, args.cache)
             query_result = bench_query.run_query_bench(
-                index, get_embedder(index.embedder_name), cases, log=log
+                index, index_embedder(index.embedder_name), cases, log=log
             )
             query_result["dataset"] = dataset
             results["query"][dataset] = query_result

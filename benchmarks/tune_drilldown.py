@@ -30,7 +30,7 @@ from treerag_core.drilldown import (  # noqa: E402
     document_scores,
     parent_scores,
 )
-from treerag_core.embedders import get_embedder  # noqa: E402
+from treerag_core.embedders import index_embedder  # noqa: E402
 from treerag_core.evaluation.dataset import load_dataset  # noqa: E402
 from treerag_core.evaluation.harness import dataset_index, index_cache_key  # noqa: E402
 from treerag_core.evaluation.metrics import Passage, aggregate, question_metrics  # noqa: E402
@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     dataset = load_dataset(Path(args.data) / args.dataset)
     settings = IndexSettings()
     index = dataset_index(dataset, settings, Path(args.cache))
-    embedder = get_embedder(index.embedder_name)
+    embedder = index_embedder(index.embedder_name)
     index = with_layers(index, embedder, Path(args.cache), dataset)
     params = FuseParams()
     questions = list(dataset.usable_questions)[: args.limit]

@@ -29,7 +29,7 @@ if str(REPO) not in sys.path:  # run as `python benchmarks/zh_scorers.py`
 
 from benchmarks.dump_window_features import path_vectors, scope_scores  # noqa: E402
 from treerag_core.config import IndexSettings  # noqa: E402
-from treerag_core.embedders import get_embedder  # noqa: E402
+from treerag_core.embedders import index_embedder  # noqa: E402
 from treerag_core.evaluation.dataset import load_dataset  # noqa: E402
 from treerag_core.evaluation.harness import dataset_index  # noqa: E402
 from treerag_core.evaluation.metrics import Passage, question_metrics  # noqa: E402
@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     dataset = load_dataset(args.data)
     index = dataset_index(dataset, IndexSettings(), args.cache)
-    embedder = get_embedder(index.embedder_name)
+    embedder = index_embedder(index.embedder_name)
     retrieve = QuerySettings().retrieve
     size = retrieve.candidate_window
     path_vec = path_vectors(index, embedder)
