@@ -60,6 +60,14 @@ def path_vectors(index, embedder, folder: Path | None = None) -> np.ndarray:
     return vectors
 
 
+def dev_set(data: Path, cache: Path):
+    """A dev set, its index as the harness builds it (default settings, cached) and the
+    index's embedder: what every offline script of issue 9 starts from."""
+    dataset = load_dataset(data)
+    index = dataset_index(dataset, IndexSettings(), cache)
+    return dataset, index, index_embedder(index.embedder_name)
+
+
 def scope_scores(index, question: str, qvec, scope, retrieve):
     """One question's scores over its scope, as the engine computes them: the rows, dense,
     BM25, flat-hybrid's fused score, and treerag's heading-aware scores (no section prior)."""
@@ -89,9 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-rerank", action="store_true", help="skip the cross-encoder")
     args = parser.parse_args(argv)
 
-    dataset = load_dataset(args.data)
-    index = dataset_index(dataset, IndexSettings(), args.cache)
-    embedder = index_embedder(index.embedder_name)
+    dataset, index, embedder = dev_set(args.data, args.cache)
     retrieve = QuerySettings().retrieve
     size = retrieve.candidate_window
     pvec = path_vectors(index, embedder, args.out.parent)

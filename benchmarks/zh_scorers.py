@@ -27,11 +27,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # run as `python benchmarks/zh_scorers.py`
     sys.path.insert(0, str(REPO))
 
-from benchmarks.dump_window_features import path_vectors, scope_scores  # noqa: E402
-from treerag_core.config import IndexSettings  # noqa: E402
-from treerag_core.embedders import index_embedder  # noqa: E402
-from treerag_core.evaluation.dataset import load_dataset  # noqa: E402
-from treerag_core.evaluation.harness import dataset_index  # noqa: E402
+from benchmarks.dump_window_features import dev_set, path_vectors, scope_scores  # noqa: E402
 from treerag_core.evaluation.metrics import Passage, question_metrics  # noqa: E402
 from treerag_core.fusion import fuse, minmax  # noqa: E402
 from treerag_core.settings import QuerySettings  # noqa: E402
@@ -76,9 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scope", choices=("doc", "corpus"), default="doc")
     parser.add_argument("--cache", type=Path, required=True)
     args = parser.parse_args(argv)
-    dataset = load_dataset(args.data)
-    index = dataset_index(dataset, IndexSettings(), args.cache)
-    embedder = index_embedder(index.embedder_name)
+    dataset, index, embedder = dev_set(args.data, args.cache)
     retrieve = QuerySettings().retrieve
     size = retrieve.candidate_window
     path_vec = path_vectors(index, embedder)

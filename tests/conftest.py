@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -56,3 +58,37 @@ def paper_engine():
     embedder = get_embedder(settings.embedder)
     index = build_index(sample_sources(["test_paper.md"]), settings, embedder)
     return Engine(index=index, embedder=embedder, api_key=None)
+
+
+@dataclass(frozen=True)
+class ModelTrap:
+    """A folder that looks like a sentence-transformers model, and every attempt to load one
+    recorded in `made` instead (nothing is ever loaded)."""
+
+    folder: Path
+    made: list
+
+    @property
+    def name(self) -> str:
+        return f"st:{self.folder}"
+
+
+@pytest.fixture
+def model_trap(tmp_path: Path, monkeypatch) -> ModelTrap:
+    from treerag_core import embedders
+
+    monkeypatch.delenv(embedders.EMBEDDER_ENV, raising=False)
+    folder = tmp_path / "models" / "chosen"
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text("{}")
+    made: list = []
+    monkeypatch.setattr(embedders, "SentenceTransformerEmbedder", lambda *a: made.append(a))
+    return ModelTrap(folder, made)
+
+
+def name_index_embedder(folder: Path, name: str) -> None:
+    """Write `name` as the embedder in an index folder's manifest, as its author could."""
+    path = folder / "manifest.json"
+    manifest = json.loads(path.read_text(encoding="utf-8"))
+    manifest["embedder"]["name"] = name
+    path.write_text(json.dumps(manifest), encoding="utf-8")

@@ -737,22 +737,15 @@ def test_ask_keeps_the_workspace_in_the_url_and_a_reload_restores_it(app_data):
 
 
 def test_a_workspace_index_naming_a_model_folder_is_refused_not_loaded(
-    app_data, hashing_index, tmp_path, monkeypatch
+    app_data, hashing_index, model_trap
 ):
-    from treerag_core import embedders
+    from tests.conftest import name_index_embedder
     from treerag_core.store import save_index
 
-    trap = tmp_path / "model"
-    trap.mkdir()
-    (trap / "config.json").write_text("{}")
-    made: list = []
-    monkeypatch.setattr(embedders, "SentenceTransformerEmbedder", lambda *a: made.append(a))
     ws_id = "ab" * 16
     folder = app_data / "workspaces" / ws_id / "index"
     save_index(hashing_index, folder)
-    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
-    manifest["embedder"]["name"] = f"st:{trap}"
-    (folder / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    name_index_embedder(folder, model_trap.name)
     at = AppTest.from_file(str(APP), default_timeout=90)
     at.query_params["ws"] = ws_id
     at.run()
@@ -760,5 +753,5 @@ def test_a_workspace_index_naming_a_model_folder_is_refused_not_loaded(
     assert not at.exception, at.exception
     [error] = at.error
     said = error.value.replace("\\", "")  # shown as plain text: Markdown escapes
-    assert "cannot choose" in said and f"TREERAG_EMBEDDER=st:{trap}" in said
-    assert made == []
+    assert "cannot choose" in said and f"TREERAG_EMBEDDER={model_trap.name}" in said
+    assert model_trap.made == []

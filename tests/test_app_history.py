@@ -117,18 +117,24 @@ def upload(at: AppTest, name: str, data: bytes) -> None:
     assert not at.exception, at.exception
 
 
-def shown(at: AppTest) -> str:
-    parts = [m.value for m in at.markdown] + [c.value for c in at.caption]
-    return "\n".join(parts + [i.value for i in at.info] + [e.value for e in at.error])
-
-
-def test_an_upload_question_reopens_as_a_stored_result_after_the_workspace_changed():
+def asked_on_an_upload() -> AppTest:
+    """A session that uploaded the paper and asked one question of it on Ask."""
     at = AppTest.from_file(str(APP), default_timeout=90)
     at.run()
     upload(at, "paper.md", PAPER)
     at.switch_page("pages/ask.py").run()
     at.radio(key="qs_corpus").set_value("uploads").run()
     ask(at, "How many epochs was the model trained for?")
+    return at
+
+
+def shown(at: AppTest) -> str:
+    parts = [m.value for m in at.markdown] + [c.value for c in at.caption]
+    return "\n".join(parts + [i.value for i in at.info] + [e.value for e in at.error])
+
+
+def test_an_upload_question_reopens_as_a_stored_result_after_the_workspace_changed():
+    at = asked_on_an_upload()
     first, first_id = at.session_state["ask_trace"], at.session_state["ask_trace_id"]
     assert first.answer and first.reranked
     upload(at, "notes.md", NOTES)  # the workspace changes: its index is rebuilt
@@ -159,12 +165,7 @@ def test_an_upload_question_reopens_as_a_stored_result_after_the_workspace_chang
 
 
 def test_after_choosing_another_corpus_the_last_result_is_one_toggle_away():
-    at = AppTest.from_file(str(APP), default_timeout=90)
-    at.run()
-    upload(at, "paper.md", PAPER)
-    at.switch_page("pages/ask.py").run()
-    at.radio(key="qs_corpus").set_value("uploads").run()
-    ask(at, "How many epochs was the model trained for?")
+    at = asked_on_an_upload()
     at.radio(key="qs_corpus").set_value("samples").run()
     assert not at.exception, at.exception
     assert "Stored result" not in shown(at)  # a deliberate switch: the samples' own view
@@ -174,12 +175,7 @@ def test_after_choosing_another_corpus_the_last_result_is_one_toggle_away():
 
 
 def test_with_every_upload_removed_the_last_result_stays_readable():
-    at = AppTest.from_file(str(APP), default_timeout=90)
-    at.run()
-    upload(at, "paper.md", PAPER)
-    at.switch_page("pages/ask.py").run()
-    at.radio(key="qs_corpus").set_value("uploads").run()
-    ask(at, "How many epochs was the model trained for?")
+    at = asked_on_an_upload()
     at.switch_page("pages/documents.py").run()
     at.multiselect(key="ws_remove").set_value(["paper.md"]).run()
     at.button(key="ws_remove_go").click().run()

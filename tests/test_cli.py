@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, SAMPLES
+from tests.conftest import REPO, SAMPLES, name_index_embedder
 
 pytestmark = pytest.mark.slow
 
@@ -392,21 +392,16 @@ def test_llm_client_is_the_configured_provider(monkeypatch):
     assert isinstance(client, LLMClient) and client.provider == llm.provider == "anthropic"
 
 
-def test_query_loads_an_st_folder_only_when_the_user_names_it(index_dir, tmp_path):
+def test_query_loads_an_st_folder_only_when_the_user_names_it(index_dir, tmp_path, model_trap):
     import shutil
 
     folder = tmp_path / "index"
     shutil.copytree(index_dir, folder)
-    trap = tmp_path / "model"
-    trap.mkdir()
-    (trap / "config.json").write_text("{}")
-    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
-    manifest["embedder"]["name"] = f"st:{trap}"
-    (folder / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    name_index_embedder(folder, model_trap.name)  # refused before anything loads
     question = ("--query", "How many epochs of training?", "--mock")
     result = cli("query", "--index", str(folder), *question)
     assert result.returncode == 2 and "Traceback" not in result.stderr
-    assert "cannot choose" in result.stderr and f"--embedder st:{trap}" in result.stderr
+    assert "cannot choose" in result.stderr and f"--embedder {model_trap.name}" in result.stderr
     # --embedder naming the index's own built-in embedder changes nothing.
     result = cli("query", "--index", str(index_dir), "--embedder", "hashing", *question)
     assert result.returncode == 0, result.stderr

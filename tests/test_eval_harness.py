@@ -188,20 +188,13 @@ def test_graph_indexes_add_graphs_to_the_cached_plain_index(eval_dir, tmp_path):
 
 
 def test_an_index_naming_a_model_folder_the_run_did_not_name_is_refused(
-    eval_dir, hashing_index, tmp_path, monkeypatch
+    eval_dir, hashing_index, model_trap
 ):
     from dataclasses import replace
 
-    from treerag_core import embedders
     from treerag_core.errors import EmbedderError
 
-    monkeypatch.delenv("TREERAG_EMBEDDER", raising=False)
-    trap = tmp_path / "model"
-    trap.mkdir()
-    (trap / "config.json").write_text("{}")
-    made: list = []
-    monkeypatch.setattr(embedders, "SentenceTransformerEmbedder", lambda *a: made.append(a))
-    index = replace(hashing_index, embedder_name=f"st:{trap}")
+    index = replace(hashing_index, embedder_name=model_trap.name)
     with pytest.raises(EmbedderError, match="cannot choose"):
         evaluate(eval_dir / "qasper", config(limit=1), index=index)
-    assert made == []
+    assert model_trap.made == []

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from tests.conftest import sample_sources
+from tests.conftest import name_index_embedder, sample_sources
 from treerag_core.errors import EmbedderError, QueryError
 from treerag_core.pipeline import load_engine, rerun, run, run_stream
 from treerag_core.settings import QuerySettings
@@ -207,32 +205,17 @@ def test_query_vector_cache_is_per_engine_bounded_and_not_shared(hashing_index):
 # ---- the embedder an index folder names ----------------------------------------------------
 
 
-def renamed_embedder(folder, name: str) -> None:
-    """Write `name` as the embedder in the index folder's manifest, as its author could."""
-    path = folder / "manifest.json"
-    manifest = json.loads(path.read_text(encoding="utf-8"))
-    manifest["embedder"]["name"] = name
-    path.write_text(json.dumps(manifest), encoding="utf-8")
-
-
 def test_an_index_folder_cannot_choose_the_model_folder_loaded(
-    hashing_index, tmp_path, monkeypatch
+    hashing_index, tmp_path, model_trap
 ) -> None:
-    from treerag_core import embedders
     from treerag_core.store import save_index
 
-    monkeypatch.delenv("TREERAG_EMBEDDER", raising=False)
-    trap = tmp_path / "anywhere"
-    trap.mkdir()
-    (trap / "config.json").write_text("{}")
-    made: list = []
-    monkeypatch.setattr(embedders, "SentenceTransformerEmbedder", lambda *a: made.append(a))
     folder = tmp_path / "index"
     save_index(hashing_index, folder)
-    renamed_embedder(folder, f"st:{trap}")
-    with pytest.raises(EmbedderError, match=f"--embedder st:{trap}"):
+    name_index_embedder(folder, model_trap.name)
+    with pytest.raises(EmbedderError, match=f"--embedder {model_trap.name}"):
         load_engine(str(folder))
-    assert made == []
+    assert model_trap.made == []
     # Naming an embedder other than the index's own is refused, not silently replaced.
     plain = tmp_path / "plain"
     save_index(hashing_index, plain)

@@ -459,29 +459,30 @@ def examples(doc_ids: Sequence[str], on_pick: Callable[[str], None]) -> None:
     if not found and not gold:
         st.caption("Type a question about your documents above.")
         return
+    _question_buttons(found, "example", on_pick)
+    if gold:
+        st.caption("From the dev eval sets (gold evidence known: Compare scores every strategy):")
+        _question_buttons(gold, "gold_example", on_pick, icon=":material/verified:")
+
+
+def _question_buttons(
+    pairs: Sequence[tuple[str, str]],
+    key: str,
+    on_pick: Callable[[str], None],
+    icon: str | None = None,
+) -> None:
+    """(document, question) pairs as buttons three to a row; a click asks the question."""
     cols = st.columns(3)
-    for i, (doc, question) in enumerate(found):
+    for i, (doc, question) in enumerate(pairs):
         cols[i % 3].button(
             plain(question),
-            key=f"example_{i}",
+            key=f"{key}_{i}",
             on_click=on_pick,
             args=(question,),
             help=f"About {doc}",
+            icon=icon,
             width="stretch",
         )
-    if gold:
-        st.caption("From the dev eval sets (gold evidence known: Compare scores every strategy):")
-        cols = st.columns(3)
-        for i, (doc, question) in enumerate(gold):
-            cols[i % 3].button(
-                plain(question),
-                key=f"gold_example_{i}",
-                on_click=on_pick,
-                args=(question,),
-                help=f"About {doc}",
-                icon=":material/verified:",
-                width="stretch",
-            )
 
 
 def welcome(doc_ids: Sequence[str], on_pick: Callable[[str], None]) -> None:

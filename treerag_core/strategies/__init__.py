@@ -47,8 +47,10 @@ def register(cls: type) -> type:
         raise ValueError(f"{cls.__name__} has no strategy name")
     missing = [f for f in _FLAGS if not isinstance(getattr(cls, f, None), bool)]
     missing += [m for m in _METHODS if not callable(getattr(cls, m, None))]
-    missing += [] if isinstance(getattr(cls, "label", None), str) else ["label"]
-    missing += [] if hasattr(cls, "options_type") else ["options_type"]
+    if not isinstance(getattr(cls, "label", None), str):
+        missing.append("label")
+    if not hasattr(cls, "options_type"):
+        missing.append("options_type")
     if missing:
         raise ValueError(f"strategy {name!r} ({cls.__name__}) lacks {', '.join(missing)}")
     _REGISTRY[name] = cls()
