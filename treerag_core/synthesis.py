@@ -170,7 +170,8 @@ def score_sentences(
     # because it sits under "（一）导航类故障", though it never says 导航. The title's terms
     # count as found, not in the weights: every sentence of a section shares its title, and
     # would otherwise make the very terms it names look common.
-    found = [ts | _terms(c.heading) for ts, c in zip(terms, candidates, strict=True)]
+    titles = {c.heading: _terms(c.heading) for c in candidates}  # one tokenizing a section
+    found = [ts | titles[c.heading] for ts, c in zip(terms, candidates, strict=True)]
     total = sum(weight.values())
     q_language = detect_language(question)
     scored = []
