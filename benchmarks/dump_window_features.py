@@ -7,9 +7,9 @@ combinations are then ranked and scored offline with the harness's own metric fu
 (`benchmarks/offline_rank.py`).
 
 Per candidate: dense cosine, BM25 plain and over `heading path + passage`, both fused
-scores, the cross-encoder's logit on the passage alone and on `heading path + passage`
-(English), the multilingual cosine of `heading path + passage` (a second dense reading),
-the section's raw BM25 evidence, ids and spans.
+scores, the cross-encoder's logit on the passage alone, on `heading path + passage` and on
+the heading path alone (English), the multilingual cosine of `heading path + passage` (a
+second dense reading), the section's raw BM25 evidence, ids and spans.
 
     python benchmarks/dump_window_features.py --data ../shared/eval/qasper --scope doc \
         --cache data/eval-cache --out feat-qasper-doc.json
@@ -125,13 +125,19 @@ def main(argv: list[str] | None = None) -> int:
         union = list(dict.fromkeys(p for w in windows.values() for p in w))
         chunks = [index.chunks[int(rows[p])] for p in union]
         language = detect_language(question.question)
-        plain = path = None
+        plain = path = heading = None
         if reranker is not None and language == "en":
             plain = reranker.score(question.question, [c.text for c in chunks]).tolist()
             path = reranker.score(
                 question.question, [path_passage(c.heading_path, c.text) for c in chunks]
             ).tolist()
-            pairs += 2 * len(chunks)
+            # The heading read alone: what the title says the section is for.
+            titles = sorted({c.heading_path for c in chunks})
+            by_title = dict(
+                zip(titles, reranker.score(question.question, titles).tolist(), strict=True)
+            )
+            heading = [by_title[c.heading_path] for c in chunks]
+            pairs += 2 * len(chunks) + len(titles)
         dense_path = (pvec[rows[union]] @ np.asarray(qvec, dtype=np.float32)).tolist()
         cands = []
         for i, (p, c) in enumerate(zip(union, chunks, strict=True)):
@@ -153,6 +159,7 @@ def main(argv: list[str] | None = None) -> int:
                     "section_raw": float(st.section_raw[st.leaf_of_row[p]]),
                     "ce_plain": None if plain is None else plain[i],
                     "ce_path": None if path is None else path[i],
+                    "ce_heading": None if heading is None else heading[i],
                 }
             )
         position = {p: i for i, p in enumerate(union)}

@@ -182,4 +182,13 @@ if __name__ == "__main__":
                 "route2", "ce_path"
             ),
         }
+        if first["candidates"][0].get("ce_heading") is not None:  # dumps since the heading reading
+            methods |= {
+                "structured, plain CE + heading-alone CE": by(
+                    "structured", total(col("ce_plain"), col("ce_heading"))
+                ),
+                "structured, RRF(plain, path, heading alone)": by(
+                    "structured", rrf(col("ce_plain"), col("ce_path"), col("ce_heading"))
+                ),
+            }
     print(report(evaluate(args.data, args.dump, methods)))

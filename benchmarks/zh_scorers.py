@@ -4,7 +4,9 @@ Issue 9, idea 3: with no cross-encoder the window's fused order is the final ord
 variant is exact without one. Variants: a second dense reading (the multilingual cosine of
 `heading path + passage`) averaged with the passage's own or alone, and section evidence by
 meaning (the question's cosine to each section's mean chunk vector, min-max over the scope's
-sections, an equal third of the score) as a window score or only reordering the window. In
+sections, an equal third of the score) as a window score or only reordering the window, the same
+meaning as the raw cosine (no min-max, so it counts as much as chapters really differ), and
+each passage lifted by half its best neighbour's score in the same section. In
 corpus scope each is also shown with treerag's checked routing, and the reordering with the
 prior's range taken over the kept documents' sections only, when the cut is made. Scored
 with the harness's `question_metrics`; the first rows reproduce the harness's flat-hybrid,
@@ -17,6 +19,7 @@ flat-structured and treerag.
 from __future__ import annotations
 
 import argparse
+import itertools
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -49,6 +52,24 @@ def minmax_over(values: np.ndarray, among: np.ndarray) -> np.ndarray:
     if high <= low:
         return np.zeros_like(values)
     return np.clip((values - low) / (high - low), 0.0, 1.0)
+
+
+def best_neighbour(index, rows: np.ndarray, score: np.ndarray) -> np.ndarray:
+    """Per scope row, the larger score of the passages just before and after it in the same
+    section (0 where it has none in scope)."""
+    position = {int(r): i for i, r in enumerate(rows.tolist())}
+    by_leaf: dict[tuple[str, str], list[int]] = {}
+    for r in position:
+        chunk = index.chunks[r]
+        by_leaf.setdefault((chunk.doc_id, chunk.source_node_id), []).append(r)
+    out = np.zeros_like(score)
+    for members in by_leaf.values():
+        members.sort(key=lambda r: index.chunks[r].start)
+        for before, after in itertools.pairwise(members):
+            i, j = position[before], position[after]
+            out[i] = max(out[i], score[j])
+            out[j] = max(out[j], score[i])
+    return out
 
 
 def checked_route(score: np.ndarray, docs: Sequence[str], size: int) -> np.ndarray:
@@ -94,6 +115,8 @@ def main(argv: list[str] | None = None) -> int:
         section = np.stack([centroid[leaf] for leaf in st.leaf_ids]) @ np.asarray(qvec)
         with_section = st.dense_norm + st.bm25_norm + minmax(section)[st.leaf_of_row]
         structured = top(st.score, size)
+        raw_section = st.score + section[st.leaf_of_row]
+        with_neighbour = st.score + 0.5 * best_neighbour(index, rows, np.asarray(st.score))
         orders = {
             "flat-hybrid": top(flat, size),
             "flat-structured": structured,
@@ -103,6 +126,8 @@ def main(argv: list[str] | None = None) -> int:
             "same, reordering the window only": structured[
                 np.argsort(-with_section[structured], kind="stable")
             ],
+            "+ section meaning as the raw cosine": top(raw_section, size),
+            "+ half the best same-section neighbour's score": top(with_neighbour, size),
         }
         if args.scope == "corpus":
             routed = checked_route(st.score, st.doc_of_row, size)

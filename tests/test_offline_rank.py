@@ -111,3 +111,21 @@ def test_minmax_over_takes_the_range_among_the_masked_rows():
         zh_scorers.minmax_over(values, np.asarray([True, False, False, False])).tolist()
         == [0.0] * 4
     )
+
+
+def test_best_neighbour_looks_only_inside_the_same_section():
+    from types import SimpleNamespace
+
+    chunks = [
+        SimpleNamespace(doc_id="d", source_node_id="a", start=0),
+        SimpleNamespace(doc_id="d", source_node_id="a", start=10),
+        SimpleNamespace(doc_id="d", source_node_id="b", start=20),  # a new section: no link
+        SimpleNamespace(doc_id="d", source_node_id="a", start=5),  # between rows 0 and 1
+    ]
+    index = SimpleNamespace(chunks=chunks)
+    rows = np.asarray([0, 1, 2, 3])
+    score = np.asarray([1.0, 2.0, 9.0, 4.0])
+    # Text order in section a is rows 0, 3, 1; row 2 is alone in section b.
+    assert zh_scorers.best_neighbour(index, rows, score).tolist() == [4.0, 4.0, 0.0, 2.0]
+    # Rows outside the scope are nobody's neighbour.
+    assert zh_scorers.best_neighbour(index, np.asarray([0, 1]), score[:2]).tolist() == [2.0, 1.0]
