@@ -136,3 +136,15 @@ def test_typed_rows_check_every_field(tmp_path):
     assert typed_row(DocumentInfo, doc, "manifest").language == "en"
     with pytest.raises(IndexFormatError, match="field 'language'"):
         typed_row(DocumentInfo, {**doc, "language": "fr"}, "manifest")
+
+
+def test_number_checks_refuse_bools_nan_and_infinity():
+    parsed = json.loads('[1, 2.5, -0.0, NaN, Infinity, -Infinity, true, 1.0, "1", null]')
+    assert [artifacts.is_finite_number(v) for v in parsed] == [
+        *[True] * 3,
+        *[False] * 4,
+        True,
+        False,
+        False,
+    ]
+    assert [artifacts.is_whole_number(v) for v in parsed] == [True, *[False] * 9]

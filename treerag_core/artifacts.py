@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import types
 from dataclasses import MISSING, fields
 from pathlib import Path
@@ -202,6 +203,16 @@ def _matches(value: Any, hint: Any) -> bool:
     if hint is str:
         return isinstance(value, str)
     return isinstance(value, origin or hint)
+
+
+def is_finite_number(value: Any) -> bool:
+    """A JSON number that is neither a bool nor NaN/Infinity (which Python's json accepts)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def is_whole_number(value: Any) -> bool:
+    """A JSON whole number (an offset or a count), not a bool."""
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _type_name(hint: Any) -> str:

@@ -7,7 +7,6 @@ import ctypes
 import errno
 import fcntl
 import json
-import math
 import os
 import platform
 import shutil
@@ -22,12 +21,12 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from treerag_core.artifacts import read_json, read_jsonl, read_npy, typed_row
+from treerag_core.artifacts import is_finite_number, read_json, read_jsonl, read_npy, typed_row
 from treerag_core.config import IndexSettings
 from treerag_core.embedders import PROBE_TEXT, Embedder, embedder_fingerprint
 from treerag_core.errors import EmbedderError, IndexBusyError, IndexFormatError
 from treerag_core.graph.build import split_vectors
-from treerag_core.graph.store import load_graphs, save_graphs
+from treerag_core.graph.store import GRAPHS_FILE, check_graphs, load_graphs, save_graphs
 from treerag_core.index import CorpusIndex
 from treerag_core.layers import load_layers, save_layers
 from treerag_core.types import Chunk, DocumentInfo, TreeNode
@@ -358,7 +357,7 @@ def load_index(
         or any(p not in node_ids for p in layers.parent_ids)
     ):
         raise IndexFormatError(f"{path / 'layers.json'} does not match this index; {hint}")
-    graphs, graph_vectors = _load_graphs(path, head.dim, hint)
+    graphs, graph_vectors = _load_graphs(path, head.dim, chunks, texts, hint)
     index = CorpusIndex(
         settings=head.settings,
         embedder_name=head.name,
@@ -406,7 +405,7 @@ def _manifest_parts(manifest: dict[str, Any], where: Path, hint: str) -> _Head:
     if not isinstance(dim, int) or isinstance(dim, bool) or not 0 < dim <= MAX_DIM:
         raise bad(f"embedder dim {dim!r} is not a whole number from 1 to {MAX_DIM}")
     fingerprint = info.get("fingerprint", [])
-    if not isinstance(fingerprint, list) or not all(_finite(x) for x in fingerprint):
+    if not isinstance(fingerprint, list) or not all(is_finite_number(x) for x in fingerprint):
         raise bad("embedder fingerprint is not a list of finite numbers")
     raw_settings = manifest.get("settings")
     if not isinstance(raw_settings, dict):
@@ -429,10 +428,6 @@ def _manifest_parts(manifest: dict[str, Any], where: Path, hint: str) -> _Head:
     return _Head(settings, name, dim, tuple(float(x) for x in fingerprint), documents, cache)
 
 
-def _finite(x: Any) -> bool:
-    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
-
-
 def _str_list(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(t, str) for t in value)
 
@@ -443,11 +438,15 @@ def _rows(cls: type[T], path: Path, hint: str) -> list[T]:
     return [typed_row(cls, row, f"{path}: row {i + 1}", hint) for i, row in enumerate(rows)]
 
 
-def _load_graphs(path: Path, dim: int, hint: str) -> tuple[dict | None, dict[str, np.ndarray]]:
-    """The leaf graphs and their concept vectors, or (None, {}) for an index built without."""
+def _load_graphs(
+    path: Path, dim: int, chunks: list[Chunk], texts: dict[str, str], hint: str
+) -> tuple[dict | None, dict[str, np.ndarray]]:
+    """The leaf graphs (checked against the chunks and texts) and their concept vectors, or
+    (None, {}) for an index built without."""
     graphs = load_graphs(path)
     if graphs is None:
         return None, {}
+    check_graphs(graphs, chunks, texts, str(path / GRAPHS_FILE), hint)
     rows = sum(len(g.concepts) for g in graphs.values())
     # float16 since graphs were added; float32 is accepted as written by hand or older tools
     matrix = read_npy(path / GRAPH_VECTORS, dim, rows, (np.float16, np.float32), hint)
