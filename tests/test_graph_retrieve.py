@@ -19,6 +19,7 @@ from treerag_core.graph.retrieve import (
 )
 from treerag_core.graph.search import search_graph
 from treerag_core.index import build_index
+from treerag_core.prompts import estimate_tokens
 from treerag_core.structure import structured_scores
 from treerag_core.text import tokenize
 from treerag_core.types import LocatedLeaf
@@ -98,7 +99,9 @@ def test_sections_give_paths_with_evidence_and_a_stage_record(law):
     assert [r["concept"] for r in stage.rows[: len(result.matches)]] == [
         m.name for m in result.matches
     ]
-    assert "matched concepts" in stage.title and "tokens" in stage.title
+    assert "matched concepts" in stage.title
+    tokens = estimate_tokens(paths.text)
+    assert tokens > 0 and stage.title.endswith(f", ~{tokens} context tokens")
 
 
 def test_a_citation_of_the_graph_paths_maps_to_their_leaf(law):

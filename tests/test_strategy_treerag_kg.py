@@ -10,6 +10,7 @@ from treerag_core.embedders import get_embedder
 from treerag_core.errors import IndexFormatError
 from treerag_core.graph.search import GraphSearchOptions
 from treerag_core.index import build_index
+from treerag_core.prompts import estimate_tokens
 from treerag_core.settings import QuerySettings
 from treerag_core.strategies import QueryContext, get_strategy
 from treerag_core.text import tokenize
@@ -76,6 +77,9 @@ def test_graph_leaves_get_a_graph_column_paths_and_a_stage(ctx_for):
     stages = [s for s in retrieval.sections if s.kind == "graph-stage"]
     assert len(paths) == len(stages) == 2
     assert all("—co-occurs with→" in s.text for s in paths)
+    for path, stage in zip(paths, stages, strict=True):  # the stage counts what the paths add
+        assert stage.title.endswith(f", ~{estimate_tokens(path.text)} context tokens")
+        assert estimate_tokens(path.text) > 0
 
 
 def test_weight_zero_keeps_the_treerag_order(ctx_for):

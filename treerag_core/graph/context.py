@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from treerag_core.graph.search import GraphPath, GraphResult
 from treerag_core.graph.types import ConceptRelation, LeafGraph
+from treerag_core.prompts import estimate_tokens
 from treerag_core.types import ContextSection
 
 EVIDENCE_CHARS = 240  # of each edge's first supporting sentence, in the synthesis context
@@ -38,10 +39,11 @@ def edge_evidence(rel: ConceptRelation, doc_text: str) -> tuple[str, str]:
 
 
 def graph_sections(
-    graph: LeafGraph, result: GraphResult, doc_text: str, heading_path: str, tokens: int = 0
+    graph: LeafGraph, result: GraphResult, doc_text: str, heading_path: str
 ) -> tuple[ContextSection, ContextSection]:
     """The leaf's paths (kind "graph": synthesis reads its text and may cite its chunks) and
-    its stage record (kind "graph-stage": matched concepts, ranks, time; no text)."""
+    its stage record (kind "graph-stage": matched concepts, ranks, time, and the estimated
+    tokens the paths add to the synthesis context; no text)."""
     names = {c.node_id: c.name for c in graph.concepts}
     lines, rows, chunk_ids = [], [], []
     for n, path in enumerate(result.paths, start=1):
@@ -109,7 +111,7 @@ def graph_sections(
         f"{len(result.matches)} matched concepts, {len(result.paths)} paths, "
         f"{len(result.edges_used)} edges used of {len(graph.relations)}, "
         f"{len(result.chunk_scores)} chunks scored, {result.seconds * 1000:.1f} ms, "
-        f"{tokens} tokens"
+        f"~{estimate_tokens(paths.text)} context tokens"
     )
     stage = ContextSection(
         kind="graph-stage",
