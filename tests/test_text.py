@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from treerag_core.text import is_stopword_only, stem, tokenize
+from treerag_core.text import is_stopword_only, load_jieba, stem, tokenize, word_set
 
 
 def test_english_tokens_are_lowercase_content_words() -> None:
@@ -120,3 +120,24 @@ def test_tokenize_is_thread_safe_on_first_use() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["True", "True", "True"]
+
+
+def test_word_lists_and_jieba_are_public_for_the_modules_that_share_them() -> None:
+    import ast
+
+    import jieba
+
+    assert word_set(" a\nb  a ") == frozenset({"a", "b"})
+    assert load_jieba() is jieba and load_jieba().lcut("劳动合同") == ["劳动合同"]
+    # Other modules use these names, never text's private ones (one definition each).
+    repo = Path(__file__).resolve().parents[1]
+    private = [
+        f"{path.relative_to(repo)}: {alias.name}"
+        for folder in ("treerag_core", "ui", "pages")
+        for path in sorted((repo / folder).rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ImportFrom) and node.module == "treerag_core.text"
+        for alias in node.names
+        if alias.name.startswith("_")
+    ]
+    assert private == []

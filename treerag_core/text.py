@@ -15,11 +15,12 @@ from treerag_core.text_rules import HAN_RUNS
 _EN_TOKEN = re.compile(r"\d{1,3}(?:,\d{3})+(?![\d])|\d+(?:\.\d+)+|[^\W_]+")
 
 
-def _words(listing: str) -> frozenset[str]:
+def word_set(listing: str) -> frozenset[str]:
+    """The whitespace-separated words of a listing (stop words, boundary words, POS tags)."""
     return frozenset(listing.split())
 
 
-EN_STOPWORDS = _words(
+EN_STOPWORDS = word_set(
     """
     a about above after again against all am an and any are aren't as at be because been before
     being below between both but by can could couldn't d did didn't do does doesn't doing don
@@ -40,7 +41,7 @@ EN_STOPWORDS = EN_STOPWORDS | frozenset(
 )
 
 # Function words and question words; negation (没有, 不) and 问题 stay: they carry meaning in law.
-ZH_STOPWORDS = _words(
+ZH_STOPWORDS = word_set(
     """
     的 了 是 在 和 与 及 或 并 而 且 也 都 就 又 还 被 把 将 对 从 向 以 于 为 由 之 其 此 该 这 那
     这个 那个 这些 那些 这种 那种 一个 一种 个 着 过 地 得 所 等 等等 中 上 下 里 即 则 但 但是
@@ -54,7 +55,7 @@ _jieba_lock = threading.Lock()
 _jieba_ready = False
 
 
-def _jieba() -> ModuleType:
+def load_jieba() -> ModuleType:
     """jieba, initialised once (its dictionary load takes ~0.8 s); safe under Streamlit threads."""
     global _jieba_ready
     import jieba
@@ -96,14 +97,14 @@ def _tokenize_en(text: str) -> list[str]:
 
 
 def _tokenize_zh(text: str) -> list[str]:
-    words = _jieba().lcut_for_search(text)
+    words = load_jieba().lcut_for_search(text)
     return [w for w in words if w.strip() and w not in ZH_STOPWORDS]
 
 
 def zh_words(text: str) -> list[str]:
     """`text` cut into words by jieba (precise mode: the pieces join back into `text`), for
     breaking a Chinese line between words rather than inside one (中华人民共和国 / 劳动合同法)."""
-    return _jieba().lcut(text)
+    return load_jieba().lcut(text)
 
 
 def is_stopword_only(text: str) -> bool:

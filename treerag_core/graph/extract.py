@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from treerag_core.graph.types import CO_OCCURS, Concept, ConceptRelation, LeafGraph, Span
-from treerag_core.text import EN_STOPWORDS, _jieba, _words, stem
+from treerag_core.text import EN_STOPWORDS, load_jieba, stem, word_set
 from treerag_core.text_rules import sentence_spans
 from treerag_core.types import Chunk, Language
 
@@ -29,7 +29,7 @@ MAX_EVIDENCE = 5  # sentences stored per edge (the count keeps the true number)
 
 # Words that end a noun phrase in the POS-free chunker: frequent verbs, adverbs and generic
 # academic/legal filler that would otherwise glue phrases together ("model achieves results").
-_BOUNDARY_WORDS = _words(
+_BOUNDARY_WORDS = word_set(
     """
     use used uses using show shows shown showed propose proposed proposes present presented
     presents achieve achieves achieved obtain obtains obtained perform performs performed make
@@ -51,7 +51,7 @@ _BOUNDARY_WORDS = _words(
     """
 )
 # Single words too generic to be a concept on their own (they stay inside longer phrases).
-_GENERIC_WORDS = _words(
+_GENERIC_WORDS = word_set(
     """
     paper work results result approach method methods way ways number numbers set sets case
     cases example examples part parts type types kind kinds use fact order time times terms
@@ -64,8 +64,8 @@ _EN_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-'][A-Za-z0-9]+)*|\d+(?:\.\d+)?"
 
 # jieba.posseg tags that make a noun run: nouns, names, places, organisations, other proper
 # nouns, verbal/adjectival nouns, abbreviations, fixed phrases (劳动合同 is "l") and English.
-_ZH_NOUN_TAGS = _words("n nr nrt nrfg ns nt nz nw ng vn an j l eng")
-_ZH_GENERIC = _words("情况 方面 时候 部分 内容 方式 有关 其他 本法 本条 规定 条件 问题 一 二 三")
+_ZH_NOUN_TAGS = word_set("n nr nrt nrfg ns nt nz nw ng vn an j l eng")
+_ZH_GENERIC = word_set("情况 方面 时候 部分 内容 方式 有关 其他 本法 本条 规定 条件 问题 一 二 三")
 _ZH_MAX_TOKENS = 4
 
 
@@ -157,7 +157,7 @@ def chinese_terms(text: str, offset: int = 0) -> list[Mention]:
     """Runs of noun-tagged jieba words (at most _ZH_MAX_TOKENS) of one sentence."""
     from jieba import posseg
 
-    _jieba()  # initialise the shared dictionary once, quietly
+    load_jieba()  # initialise the shared dictionary once, quietly
     out: list[Mention] = []
     run: list[tuple[int, str]] = []
     position = 0
