@@ -66,10 +66,14 @@ def parse_level_response(
     if obj is None:
         raise LLMError(f"level reply has no JSON object: {text[:120]!r}", reason="invalid_json")
     fixes = []
-    for key, value in obj.items():
+    for key, level in obj.items():
         try:
-            i, level = int(str(key).strip()), int(value)
-        except (TypeError, ValueError):
+            i = int(str(key).strip())
+        except ValueError:
+            continue
+        # Only a JSON integer is a level: 2.9 is not 2, and 1e400 or Infinity is not a number
+        # int() can take (OverflowError); bool is an int subclass, so true is not 1 either.
+        if not isinstance(level, int) or isinstance(level, bool):
             continue
         if lo <= i < hi and 1 <= level <= 6 and level != headings[i].level:
             fixes.append(LevelFix(i, headings[i].text, headings[i].level, level))
