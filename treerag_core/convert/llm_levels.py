@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from treerag_core.convert.base import InferredHeading
 from treerag_core.errors import LLMError
 from treerag_core.llm import LLMClient
-from treerag_core.prompts import _first_json_object
+from treerag_core.prompts import first_json_object
 from treerag_core.tree_edits import TreeEdit
 from treerag_core.types import Usage
 
@@ -62,7 +62,7 @@ def parse_level_response(
     Raises:
         LLMError: reason "invalid_json" when the reply holds no JSON object.
     """
-    obj = _first_json_object(text, accept=lambda o: isinstance(o, dict))
+    obj = first_json_object(text, accept=lambda o: isinstance(o, dict))
     if obj is None:
         raise LLMError(f"level reply has no JSON object: {text[:120]!r}", reason="invalid_json")
     fixes = []
