@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from treerag_core.drilldown import (
@@ -128,3 +129,14 @@ def test_a_store_answering_with_ids_this_index_lacks_is_named(hashing_index, kin
         VectorStoreError, match=f"answered with {kind} 'other:.*pushed from another"
     ):
         drill_down(hashing_index, QUESTION, qvec, tokens, options, store=store)
+
+
+def test_a_question_with_no_signal_scores_zero_on_both_signals(hashing_index):
+    # A zero vector and no tokens: the own and passage scores tie at 0 in each layer, and
+    # fusion.minmax keeps a tie at 0 as 0 (the order, all ties, is the layer's own order).
+    qvec = np.zeros(hashing_index.dim, dtype=np.float32)
+    docs = document_scores(hashing_index, qvec, [], signal="both", keep=2)
+    assert [c.score for c in docs] == [0.0] * len(hashing_index.documents)
+    assert [c.item_id for c in docs] == [d.doc_id for d in hashing_index.documents]
+    parents = parent_scores(hashing_index, qvec, [], [LAW], signal="both")
+    assert parents and all(c.score == 0.0 for c in parents)

@@ -10,7 +10,7 @@ import numpy as np
 
 from treerag_core.bm25 import BM25Stats, LeafBM25
 from treerag_core.errors import VectorStoreError
-from treerag_core.fusion import fuse
+from treerag_core.fusion import fuse, minmax
 from treerag_core.layers import Layers, ensure_layers, parent_text
 from treerag_core.names import Fusion
 from treerag_core.retrieval import fused_hits
@@ -160,11 +160,6 @@ def _bm25(layers: Layers, texts: Sequence[str], q_tokens: Sequence[str]) -> np.n
     return scorer.scores(list(q_tokens)).astype(np.float32)
 
 
-def _minmax(values: np.ndarray) -> np.ndarray:
-    span = float(values.max() - values.min()) if len(values) else 0.0
-    return (values - values.min()) / span if span > 0 else np.ones_like(values)
-
-
 def _chunk_ids(index: CorpusIndex, scope: Sequence[str] | None) -> list[str]:
     return [index.chunks[r].chunk_id for r in index.scope_rows(scope).tolist()]
 
@@ -226,7 +221,7 @@ def _rank(
     elif signal == "passages":
         score = best
     else:
-        score = 0.5 * _minmax(np.asarray(own)) + 0.5 * _minmax(best)
+        score = 0.5 * minmax(own) + 0.5 * minmax(best)
     order = np.argsort(-np.asarray(score), kind="stable")
     return tuple(
         LayerCandidate(
