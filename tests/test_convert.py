@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 import zipfile
 
 import pytest
@@ -106,6 +107,23 @@ def test_corrupt_and_mislabelled_files() -> None:
         convert_bytes("old.doc", b"\xd0\xcf\x11\xe0" + b"\x00" * 50, MB)
     with pytest.raises(UnsupportedFormatError, match=r"unsupported file type '\.png'"):
         convert_bytes("img.png", b"not really an image", MB)
+
+
+def test_a_page_that_cannot_load_names_the_file_and_page_and_loses_nothing_else() -> None:
+    data = report_pdf(2)
+    kids = re.search(rb"/Kids\[ (\d+) 0 R  (\d+) 0 R ]", data)
+    font = re.search(rb"(\d+) 0 obj\s*<</BaseFont", data)
+    assert kids and font
+    # The page tree lists a font object as page 2 (same byte length: the xref stays valid).
+    bad = data.replace(
+        kids.group(2) + b" 0 R ]", font.group(1).rjust(len(kids.group(2))) + b" 0 R ]"
+    )
+    assert bad != data
+    with pytest.raises(CorruptDocumentError, match=r"broken\.pdf: page 2 of 2 cannot be read"):
+        convert_bytes("broken.pdf", bad, MB)
+    sources, rejected = sources_from_uploads([("broken.pdf", bad), ("ok.pdf", data)], MB)
+    assert [s.name for s in sources] == ["ok.pdf"]
+    assert [r.name for r in rejected] == ["broken.pdf"]
 
 
 def test_page_and_size_limits() -> None:

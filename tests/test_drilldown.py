@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+import numpy as np
 import pytest
 
 from treerag_core.drilldown import (
@@ -14,6 +17,7 @@ from treerag_core.drilldown import (
     parent_scores,
 )
 from treerag_core.embedders import get_embedder
+from treerag_core.errors import VectorStoreError
 from treerag_core.layers import layer_points
 from treerag_core.text import tokenize
 from treerag_core.vectors.qdrant_store import QdrantStore
@@ -98,3 +102,41 @@ def test_qdrant_serves_the_passage_signal_with_its_own_hybrid_search(hashing_ind
     result = drill_down(hashing_index, QUESTION, qvec, tokens, DrilldownOptions(), store=store)
     assert result.chosen_documents[0] == LAW and result.documents[0].passage > 0
     assert any("提前三十日" in h.chunk.text for h in result.children)
+
+
+SUMMARY_ONLY = DrilldownOptions(2, 2, 5, "summary", "summary")
+
+
+@pytest.mark.parametrize(
+    ("kind", "options"),
+    [
+        ("document", SUMMARY_ONLY),
+        ("parent", SUMMARY_ONLY),
+        ("child", SUMMARY_ONLY),  # the child layer
+        ("child", DrilldownOptions()),  # the passage signal of the document layer
+    ],
+)
+def test_a_store_answering_with_ids_this_index_lacks_is_named(hashing_index, kind, options):
+    points = layer_points(hashing_index)
+    field = "doc_id" if kind == "document" else "item_id"
+    foreign = [
+        replace(p, **{field: "other:" + getattr(p, field)}) if p.kind == kind else p for p in points
+    ]
+    store = QdrantStore.in_memory(hashing_index.dim)
+    store.upsert(foreign)
+    qvec, tokens = _q(QUESTION)
+    with pytest.raises(
+        VectorStoreError, match=f"answered with {kind} 'other:.*pushed from another"
+    ):
+        drill_down(hashing_index, QUESTION, qvec, tokens, options, store=store)
+
+
+def test_a_question_with_no_signal_scores_zero_on_both_signals(hashing_index):
+    # A zero vector and no tokens: the own and passage scores tie at 0 in each layer, and
+    # fusion.minmax keeps a tie at 0 as 0 (the order, all ties, is the layer's own order).
+    qvec = np.zeros(hashing_index.dim, dtype=np.float32)
+    docs = document_scores(hashing_index, qvec, [], signal="both", keep=2)
+    assert [c.score for c in docs] == [0.0] * len(hashing_index.documents)
+    assert [c.item_id for c in docs] == [d.doc_id for d in hashing_index.documents]
+    parents = parent_scores(hashing_index, qvec, [], [LAW], signal="both")
+    assert parents and all(c.score == 0.0 for c in parents)

@@ -52,3 +52,21 @@ def test_reply_without_json_is_an_llm_error() -> None:
     doc = convert_bytes("r.md", DOC, 10**6)
     with pytest.raises(LLMError, match="no JSON object"):
         parse_level_response("I think they are fine.", doc.headings, 0, 4)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        '{"2": 1e400}',  # parsed as float inf: int() raises OverflowError
+        '{"2": Infinity}',
+        '{"2": -Infinity, "3": NaN}',
+        '{"2": 2.9, "3": 3.0}',  # not truncated to 2, nor read as 3
+        '{"2": true, "3": "3"}',
+        '{"2": null, "3": [3]}',
+    ],
+)
+def test_a_level_that_is_not_a_json_integer_is_skipped(reply) -> None:
+    doc = convert_bytes("r.md", DOC, 10**6)
+    assert parse_level_response(reply, doc.headings, 0, 4) == []
+    fixes = parse_level_response(reply[:-1] + ', "1": 1}', doc.headings, 0, 4)
+    assert [(f.index, f.old, f.new) for f in fixes] == [(1, 2, 1)]

@@ -15,6 +15,7 @@ from treerag_core.prompts import (
     build_summary_prompt,
     build_synthesis_prompt,
     estimate_tokens,
+    first_json_object,
     parse_locate_response,
     parse_summary_response,
     serialize_tree,
@@ -405,3 +406,10 @@ def test_estimate_tokens() -> None:
     assert estimate_tokens("民法典，abcd") == 5  # full-width comma counts as CJK
     english = "The router employs a contextual bandit framework. " * 20
     assert estimate_tokens(english) == 250
+
+
+def test_first_json_object_is_public_and_reads_fences_first_then_the_text() -> None:
+    text = 'Draft {"a": 1}\n```json\n{"b": 2,}\n```\nthen {"c": 3}'
+    assert first_json_object(text, accept=lambda o: True) == {"b": 2}  # trailing comma mended
+    assert first_json_object(text, accept=lambda o: "c" in o) == {"c": 3}
+    assert first_json_object("no object here", accept=lambda o: True) is None

@@ -115,6 +115,21 @@ def test_qdrant_rejects_a_collection_of_another_size_and_bad_urls():
         QdrantStore.from_url("localhost:6333", 8)
 
 
+def test_qdrant_names_a_point_that_qdrant_push_did_not_write():
+    from qdrant_client import models
+
+    store = QdrantStore.in_memory(8)
+    vector = [1.0] + [0.0] * 7
+    # Another tool's point in the same collection: a "child" with no doc_id.
+    point = models.PointStruct(id=1, vector={"dense": vector}, payload={"type": "child"})
+    store.client.upsert(store.collection, points=[point], wait=True)
+    query = VectorQuery(np.asarray(vector), "child", limit=5)
+    with pytest.raises(VectorStoreError, match=r"holds point 1 with a malformed payload"):
+        store.search(query)
+    with pytest.raises(VectorStoreError, match="malformed payload"):
+        store.search(VectorQuery(np.asarray(vector), "child", limit=5, tokens=("api",)))
+
+
 def test_faiss_store_rejects_wrong_shapes():
     with pytest.raises(ValueError, match="expected \\(8,\\)"):
         FaissStore(8).upsert([VectorPoint("child", "d", "c", np.zeros(3), "p")])

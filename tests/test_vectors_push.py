@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -74,3 +75,48 @@ def test_cli_query_from_a_qdrant_server_needs_its_url(hashing_index, tmp_path, m
     result = cli(*query, "drilldown", "--qdrant", "treerag")
     assert result.returncode == 2 and result.stderr.startswith("error: Qdrant could not")
     assert "Traceback" not in result.stderr
+
+
+@pytest.fixture(scope="module")
+def foreign_index():
+    """Another index of four documents: the same texts under other names."""
+    from tests.conftest import sample_sources
+    from treerag_core.config import IndexSettings
+    from treerag_core.embedders import get_embedder
+    from treerag_core.index import SourceDocument, build_index
+
+    sources = [SourceDocument(f"other-{s.name}", s.text) for s in sample_sources()]
+    return build_index(sources, IndexSettings(embedder="hashing"), get_embedder("hashing"))
+
+
+def test_a_collection_of_another_index_with_as_many_documents_is_refused(
+    hashing_index, foreign_index
+):
+    from treerag_core.errors import VectorStoreError
+    from treerag_core.vectors.attach import attach_checked, store_for
+
+    assert len(foreign_index.documents) == len(hashing_index.documents)
+    store = QdrantStore.in_memory(hashing_index.dim)
+    push_index(foreign_index, store)
+    with pytest.raises(
+        VectorStoreError, match=r"belongs to another index \(it holds '.*other-.*not in this index"
+    ):
+        attach_checked(hashing_index, store)
+    assert store_for(hashing_index) is None
+
+
+def test_a_collection_with_this_index_names_but_other_vectors_is_refused(hashing_index):
+    import numpy as np
+
+    from treerag_core.errors import VectorStoreError
+    from treerag_core.layers import layer_points
+    from treerag_core.vectors.attach import attach_checked, store_for
+
+    store = QdrantStore.in_memory(hashing_index.dim)
+    push_index(hashing_index, store)
+    # Every document point re-embedded by "another model" (same ids, reversed vectors).
+    docs = [p for p in layer_points(hashing_index) if p.kind == "document"]
+    store.upsert([replace(p, vector=np.roll(p.vector, 1)) for p in docs])
+    with pytest.raises(VectorStoreError, match=r"vector for .* is not this index's"):
+        attach_checked(hashing_index, store)
+    assert store_for(hashing_index) is None

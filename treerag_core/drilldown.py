@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from treerag_core.bm25 import BM25Stats, LeafBM25
-from treerag_core.fusion import fuse
+from treerag_core.errors import VectorStoreError
+from treerag_core.fusion import fuse, minmax
 from treerag_core.layers import Layers, ensure_layers, parent_text
 from treerag_core.names import Fusion
 from treerag_core.retrieval import fused_hits
@@ -135,7 +136,21 @@ def _dense(
         VectorQuery(qvec, kind, limit=len(ids), doc_ids=tuple(doc_ids) if doc_ids else None)
     )
     got = {h.item_id if kind == "parent" else h.doc_id: h.score for h in hits}
+    _known(kind, got, ids)
+    # An id of ours the store did not return (approximate search) scores 0: the collection
+    # itself was checked to be this index's when attached (vectors.attach.attach_checked).
     return np.asarray([got.get(i, 0.0) for i in ids], dtype=np.float32)
+
+
+def _known(kind: Kind, got: Iterable[str], ids: Iterable[str]) -> None:
+    """Refuse a store's answer naming an item this index does not have (a foreign collection)."""
+    unknown = set(got) - set(ids)
+    if unknown:
+        raise VectorStoreError(
+            f"the vector store answered with {kind} {sorted(unknown)[0]!r}, which this index "
+            "does not have: the collection was pushed from another index; run "
+            "`qdrant-push --index` with this index"
+        )
 
 
 def _bm25(layers: Layers, texts: Sequence[str], q_tokens: Sequence[str]) -> np.ndarray:
@@ -145,9 +160,8 @@ def _bm25(layers: Layers, texts: Sequence[str], q_tokens: Sequence[str]) -> np.n
     return scorer.scores(list(q_tokens)).astype(np.float32)
 
 
-def _minmax(values: np.ndarray) -> np.ndarray:
-    span = float(values.max() - values.min()) if len(values) else 0.0
-    return (values - values.min()) / span if span > 0 else np.ones_like(values)
+def _chunk_ids(index: CorpusIndex, scope: Sequence[str] | None) -> list[str]:
+    return [index.chunks[r].chunk_id for r in index.scope_rows(scope).tolist()]
 
 
 def best_passages(
@@ -168,7 +182,9 @@ def best_passages(
         query = VectorQuery(qvec, "child", PASSAGE_WINDOW, doc_ids=docs, tokens=tuple(q_tokens))
         by_doc_s: dict[str, float] = {}
         by_leaf_s: dict[str, float] = {}
-        for hit in store.search(query):
+        hits = store.search(query)
+        _known("child", [h.item_id for h in hits], _chunk_ids(index, scope))
+        for hit in hits:
             by_doc_s[hit.doc_id] = max(by_doc_s.get(hit.doc_id, 0.0), hit.score)
             leaf = hit.parent_id or ""
             by_leaf_s[leaf] = max(by_leaf_s.get(leaf, 0.0), hit.score)
@@ -205,7 +221,7 @@ def _rank(
     elif signal == "passages":
         score = best
     else:
-        score = 0.5 * _minmax(np.asarray(own)) + 0.5 * _minmax(best)
+        score = 0.5 * minmax(own) + 0.5 * minmax(best)
     order = np.argsort(-np.asarray(score), kind="stable")
     return tuple(
         LayerCandidate(
@@ -337,6 +353,7 @@ def child_hits(
                 VectorQuery(qvec, "child", limit=len(rows), parent_ids=(parent_id,))
             )
             got = {h.item_id: h.score for h in hits}
+            _known("child", got, (index.chunks[r].chunk_id for r in rows))
             dense = np.asarray([got.get(index.chunks[r].chunk_id, 0.0) for r in rows], np.float32)
             bm25 = index.leaf_bm25(parent_id).scores(q_tokens).astype(np.float32)
         rows_list.append(rows)

@@ -13,7 +13,7 @@ from typing import Any
 
 from treerag_core.errors import LLMError
 from treerag_core.llm import LLMClient
-from treerag_core.prompts import _first_json_object
+from treerag_core.prompts import first_json_object
 from treerag_core.text import EN_STOPWORDS, ZH_STOPWORDS
 from treerag_core.types import DocumentInfo, Language, TreeNode
 
@@ -263,7 +263,7 @@ def parse_ktype_response(text: str, keys: Sequence[str]) -> dict[str, dict[str, 
     Raises:
         LLMError: reason "invalid_json" when the reply holds no JSON object.
     """
-    obj = _first_json_object(text, accept=lambda o: bool(o))
+    obj = first_json_object(text, accept=lambda o: bool(o))
     if obj is None:
         raise LLMError(f"K-Type reply has no JSON object: {text[:120]!r}", reason="invalid_json")
     out: dict[str, dict[str, Any]] = {}

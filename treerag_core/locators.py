@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from treerag_core.errors import LLMError, QueryError
-from treerag_core.fusion import fuse
+from treerag_core.fusion import fuse, minmax
 from treerag_core.index import CorpusIndex
 from treerag_core.llm import LLMClient, structured_output_note
 from treerag_core.prompt_budget import LOCATE_REPLY_TOKENS, fit_blocks, locate_tree_budget
@@ -64,9 +64,7 @@ def score_leaves(
     if not leaf_ids:
         empty = np.zeros(0)
         return LeafScores([], empty, empty, empty)
-    chunk_part = np.asarray([best[i] for i in leaf_ids], dtype=np.float64)
-    span = chunk_part.max() - chunk_part.min()
-    chunk_part = (chunk_part - chunk_part.min()) / span if span > 0 else np.ones_like(chunk_part)
+    chunk_part = minmax(np.asarray([best[i] for i in leaf_ids], dtype=np.float64))
     heading_part = _heading_match(index, leaf_ids, tokenize(question))
     w = HEADING_WEIGHT
     scores = (1.0 - w) * chunk_part + w * heading_part

@@ -261,7 +261,7 @@ def parse_summary_response(text: str, keys: Sequence[str]) -> dict[str, str]:
     Raises:
         LLMError: reason "invalid_json" when the reply holds no JSON object.
     """
-    obj = _first_json_object(text, accept=lambda o: bool(o))
+    obj = first_json_object(text, accept=lambda o: bool(o))
     if obj is None:
         raise LLMError(f"Summary reply has no JSON object: {_preview(text)}", reason="invalid_json")
     wanted = {_normalize_id(k) or k: k for k in keys}
@@ -318,9 +318,7 @@ def _loads(candidate: str) -> Any:
         return None
 
 
-def _first_json_object(
-    text: str, accept: Callable[[dict[str, Any]], bool]
-) -> dict[str, Any] | None:
+def first_json_object(text: str, accept: Callable[[dict[str, Any]], bool]) -> dict[str, Any] | None:
     """The first JSON object (fenced blocks first, then the whole text) that `accept` likes."""
     sources = [m.group(1) for m in _FENCE.finditer(text)] + [text]
     for source in sources:
@@ -367,7 +365,7 @@ def parse_locate_response(text: str) -> tuple[str, list[tuple[str, str]]]:
         LLMError: reason "invalid_json" when no JSON object with a results list is found,
             reason "empty_results" when the list names no node.
     """
-    obj = _first_json_object(
+    obj = first_json_object(
         text, accept=lambda o: any(isinstance(o.get(k), list) for k in _RESULT_KEYS)
     )
     if obj is None:

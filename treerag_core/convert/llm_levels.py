@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from treerag_core.convert.base import InferredHeading
 from treerag_core.errors import LLMError
 from treerag_core.llm import LLMClient
-from treerag_core.prompts import _first_json_object
+from treerag_core.prompts import first_json_object
 from treerag_core.tree_edits import TreeEdit
 from treerag_core.types import Usage
 
@@ -62,14 +62,18 @@ def parse_level_response(
     Raises:
         LLMError: reason "invalid_json" when the reply holds no JSON object.
     """
-    obj = _first_json_object(text, accept=lambda o: isinstance(o, dict))
+    obj = first_json_object(text, accept=lambda o: isinstance(o, dict))
     if obj is None:
         raise LLMError(f"level reply has no JSON object: {text[:120]!r}", reason="invalid_json")
     fixes = []
-    for key, value in obj.items():
+    for key, level in obj.items():
         try:
-            i, level = int(str(key).strip()), int(value)
-        except (TypeError, ValueError):
+            i = int(str(key).strip())
+        except ValueError:
+            continue
+        # Only a JSON integer is a level: 2.9 is not 2, and 1e400 or Infinity is not a number
+        # int() can take (OverflowError); bool is an int subclass, so true is not 1 either.
+        if not isinstance(level, int) or isinstance(level, bool):
             continue
         if lo <= i < hi and 1 <= level <= 6 and level != headings[i].level:
             fixes.append(LevelFix(i, headings[i].text, headings[i].level, level))

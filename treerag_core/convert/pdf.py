@@ -259,6 +259,7 @@ def convert_pdf(name: str, data: bytes, max_pages: int) -> ConvertedDocument:
     Raises:
         EncryptedDocumentError, CorruptDocumentError, TooManyPagesError, NeedsOCRError.
     """
+    import pypdfium2 as pdfium
     import pypdfium2.raw as raw
 
     pdf = _open(name, data)
@@ -273,9 +274,18 @@ def convert_pdf(name: str, data: bytes, max_pages: int) -> ConvertedDocument:
             raise CorruptDocumentError(f"{name}: the PDF has no pages")
         pages = []
         for i in range(n_pages):
-            page = pdf[i]
+            try:
+                page = pdf[i]
+            except pdfium.PdfiumError as exc:  # e.g. the page tree lists a font as a page
+                raise CorruptDocumentError(
+                    f"{name}: page {i + 1} of {n_pages} cannot be read ({exc})"
+                ) from exc
             try:
                 pages.append((page.get_height(), _page_lines(page, raw)))
+            except pdfium.PdfiumError as exc:
+                raise CorruptDocumentError(
+                    f"{name}: the text of page {i + 1} of {n_pages} cannot be read ({exc})"
+                ) from exc
             finally:
                 page.close()
     finally:

@@ -12,7 +12,7 @@ import numpy as np
 from qdrant_client import QdrantClient, models
 
 from treerag_core.errors import VectorStoreError
-from treerag_core.vectors.base import Kind, VectorHit, VectorPoint, VectorQuery, unit_rows
+from treerag_core.vectors.base import KINDS, Kind, VectorHit, VectorPoint, VectorQuery, unit_rows
 
 DENSE = "dense"
 SPARSE = "sparse"
@@ -211,14 +211,23 @@ class QdrantStore:
                     limit=query.limit,
                     with_payload=_PAYLOAD,
                 )
-        return [
-            VectorHit(
-                kind=p.payload["type"],
-                doc_id=p.payload["doc_id"],
-                item_id=p.payload["item_id"],
-                score=float(p.score),
-                parent_id=p.payload.get("parent_id"),
-                heading_path=p.payload.get("heading_path", ""),
+        return [self._hit(p) for p in response.points]
+
+    def _hit(self, point: models.ScoredPoint) -> VectorHit:
+        """A hit from its payload; a point `upsert` did not write is named, not a KeyError."""
+        payload = point.payload or {}
+        kind, doc_id, item_id = payload.get("type"), payload.get("doc_id"), payload.get("item_id")
+        parent_id, heading = payload.get("parent_id"), payload.get("heading_path", "")
+        if (
+            kind not in KINDS
+            or not isinstance(doc_id, str)
+            or not isinstance(item_id, str)
+            or not isinstance(parent_id, str | None)
+            or not isinstance(heading, str)
+        ):
+            raise VectorStoreError(
+                f"collection {self.collection!r} holds point {point.id} with a malformed "
+                f"payload (type {kind!r}, doc_id {doc_id!r}, item_id {item_id!r}): it was "
+                "not pushed by `qdrant-push`; push with another --collection"
             )
-            for p in response.points
-        ]
+        return VectorHit(kind, doc_id, item_id, float(point.score), parent_id, heading)
