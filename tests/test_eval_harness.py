@@ -198,3 +198,10 @@ def test_an_index_naming_a_model_folder_the_run_did_not_name_is_refused(
     with pytest.raises(EmbedderError, match="cannot choose"):
         evaluate(eval_dir / "qasper", config(limit=1), index=index)
     assert model_trap.made == []
+
+
+@pytest.mark.parametrize("limit", [0, -1])
+def test_a_limit_below_one_is_refused_not_a_dropped_question(limit):
+    # questions[:-1] would silently drop the last question, questions[:0] run nothing.
+    with pytest.raises(ValueError, match=f"limit must be >= 1.*got {limit}"):
+        config(limit=limit)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from treerag_core.errors import TreeRAGError
+from treerag_core.errors import EvalDataError  # defined there; still importable from here
 from treerag_core.safepaths import read_bytes_checked, resolve_inside
 
 UNANSWERABLE = "unanswerable"
@@ -20,10 +20,6 @@ NO_PAGES = "no evidence pages"
 MAX_FILE_BYTES = 64 * 1024 * 1024  # per questions file or document
 
 DocReader = Callable[[str, str], str]  # (doc name, where to blame) -> its text
-
-
-class EvalDataError(TreeRAGError):
-    """An eval question set is missing, malformed, or points at a document it does not ship."""
 
 
 @dataclass(frozen=True)

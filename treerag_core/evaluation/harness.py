@@ -52,6 +52,8 @@ class EvalConfig:
             raise ValueError(
                 f"unknown strategies {unknown}; choose from {', '.join(strategy_names())}"
             )
+        if self.limit is not None and self.limit < 1:  # a slice by 0 or -1 would drop questions
+            raise ValueError(f"limit must be >= 1 (or None: every question), but got {self.limit}")
         if self.top_k <= 0:
             raise ValueError(f"top_k must be > 0, but got {self.top_k}")
         if self.scope not in ("doc", "corpus"):
