@@ -215,3 +215,24 @@ def test_pdf_set_reads_evidence_pages_as_page_gold(tmp_path):
     assert data.left_out["no evidence pages"] == 1
     (source,) = dataset_sources(data)
     assert source.page_starts and source.source_format == "pdf"
+
+
+def test_pdf_set_refuses_a_duplicate_question_id(tmp_path):
+    # The per-question analysis keys rows by id: two questions with one id would be merged.
+    from tests.pdf_factory import report_pdf
+
+    (tmp_path / "pdfs").mkdir()
+    (tmp_path / "pdfs" / "r.pdf").write_bytes(report_pdf(1))
+    rows = [
+        {"id": "q1", "doc": "r.pdf", "question": "Net income?", "evidence_pages": [0]},
+        {"id": "q1", "doc": "r.pdf", "question": "Revenue?", "evidence_pages": [0]},
+    ]
+    (tmp_path / "questions.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    with pytest.raises(EvalDataError, match="line 2: question id 'q1' already used on line 1"):
+        load_dataset(tmp_path)
+
+
+def test_eval_data_error_is_the_named_error_of_errors_py():
+    from treerag_core import errors
+
+    assert EvalDataError is errors.EvalDataError and issubclass(EvalDataError, errors.TreeRAGError)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -132,25 +132,9 @@ def load_dataset(
             texts[name] = read(path)
         return texts[name]
 
-    questions: list[EvalQuestion] = []
-    seen_ids: dict[str, int] = {}
-    # split("\n"), not splitlines(): U+2028 and friends may sit raw inside JSON strings.
-    lines = read(questions_path).split("\n")
-    for line_no, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue  # a trailing blank line is not a question
-        where = f"{questions_path}, line {line_no}"
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise EvalDataError(f"{where}: not valid JSON ({e.msg} at column {e.colno})") from e
-        question = _parse_question(row, where, doc_text)
-        if question.id in seen_ids:
-            raise EvalDataError(
-                f"{where}: question id {question.id!r} already used on line {seen_ids[question.id]}"
-            )
-        seen_ids[question.id] = line_no
-        questions.append(question)
+    questions = [
+        _parse_question(row, where, doc_text) for where, row in _question_rows(questions_path, read)
+    ]
 
     left_out: dict[str, int] = {UNANSWERABLE: 0, NO_EVIDENCE: 0}
     for q in questions:
@@ -166,16 +150,7 @@ def _load_pdf_dataset(
     doc_names = tuple(sorted(p.name for p in pdfs_dir.glob("*.pdf") if p.is_file()))
     questions: list[EvalQuestion] = []
     left_out = {UNANSWERABLE: 0, NO_PAGES: 0}
-    for line_no, line in enumerate(read(questions_path).split("\n"), 1):
-        if not line.strip():
-            continue
-        where = f"{questions_path}, line {line_no}"
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise EvalDataError(f"{where}: not valid JSON ({e.msg} at column {e.colno})") from e
-        if not isinstance(row, dict):
-            raise EvalDataError(f"{where}: expected a JSON object, got {type(row).__name__}")
+    for where, row in _question_rows(questions_path, read):
         doc = _require_str(row, "doc", where)
         if doc not in doc_names:
             raise EvalDataError(f"{where}: document {doc!r} is not in {pdfs_dir}")
@@ -204,6 +179,35 @@ def _load_pdf_dataset(
             )
         )
     return EvalDataset(folder.name, pdfs_dir, doc_names, tuple(questions), left_out, paged=True)
+
+
+def _question_rows(
+    questions_path: Path, read: Callable[[Path], str]
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(where, row) per non-blank line: a JSON object with a string id no earlier line used.
+
+    Both set layouts (docs/ and pdfs/) read their questions here, so a duplicate id (which
+    the per-question analysis would merge into one row) is refused in either.
+    """
+    seen_ids: dict[str, int] = {}
+    # split("\n"), not splitlines(): U+2028 and friends may sit raw inside JSON strings.
+    for line_no, line in enumerate(read(questions_path).split("\n"), start=1):
+        if not line.strip():
+            continue  # a trailing blank line is not a question
+        where = f"{questions_path}, line {line_no}"
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise EvalDataError(f"{where}: not valid JSON ({e.msg} at column {e.colno})") from e
+        if not isinstance(row, dict):
+            raise EvalDataError(f"{where}: expected a JSON object, got {type(row).__name__}")
+        qid = _require_str(row, "id", where)
+        if qid in seen_ids:
+            raise EvalDataError(
+                f"{where}: question id {qid!r} already used on line {seen_ids[qid]}"
+            )
+        seen_ids[qid] = line_no
+        yield where, row
 
 
 def dataset_sources(dataset: EvalDataset, max_bytes: int = 100 * 1024 * 1024) -> list:
