@@ -67,7 +67,7 @@ def index_cache_key(dataset: EvalDataset, settings: IndexSettings) -> str:
         digest.update(f"converter {CONVERTER_VERSION}".encode())
     for name in dataset.doc_names:
         digest.update(name.encode())
-        digest.update((dataset.docs_dir / name).read_bytes())
+        digest.update(dataset.doc_bytes(name))  # inside the set's roots, size-capped
     return f"{dataset.name}-{digest.hexdigest()[:16]}"
 
 
