@@ -194,3 +194,31 @@ def test_the_corpus_a_query_ran_on_is_recorded(tmp_path, trace):
     log.record(trace, workspace="ws-a", corpus="samples:hashing:abc")
     [row] = log.recent(workspace="ws-a")
     assert row["corpus"] == "samples:hashing:abc" and row["workspace"] == "ws-a"
+
+
+def test_a_long_lived_log_expires_old_rows_on_use_at_most_hourly(tmp_path, trace):
+    # The app keeps one AuditLog for the server's lifetime: rows must not outlive retention.
+    import dataclasses
+    from datetime import UTC, datetime, timedelta
+
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    now = [t0]
+
+    def at(delta: timedelta):
+        return dataclasses.replace(trace, created_at=(t0 + delta).isoformat(timespec="seconds"))
+
+    log = AuditLog(tmp_path / "audit.sqlite", retention=1, clock=lambda: now[0])
+    first = log.record(at(timedelta(0)))
+    now[0] = t0 + timedelta(minutes=30)
+    second = log.record(at(timedelta(minutes=30)))
+    now[0] = t0 + timedelta(days=1, minutes=10)  # first is past retention
+    third = log.record(at(timedelta(days=1, minutes=10)))
+    ids = [r[0] for r in sqlite3.connect(log.path).execute("SELECT id FROM query ORDER BY id")]
+    assert ids == [second, third]  # the write itself expired the old row
+    now[0] = t0 + timedelta(days=1, minutes=40)  # second is now past retention too, but
+    assert [r["id"] for r in log.recent()] == [third, second]  # the last run was 30 min ago
+    now[0] = t0 + timedelta(days=1, hours=1, minutes=15)  # an hour later a read expires it
+    assert [r["id"] for r in log.recent()] == [third]
+    with pytest.raises(KeyError):
+        log.load(first)
+    log.close()

@@ -215,3 +215,56 @@ def test_pdf_set_reads_evidence_pages_as_page_gold(tmp_path):
     assert data.left_out["no evidence pages"] == 1
     (source,) = dataset_sources(data)
     assert source.page_starts and source.source_format == "pdf"
+
+
+def test_pdf_set_refuses_a_duplicate_question_id(tmp_path):
+    # The per-question analysis keys rows by id: two questions with one id would be merged.
+    from tests.pdf_factory import report_pdf
+
+    (tmp_path / "pdfs").mkdir()
+    (tmp_path / "pdfs" / "r.pdf").write_bytes(report_pdf(1))
+    rows = [
+        {"id": "q1", "doc": "r.pdf", "question": "Net income?", "evidence_pages": [0]},
+        {"id": "q1", "doc": "r.pdf", "question": "Revenue?", "evidence_pages": [0]},
+    ]
+    (tmp_path / "questions.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    with pytest.raises(EvalDataError, match="line 2: question id 'q1' already used on line 1"):
+        load_dataset(tmp_path)
+
+
+def test_eval_data_error_is_the_named_error_of_errors_py():
+    from treerag_core import errors
+
+    assert EvalDataError is errors.EvalDataError and issubclass(EvalDataError, errors.TreeRAGError)
+
+
+def test_unreferenced_docs_are_read_inside_the_set_and_size_capped(tmp_path: Path) -> None:
+    # dataset_sources and the eval cache key read every docs/*.md, not only referenced ones.
+    from treerag_core.config import IndexSettings
+    from treerag_core.evaluation.dataset import dataset_sources
+    from treerag_core.evaluation.harness import index_cache_key
+
+    folder = make_set(tmp_path, [row(evidence=["alpha"])], DOCS)
+    (folder / "docs" / "big.md").write_text("# Big\n\n" + "x" * 5000, encoding="utf-8")
+    data = load_dataset(folder, max_bytes=1000)
+    for read in (dataset_sources, lambda d: index_cache_key(d, IndexSettings())):
+        with pytest.raises(EvalDataError, match=r"cannot read big\.md: .*larger than the limit"):
+            read(data)
+    with pytest.raises(EvalDataError, match=r"big\.md.*larger than the limit of 1,000"):
+        dataset_sources(load_dataset(folder, roots=[tmp_path], max_bytes=1000))
+
+
+@pytest.mark.parametrize("with_roots", [False, True])
+def test_a_doc_symlinked_outside_the_set_is_refused(tmp_path: Path, with_roots: bool) -> None:
+    from treerag_core.config import IndexSettings
+    from treerag_core.evaluation.dataset import dataset_sources
+    from treerag_core.evaluation.harness import index_cache_key
+
+    secret = tmp_path / "secret.md"
+    secret.write_text("# Secret\n\nnot part of the set\n", encoding="utf-8")
+    folder = make_set(tmp_path / "set", [row(evidence=["alpha"])], DOCS)
+    (folder / "docs" / "leak.md").symlink_to(secret)
+    data = load_dataset(folder, roots=[folder] if with_roots else None)
+    for read in (dataset_sources, lambda d: index_cache_key(d, IndexSettings())):
+        with pytest.raises(EvalDataError, match=r"cannot read leak\.md: .*outside the folders"):
+            read(data)

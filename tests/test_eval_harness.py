@@ -198,3 +198,38 @@ def test_an_index_naming_a_model_folder_the_run_did_not_name_is_refused(
     with pytest.raises(EmbedderError, match="cannot choose"):
         evaluate(eval_dir / "qasper", config(limit=1), index=index)
     assert model_trap.made == []
+
+
+@pytest.mark.parametrize("limit", [0, -1])
+def test_a_limit_below_one_is_refused_not_a_dropped_question(limit):
+    # questions[:-1] would silently drop the last question, questions[:0] run nothing.
+    with pytest.raises(ValueError, match=f"limit must be >= 1.*got {limit}"):
+        config(limit=limit)
+
+
+def test_a_broken_cached_index_is_rebuilt_and_the_reason_said(tmp_path, capsys):
+    from treerag_core.evaluation.dataset import load_dataset
+    from treerag_core.evaluation.harness import dataset_index, index_cache_key
+
+    folder = tmp_path / "tiny"
+    (folder / "docs").mkdir(parents=True)
+    (folder / "docs" / "a.md").write_text(
+        "# A\n\n## Routing\n\nThe router sends each question to one section.\n", encoding="utf-8"
+    )
+    row = {"id": "q1", "doc": "a.md", "question": "router?", "evidence": ["router sends"]}
+    (folder / "questions.jsonl").write_text(json.dumps(row) + "\n", encoding="utf-8")
+    data, plain = load_dataset(folder), IndexSettings(embedder="hashing", graph_min_leaf_chars=0)
+    cache = tmp_path / "cache"
+    built = dataset_index(data, plain, cache)
+    manifest = cache / index_cache_key(data, plain) / "manifest.json"
+    manifest.write_text("{broken", encoding="utf-8")
+    notes: list[str] = []
+    again = dataset_index(data, plain, cache, note=notes.append)
+    assert len(notes) == 1 and notes[0].startswith("rebuilding the cached eval index tiny-")
+    assert "manifest.json" in notes[0]  # the reason load_index gave
+    assert [c.chunk_id for c in again.chunks] == [c.chunk_id for c in built.chunks]
+    json.loads(manifest.read_text(encoding="utf-8"))  # the cache was written again
+    manifest.write_text("{broken", encoding="utf-8")
+    dataset_index(data, plain, cache)  # the CLI's default: one line on stderr
+    err = capsys.readouterr().err
+    assert err.startswith("note: rebuilding the cached eval index tiny-") and err.count("\n") == 1

@@ -191,3 +191,53 @@ def test_a_workspace_folder_is_made_on_its_first_write_only(tmp_path, paper_inde
     assert (spaces.folder(ws) / STAMP).is_file()
     other = new_workspace_id()
     assert spaces.save(other, paper_index) and spaces.folder(other).is_dir()
+
+
+def test_a_workspace_that_cannot_be_deleted_keeps_its_audit_rows(tmp_path, paper_index):
+    # rmtree refuses a symlinked folder: a real failure that leaves the files on disk.
+    from treerag_core.errors import WorkspaceDeleteError
+    from treerag_core.pipeline import Engine, run
+    from treerag_core.settings import QuerySettings
+
+    log = AuditLog(tmp_path / "audit.sqlite")
+    spaces = Workspaces(tmp_path / "ws", WorkspaceLimits(idle_hours=1), log.forget_workspace)
+    stuck, idle = new_workspace_id(), new_workspace_id()
+    elsewhere = tmp_path / "elsewhere"
+    spaces.save(idle, paper_index)
+    elsewhere.mkdir()
+    (tmp_path / "ws" / stuck).symlink_to(elsewhere, target_is_directory=True)
+    (elsewhere / STAMP).touch()
+    trace = run(
+        Engine(paper_index, get_embedder("hashing")),
+        "router",
+        QuerySettings().set("llm.enabled", False).set("rerank.enabled", False),
+        synthesize=False,
+    )
+    for ws in (stuck, idle):
+        log.record(trace, workspace=ws)
+    old = time.time() - 2 * 3600
+    for ws in (stuck, idle):
+        os.utime(tmp_path / "ws" / ws / STAMP, (old, old))
+    with pytest.raises(WorkspaceDeleteError, match=f"{stuck} could not be deleted"):
+        spaces.drop(stuck)
+    assert (tmp_path / "ws" / stuck).exists()
+    assert [r["workspace"] for r in log.recent()] == [idle, stuck]  # its history stays
+    with pytest.raises(WorkspaceDeleteError, match=stuck):
+        spaces.expire_idle()
+    # The other idle workspace still went, with its rows; the stuck one kept both.
+    assert not (tmp_path / "ws" / idle).exists()
+    assert [r["workspace"] for r in log.recent()] == [stuck]
+
+
+def test_removing_a_saved_index_that_stays_is_an_error_not_a_success(tmp_path, paper_index):
+    from treerag_core.errors import WorkspaceDeleteError
+
+    spaces = Workspaces(tmp_path / "ws")
+    ws = new_workspace_id()
+    spaces.save(ws, paper_index)
+    index = tmp_path / "ws" / ws / "index"
+    index.rename(tmp_path / "real-index")
+    index.symlink_to(tmp_path / "real-index", target_is_directory=True)
+    with pytest.raises(WorkspaceDeleteError, match="could not be deleted"):
+        spaces.save(ws, None)
+    assert index.is_symlink()

@@ -14,6 +14,7 @@ import json
 import os
 import sqlite3
 import threading
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from treerag_core.trace_io import stage_summary, trace_from_json, trace_to_json
 from treerag_core.types import Trace
 
 DEFAULT_RETENTION_DAYS = 30.0
+EXPIRE_EVERY = timedelta(hours=1)  # how often a long-lived log deletes expired rows
 STAGE_ALIASES = {"final": "rerank"}  # the name the first schema used
 
 SCHEMA = """
@@ -91,6 +93,10 @@ def retention_days() -> float:
     return days
 
 
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
 def _private_file(path: Path) -> None:
     """Create the file readable by its owner only, and make an existing one so."""
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
@@ -101,8 +107,17 @@ def _private_file(path: Path) -> None:
 class AuditLog:
     """Append-only query log; safe to share between threads (one connection, one lock)."""
 
-    def __init__(self, path: str | Path, retention: float | None = None) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        retention: float | None = None,
+        clock: Callable[[], datetime] = _utc_now,
+    ) -> None:
         self.path = Path(path)
+        # The app keeps one log for the server's lifetime: old rows are also expired on use
+        # (at most once per EXPIRE_EVERY), not only when the log is opened.
+        self._clock = clock
+        self._expired_at: datetime | None = None
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.retention = retention_days() if retention is None else float(retention)
         _private_file(self.path)
@@ -135,6 +150,7 @@ class AuditLog:
         `workspace` is the asking browser session's workspace (None: the CLI); `flags`
         default to `flags.question_flags(trace)`.
         """
+        self._expire_due()
         rec = audit_record(trace, flags)
         locate = trace.locate
         created = trace.created_at or datetime.now(UTC).isoformat(timespec="seconds")
@@ -201,6 +217,7 @@ class AuditLog:
 
     def recent(self, limit: int = 50, workspace: str | None = None) -> list[dict[str, Any]]:
         """Newest first; with `workspace`, only that workspace's queries (None: all, the CLI)."""
+        self._expire_due()
         where, args = (
             ("WHERE workspace = ?", (workspace, limit))
             if workspace is not None
@@ -221,6 +238,7 @@ class AuditLog:
 
     def load(self, query_id: int, workspace: str | None = None) -> Trace:
         """The stored trace; with `workspace`, only if that workspace recorded it, else KeyError."""
+        self._expire_due()
         sql, args = "SELECT trace_json FROM query WHERE id = ?", (query_id,)
         if workspace is not None:
             sql, args = sql + " AND workspace = ?", (query_id, workspace)
@@ -232,6 +250,7 @@ class AuditLog:
 
     def record_params(self, query_id: int) -> dict[str, Any]:
         """The seed-004 record parameters of a query (windows, strategies, snapshot, timing)."""
+        self._expire_due()
         with self._lock:
             cur = self._conn.execute(
                 "SELECT keyword_top_k, vector_top_k, fusion_top_k, rerank_top_k, fusion_strategy,"
@@ -251,6 +270,7 @@ class AuditLog:
 
     def hits(self, query_id: int, stage: str = "rerank") -> list[dict[str, Any]]:
         """One stage's hits (keyword, vector, fusion, rerank; "final" means rerank)."""
+        self._expire_due()
         stage = STAGE_ALIASES.get(stage, stage)
         with self._lock:
             cur = self._conn.execute(
@@ -273,12 +293,20 @@ class AuditLog:
         """Delete queries older than the retention period; returns how many went."""
         if self.retention <= 0:
             return 0
-        cutoff = (now or datetime.now(UTC)) - timedelta(days=self.retention)
+        now = now or self._clock()
+        cutoff = now - timedelta(days=self.retention)
         with self._lock, self._conn:
+            self._expired_at = now
             cur = self._conn.execute(
                 "DELETE FROM query WHERE created_at < ?", (cutoff.isoformat(timespec="seconds"),)
             )
         return cur.rowcount
+
+    def _expire_due(self) -> None:
+        """`expire()` when the last one ran at least EXPIRE_EVERY ago (a read or a write)."""
+        last = self._expired_at
+        if self.retention > 0 and (last is None or self._clock() - last >= EXPIRE_EVERY):
+            self.expire()
 
     def close(self) -> None:
         with self._lock, contextlib.suppress(sqlite3.ProgrammingError):

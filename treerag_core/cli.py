@@ -15,7 +15,7 @@ from tqdm import tqdm
 
 from treerag_core.config import DEFAULT_MAX_FILE_BYTES, MB, IndexSettings, max_file_bytes
 from treerag_core.drilldown import DrilldownOptions
-from treerag_core.errors import LLMError, QueryError, TreeRAGError
+from treerag_core.errors import LLMError, QueryError, SettingsError, TreeRAGError
 from treerag_core.hirag.communities import DEFAULT_MAX_CLUSTER_SIZE
 from treerag_core.names import Fusion, Locator, Provider
 from treerag_core.progress import PlainProgress
@@ -252,6 +252,35 @@ def _max_file_bytes(flag_mb: float | None) -> int:
         raise TreeRAGError(str(exc)) from exc
 
 
+def _index_settings(args: argparse.Namespace, embedder: str | None, **more) -> IndexSettings:
+    """The tree and chunk flags that index and eval share, as IndexSettings; a value out of
+    range is a SettingsError (one line, exit 2), not a traceback."""
+    try:
+        return IndexSettings(
+            max_depth=args.max_depth,
+            chunk_size=args.chunk_size,
+            chunk_overlap=args.chunk_overlap,
+            embedder=embedder or IndexSettings().embedder,
+            graph_min_leaf_chars=args.graph_min_leaf_chars,
+            **more,
+        )
+    except ValueError as exc:
+        raise SettingsError(f"bad index settings: {exc}") from exc
+
+
+def _positive_int(text: str) -> int:
+    """An argparse type: a whole number >= 1 (argparse prints the message and exits 2)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number >= 1, but got {text!r}"
+        ) from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, but got {value}")
+    return value
+
+
 def cmd_index(args: argparse.Namespace) -> int:
     from treerag_core.embedders import get_embedder
     from treerag_core.index import build_index, corpus_stats
@@ -260,15 +289,12 @@ def cmd_index(args: argparse.Namespace) -> int:
     from treerag_core.tree_edits import load_edits
 
     embedder_name = "hashing" if args.mock and not args.embedder else args.embedder
-    settings = IndexSettings(
-        max_depth=args.max_depth,
-        chunk_size=args.chunk_size,
-        chunk_overlap=args.chunk_overlap,
-        embedder=embedder_name or IndexSettings().embedder,
+    settings = _index_settings(
+        args,
+        embedder=embedder_name,
         max_file_bytes=_max_file_bytes(args.max_file_mb),
         max_pages=args.max_pages,
         llm_summaries=args.llm_summaries,
-        graph_min_leaf_chars=args.graph_min_leaf_chars,
         llm_graphs=args.llm_graphs,
     )
     started = time.perf_counter()
@@ -705,25 +731,22 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from treerag_core.llm import api_key_for
 
     strategies = tuple(s.strip() for s in args.strategy.split(",") if s.strip())
-    index_settings = IndexSettings(
-        max_depth=args.max_depth,
-        chunk_size=args.chunk_size,
-        chunk_overlap=args.chunk_overlap,
-        embedder=args.embedder or IndexSettings().embedder,
-        graph_min_leaf_chars=args.graph_min_leaf_chars,
-    )
+    index_settings = _index_settings(args, embedder=args.embedder)
     # --strategy is a list here (the strategies to compare), not one query setting.
     flags = argparse.Namespace(**{**vars(args), "strategy": None})
     query = settings_from_args(flags, QuerySettings().set("answer.final_top_k", 10))
-    config = EvalConfig(
-        strategies=strategies,
-        scope=args.scope,
-        limit=args.limit,
-        use_llm=args.llm,
-        top_k=args.top_k,
-        index_settings=index_settings,
-        query_settings=query,
-    )
+    try:
+        config = EvalConfig(
+            strategies=strategies,
+            scope=args.scope,
+            limit=args.limit,
+            use_llm=args.llm,
+            top_k=args.top_k,
+            index_settings=index_settings,
+            query_settings=query,
+        )
+    except ValueError as exc:  # an unknown strategy, --top-k < 1
+        raise SettingsError(str(exc)) from exc
     tty = sys.stderr.isatty()
     bar = tqdm(total=0, desc="evaluating", unit="run", file=sys.stderr, disable=not tty)
     plain = PlainProgress(sys.stderr, units={"evaluating": "runs"})
@@ -866,7 +889,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="doc: each question searches its own documents; corpus: the whole set "
         "(default %(default)s)",
     )
-    p.add_argument("--limit", type=int, default=None, help="only the first N usable questions")
+    p.add_argument(
+        "--limit", type=_positive_int, default=None, help="only the first N (>= 1) usable questions"
+    )
     p.add_argument("--out", default=None, help="write the JSON report here")
     p.add_argument("--llm", action="store_true", help="allow LLM calls (see --provider)")
     p.add_argument("--cache", default="data/eval-cache", help="where built indexes are cached")

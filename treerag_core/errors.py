@@ -23,6 +23,14 @@ class QueryError(TreeRAGError):
     """A question that cannot be answered as asked (empty, only stop words, too long)."""
 
 
+class SettingsError(TreeRAGError):
+    """A setting given on the command line (or built from one) is out of its range."""
+
+
+class EvalDataError(TreeRAGError):
+    """An eval question set is missing, malformed, or points at a document it does not ship."""
+
+
 class LLMError(TreeRAGError):
     """The language model call failed; `reason` is a short machine-readable cause."""
 
@@ -69,3 +77,7 @@ class WorkspaceUnreadableError(TreeRAGError):
 
 class VectorStoreError(TreeRAGError):
     """A vector store (e.g. a Qdrant server) cannot be reached or refused a request."""
+
+
+class WorkspaceDeleteError(TreeRAGError):
+    """A workspace's files could not be deleted; they (and their audit rows) are kept."""

@@ -17,6 +17,7 @@ from treerag_core.embedders import Embedder
 from treerag_core.errors import (
     IndexFormatError,
     TreeRAGError,
+    WorkspaceDeleteError,
     WorkspaceLimitError,
     WorkspaceUnreadableError,
 )
@@ -181,6 +182,7 @@ class Workspaces:
                 another schema version, another embedder, a disk error). Nothing is deleted:
                 its documents, tree edits, paid LLM caches and history stay, and the idle
                 clock restarts, so the user can come back to it once the cause is fixed.
+            WorkspaceDeleteError: the workspace is idle but its files could not be deleted.
         """
         if not is_workspace_id(ws_id):
             return None
@@ -211,7 +213,7 @@ class Workspaces:
         self.touch(ws_id, create=index is not None)
         if index is None:
             existed = folder.exists()
-            shutil.rmtree(folder, ignore_errors=True)
+            _remove(folder)
             return existed
         if len(index.chunks) > self.limits.max_chunks:
             raise WorkspaceLimitError(
@@ -230,21 +232,55 @@ class Workspaces:
         return (now or time.time()) - used > self.limits.idle_hours * 3600
 
     def drop(self, ws_id: str) -> None:
-        """Delete a workspace's folder and (through `forget`) its audit rows."""
-        shutil.rmtree(self.folder(ws_id), ignore_errors=True)
+        """Delete a workspace's folder and (through `forget`) its audit rows.
+
+        Raises:
+            WorkspaceDeleteError: the folder (or part of it) could not be deleted; its audit
+                rows are then kept too, so no workspace is left with files but no history.
+        """
+        _remove(self.folder(ws_id))
         if self.forget is not None:
             self.forget(ws_id)
 
     def expire_idle(self, now: float | None = None) -> list[str]:
-        """Drop every workspace idle longer than the limit; returns their ids."""
+        """Drop every workspace idle longer than the limit; returns their ids.
+
+        Raises:
+            WorkspaceDeleteError: after trying every idle workspace, naming those that stayed.
+        """
         if not self.root.is_dir():
             return []
-        gone = []
+        gone, failed = [], []
         for folder in self.root.iterdir():
             if is_workspace_id(folder.name) and self.is_idle(folder.name, now):
-                self.drop(folder.name)
+                try:
+                    self.drop(folder.name)
+                except WorkspaceDeleteError as exc:
+                    failed.append(str(exc))
+                    continue
                 gone.append(folder.name)
+        if failed:
+            raise WorkspaceDeleteError("; ".join(failed))
         return gone
+
+
+def _remove(folder: Path) -> None:
+    """Delete `folder` and everything in it; a missing folder is already gone.
+
+    Raises:
+        WorkspaceDeleteError: any of it is still on disk afterwards (a permission, a busy
+            file, a symlink rmtree refuses to follow).
+    """
+    if not folder.exists() and not folder.is_symlink():
+        return
+    try:
+        shutil.rmtree(folder)
+    except OSError as exc:
+        if folder.exists() or folder.is_symlink():
+            raise WorkspaceDeleteError(
+                f"{folder} could not be deleted ({exc.strerror or exc}); it is kept with its "
+                "query history, and the next expiry tries again"
+            ) from exc
 
 
 def _same_content(folder: Path, index: CorpusIndex) -> bool:

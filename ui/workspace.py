@@ -9,7 +9,7 @@ from pathlib import Path
 import streamlit as st
 
 from treerag_core.config import IndexSettings, data_dir
-from treerag_core.errors import WorkspaceUnreadableError
+from treerag_core.errors import WorkspaceDeleteError, WorkspaceUnreadableError
 from treerag_core.index import CorpusIndex, ProgressFn, SourceDocument, build_index
 from treerag_core.ktype import KTypeLLM
 from treerag_core.pipeline import Engine
@@ -47,7 +47,10 @@ def sync_workspace() -> None:
         except ValueError as exc:  # a TREERAG_WS_* variable that is not a positive number
             st.error(f"Workspace limits: {exc}", icon=":material/error:")
             return
-        spaces.expire_idle()
+        try:
+            spaces.expire_idle()
+        except WorkspaceDeleteError as exc:  # kept with its history; the next session retries
+            st.warning(f"An expired workspace was not deleted: {exc}", icon=":material/warning:")
         wanted = st.query_params.get("ws")
         if wanted and wanted != ws.id:
             index, known = None, False
@@ -59,6 +62,9 @@ def sync_workspace() -> None:
                 )
                 if not known:
                     st.session_state.ws_restore_failed = True
+            except WorkspaceDeleteError as exc:  # idle, but its files could not be deleted
+                st.session_state.ws_restore_failed = True
+                st.warning(str(exc), icon=":material/warning:")
             except WorkspaceUnreadableError as exc:
                 # Kept on disk and not adopted: a save here would overwrite what it could not read.
                 st.session_state.ws_restore_error = (str(exc), wanted)

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from treerag_core.config import IndexSettings
-from treerag_core.evaluation.dataset import EvalDataError, EvalQuestion
+from treerag_core.errors import EvalDataError
+from treerag_core.evaluation.dataset import EvalQuestion
 from treerag_core.evaluation.harness import oracle_leaves
 from treerag_core.index import CorpusIndex
 from treerag_core.settings import QuerySettings

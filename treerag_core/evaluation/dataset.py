@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from treerag_core.errors import TreeRAGError
+from treerag_core.errors import EvalDataError, UnsafePathError  # EvalDataError: importable here too
 from treerag_core.safepaths import read_bytes_checked, resolve_inside
 
 UNANSWERABLE = "unanswerable"
@@ -20,10 +20,6 @@ NO_PAGES = "no evidence pages"
 MAX_FILE_BYTES = 64 * 1024 * 1024  # per questions file or document
 
 DocReader = Callable[[str, str], str]  # (doc name, where to blame) -> its text
-
-
-class EvalDataError(TreeRAGError):
-    """An eval question set is missing, malformed, or points at a document it does not ship."""
 
 
 @dataclass(frozen=True)
@@ -78,6 +74,21 @@ class EvalDataset:
     questions: tuple[EvalQuestion, ...]
     left_out: dict[str, int]
     paged: bool = False  # documents are PDFs in pdfs/, gold is pages
+    roots: tuple[Path, ...] | None = None  # where its files may lie (None: its own folder)
+    max_bytes: int = MAX_FILE_BYTES  # per document
+
+    def doc_bytes(self, name: str) -> bytes:
+        """One document's bytes, read the way `load_dataset` reads: it must resolve inside
+        `roots` (None: the set's own folder) and be a regular file of at most `max_bytes`.
+
+        Raises:
+            EvalDataError: naming the document and why (outside, not a file, too large).
+        """
+        roots = self.roots if self.roots is not None else (self.docs_dir.parent,)
+        try:
+            return read_bytes_checked(resolve_inside(self.docs_dir / name, roots), self.max_bytes)
+        except UnsafePathError as exc:
+            raise EvalDataError(f"eval set {self.name}: cannot read {name}: {exc}") from exc
 
     @property
     def usable_questions(self) -> tuple[EvalQuestion, ...]:
@@ -109,6 +120,11 @@ def load_dataset(
     folder = Path(folder)
     if roots is not None:
         resolve_inside(folder, roots)
+    # Kept on the set, so its later reads (dataset_sources, the cache key) obey the same rule.
+    kept: dict[str, Any] = {
+        "roots": tuple(Path(r) for r in roots) if roots is not None else None,
+        "max_bytes": max_bytes,
+    }
 
     def read(path: Path) -> str:
         checked = resolve_inside(path, roots) if roots is not None else path
@@ -122,7 +138,7 @@ def load_dataset(
     if not questions_path.is_file():
         raise EvalDataError(f"No {QUESTIONS_FILE} in {folder}: is this an eval dataset folder?")
     if not docs_dir.is_dir() and (folder / PDFS_DIR).is_dir():
-        return _load_pdf_dataset(folder, questions_path, folder / PDFS_DIR, read)
+        return replace(_load_pdf_dataset(folder, questions_path, folder / PDFS_DIR, read), **kept)
     if not docs_dir.is_dir():
         raise EvalDataError(f"No {DOCS_DIR}/ folder in {folder}: the questions need their docs.")
     doc_names = tuple(sorted(p.name for p in docs_dir.glob("*.md") if p.is_file()))
@@ -136,31 +152,15 @@ def load_dataset(
             texts[name] = read(path)
         return texts[name]
 
-    questions: list[EvalQuestion] = []
-    seen_ids: dict[str, int] = {}
-    # split("\n"), not splitlines(): U+2028 and friends may sit raw inside JSON strings.
-    lines = read(questions_path).split("\n")
-    for line_no, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue  # a trailing blank line is not a question
-        where = f"{questions_path}, line {line_no}"
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise EvalDataError(f"{where}: not valid JSON ({e.msg} at column {e.colno})") from e
-        question = _parse_question(row, where, doc_text)
-        if question.id in seen_ids:
-            raise EvalDataError(
-                f"{where}: question id {question.id!r} already used on line {seen_ids[question.id]}"
-            )
-        seen_ids[question.id] = line_no
-        questions.append(question)
+    questions = [
+        _parse_question(row, where, doc_text) for where, row in _question_rows(questions_path, read)
+    ]
 
     left_out: dict[str, int] = {UNANSWERABLE: 0, NO_EVIDENCE: 0}
     for q in questions:
         if q.left_out_reason is not None:
             left_out[q.left_out_reason] += 1
-    return EvalDataset(folder.name, docs_dir, doc_names, tuple(questions), left_out)
+    return EvalDataset(folder.name, docs_dir, doc_names, tuple(questions), left_out, **kept)
 
 
 def _load_pdf_dataset(
@@ -170,16 +170,7 @@ def _load_pdf_dataset(
     doc_names = tuple(sorted(p.name for p in pdfs_dir.glob("*.pdf") if p.is_file()))
     questions: list[EvalQuestion] = []
     left_out = {UNANSWERABLE: 0, NO_PAGES: 0}
-    for line_no, line in enumerate(read(questions_path).split("\n"), 1):
-        if not line.strip():
-            continue
-        where = f"{questions_path}, line {line_no}"
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise EvalDataError(f"{where}: not valid JSON ({e.msg} at column {e.colno})") from e
-        if not isinstance(row, dict):
-            raise EvalDataError(f"{where}: expected a JSON object, got {type(row).__name__}")
+    for where, row in _question_rows(questions_path, read):
         doc = _require_str(row, "doc", where)
         if doc not in doc_names:
             raise EvalDataError(f"{where}: document {doc!r} is not in {pdfs_dir}")
@@ -210,20 +201,56 @@ def _load_pdf_dataset(
     return EvalDataset(folder.name, pdfs_dir, doc_names, tuple(questions), left_out, paged=True)
 
 
-def dataset_sources(dataset: EvalDataset, max_bytes: int = 100 * 1024 * 1024) -> list:
-    """The set's documents as SourceDocuments (PDFs converted, with their page map)."""
+def _question_rows(
+    questions_path: Path, read: Callable[[Path], str]
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(where, row) per non-blank line: a JSON object with a string id no earlier line used.
+
+    Both set layouts (docs/ and pdfs/) read their questions here, so a duplicate id (which
+    the per-question analysis would merge into one row) is refused in either.
+    """
+    seen_ids: dict[str, int] = {}
+    # split("\n"), not splitlines(): U+2028 and friends may sit raw inside JSON strings.
+    for line_no, line in enumerate(read(questions_path).split("\n"), start=1):
+        if not line.strip():
+            continue  # a trailing blank line is not a question
+        where = f"{questions_path}, line {line_no}"
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise EvalDataError(f"{where}: not valid JSON ({e.msg} at column {e.colno})") from e
+        if not isinstance(row, dict):
+            raise EvalDataError(f"{where}: expected a JSON object, got {type(row).__name__}")
+        qid = _require_str(row, "id", where)
+        if qid in seen_ids:
+            raise EvalDataError(
+                f"{where}: question id {qid!r} already used on line {seen_ids[qid]}"
+            )
+        seen_ids[qid] = line_no
+        yield where, row
+
+
+def dataset_sources(dataset: EvalDataset) -> list:
+    """The set's documents as SourceDocuments (PDFs converted, with their page map); every
+    file is read by `EvalDataset.doc_bytes` (inside the set's roots, size-capped).
+
+    Raises:
+        EvalDataError: a document is outside the roots, too large, not UTF-8 or not readable.
+    """
     from treerag_core.index import SourceDocument
     from treerag_core.ingest import sources_from_uploads
 
     if not dataset.paged:
-        return [
-            SourceDocument(name, (dataset.docs_dir / name).read_text(encoding="utf-8"))
-            for name in dataset.doc_names
-        ]
-    uploads = [
-        (name, read_bytes_checked(dataset.docs_dir / name, max_bytes)) for name in dataset.doc_names
-    ]
-    sources, rejected = sources_from_uploads(uploads, max_bytes)
+        sources = []
+        for name in dataset.doc_names:
+            try:
+                text = dataset.doc_bytes(name).decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise EvalDataError(f"{dataset.docs_dir / name} is not UTF-8 text ({e})") from e
+            sources.append(SourceDocument(name, text))
+        return sources
+    uploads = [(name, dataset.doc_bytes(name)) for name in dataset.doc_names]
+    sources, rejected = sources_from_uploads(uploads, dataset.max_bytes)
     if rejected:
         raise EvalDataError("; ".join(r.reason for r in rejected))
     return sources

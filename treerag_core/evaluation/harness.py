@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -52,6 +53,8 @@ class EvalConfig:
             raise ValueError(
                 f"unknown strategies {unknown}; choose from {', '.join(strategy_names())}"
             )
+        if self.limit is not None and self.limit < 1:  # a slice by 0 or -1 would drop questions
+            raise ValueError(f"limit must be >= 1 (or None: every question), but got {self.limit}")
         if self.top_k <= 0:
             raise ValueError(f"top_k must be > 0, but got {self.top_k}")
         if self.scope not in ("doc", "corpus"):
@@ -65,7 +68,7 @@ def index_cache_key(dataset: EvalDataset, settings: IndexSettings) -> str:
         digest.update(f"converter {CONVERTER_VERSION}".encode())
     for name in dataset.doc_names:
         digest.update(name.encode())
-        digest.update((dataset.docs_dir / name).read_bytes())
+        digest.update(dataset.doc_bytes(name))  # inside the set's roots, size-capped
     return f"{dataset.name}-{digest.hexdigest()[:16]}"
 
 
@@ -74,26 +77,32 @@ def dataset_index(
     settings: IndexSettings,
     cache_dir: Path | None,
     progress: Callable[[str, int, int], None] | None = None,
+    note: Callable[[str], None] | None = None,
 ) -> CorpusIndex:
     """One index over all the set's documents (doc scope restricts each query to its docs),
-    built once and cached by content hash."""
+    built once and cached by content hash. A cached index that cannot be loaded is rebuilt,
+    and `note` (default: a line on stderr) is told why."""
     folder = cache_dir / index_cache_key(dataset, settings) if cache_dir else None
     if folder is not None and (folder / "manifest.json").is_file():
         try:
             return load_index(folder, expect_embedder=settings.embedder)
-        except IndexFormatError:
-            pass  # stale or broken cache: rebuild below
+        except IndexFormatError as exc:  # stale or broken cache: say so, then rebuild below
+            (note or _stderr_note)(f"rebuilding the cached eval index {folder.name} ({exc})")
     if settings.graph_min_leaf_chars > 0 and not settings.llm_graphs:
         # Graphs only add a stage: take the cached index without them (the same chunks and
         # vectors) and run the graph stage on it, so each threshold costs only its graphs.
         plain = replace(settings, graph_min_leaf_chars=0)
-        index = with_graphs(dataset_index(dataset, plain, cache_dir, progress), settings)
+        index = with_graphs(dataset_index(dataset, plain, cache_dir, progress, note), settings)
     else:
         sources = dataset_sources(dataset)
         index = build_index(sources, settings, get_embedder(settings.embedder), progress=progress)
     if folder is not None:
         save_index(index, folder)
     return index
+
+
+def _stderr_note(message: str) -> None:
+    print(f"note: {message}", file=sys.stderr)
 
 
 def with_graphs(base: CorpusIndex, settings: IndexSettings) -> CorpusIndex:

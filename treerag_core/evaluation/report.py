@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from treerag_core.evaluation.dataset import EvalDataError
+from treerag_core.errors import EvalDataError
 from treerag_core.safepaths import read_bytes_inside, resolve_inside
 
 HEADLINE_KEYS: tuple[str, ...] = (
