@@ -213,7 +213,7 @@ class Workspaces:
         self.touch(ws_id, create=index is not None)
         if index is None:
             existed = folder.exists()
-            _remove(folder)
+            remove_folder(folder)
             return existed
         if len(index.chunks) > self.limits.max_chunks:
             raise WorkspaceLimitError(
@@ -238,7 +238,7 @@ class Workspaces:
             WorkspaceDeleteError: the folder (or part of it) could not be deleted; its audit
                 rows are then kept too, so no workspace is left with files but no history.
         """
-        _remove(self.folder(ws_id))
+        remove_folder(self.folder(ws_id))
         if self.forget is not None:
             self.forget(ws_id)
 
@@ -264,7 +264,7 @@ class Workspaces:
         return gone
 
 
-def _remove(folder: Path) -> None:
+def remove_folder(folder: Path) -> None:
     """Delete `folder` and everything in it; a missing folder is already gone.
 
     Raises:

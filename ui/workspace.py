@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -14,7 +13,7 @@ from treerag_core.index import CorpusIndex, ProgressFn, SourceDocument, build_in
 from treerag_core.ktype import KTypeLLM
 from treerag_core.pipeline import Engine
 from treerag_core.store import save_index
-from treerag_core.workspaces import STAMP, Workspaces, is_workspace_id
+from treerag_core.workspaces import STAMP, Workspaces, is_workspace_id, remove_folder
 from ui.resources import (
     EVAL,
     SAMPLES,
@@ -115,10 +114,9 @@ def set_workspace(
     ws = WorkspaceState()
     folder = workspace_folder() / "index"
     if not sources:
+        remove_folder(folder)  # first: if it fails, the session keeps its index as on disk
         ws.index, ws.engine = None, None
         ws.version += 1
-        if folder.exists():
-            shutil.rmtree(folder, ignore_errors=True)
         return None
     embedder = cached_embedder(settings.embedder)
     index = build_index(
