@@ -76,3 +76,70 @@ def test_lazy_build_saves_into_the_index_folder(small_index):
     assert not built_again and again.fingerprint == hindex.fingerprint
     assert hindex.meta["counts"]["entities"] == len(hindex.graph.entities) > 0
     assert hindex.meta["seconds"]["total"] > 0
+
+
+@pytest.fixture(scope="module")
+def built(small_index):
+    return build_hirag(load_index(small_index), get_embedder("hashing"))
+
+
+def _tampered(folder, name: str, change) -> None:
+    path = folder / "hirag" / name
+    data = json.loads(path.read_text(encoding="utf-8"))
+    change(data)
+    path.write_text(json.dumps(data), encoding="utf-8")
+
+
+def _first_with_chunks(rows):
+    return next(r for r in rows if r["chunk_ids"])
+
+
+@pytest.mark.parametrize(
+    ("name", "change", "message"),
+    [
+        (
+            "graph.json",
+            lambda g: g["entities"][0]["chunk_ids"].append("9999_chunk_0"),
+            r"graph\.json is corrupt \(entity .* cites chunk '9999_chunk_0'",
+        ),
+        (
+            "graph.json",
+            lambda g: g["relations"][0]["chunk_ids"].append("9999_chunk_0"),
+            r"graph\.json is corrupt \(relation .* cites chunk '9999_chunk_0'",
+        ),
+        (
+            "graph.json",
+            lambda g: g["entities"][0].update(chunk_ids=[5]),
+            r"graph\.json is corrupt .*chunk_ids of entity .* must be a list of strings",
+        ),
+        (
+            "communities.json",
+            lambda cs: _first_with_chunks(cs)["chunk_ids"].append("9999_chunk_0"),
+            r"communities\.json is corrupt \(community 'L0-\d+' cites chunk '9999_chunk_0'",
+        ),
+        (
+            "communities.json",
+            lambda cs: cs[0].update(chunk_ids="0_chunk_0"),
+            r"communities\.json is corrupt .*chunk_ids of community .* list of strings",
+        ),
+        (
+            "communities.json",
+            lambda cs: cs[0].update(children=[1, 2]),
+            r"communities\.json is corrupt .*children of community",
+        ),
+        (
+            "communities.json",
+            lambda cs: cs[0].update(level="0"),
+            r"communities\.json is corrupt .*level of community",
+        ),
+    ],
+)
+def test_a_graph_citing_what_the_index_lacks_is_refused(small_index, built, name, change, message):
+    save_hirag(built, small_index)
+    assert load_hirag(small_index).graph == built.graph  # sound before the change
+    _tampered(small_index, name, change)
+    with pytest.raises(IndexFormatError, match=message):
+        load_hirag(small_index)
+    chunk_ids = {c.chunk_id for c in load_index(small_index).chunks}
+    with pytest.raises(IndexFormatError, match=message):  # the ids given, as load_or_build does
+        load_hirag(small_index, chunk_ids=chunk_ids)

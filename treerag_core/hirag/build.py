@@ -284,7 +284,7 @@ def load_or_build(
             return cached, False
         hindex, built = None, False
         if folder and has_hirag(folder):
-            stored = load_hirag(folder, index.dim)
+            stored = load_hirag(folder, index.dim, {c.chunk_id for c in index.chunks})
             if serves(stored, index, settings):
                 hindex = stored
             elif not build_if_missing:

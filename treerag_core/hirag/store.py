@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -12,7 +13,7 @@ from typing import Any, Protocol
 import networkx as nx
 import numpy as np
 
-from treerag_core.artifacts import read_json, read_npy
+from treerag_core.artifacts import read_json, read_jsonl, read_npy
 from treerag_core.errors import IndexFormatError
 from treerag_core.hirag.communities import Community
 from treerag_core.hirag.corpus_graph import CorpusGraph, Entity, Relation
@@ -170,11 +171,18 @@ def has_hirag(index_folder: str | Path) -> bool:
     return (Path(index_folder) / FOLDER / "manifest.json").is_file()
 
 
-def load_hirag(index_folder: str | Path, dim: int | None = None) -> HiragIndex:
+def load_hirag(
+    index_folder: str | Path,
+    dim: int | None = None,
+    chunk_ids: Collection[str] | None = None,
+) -> HiragIndex:
     """Read `<index>/hirag/`; a missing, corrupt or other-version folder is an IndexFormatError.
 
     `dim` is the index's vector size (read from the index's manifest when not given): the
     entity vectors must have it, or every HiRAG search would fail on the first question.
+    `chunk_ids` are the index's chunks (read from its chunks.jsonl when not given): every
+    passage the graph and the communities cite must be one of them, or a query citing it
+    would fail.
     """
     folder = Path(index_folder) / FOLDER
     if not (folder / "manifest.json").is_file():
@@ -210,6 +218,8 @@ def load_hirag(index_folder: str | Path, dim: int | None = None) -> HiragIndex:
                 f"{folder / 'communities.json'} is corrupt (community {c.community_id} names "
                 f"missing entities or a bad parent); {BUILD_HINT}"
             )
+    known = _index_chunk_ids(Path(index_folder)) if chunk_ids is None else chunk_ids
+    _check_chunk_ids(folder, graph, communities, known)
     tokens = read_json(folder / "entity_tokens.json", list, BUILD_HINT)
     if len(tokens) != len(graph.entities) or not all(
         isinstance(t, list) and all(isinstance(w, str) for w in t) for t in tokens
@@ -222,6 +232,38 @@ def load_hirag(index_folder: str | Path, dim: int | None = None) -> HiragIndex:
         dim = _index_dim(Path(index_folder))
     vectors = read_npy(folder / "entity_vectors.npy", dim, len(graph.entities), hint=BUILD_HINT)
     return HiragIndex(graph, communities, reports, vectors, tokens, meta)
+
+
+def _check_chunk_ids(
+    folder: Path, graph: CorpusGraph, communities: tuple[Community, ...], known: Collection[str]
+) -> None:
+    """Refuse a graph that cites a passage the index does not hold, naming file and entry."""
+    entries = [
+        *(("graph.json", f"entity {e.key!r}", e.chunk_ids) for e in graph.entities),
+        *(
+            ("graph.json", f"relation {r.source!r}-{r.target!r}", r.chunk_ids)
+            for r in graph.relations
+        ),
+        *(("communities.json", f"community {c.community_id!r}", c.chunk_ids) for c in communities),
+    ]
+    for name, entry, ids in entries:
+        unknown = next((c for c in ids if c not in known), None)
+        if unknown is not None:
+            raise IndexFormatError(
+                f"{folder / name} is corrupt ({entry} cites chunk {unknown!r}, which the "
+                f"index does not hold); {BUILD_HINT}"
+            )
+
+
+def _index_chunk_ids(root: Path) -> set[str]:
+    """The chunk ids in the index's own chunks.jsonl (what the graph may cite)."""
+    rows = read_jsonl(root / "chunks.jsonl", BUILD_HINT)
+    ids = {c for row in rows if isinstance(c := row.get("chunk_id"), str)}
+    if len(ids) != len(rows):
+        raise IndexFormatError(
+            f"{root / 'chunks.jsonl'} has a chunk without an id (or two sharing one); {BUILD_HINT}"
+        )
+    return ids
 
 
 def _index_dim(root: Path) -> int:
