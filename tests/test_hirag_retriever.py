@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hirag_fixtures import two_cliques
+from hirag_fixtures import Edge, Node, two_cliques
 
 from treerag_core.embedders import get_embedder
 from treerag_core.hirag.build import entity_text
 from treerag_core.hirag.communities import detect_communities
+from treerag_core.hirag.corpus_graph import CorpusGraph, merge_extractions
 from treerag_core.hirag.reports import build_reports
 from treerag_core.hirag.retriever import HiragOptions, HiragRetriever, Mode, path_text
 from treerag_core.hirag.store import HiragIndex
@@ -18,8 +19,8 @@ from treerag_core.types import Chunk
 EMBEDDER = get_embedder("hashing")
 
 
-def retriever(bridge: bool) -> HiragRetriever:
-    graph = two_cliques(bridge)
+def retriever(bridge: bool, graph: CorpusGraph | None = None) -> HiragRetriever:
+    graph = two_cliques(bridge) if graph is None else graph
     communities = detect_communities(graph)
     texts = [entity_text(e.name, e.description) for e in graph.entities]
     hindex = HiragIndex(
@@ -83,6 +84,20 @@ def test_hi_has_every_section_and_scope_filters():
     scoped = ask(retriever(True), Mode.HI, "a3 and b4", HiragOptions(top_k=4), scope=["B.md"])
     assert scoped.entities and all(e.entity.key.startswith("b") for e in scoped.entities)
     assert set(scoped.unit_ids) == {"b-chunk"}
+
+
+def test_relations_cite_only_their_passages_in_scope():
+    """A relation found in two documents: a scoped question's section cites only its own."""
+    nodes = [Node(f"a{i}", f"a{i}", ("a-chunk",), f"about a{i}") for i in range(3)]
+    edges = [
+        Edge(x, y, 1.0, f"{x} with {y}", ("a-chunk", "b-chunk"))
+        for x, y in (("a0", "a1"), ("a1", "a2"), ("a0", "a2"))
+    ]
+    r = retriever(True, merge_extractions([(nodes, edges)]))
+    everywhere = ask(r, Mode.LOCAL, "about a1", HiragOptions(top_k=2))
+    assert everywhere.sections[1].chunk_ids == ("a-chunk", "b-chunk")
+    scoped = ask(r, Mode.LOCAL, "about a1", HiragOptions(top_k=2), scope=["A.md"])
+    assert scoped.sections[1].kind == "relations" and scoped.sections[1].chunk_ids == ("a-chunk",)
 
 
 def test_naive_has_no_graph_context_and_no_entities_is_a_note():

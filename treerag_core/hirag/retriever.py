@@ -422,7 +422,9 @@ class HiragRetriever:
             cited(f"{row['source']} — {row['target']}: {row['description']}", row["found_in"])
             for row in rows
         )
-        chunk_ids = tuple(dict.fromkeys(c for r in relations for c in r.chunk_ids))
+        chunk_ids = tuple(
+            dict.fromkeys(c for r in relations for c in self._in_scope(r.chunk_ids, scope))
+        )
         return ContextSection("relations", "Relations", text, tuple(rows), chunk_ids)
 
     def _report_section(
@@ -453,7 +455,9 @@ class HiragRetriever:
                 }
             )
             texts.append(cited(report.text(), rows[-1]["found_in"]))
-        chunk_ids = tuple(dict.fromkeys(x for c in communities for x in c.chunk_ids))
+        chunk_ids = tuple(
+            dict.fromkeys(x for c in communities for x in self._in_scope(c.chunk_ids, scope))
+        )
         return ContextSection(
             "reports", "Community reports", "\n\n".join(texts), tuple(rows), chunk_ids
         )
