@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import threading
 
 import pytest
 from hirag_fixtures import two_cliques
@@ -143,3 +144,41 @@ def test_a_graph_citing_what_the_index_lacks_is_refused(small_index, built, name
     chunk_ids = {c.chunk_id for c in load_index(small_index).chunks}
     with pytest.raises(IndexFormatError, match=message):  # the ids given, as load_or_build does
         load_hirag(small_index, chunk_ids=chunk_ids)
+
+
+def test_a_build_keeps_only_its_own_index_waiting(small_index, built, tmp_path, monkeypatch):
+    other = tmp_path / "other"
+    shutil.copytree(small_index, other)
+    shutil.rmtree(other / "hirag", ignore_errors=True)
+    save_hirag(built, small_index)
+    hirag_build._CACHE.clear()
+    cached_index = load_index(small_index)
+    load_or_build(cached_index)  # now in memory
+    started, release = threading.Event(), threading.Event()
+
+    def slow_build(*args, **kwargs):
+        started.set()
+        assert release.wait(30)
+        return built
+
+    monkeypatch.setattr(hirag_build, "build_hirag", slow_build)
+    results = {}
+    builder = threading.Thread(target=lambda: results.update(new=load_or_build(load_index(other))))
+    waiter = threading.Thread(target=lambda: results.update(again=load_or_build(load_index(other))))
+    builder.start()
+    try:
+        assert started.wait(30)
+        reader = threading.Thread(target=lambda: results.update(cached=load_or_build(cached_index)))
+        reader.start()
+        reader.join(10)
+        assert not reader.is_alive() and results["cached"][1] is False  # did not wait
+        waiter.start()
+        waiter.join(0.3)
+        assert waiter.is_alive()  # the same index waits for its build
+    finally:
+        release.set()
+        builder.join(30)
+        if waiter.ident is not None:
+            waiter.join(30)
+    assert results["new"] == (built, True) and results["again"] == (built, False)
+    assert has_hirag(other) and not hirag_build._INDEX_LOCKS._locks  # no lock left behind
