@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import shutil
 import threading
+from pathlib import Path
 
 import pytest
 from hirag_fixtures import two_cliques
 
 from tests.conftest import sample_sources
+from treerag_core import store as store_module
 from treerag_core.config import IndexSettings
 from treerag_core.embedders import get_embedder
 from treerag_core.errors import IndexFormatError
@@ -182,3 +184,30 @@ def test_a_build_keeps_only_its_own_index_waiting(small_index, built, tmp_path, 
             waiter.join(30)
     assert results["new"] == (built, True) and results["again"] == (built, False)
     assert has_hirag(other) and not hirag_build._INDEX_LOCKS._locks  # no lock left behind
+
+
+def test_a_failed_swap_keeps_the_old_graph_loadable(small_index, built, monkeypatch):
+    save_hirag(built, small_index)
+    monkeypatch.setattr(store_module, "_exchange", lambda a, b: False)  # a file system without it
+    rename = Path.rename
+
+    def failing(self, target):
+        if self.name.startswith(".hirag.tmp-"):  # the new graph moving in
+            raise OSError("disk gone")
+        return rename(self, target)
+
+    monkeypatch.setattr(Path, "rename", failing)
+    with pytest.raises(OSError, match="disk gone"):
+        save_hirag(built, small_index)
+    monkeypatch.undo()
+    assert load_hirag(small_index).graph == built.graph
+    assert not [p for p in small_index.iterdir() if p.name.startswith((".hirag.tmp", ".hirag.old"))]
+
+
+def test_a_save_killed_between_its_renames_is_repaired(small_index, built):
+    save_hirag(built, small_index)
+    (small_index / "hirag").rename(small_index / ".hirag.old-4242")  # the old copy, set aside
+    (small_index / ".hirag.tmp-dead").mkdir()  # the new one, never moved in
+    assert has_hirag(small_index)
+    assert load_hirag(small_index).graph == built.graph
+    assert not [p for p in small_index.iterdir() if p.name.startswith((".hirag.tmp", ".hirag.old"))]

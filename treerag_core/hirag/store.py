@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +16,7 @@ from treerag_core.errors import IndexFormatError
 from treerag_core.hirag.communities import Community
 from treerag_core.hirag.corpus_graph import CorpusGraph, Entity, Relation
 from treerag_core.hirag.reports import CommunityReport
+from treerag_core.store import recover_index, write_folder
 
 SCHEMA_VERSION = 1
 FOLDER = "hirag"
@@ -121,13 +120,19 @@ class HiragIndex:
 
 
 def save_hirag(hindex: HiragIndex, index_folder: str | Path) -> Path:
-    """Write the artifacts into `<index>/hirag/` (a temp folder renamed into place)."""
+    """Write the artifacts into `<index>/hirag/` as the index itself is written (a side
+    folder swapped in under a writer lock), so the previous graph, and the LLM reports paid
+    for in it, stay loadable until the new one is complete, also after a crash.
+
+    Raises:
+        IndexFormatError: `index_folder` is not a TreeRAG index.
+        IndexBusyError: another process is writing the same graph.
+    """
     root = Path(index_folder)
     if not (root / "manifest.json").is_file():
         raise IndexFormatError(f"{root} is not a TreeRAG index: no manifest.json")
-    target = root / FOLDER
-    tmp = Path(tempfile.mkdtemp(prefix=f".{FOLDER}.tmp-", dir=root))
-    try:
+
+    def write(tmp: Path) -> None:
         _write(tmp / "graph.json", hindex.graph.to_dict())
         _write(tmp / "communities.json", [c.to_dict() for c in hindex.communities])
         _write(tmp / "reports.json", [r.to_dict() for r in hindex.reports.values()])
@@ -136,13 +141,18 @@ def save_hirag(hindex: HiragIndex, index_folder: str | Path) -> Path:
         _write(tmp / "entity_tokens.json", hindex.entity_tokens)
         meta = {**hindex.meta, "schema_version": SCHEMA_VERSION}
         _write(tmp / "manifest.json", meta)  # last: a folder without it was never finished
-        if target.exists():
-            shutil.rmtree(target)
-        tmp.rename(target)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return target
+
+    return write_folder(root / FOLDER, write)
+
+
+def _graph_folder(index_folder: str | Path) -> Path:
+    """`<index>/hirag`, put back first if a save was killed between its two renames."""
+    folder = Path(index_folder) / FOLDER
+    if not (folder / "manifest.json").is_file() and any(
+        p.is_dir() for p in Path(index_folder).glob(f".{FOLDER}.old-*")
+    ):
+        recover_index(folder)
+    return folder
 
 
 def partial_reports_path(index_folder: str | Path) -> Path:
@@ -168,7 +178,7 @@ def load_partial_reports(index_folder: str | Path) -> dict[str, CommunityReport]
 
 
 def has_hirag(index_folder: str | Path) -> bool:
-    return (Path(index_folder) / FOLDER / "manifest.json").is_file()
+    return (_graph_folder(index_folder) / "manifest.json").is_file()
 
 
 def load_hirag(
@@ -184,7 +194,7 @@ def load_hirag(
     passage the graph and the communities cite must be one of them, or a query citing it
     would fail.
     """
-    folder = Path(index_folder) / FOLDER
+    folder = _graph_folder(index_folder)
     if not (folder / "manifest.json").is_file():
         raise IndexFormatError(f"{Path(index_folder)} has no HiRAG graph; {BUILD_HINT}")
     meta = read_json(folder / "manifest.json", dict, BUILD_HINT)
