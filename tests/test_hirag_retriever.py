@@ -11,7 +11,14 @@ from treerag_core.hirag.build import entity_text
 from treerag_core.hirag.communities import detect_communities
 from treerag_core.hirag.corpus_graph import CorpusGraph, merge_extractions
 from treerag_core.hirag.reports import build_reports
-from treerag_core.hirag.retriever import HiragOptions, HiragRetriever, Mode, path_text
+from treerag_core.hirag.retriever import (
+    HiragOptions,
+    HiragRetriever,
+    Mode,
+    budget_chunks,
+    path_text,
+    within_budget,
+)
 from treerag_core.hirag.store import HiragIndex
 from treerag_core.text import tokenize
 from treerag_core.types import Chunk
@@ -112,3 +119,12 @@ def test_options_are_validated():
     with pytest.raises(ValueError, match="unit_order"):
         HiragOptions(unit_order="random")
     assert np.isclose(HiragOptions().entity_dense_weight, 0.5)
+
+
+def test_within_budget_keeps_the_first_and_stops_at_the_first_that_does_not_fit():
+    assert within_budget([5, 3, 1], int, 8) == [5, 3]
+    assert within_budget([5, 4, 1], int, 8) == [5]  # 1 would fit, but it ranks after 4
+    assert within_budget([20, 1], int, 8) == [20]  # the first always: an answer needs one
+    assert within_budget([], int, 8) == []
+    chunks = [Chunk(f"c{i}", "x" * 400, "n1", "Doc", "A.md", 0, 400) for i in range(3)]
+    assert budget_chunks(chunks, 10**6) == chunks and budget_chunks(chunks, 1) == chunks[:1]
