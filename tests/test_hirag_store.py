@@ -17,7 +17,16 @@ from treerag_core.embedders import get_embedder
 from treerag_core.errors import IndexFormatError
 from treerag_core.hirag import build as hirag_build
 from treerag_core.hirag.build import build_hirag, load_or_build
-from treerag_core.hirag.store import NetworkXGraphStore, has_hirag, load_hirag, save_hirag
+from treerag_core.hirag.reports import CommunityReport
+from treerag_core.hirag.store import (
+    NetworkXGraphStore,
+    has_hirag,
+    load_hirag,
+    load_partial_reports,
+    partial_reports_path,
+    save_hirag,
+    save_partial_reports,
+)
 from treerag_core.index import build_index
 from treerag_core.store import load_index, save_index
 
@@ -211,3 +220,18 @@ def test_a_save_killed_between_its_renames_is_repaired(small_index, built):
     assert has_hirag(small_index)
     assert load_hirag(small_index).graph == built.graph
     assert not [p for p in small_index.iterdir() if p.name.startswith((".hirag.tmp", ".hirag.old"))]
+
+
+def test_a_damaged_reports_checkpoint_is_refused_not_paid_again(tmp_path):
+    report = CommunityReport("L0-0", "Title", "Summary", ("a finding",), "llm", "key-1")
+    save_partial_reports(tmp_path, {"L0-0": report})
+    assert load_partial_reports(tmp_path) == {"key-1": report}
+    assert not list(tmp_path.glob("*.tmp"))  # written beside, renamed into place
+    path = partial_reports_path(tmp_path)
+    good = json.loads(path.read_text(encoding="utf-8"))[0]
+    path.write_text(json.dumps([good, 5, {"title": "no id"}]), encoding="utf-8")
+    assert load_partial_reports(tmp_path) == {"key-1": report}  # a bad entry is skipped
+    for damage in ('[{"community_id": "L0-0", "tit', '{"not": "a list"}'):
+        path.write_text(damage, encoding="utf-8")
+        with pytest.raises(IndexFormatError, match=r"reports-partial\.json.*paid again"):
+            load_partial_reports(tmp_path)

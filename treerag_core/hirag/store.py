@@ -160,21 +160,36 @@ def partial_reports_path(index_folder: str | Path) -> Path:
 
 
 def save_partial_reports(index_folder: str | Path, reports: dict[str, CommunityReport]) -> None:
-    """Checkpoint LLM reports during a build, so an interrupted build resumes without re-asking."""
+    """Checkpoint LLM reports during a build, so an interrupted build resumes without re-asking
+    (written beside and renamed into place: a crash mid-write never tears the checkpoint)."""
     path = partial_reports_path(index_folder)
-    _write(path, [r.to_dict() for r in reports.values() if r.source == "llm"])
+    tmp = path.with_name(path.name + ".tmp")
+    _write(tmp, [r.to_dict() for r in reports.values() if r.source == "llm"])
+    tmp.replace(path)
 
 
 def load_partial_reports(index_folder: str | Path) -> dict[str, CommunityReport]:
-    """Content key -> LLM report from an interrupted build (empty when there is none)."""
+    """Content key -> LLM report from an interrupted build (empty when there is none).
+
+    As for the LLM graph cache (`llm_graph.load_graph_cache`): a damaged or oversized file is
+    an IndexFormatError the caller shows, rather than silently paying for every report
+    again; a single bad entry is skipped (it only costs asking for that report again).
+    """
     path = partial_reports_path(index_folder)
     if not path.is_file():
         return {}
-    try:
-        rows = read_json(path, list)
-        return {r["content_key"]: CommunityReport.from_dict(r) for r in rows}
-    except (IndexFormatError, ValueError, KeyError, TypeError, AttributeError):
-        return {}  # a torn checkpoint only costs re-asking
+    rows = read_json(
+        path, list, "move it away to write the reports again (their LLM calls are paid again)"
+    )
+    out = {}
+    for row in rows:
+        try:
+            report = CommunityReport.from_dict(row)
+        except (ValueError, KeyError, TypeError, AttributeError):
+            continue
+        if report.content_key:
+            out[report.content_key] = report
+    return out
 
 
 def has_hirag(index_folder: str | Path) -> bool:
