@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hirag_fixtures import two_cliques
+from hirag_fixtures import Edge, Node, two_cliques
 
 from treerag_core.embedders import get_embedder
 from treerag_core.hirag.build import entity_text
 from treerag_core.hirag.communities import detect_communities
+from treerag_core.hirag.corpus_graph import CorpusGraph, merge_extractions
 from treerag_core.hirag.reports import build_reports
-from treerag_core.hirag.retriever import HiragOptions, HiragRetriever, Mode, path_text
+from treerag_core.hirag.retriever import (
+    HiragOptions,
+    HiragRetriever,
+    Mode,
+    budget_chunks,
+    path_text,
+    within_budget,
+)
 from treerag_core.hirag.store import HiragIndex
 from treerag_core.text import tokenize
 from treerag_core.types import Chunk
@@ -18,8 +26,8 @@ from treerag_core.types import Chunk
 EMBEDDER = get_embedder("hashing")
 
 
-def retriever(bridge: bool) -> HiragRetriever:
-    graph = two_cliques(bridge)
+def retriever(bridge: bool, graph: CorpusGraph | None = None) -> HiragRetriever:
+    graph = two_cliques(bridge) if graph is None else graph
     communities = detect_communities(graph)
     texts = [entity_text(e.name, e.description) for e in graph.entities]
     hindex = HiragIndex(
@@ -85,6 +93,20 @@ def test_hi_has_every_section_and_scope_filters():
     assert set(scoped.unit_ids) == {"b-chunk"}
 
 
+def test_relations_cite_only_their_passages_in_scope():
+    """A relation found in two documents: a scoped question's section cites only its own."""
+    nodes = [Node(f"a{i}", f"a{i}", ("a-chunk",), f"about a{i}") for i in range(3)]
+    edges = [
+        Edge(x, y, 1.0, f"{x} with {y}", ("a-chunk", "b-chunk"))
+        for x, y in (("a0", "a1"), ("a1", "a2"), ("a0", "a2"))
+    ]
+    r = retriever(True, merge_extractions([(nodes, edges)]))
+    everywhere = ask(r, Mode.LOCAL, "about a1", HiragOptions(top_k=2))
+    assert everywhere.sections[1].chunk_ids == ("a-chunk", "b-chunk")
+    scoped = ask(r, Mode.LOCAL, "about a1", HiragOptions(top_k=2), scope=["A.md"])
+    assert scoped.sections[1].kind == "relations" and scoped.sections[1].chunk_ids == ("a-chunk",)
+
+
 def test_naive_has_no_graph_context_and_no_entities_is_a_note():
     assert ask(retriever(True), Mode.NAIVE, "a1").sections == ()
     got = ask(retriever(True), Mode.LOCAL, "a1", scope=["C.md"])
@@ -97,3 +119,12 @@ def test_options_are_validated():
     with pytest.raises(ValueError, match="unit_order"):
         HiragOptions(unit_order="random")
     assert np.isclose(HiragOptions().entity_dense_weight, 0.5)
+
+
+def test_within_budget_keeps_the_first_and_stops_at_the_first_that_does_not_fit():
+    assert within_budget([5, 3, 1], int, 8) == [5, 3]
+    assert within_budget([5, 4, 1], int, 8) == [5]  # 1 would fit, but it ranks after 4
+    assert within_budget([20, 1], int, 8) == [20]  # the first always: an answer needs one
+    assert within_budget([], int, 8) == []
+    chunks = [Chunk(f"c{i}", "x" * 400, "n1", "Doc", "A.md", 0, 400) for i in range(3)]
+    assert budget_chunks(chunks, 10**6) == chunks and budget_chunks(chunks, 1) == chunks[:1]

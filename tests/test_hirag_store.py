@@ -4,17 +4,29 @@ from __future__ import annotations
 
 import json
 import shutil
+import threading
+from pathlib import Path
 
 import pytest
 from hirag_fixtures import two_cliques
 
 from tests.conftest import sample_sources
+from treerag_core import store as store_module
 from treerag_core.config import IndexSettings
 from treerag_core.embedders import get_embedder
 from treerag_core.errors import IndexFormatError
 from treerag_core.hirag import build as hirag_build
 from treerag_core.hirag.build import build_hirag, load_or_build
-from treerag_core.hirag.store import NetworkXGraphStore, has_hirag, load_hirag, save_hirag
+from treerag_core.hirag.reports import CommunityReport
+from treerag_core.hirag.store import (
+    NetworkXGraphStore,
+    has_hirag,
+    load_hirag,
+    load_partial_reports,
+    partial_reports_path,
+    save_hirag,
+    save_partial_reports,
+)
 from treerag_core.index import build_index
 from treerag_core.store import load_index, save_index
 
@@ -76,3 +88,150 @@ def test_lazy_build_saves_into_the_index_folder(small_index):
     assert not built_again and again.fingerprint == hindex.fingerprint
     assert hindex.meta["counts"]["entities"] == len(hindex.graph.entities) > 0
     assert hindex.meta["seconds"]["total"] > 0
+
+
+@pytest.fixture(scope="module")
+def built(small_index):
+    return build_hirag(load_index(small_index), get_embedder("hashing"))
+
+
+def _tampered(folder, name: str, change) -> None:
+    path = folder / "hirag" / name
+    data = json.loads(path.read_text(encoding="utf-8"))
+    change(data)
+    path.write_text(json.dumps(data), encoding="utf-8")
+
+
+def _first_with_chunks(rows):
+    return next(r for r in rows if r["chunk_ids"])
+
+
+@pytest.mark.parametrize(
+    ("name", "change", "message"),
+    [
+        (
+            "graph.json",
+            lambda g: g["entities"][0]["chunk_ids"].append("9999_chunk_0"),
+            r"graph\.json is corrupt \(entity .* cites chunk '9999_chunk_0'",
+        ),
+        (
+            "graph.json",
+            lambda g: g["relations"][0]["chunk_ids"].append("9999_chunk_0"),
+            r"graph\.json is corrupt \(relation .* cites chunk '9999_chunk_0'",
+        ),
+        (
+            "graph.json",
+            lambda g: g["entities"][0].update(chunk_ids=[5]),
+            r"graph\.json is corrupt .*chunk_ids of entity .* must be a list of strings",
+        ),
+        (
+            "communities.json",
+            lambda cs: _first_with_chunks(cs)["chunk_ids"].append("9999_chunk_0"),
+            r"communities\.json is corrupt \(community 'L0-\d+' cites chunk '9999_chunk_0'",
+        ),
+        (
+            "communities.json",
+            lambda cs: cs[0].update(chunk_ids="0_chunk_0"),
+            r"communities\.json is corrupt .*chunk_ids of community .* list of strings",
+        ),
+        (
+            "communities.json",
+            lambda cs: cs[0].update(children=[1, 2]),
+            r"communities\.json is corrupt .*children of community",
+        ),
+        (
+            "communities.json",
+            lambda cs: cs[0].update(level="0"),
+            r"communities\.json is corrupt .*level of community",
+        ),
+    ],
+)
+def test_a_graph_citing_what_the_index_lacks_is_refused(small_index, built, name, change, message):
+    save_hirag(built, small_index)
+    assert load_hirag(small_index).graph == built.graph  # sound before the change
+    _tampered(small_index, name, change)
+    with pytest.raises(IndexFormatError, match=message):
+        load_hirag(small_index)
+    chunk_ids = {c.chunk_id for c in load_index(small_index).chunks}
+    with pytest.raises(IndexFormatError, match=message):  # the ids given, as load_or_build does
+        load_hirag(small_index, chunk_ids=chunk_ids)
+
+
+def test_a_build_keeps_only_its_own_index_waiting(small_index, built, tmp_path, monkeypatch):
+    other = tmp_path / "other"
+    shutil.copytree(small_index, other)
+    shutil.rmtree(other / "hirag", ignore_errors=True)
+    save_hirag(built, small_index)
+    hirag_build._CACHE.clear()
+    cached_index = load_index(small_index)
+    load_or_build(cached_index)  # now in memory
+    started, release = threading.Event(), threading.Event()
+
+    def slow_build(*args, **kwargs):
+        started.set()
+        assert release.wait(30)
+        return built
+
+    monkeypatch.setattr(hirag_build, "build_hirag", slow_build)
+    results = {}
+    builder = threading.Thread(target=lambda: results.update(new=load_or_build(load_index(other))))
+    waiter = threading.Thread(target=lambda: results.update(again=load_or_build(load_index(other))))
+    builder.start()
+    try:
+        assert started.wait(30)
+        reader = threading.Thread(target=lambda: results.update(cached=load_or_build(cached_index)))
+        reader.start()
+        reader.join(10)
+        assert not reader.is_alive() and results["cached"][1] is False  # did not wait
+        waiter.start()
+        waiter.join(0.3)
+        assert waiter.is_alive()  # the same index waits for its build
+    finally:
+        release.set()
+        builder.join(30)
+        if waiter.ident is not None:
+            waiter.join(30)
+    assert results["new"] == (built, True) and results["again"] == (built, False)
+    assert has_hirag(other) and not hirag_build._INDEX_LOCKS._locks  # no lock left behind
+
+
+def test_a_failed_swap_keeps_the_old_graph_loadable(small_index, built, monkeypatch):
+    save_hirag(built, small_index)
+    monkeypatch.setattr(store_module, "_exchange", lambda a, b: False)  # a file system without it
+    rename = Path.rename
+
+    def failing(self, target):
+        if self.name.startswith(".hirag.tmp-"):  # the new graph moving in
+            raise OSError("disk gone")
+        return rename(self, target)
+
+    monkeypatch.setattr(Path, "rename", failing)
+    with pytest.raises(OSError, match="disk gone"):
+        save_hirag(built, small_index)
+    monkeypatch.undo()
+    assert load_hirag(small_index).graph == built.graph
+    assert not [p for p in small_index.iterdir() if p.name.startswith((".hirag.tmp", ".hirag.old"))]
+
+
+def test_a_save_killed_between_its_renames_is_repaired(small_index, built):
+    save_hirag(built, small_index)
+    (small_index / "hirag").rename(small_index / ".hirag.old-4242")  # the old copy, set aside
+    (small_index / ".hirag.tmp-dead").mkdir()  # the new one, never moved in
+    assert has_hirag(small_index)
+    assert load_hirag(small_index).graph == built.graph
+    assert not [p for p in small_index.iterdir() if p.name.startswith((".hirag.tmp", ".hirag.old"))]
+
+
+def test_a_damaged_reports_checkpoint_is_refused_not_paid_again(tmp_path):
+    report = CommunityReport("L0-0", "Title", "Summary", ("a finding",), "llm", "key-1")
+    save_partial_reports(tmp_path, {"L0-0": report})
+    assert load_partial_reports(tmp_path) == {"key-1": report}
+    assert not list(tmp_path.glob("*.tmp"))  # written beside, renamed into place
+    path = partial_reports_path(tmp_path)
+    good = json.loads(path.read_text(encoding="utf-8"))[0]
+    path.write_text(json.dumps([good, 5, {"title": "no id"}]), encoding="utf-8")
+    assert load_partial_reports(tmp_path) == {"key-1": report}  # a bad entry is skipped
+    for damage in ('[{"community_id": "L0-0", "tit', '{"not": "a list"}'):
+        path.write_text(damage, encoding="utf-8")
+        with pytest.raises(IndexFormatError, match=r"reports-partial\.json.*paid again"):
+            load_partial_reports(tmp_path)

@@ -70,6 +70,11 @@ def test_bridge_is_deterministic_and_no_path_recorded(hashing_index):
 def test_scope_and_options(hashing_index):
     result, _ = run(hashing_index, "hirag", question="劳动合同 解除", scope=["zh_sample.md"])
     assert {h.chunk.doc_id for h in result.candidates} == {"zh_sample.md"}
+    # Every section cites passages of the scope only (the answer's sources are traced to them).
+    assert {s.kind for s in result.sections} >= {"entities", "relations", "reports"}
+    for section in result.sections:
+        docs = {hashing_index.chunks[hashing_index.chunk_row(c)].doc_id for c in section.chunk_ids}
+        assert docs == {"zh_sample.md"}, section.kind
     settings = QuerySettings(strategy="hirag-local").with_option("hirag", HiragOptions(top_k=3))
     result, _ = run(hashing_index, "hirag-local", settings=settings)
     assert len(result.sections[0].rows) == 3

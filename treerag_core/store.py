@@ -12,7 +12,7 @@ import platform
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from importlib import metadata
@@ -218,8 +218,8 @@ def save_index(index: CorpusIndex, folder: str | Path, lock_timeout: float = LOC
         IndexFormatError: `folder` exists and is not a TreeRAG index.
     """
     target = Path(folder).resolve()
-    with index_lock(target, lock_timeout):
-        _recover_locked(target)
+
+    def write(tmp: Path) -> None:  # under the writer lock, after recovery
         if target.exists() and (
             not target.is_dir() or (any(target.iterdir()) and not _has_manifest(target))
         ):
@@ -227,26 +227,53 @@ def save_index(index: CorpusIndex, folder: str | Path, lock_timeout: float = LOC
             raise IndexFormatError(
                 f"{target} exists and is not a TreeRAG index; choose a new or empty folder"
             )
+        _write_files(index, tmp)
+        for name in KEPT_ON_REBUILD:
+            _carry_over(target / name, tmp / name)
+
+    write_folder(target, write, lock_timeout)
+    index.folder = str(target)
+    return target
+
+
+def swap_in(tmp: Path, target: Path) -> None:
+    """Put the finished folder `tmp` at `target` (under `index_lock(target)`), so a complete
+    copy is always there: one atomic exchange (Linux), else two renames whose gap
+    `recover_index` repairs after a crash (an error between them puts the old copy back).
+    Afterwards `tmp` is gone or holds the old copy, for the caller to delete."""
+    if not target.exists():
+        tmp.rename(target)
+    elif not _exchange(tmp, target):
+        backup = target.with_name(f"{_side(target, 'old')}{os.getpid()}")
+        target.rename(backup)
+        try:
+            tmp.rename(target)  # a crash before this line: recover_index puts backup back
+        except BaseException:
+            backup.rename(target)
+            raise
+        shutil.rmtree(backup, ignore_errors=True)
+    _fsync_dir(target.parent)
+
+
+def write_folder(
+    folder: str | Path, write: Callable[[Path], None], lock_timeout: float = LOCK_TIMEOUT
+) -> Path:
+    """Write a folder of artifacts (e.g. an index's `hirag/`) as an index is written: `write`
+    fills a `.name.tmp-*` side folder, swapped in under the folder's writer lock (`swap_in`).
+
+    Raises:
+        IndexBusyError: another process is writing the same folder (after `lock_timeout` s).
+    """
+    target = Path(folder).resolve()
+    with index_lock(target, lock_timeout):
+        _recover_locked(target)
         tmp = Path(tempfile.mkdtemp(prefix=_side(target, "tmp"), dir=target.parent))
         try:
-            _write_files(index, tmp)
-            for name in KEPT_ON_REBUILD:
-                _carry_over(target / name, tmp / name)
+            write(tmp)
             _fsync_tree(tmp)
-            if not target.exists():
-                tmp.rename(target)
-            elif _exchange(tmp, target):
-                shutil.rmtree(tmp, ignore_errors=True)  # it now holds the old index
-            else:
-                backup = target.with_name(f"{_side(target, 'old')}{os.getpid()}")
-                target.rename(backup)
-                tmp.rename(target)  # a crash before this line: recover_index puts backup back
-                shutil.rmtree(backup, ignore_errors=True)
-            _fsync_dir(target.parent)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-    index.folder = str(target)
+            swap_in(tmp, target)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)  # the old copy, or a write that failed
     return target
 
 

@@ -7,7 +7,8 @@ import hashlib
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -229,7 +230,38 @@ def build_hirag(
 
 
 _CACHE: dict[tuple[str, str], HiragIndex] = {}  # (index folder, fingerprint) -> artifacts
-_LOCK = threading.Lock()
+_LOCK = threading.Lock()  # guards _CACHE only, never held while building or reading a folder
+
+
+class _KeyedLocks:
+    """One lock per index: a build of one index keeps only queries of that index waiting.
+
+    A key's lock lives while a thread holds or waits on it, so the dict stays as small as
+    the number of indexes in use at once.
+    """
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._locks: dict[str, tuple[threading.Lock, int]] = {}  # key -> (lock, users)
+
+    @contextmanager
+    def hold(self, key: str) -> Iterator[None]:
+        with self._guard:
+            lock, users = self._locks.get(key) or (threading.Lock(), 0)
+            self._locks[key] = (lock, users + 1)
+        try:
+            with lock:
+                yield
+        finally:
+            with self._guard:
+                users = self._locks[key][1] - 1
+                if users:
+                    self._locks[key] = (lock, users)
+                else:
+                    del self._locks[key]
+
+
+_INDEX_LOCKS = _KeyedLocks()
 
 
 def hirag_for(
@@ -280,11 +312,17 @@ def load_or_build(
     key = (_folder_key(folder), corpus_fingerprint(index) if settings is None else exact)
     with _LOCK:
         cached = _CACHE.get(key)
+    if cached is not None:
+        return cached, False
+    # The folder is what a build writes; an index without one is known by its documents.
+    with _INDEX_LOCKS.hold(key[0] or f"memory:{key[1]}"):
+        with _LOCK:
+            cached = _CACHE.get(key)  # built by another thread while this one waited
         if cached is not None:
             return cached, False
         hindex, built = None, False
         if folder and has_hirag(folder):
-            stored = load_hirag(folder, index.dim)
+            stored = load_hirag(folder, index.dim, {c.chunk_id for c in index.chunks})
             if serves(stored, index, settings):
                 hindex = stored
             elif not build_if_missing:
@@ -302,7 +340,8 @@ def load_or_build(
             hindex, built = build_hirag(index, embedder, wanted, folder=folder), True
             if folder:
                 save_hirag(hindex, folder)
-        _remember(key, hindex)
+        with _LOCK:
+            _remember(key, hindex)
         return hindex, built
 
 
@@ -359,9 +398,10 @@ def build_into_folder(
         graph_block_chars=graph_block_chars,
         progress=progress,
     )
-    save_hirag(hindex, folder)
-    partial_reports_path(folder).unlink(missing_ok=True)  # the build finished
-    with _LOCK:
-        _remember((_folder_key(folder), hindex.fingerprint), hindex)
-        _remember((_folder_key(folder), corpus_fingerprint(index)), hindex)
+    with _INDEX_LOCKS.hold(_folder_key(folder)):  # not while a query reads or saves it
+        save_hirag(hindex, folder)
+        partial_reports_path(folder).unlink(missing_ok=True)  # the build finished
+        with _LOCK:
+            _remember((_folder_key(folder), hindex.fingerprint), hindex)
+            _remember((_folder_key(folder), corpus_fingerprint(index)), hindex)
     return hindex

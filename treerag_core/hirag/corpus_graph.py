@@ -42,6 +42,24 @@ _SPACE = re.compile(r"\s+")
 _EDGE_PUNCT = " \t\"'`.,;:!?()[]{}<>“”‘’「」『』《》（），。；：！？、"
 
 
+def str_list(value: Any, what: str) -> tuple[str, ...]:
+    """A JSON list of strings as a tuple; anything else (a bare string, numbers) is refused.
+
+    Raises:
+        TypeError: `value` is not a list of strings; the message names `what`.
+    """
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise TypeError(f"{what} must be a list of strings, got {type(value).__name__}")
+    return tuple(value)
+
+
+def str_value(value: Any, what: str) -> str:
+    """A JSON string as is; a number or an object where an id belongs is refused."""
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must be a string, got {type(value).__name__}")
+    return value
+
+
 def normalise_name(name: str) -> str:
     """Merge key of an entity name: NFKC, case-folded, spaces collapsed, edge punctuation cut."""
     text = unicodedata.normalize("NFKC", name).casefold()
@@ -109,21 +127,23 @@ class CorpusGraph:
     def from_dict(cls, data: Mapping[str, Any]) -> CorpusGraph:
         entities = tuple(
             Entity(
-                key=str(e["key"]),
+                key=str_value(e["key"], "an entity key"),
                 name=str(e["name"]),
                 kind=str(e.get("kind", "")),
                 description=str(e.get("description", "")),
-                chunk_ids=tuple(str(c) for c in e.get("chunk_ids", ())),
+                chunk_ids=str_list(e.get("chunk_ids", []), f"chunk_ids of entity {e['key']!r}"),
             )
             for e in data["entities"]
         )
         relations = tuple(
             Relation(
-                source=str(r["source"]),
-                target=str(r["target"]),
+                source=str_value(r["source"], "a relation source"),
+                target=str_value(r["target"], "a relation target"),
                 weight=float(r["weight"]),
                 description=str(r.get("description", "")),
-                chunk_ids=tuple(str(c) for c in r.get("chunk_ids", ())),
+                chunk_ids=str_list(
+                    r.get("chunk_ids", []), f"chunk_ids of relation {r['source']!r}-{r['target']!r}"
+                ),
             )
             for r in data["relations"]
         )

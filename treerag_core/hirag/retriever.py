@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import TypeVar
 
 import numpy as np
 
@@ -16,6 +17,8 @@ from treerag_core.hirag.paths import BridgePath, find_path_with_required_nodes, 
 from treerag_core.hirag.store import HiragIndex
 from treerag_core.prompts import estimate_tokens
 from treerag_core.types import Chunk, ContextSection
+
+T = TypeVar("T")
 
 
 class Mode(StrEnum):
@@ -282,15 +285,13 @@ class HiragRetriever:
                 if n:
                     hits[c.community_id] = n
         ranked = sorted(hits, key=lambda cid: (-hits[cid], -self._communities[cid].level, cid))
-        kept, used = [], 0
-        for cid in ranked:
-            report = self.h.reports.get(cid)
-            cost = estimate_tokens(report.text()) if report else 0
-            if kept and used + cost > options.report_tokens:
-                break
-            kept.append(self._communities[cid])
-            used += cost
-        return tuple(kept)
+
+        def cost(community: Community) -> int:
+            report = self.h.reports.get(community.community_id)
+            return estimate_tokens(report.text()) if report else 0
+
+        ranked_communities = (self._communities[cid] for cid in ranked)
+        return tuple(within_budget(ranked_communities, cost, options.report_tokens))
 
     # ---- bridge ----------------------------------------------------------------------
     def _membership(self, options: HiragOptions) -> dict[str, str]:
@@ -422,7 +423,9 @@ class HiragRetriever:
             cited(f"{row['source']} — {row['target']}: {row['description']}", row["found_in"])
             for row in rows
         )
-        chunk_ids = tuple(dict.fromkeys(c for r in relations for c in r.chunk_ids))
+        chunk_ids = tuple(
+            dict.fromkeys(c for r in relations for c in self._in_scope(r.chunk_ids, scope))
+        )
         return ContextSection("relations", "Relations", text, tuple(rows), chunk_ids)
 
     def _report_section(
@@ -453,22 +456,21 @@ class HiragRetriever:
                 }
             )
             texts.append(cited(report.text(), rows[-1]["found_in"]))
-        chunk_ids = tuple(dict.fromkeys(x for c in communities for x in c.chunk_ids))
+        chunk_ids = tuple(
+            dict.fromkeys(x for c in communities for x in self._in_scope(c.chunk_ids, scope))
+        )
         return ContextSection(
             "reports", "Community reports", "\n\n".join(texts), tuple(rows), chunk_ids
         )
 
     # ---- budget ----------------------------------------------------------------------
     def _budget_units(self, units: Sequence[str], budget: int) -> tuple[str, ...]:
-        """Whole units in order while they fit the token budget (the first always)."""
-        kept, used = [], 0
-        for cid in dict.fromkeys(units):
-            cost = estimate_tokens(self.chunks[cid].text)
-            if kept and used + cost > budget:
-                break
-            kept.append(cid)
-            used += cost
-        return tuple(kept)
+        """Whole units in order (each once) while they fit the token budget."""
+        return tuple(
+            within_budget(
+                dict.fromkeys(units), lambda c: estimate_tokens(self.chunks[c].text), budget
+            )
+        )
 
 
 def cited(line: str, passage: str) -> str:
@@ -489,16 +491,23 @@ def path_text(path: BridgePath, name: Callable[[str], str]) -> str:
     return "".join(parts)
 
 
+def within_budget(items: Iterable[T], cost: Callable[[T], int], budget: int) -> list[T]:
+    """Whole items in order while their summed cost fits `budget`: the first always (an
+    answer needs one), and none after the first that does not fit (the order is the rank)."""
+    kept: list[T] = []
+    used = 0
+    for item in items:
+        spent = cost(item)
+        if kept and used + spent > budget:
+            break
+        kept.append(item)
+        used += spent
+    return kept
+
+
 def budget_chunks(chunks: Sequence[Chunk], budget: int) -> list[Chunk]:
     """Chunks in order while they fit `budget` tokens (naive mode's text-unit budget)."""
-    kept, used = [], 0
-    for chunk in chunks:
-        cost = estimate_tokens(chunk.text)
-        if kept and used + cost > budget:
-            break
-        kept.append(chunk)
-        used += cost
-    return kept
+    return within_budget(chunks, lambda chunk: estimate_tokens(chunk.text), budget)
 
 
 QueryVector = Callable[[str], np.ndarray]

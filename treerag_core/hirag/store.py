@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -12,11 +11,12 @@ from typing import Any, Protocol
 import networkx as nx
 import numpy as np
 
-from treerag_core.artifacts import read_json, read_npy
+from treerag_core.artifacts import read_json, read_jsonl, read_npy
 from treerag_core.errors import IndexFormatError
 from treerag_core.hirag.communities import Community
 from treerag_core.hirag.corpus_graph import CorpusGraph, Entity, Relation
 from treerag_core.hirag.reports import CommunityReport
+from treerag_core.store import recover_index, write_folder
 
 SCHEMA_VERSION = 1
 FOLDER = "hirag"
@@ -120,13 +120,19 @@ class HiragIndex:
 
 
 def save_hirag(hindex: HiragIndex, index_folder: str | Path) -> Path:
-    """Write the artifacts into `<index>/hirag/` (a temp folder renamed into place)."""
+    """Write the artifacts into `<index>/hirag/` as the index itself is written (a side
+    folder swapped in under a writer lock), so the previous graph, and the LLM reports paid
+    for in it, stay loadable until the new one is complete, also after a crash.
+
+    Raises:
+        IndexFormatError: `index_folder` is not a TreeRAG index.
+        IndexBusyError: another process is writing the same graph.
+    """
     root = Path(index_folder)
     if not (root / "manifest.json").is_file():
         raise IndexFormatError(f"{root} is not a TreeRAG index: no manifest.json")
-    target = root / FOLDER
-    tmp = Path(tempfile.mkdtemp(prefix=f".{FOLDER}.tmp-", dir=root))
-    try:
+
+    def write(tmp: Path) -> None:
         _write(tmp / "graph.json", hindex.graph.to_dict())
         _write(tmp / "communities.json", [c.to_dict() for c in hindex.communities])
         _write(tmp / "reports.json", [r.to_dict() for r in hindex.reports.values()])
@@ -135,13 +141,18 @@ def save_hirag(hindex: HiragIndex, index_folder: str | Path) -> Path:
         _write(tmp / "entity_tokens.json", hindex.entity_tokens)
         meta = {**hindex.meta, "schema_version": SCHEMA_VERSION}
         _write(tmp / "manifest.json", meta)  # last: a folder without it was never finished
-        if target.exists():
-            shutil.rmtree(target)
-        tmp.rename(target)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return target
+
+    return write_folder(root / FOLDER, write)
+
+
+def _graph_folder(index_folder: str | Path) -> Path:
+    """`<index>/hirag`, put back first if a save was killed between its two renames."""
+    folder = Path(index_folder) / FOLDER
+    if not (folder / "manifest.json").is_file() and any(
+        p.is_dir() for p in Path(index_folder).glob(f".{FOLDER}.old-*")
+    ):
+        recover_index(folder)
+    return folder
 
 
 def partial_reports_path(index_folder: str | Path) -> Path:
@@ -149,34 +160,56 @@ def partial_reports_path(index_folder: str | Path) -> Path:
 
 
 def save_partial_reports(index_folder: str | Path, reports: dict[str, CommunityReport]) -> None:
-    """Checkpoint LLM reports during a build, so an interrupted build resumes without re-asking."""
+    """Checkpoint LLM reports during a build, so an interrupted build resumes without re-asking
+    (written beside and renamed into place: a crash mid-write never tears the checkpoint)."""
     path = partial_reports_path(index_folder)
-    _write(path, [r.to_dict() for r in reports.values() if r.source == "llm"])
+    tmp = path.with_name(path.name + ".tmp")
+    _write(tmp, [r.to_dict() for r in reports.values() if r.source == "llm"])
+    tmp.replace(path)
 
 
 def load_partial_reports(index_folder: str | Path) -> dict[str, CommunityReport]:
-    """Content key -> LLM report from an interrupted build (empty when there is none)."""
+    """Content key -> LLM report from an interrupted build (empty when there is none).
+
+    As for the LLM graph cache (`llm_graph.load_graph_cache`): a damaged or oversized file is
+    an IndexFormatError the caller shows, rather than silently paying for every report
+    again; a single bad entry is skipped (it only costs asking for that report again).
+    """
     path = partial_reports_path(index_folder)
     if not path.is_file():
         return {}
-    try:
-        rows = read_json(path, list)
-        return {r["content_key"]: CommunityReport.from_dict(r) for r in rows}
-    except (IndexFormatError, ValueError, KeyError, TypeError, AttributeError):
-        return {}  # a torn checkpoint only costs re-asking
+    rows = read_json(
+        path, list, "move it away to write the reports again (their LLM calls are paid again)"
+    )
+    out = {}
+    for row in rows:
+        try:
+            report = CommunityReport.from_dict(row)
+        except (ValueError, KeyError, TypeError, AttributeError):
+            continue
+        if report.content_key:
+            out[report.content_key] = report
+    return out
 
 
 def has_hirag(index_folder: str | Path) -> bool:
-    return (Path(index_folder) / FOLDER / "manifest.json").is_file()
+    return (_graph_folder(index_folder) / "manifest.json").is_file()
 
 
-def load_hirag(index_folder: str | Path, dim: int | None = None) -> HiragIndex:
+def load_hirag(
+    index_folder: str | Path,
+    dim: int | None = None,
+    chunk_ids: Collection[str] | None = None,
+) -> HiragIndex:
     """Read `<index>/hirag/`; a missing, corrupt or other-version folder is an IndexFormatError.
 
     `dim` is the index's vector size (read from the index's manifest when not given): the
     entity vectors must have it, or every HiRAG search would fail on the first question.
+    `chunk_ids` are the index's chunks (read from its chunks.jsonl when not given): every
+    passage the graph and the communities cite must be one of them, or a query citing it
+    would fail.
     """
-    folder = Path(index_folder) / FOLDER
+    folder = _graph_folder(index_folder)
     if not (folder / "manifest.json").is_file():
         raise IndexFormatError(f"{Path(index_folder)} has no HiRAG graph; {BUILD_HINT}")
     meta = read_json(folder / "manifest.json", dict, BUILD_HINT)
@@ -210,6 +243,8 @@ def load_hirag(index_folder: str | Path, dim: int | None = None) -> HiragIndex:
                 f"{folder / 'communities.json'} is corrupt (community {c.community_id} names "
                 f"missing entities or a bad parent); {BUILD_HINT}"
             )
+    known = _index_chunk_ids(Path(index_folder)) if chunk_ids is None else chunk_ids
+    _check_chunk_ids(folder, graph, communities, known)
     tokens = read_json(folder / "entity_tokens.json", list, BUILD_HINT)
     if len(tokens) != len(graph.entities) or not all(
         isinstance(t, list) and all(isinstance(w, str) for w in t) for t in tokens
@@ -222,6 +257,38 @@ def load_hirag(index_folder: str | Path, dim: int | None = None) -> HiragIndex:
         dim = _index_dim(Path(index_folder))
     vectors = read_npy(folder / "entity_vectors.npy", dim, len(graph.entities), hint=BUILD_HINT)
     return HiragIndex(graph, communities, reports, vectors, tokens, meta)
+
+
+def _check_chunk_ids(
+    folder: Path, graph: CorpusGraph, communities: tuple[Community, ...], known: Collection[str]
+) -> None:
+    """Refuse a graph that cites a passage the index does not hold, naming file and entry."""
+    entries = [
+        *(("graph.json", f"entity {e.key!r}", e.chunk_ids) for e in graph.entities),
+        *(
+            ("graph.json", f"relation {r.source!r}-{r.target!r}", r.chunk_ids)
+            for r in graph.relations
+        ),
+        *(("communities.json", f"community {c.community_id!r}", c.chunk_ids) for c in communities),
+    ]
+    for name, entry, ids in entries:
+        unknown = next((c for c in ids if c not in known), None)
+        if unknown is not None:
+            raise IndexFormatError(
+                f"{folder / name} is corrupt ({entry} cites chunk {unknown!r}, which the "
+                f"index does not hold); {BUILD_HINT}"
+            )
+
+
+def _index_chunk_ids(root: Path) -> set[str]:
+    """The chunk ids in the index's own chunks.jsonl (what the graph may cite)."""
+    rows = read_jsonl(root / "chunks.jsonl", BUILD_HINT)
+    ids = {c for row in rows if isinstance(c := row.get("chunk_id"), str)}
+    if len(ids) != len(rows):
+        raise IndexFormatError(
+            f"{root / 'chunks.jsonl'} has a chunk without an id (or two sharing one); {BUILD_HINT}"
+        )
+    return ids
 
 
 def _index_dim(root: Path) -> int:
