@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from treerag_core.chunking import chunk_leaf, paragraph_spans
+from treerag_core.chunking import chunk_leaf, paragraph_spans, paragraph_units
 from treerag_core.types import Chunk, TreeNode
 
 CHUNK_SIZE, OVERLAP, MIN_CHARS = 200, 50, 20
@@ -99,14 +99,12 @@ def test_chunks_are_trimmed_and_sized(eval_chunks) -> None:
     assert len(short) <= 5, short
 
 
-def test_every_word_of_kept_paragraphs_is_covered(eval_chunks) -> None:
+def test_every_word_of_every_paragraph_is_covered(eval_chunks) -> None:
     for text, node, chunks in eval_chunks:
         covered = bytearray(len(text))
         for chunk in chunks:
             covered[chunk.start : chunk.end] = b"\x01" * (chunk.end - chunk.start)
         for start, end in paragraph_spans(text, node.start, node.end):
-            if end - start < MIN_CHARS:
-                continue
             # Letters and digits must all be kept; a lone table border "|" may be dropped.
             missing = [i for i in range(start, end) if not covered[i] and text[i].isalnum()]
             assert not missing, (node.doc_id, node.node_id, text[missing[0] : missing[0] + 40])
@@ -134,11 +132,29 @@ def test_words_are_only_split_inside_giant_tokens(eval_chunks) -> None:
     assert splits < 100  # a handful of URLs and blobs in the GitLab handbook
 
 
-def test_short_paragraph_is_one_chunk_and_tiny_ones_are_dropped() -> None:
+def test_short_paragraphs_join_their_neighbour_instead_of_being_dropped() -> None:
     text = "  Tiny.\n\nThe router uses a contextual bandit.  \n \nok\n\n"
     chunks = chunk_leaf(leaf(text), text)
-    assert [c.text for c in chunks] == ["The router uses a contextual bandit."]
+    # "Tiny." joins the paragraph after it; "ok", last, joins the unit before it.
+    assert [c.text for c in chunks] == ["Tiny.\n\nThe router uses a contextual bandit.  \n \nok"]
     assert chunks[0].chunk_id == "0007_chunk_00"
+    # A leaf holding only a short paragraph keeps it: no text is unreachable.
+    assert [c.text for c in chunk_leaf(leaf("ok"), "ok")] == ["ok"]
+
+
+def test_a_statutes_short_list_items_are_chunked_with_their_neighbours() -> None:
+    items = [
+        "第十七条 劳动合同应当具备以下条款：",
+        "（一）用人单位的名称、住所和法定代表人或者主要负责人；",
+    ]
+    items += ["（三）劳动合同期限；", "（四）工作内容和工作地点；", "（五）工作时间和休息休假；"]
+    text = "\n\n".join(items)
+    units = paragraph_units(text, 0, len(text), 20)
+    # The last item, short and with nothing after it, joins the unit before it.
+    assert [text[s:e].split("\n\n") for s, e in units] == [items[:2], items[2:]]
+    chunks = chunk_leaf(leaf(text), text, chunk_size=60, overlap=10)
+    covered = "".join(c.text for c in chunks)
+    assert all(item in covered for item in items)
 
 
 def test_windows_end_at_sentences_and_never_split_words() -> None:

@@ -233,3 +233,15 @@ def test_a_broken_cached_index_is_rebuilt_and_the_reason_said(tmp_path, capsys):
     dataset_index(data, plain, cache)  # the CLI's default: one line on stderr
     err = capsys.readouterr().err
     assert err.startswith("note: rebuilding the cached eval index tiny-") and err.count("\n") == 1
+
+
+def test_the_cache_key_changes_with_the_chunker(eval_dir, monkeypatch):
+    from treerag_core.config import IndexSettings
+    from treerag_core.evaluation import harness
+    from treerag_core.evaluation.dataset import load_dataset
+
+    dataset = load_dataset(eval_dir / "lecoqa_laws")
+    settings = IndexSettings(embedder="hashing")
+    before = harness.index_cache_key(dataset, settings)
+    monkeypatch.setattr(harness, "CHUNKER_VERSION", "next")
+    assert harness.index_cache_key(dataset, settings) != before

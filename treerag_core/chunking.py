@@ -8,6 +8,10 @@ import re
 from treerag_core.text_rules import is_unspaced, sentence_end_positions
 from treerag_core.types import Chunk, TreeNode
 
+# Bumped when the same text and settings would chunk differently: cached eval indexes are
+# keyed by it (2: short paragraphs join their neighbour instead of being dropped).
+CHUNKER_VERSION = "2"
+
 # A window prefers to end at a sentence (then line, then clause) end lying in its last third:
 # earlier cuts would make chunks much shorter than chunk_size for little gain.
 END_ZONE = 1 / 3
@@ -25,9 +29,10 @@ def chunk_leaf(
 ) -> list[Chunk]:
     """Chunks of one leaf, with `doc_text[chunk.start:chunk.end] == chunk.text` exactly.
 
-    The leaf's text (`doc_text[node.start:node.end]`) is split at blank lines. A paragraph
-    shorter than `min_chars` is dropped; one of at most `chunk_size` characters is one chunk;
-    a longer one is cut into windows of at most `chunk_size` characters, each ending at a
+    The leaf's text (`doc_text[node.start:node.end]`) is split at blank lines into units
+    (`paragraph_units`: a paragraph shorter than `min_chars` joins the next, so no text is
+    unreachable). A unit of at most `chunk_size` characters is one chunk; a longer one is cut
+    into windows of at most `chunk_size` characters, each ending at a
     sentence, line or clause end in its last third if there is one, else at the last word
     boundary (any point between Han characters counts). The next window starts about
     `overlap` characters before the previous end, at a word start. Only a single word longer
@@ -49,11 +54,8 @@ def chunk_leaf(
             "the node's content; pass the text the tree was parsed from"
         )
     spans: list[tuple[int, int]] = []
-    for start, end in paragraph_spans(doc_text, node.start, node.end):
-        length = end - start
-        if length < max(min_chars, 1):
-            continue
-        if length <= chunk_size:
+    for start, end in paragraph_units(doc_text, node.start, node.end, min_chars):
+        if end - start <= chunk_size:
             spans.append((start, end))
         else:
             spans.extend(_windows(doc_text, start, end, chunk_size, overlap, min_chars))
@@ -82,6 +84,28 @@ def paragraph_spans(text: str, start: int = 0, end: int | None = None) -> list[t
         if e > s:
             spans.append((s, e))
     return spans
+
+
+def paragraph_units(text: str, start: int, end: int, min_chars: int) -> list[tuple[int, int]]:
+    """The paragraphs of `text[start:end]`, each shorter than `min_chars` joined to the next.
+
+    Short paragraphs are real text: a statute's list items ("（三）劳动合同期限；"), the line
+    that introduces them, a one-line answer. Alone they are too short to score, dropped they
+    could never be found; joined to their neighbour they are read with it. A short run at
+    the end of the span joins the unit before it, or stands alone if there is none.
+    """
+    units: list[tuple[int, int]] = []
+    run: tuple[int, int] | None = None  # a run of short paragraphs not yet min_chars long
+    for s, e in paragraph_spans(text, start, end):
+        s = s if run is None else run[0]
+        if e - s < min_chars:
+            run = (s, e)
+            continue
+        units.append((s, e))
+        run = None
+    if run is not None:
+        units[-1:] = [(units[-1][0], run[1])] if units else [run]
+    return units
 
 
 def _trim(text: str, start: int, end: int) -> tuple[int, int]:

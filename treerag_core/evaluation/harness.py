@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from treerag_core.chunking import CHUNKER_VERSION
 from treerag_core.config import IndexSettings
 from treerag_core.convert import CONVERTER_VERSION
 from treerag_core.embedders import get_embedder, index_embedder
@@ -64,6 +65,7 @@ class EvalConfig:
 def index_cache_key(dataset: EvalDataset, settings: IndexSettings) -> str:
     """Content hash of the documents and the index settings: the cached index's folder name."""
     digest = hashlib.sha256(json.dumps(settings.to_dict(), sort_keys=True).encode())
+    digest.update(f"chunker {CHUNKER_VERSION}".encode())  # a new chunker means a new index
     if dataset.paged:  # the index holds converted text: a new converter means a new index
         digest.update(f"converter {CONVERTER_VERSION}".encode())
     for name in dataset.doc_names:
