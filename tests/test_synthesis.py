@@ -237,3 +237,47 @@ def test_an_extractive_answer_to_an_llm_request_without_a_key_is_a_fallback():
     failed = trace(enabled=True, client=True)
     failed.fallbacks.append(Fallback("synthesize", "auth", "401; extractive answer instead"))
     assert answer_fallbacks(failed) == failed.fallbacks  # recorded: said once, as recorded
+
+
+LAW = (
+    "## 第四章 劳动合同的解除和终止\n\n"
+    "第三十八条 用人单位有下列情形之一的，劳动者可以解除劳动合同：\n\n"
+    "（一）未按照劳动合同约定提供劳动保护或者劳动条件的；\n\n"
+    "（二）未及时足额支付劳动报酬的；\n\n"
+    "（六）法律、行政法规规定劳动者可以解除劳动合同的其他情形。\n\n"
+    "第三十九条 劳动者在试用期间被证明不符合录用条件的，用人单位可以解除劳动合同。\n"
+)
+
+
+def test_a_list_item_finds_the_line_that_opens_its_list() -> None:
+    from treerag_core.synthesis import is_list_item, lead_in
+
+    item = LAW.index("（六）")
+    assert is_list_item(LAW[item:]) and not is_list_item("第三十九条 劳动者在试用期间")
+    # Its earlier siblings are skipped; the article's opening line ends with a colon.
+    assert lead_in(LAW, item) == "第三十八条 用人单位有下列情形之一的，劳动者可以解除劳动合同："
+    # No list above: a paragraph without a colon, or a heading, ends the walk.
+    plain = "第三十九条 不是列表。\n\n（一）孤立的一项。"
+    assert lead_in(plain, plain.index("（一）")) == ""
+    headed = "## 标题\n\n（一）孤立的一项。"
+    assert lead_in(headed, headed.index("（一）")) == ""
+    # A long opening paragraph gives only its last sentence.
+    long_lead = "前文。" * 80 + "有下列情形之一的：\n\n(1) an item"
+    assert lead_in(long_lead, long_lead.index("(1)")) == "有下列情形之一的："
+
+
+def test_the_extractive_answer_quotes_a_list_item_with_its_lead_in() -> None:
+    from treerag_core.synthesis import Extract, Sentence, render_extract, with_lead_ins
+
+    start = LAW.index("（六）")
+    end = LAW.index("\n", start)
+    item = Sentence(LAW[start:end], "第四章", "law.md", start, end, 0, score=1.0)
+    done = with_lead_ins(Extract((item,), True, item), {"law.md": LAW})
+    text = "".join(render_extract(done, "zh"))
+    assert text.startswith("第三十八条 用人单位有下列情形之一的，劳动者可以解除劳动合同：…（六）")
+    assert text.endswith("[来源: 第四章]")
+    # When the answer already says the lead-in, it is not repeated.
+    lead_at = LAW.index("第三十八条")
+    lead = Sentence(LAW[lead_at : LAW.index("\n", lead_at)], "第四章", "law.md", lead_at, 0, 0)
+    both = with_lead_ins(Extract((lead, item), True, lead), {"law.md": LAW})
+    assert [s.lead_in for s in both.sentences] == ["", ""]

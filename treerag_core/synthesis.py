@@ -15,7 +15,7 @@ from treerag_core.pagemap import format_pages
 from treerag_core.prompt_budget import ANSWER_REPLY_TOKENS, check_fits
 from treerag_core.prompts import build_synthesis_prompt
 from treerag_core.text import tokenize
-from treerag_core.text_rules import detect_language, one_line, sentence_spans
+from treerag_core.text_rules import detect_language, heading_numbering, one_line, sentence_spans
 from treerag_core.types import ContextSection, Fallback, Language, RetrievedChunk, Trace
 
 EmbedMany = Callable[[Sequence[str]], np.ndarray]
@@ -34,6 +34,17 @@ SENTENCE_MARGIN = 400  # characters looked at around a passage to complete its s
 MIN_SENTENCE_CHARS = 12
 MEANING_WEIGHT = 0.6  # sentence score = 0.6 × cosine + 0.4 × share of question terms
 DUPLICATE_JACCARD = 0.7  # term overlap above which two sentences say the same
+# A list item is quoted with the line that opens its list; looked for this far back.
+LEAD_IN_CHARS = 3000
+LEAD_IN_MAX = 200  # a longer lead-in paragraph gives only its last sentence
+_LIST_ITEM_RANKS = {
+    ("zh", 5),
+    ("zh", 6),
+    ("zh", 7),
+    ("zh", 8),
+    ("paren", 1),
+}  # 款 项 一、 （一） (1)
+_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
 
 
 def evidence_pairs(
@@ -88,6 +99,7 @@ class Sentence:
     overlap: float = 0.0  # share of the question's terms it (or its section's title) contains
     score: float = 0.0
     heading: str = ""  # its passage's heading path, without pages
+    lead_in: str = ""  # for a list item: the line that opens its list ("…有下列情形之一的：")
 
 
 @dataclass(frozen=True)
@@ -142,6 +154,56 @@ def whole_sentences(
                 )
             )
     return out
+
+
+def is_list_item(text: str) -> bool:
+    """Whether a sentence opens with a list item's numbering: （一）, 一、, 第二款/项, (1), 1)."""
+    num = heading_numbering(text.lstrip())
+    return num is not None and (num.family, num.rank) in _LIST_ITEM_RANKS
+
+
+def lead_in(doc_text: str, start: int) -> str:
+    """The line that opens the list whose item starts at `start`, or "" if there is none.
+
+    Walks back over the item's earlier siblings, paragraph by paragraph, never past a
+    heading or `LEAD_IN_CHARS`; the first paragraph that is not an item is the lead-in when
+    it ends with a colon ("第三十八条 用人单位有下列情形之一的，劳动者可以解除劳动合同：").
+    """
+    floor = max(0, start - LEAD_IN_CHARS)
+    heading = doc_text.rfind("\n#", floor, start)
+    floor = heading + 1 if heading != -1 else floor
+    breaks = [m for m in _PARAGRAPH_BREAK.finditer(doc_text, floor, start)]
+    ends = [m.start() for m in breaks]
+    starts = [m.end() for m in breaks]
+    # Paragraphs before the item's own, nearest first: (start, end) pairs.
+    for p_start, p_end in zip(reversed([floor, *starts[:-1]]), reversed(ends), strict=True):
+        paragraph = doc_text[p_start:p_end].strip()
+        if not paragraph or paragraph.startswith("#"):
+            return ""
+        if is_list_item(paragraph):
+            continue
+        if not paragraph.endswith(("：", ":")):
+            return ""
+        if len(paragraph) > LEAD_IN_MAX:
+            spans = sentence_spans(paragraph)
+            paragraph = paragraph[spans[-1][0] : spans[-1][1]] if spans else ""
+        return one_line(paragraph)
+    return ""
+
+
+def with_lead_ins(result: Extract, doc_texts: Mapping[str, str]) -> Extract:
+    """The chosen list items with their lead-in, unless the answer already says it."""
+    said = {one_line(s.text) for s in result.sentences}
+    out = []
+    for sentence in result.sentences:
+        text = doc_texts.get(sentence.doc)
+        if text is not None and is_list_item(sentence.text):
+            lead = lead_in(text, sentence.start)
+            if lead and lead not in said:
+                sentence = replace(sentence, lead_in=lead)
+                said.add(lead)
+        out.append(sentence)
+    return replace(result, sentences=tuple(out))
 
 
 def _terms(text: str) -> set[str]:
@@ -270,7 +332,7 @@ def extract(
 ) -> Extract:
     candidates = whole_sentences(speaking_hits(hits), doc_texts)
     scored = score_sentences(question, question_vector, candidates, embed_many)
-    return choose_sentences(scored, threshold, max_sentences)
+    return with_lead_ins(choose_sentences(scored, threshold, max_sentences), doc_texts)
 
 
 def render_extract(result: Extract, language: Language) -> Iterator[str]:
@@ -281,7 +343,10 @@ def render_extract(result: Extract, language: Language) -> Iterator[str]:
         yield NOT_ANSWERED[language].format(path=where) if where else NO_EVIDENCE[language]
         return
     for n, sentence in enumerate(result.sentences):
-        text = inert_links(one_line(sentence.text))  # a document cannot plant a live link
+        text = one_line(sentence.text)
+        if sentence.lead_in:  # a list item alone would not say what it lists
+            text = f"{sentence.lead_in}…{text}"
+        text = inert_links(text)  # a document cannot plant a live link
         yield ("\n" if n else "") + f"{text} [{label}: {sentence.path}]"
 
 
