@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import ClassVar
 
 import pytest
 from fake_anthropic import FakeAnthropicServer, reply
@@ -34,9 +35,13 @@ def config(**changes) -> EvalConfig:
 
 
 @pytest.fixture(scope="module")
-def report(eval_dir, tmp_path_factory):
-    cache = tmp_path_factory.mktemp("cache")
-    return evaluate(eval_dir / "qasper", config(), cache_dir=cache)
+def index_cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("cache")
+
+
+@pytest.fixture(scope="module")
+def report(eval_dir, index_cache):
+    return evaluate(eval_dir / "qasper", config(), cache_dir=index_cache)
 
 
 def test_report_has_every_metric_per_strategy(report):
@@ -245,3 +250,56 @@ def test_the_cache_key_changes_with_the_chunker(eval_dir, monkeypatch):
     before = harness.index_cache_key(dataset, settings)
     monkeypatch.setattr(harness, "CHUNKER_VERSION", "next")
     assert harness.index_cache_key(dataset, settings) != before
+
+
+class SpyCrossEncoder:
+    """Stands in for the bundled model: scores by length and logs every pair it scored."""
+
+    name = "spy"
+    scored: ClassVar[list[tuple[str, str]]] = []
+
+    def score(self, query, passages, batch_size=16):
+        import numpy as np
+
+        SpyCrossEncoder.scored.extend((query, p) for p in passages)
+        return np.array([float(len(p) % 97) for p in passages])
+
+
+@pytest.fixture
+def spy_model(monkeypatch):
+    from treerag_core import rerank
+
+    SpyCrossEncoder.scored = []
+    monkeypatch.setattr(rerank, "OnnxCrossEncoder", SpyCrossEncoder)
+    rerank.get_reranker.cache_clear()  # the real CachedReranker, around the spy
+    yield SpyCrossEncoder
+    rerank.get_reranker.cache_clear()
+
+
+def _pairs_scored(eval_dir, cache, strategies) -> int:
+    reranked = QuerySettings().set("answer.final_top_k", 10)  # rerank on, bundled-en
+    SpyCrossEncoder.scored = []
+    evaluate(
+        eval_dir / "qasper",
+        config(strategies=strategies, limit=2, query_settings=reranked),
+        cache_dir=cache,
+    )
+    return len(SpyCrossEncoder.scored)
+
+
+def test_each_strategy_run_starts_from_a_cold_score_cache(eval_dir, index_cache, spy_model):
+    # Both read `heading path + passage` and pool many of the same passages: with one warm
+    # cache shared between runs, the second would read the first's scores and its rerank
+    # latency would mean nothing.
+    tree = _pairs_scored(eval_dir, index_cache, ("treerag",))
+    flat = _pairs_scored(eval_dir, index_cache, ("flat-structured",))
+    assert tree > 0 and flat > 0
+    both = _pairs_scored(eval_dir, index_cache, ("treerag", "flat-structured"))
+    assert both == tree + flat
+
+
+def test_one_run_still_reuses_its_own_scores(eval_dir, index_cache, spy_model):
+    # treerag's routing check scores passages that step 2b then reads from the cache.
+    _pairs_scored(eval_dir, index_cache, ("treerag",))
+    assert spy_model.scored
+    assert len(spy_model.scored) == len(set(spy_model.scored))

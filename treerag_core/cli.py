@@ -778,7 +778,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     used = report["settings"]
     print(
         f"top-k {used['top_k']} passages per question (budget metrics walk them); "
-        f"candidate window {used['candidate_window']} for every strategy"
+        f"candidate window {used['candidate_window']} for every strategy; each strategy's "
+        "latency is measured from a cold cache (query vectors and cross-encoder scores)"
     )
     left_out = ", ".join(f"{n} {why}" for why, n in report["left_out"].items()) or "none"
     print(f"n = questions scored; left out of every mean (whole set): {left_out}")

@@ -15,7 +15,7 @@ from treerag_core.chunking import CHUNKER_VERSION
 from treerag_core.config import IndexSettings
 from treerag_core.convert import CONVERTER_VERSION
 from treerag_core.embedders import get_embedder, index_embedder
-from treerag_core.errors import IndexFormatError, QueryError
+from treerag_core.errors import IndexFormatError, QueryError, TreeRAGError
 from treerag_core.evaluation.dataset import (
     EvalDataset,
     EvalQuestion,
@@ -26,6 +26,7 @@ from treerag_core.evaluation.metrics import Passage, aggregate, question_metrics
 from treerag_core.index import CorpusIndex, build_index, graph_stage
 from treerag_core.names import Locator
 from treerag_core.pipeline import Engine, run
+from treerag_core.rerank import clear_score_cache
 from treerag_core.settings import QuerySettings
 from treerag_core.store import load_index, save_index
 from treerag_core.strategies import get_strategy, strategy_names
@@ -126,6 +127,19 @@ def with_graphs(base: CorpusIndex, settings: IndexSettings) -> CorpusIndex:
     )
     index.graphs, index.graph_vectors = graph_stage(index, get_embedder(settings.embedder))
     return index
+
+
+def _cold_scores(engine: Engine, settings: QuerySettings) -> None:
+    """Empty the cross-encoder's score cache before a run: scores are cached per (question,
+    passage), so without this a strategy run after another one on the same question would
+    read the first one's scores and time nearly no rerank. Reuse inside one run stays."""
+    if not settings.rerank.enabled:
+        return
+    try:
+        reranker = engine.reranker_factory(settings.rerank.model)
+    except TreeRAGError:
+        return  # the run itself reports the load failure
+    clear_score_cache(reranker)
 
 
 def oracle_leaves(index: CorpusIndex, question: EvalQuestion) -> list[str]:
@@ -259,6 +273,7 @@ def evaluate(
                 needs_gold = get_strategy(strategy).needs_gold_leaves
                 leaves = oracle_leaves(index, question) if needs_gold else None
                 engine.clear_cache()  # every strategy pays for its own query embedding
+                _cold_scores(engine, row_settings)  # ... and for its own cross-encoder scores
                 started = time.perf_counter()
                 try:
                     trace = run(
