@@ -55,7 +55,7 @@ def test_report_has_every_metric_per_strategy(report):
                 assert key in metrics
         assert 0.0 <= metrics["recall@1000c"] <= metrics["recall@2000c"] <= 1.0
         assert metrics["latency_ms"]["total"]["p50"] <= metrics["latency_ms"]["total"]["p95"]
-        assert metrics["n_left_out"] == 6
+        assert metrics["n_left_out"] == 0  # none among the first 3 (--limit walked them)
     assert "section_hit@5" in report["strategies"]["treerag"]
     assert "section_hit@5" not in report["strategies"]["flat-hybrid"]
     # The oracle picks the gold leaves, so its section hit is perfect by construction.
@@ -303,3 +303,18 @@ def test_one_run_still_reuses_its_own_scores(eval_dir, index_cache, spy_model):
     _pairs_scored(eval_dir, index_cache, ("treerag",))
     assert spy_model.scored
     assert len(spy_model.scored) == len(set(spy_model.scored))
+
+
+@pytest.mark.parametrize(("limit", "n_left_out"), [(4, 0), (5, 1), (None, 6)])
+def test_left_out_counts_the_questions_a_limit_walks(eval_dir, limit, n_left_out):
+    from treerag_core.evaluation.dataset import load_dataset
+    from treerag_core.evaluation.harness import considered_questions
+
+    dataset = load_dataset(eval_dir / "qasper")
+    questions, counted = considered_questions(dataset, limit)
+    assert questions == list(dataset.usable_questions[:limit])
+    # The set's fifth question is left out: a limit of 5 usable ones walks past it.
+    assert not dataset.questions[4].usable
+    assert sum(counted.values()) == n_left_out
+    if limit is None:
+        assert counted == {k: n for k, n in dataset.left_out.items() if n}
