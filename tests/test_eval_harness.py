@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import ClassVar
 
 import pytest
 from fake_anthropic import FakeAnthropicServer, reply
@@ -34,9 +35,13 @@ def config(**changes) -> EvalConfig:
 
 
 @pytest.fixture(scope="module")
-def report(eval_dir, tmp_path_factory):
-    cache = tmp_path_factory.mktemp("cache")
-    return evaluate(eval_dir / "qasper", config(), cache_dir=cache)
+def index_cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("cache")
+
+
+@pytest.fixture(scope="module")
+def report(eval_dir, index_cache):
+    return evaluate(eval_dir / "qasper", config(), cache_dir=index_cache)
 
 
 def test_report_has_every_metric_per_strategy(report):
@@ -50,7 +55,7 @@ def test_report_has_every_metric_per_strategy(report):
                 assert key in metrics
         assert 0.0 <= metrics["recall@1000c"] <= metrics["recall@2000c"] <= 1.0
         assert metrics["latency_ms"]["total"]["p50"] <= metrics["latency_ms"]["total"]["p95"]
-        assert metrics["n_left_out"] == 6
+        assert metrics["n_left_out"] == 0  # none among the first 3 (--limit walked them)
     assert "section_hit@5" in report["strategies"]["treerag"]
     assert "section_hit@5" not in report["strategies"]["flat-hybrid"]
     # The oracle picks the gold leaves, so its section hit is perfect by construction.
@@ -245,3 +250,71 @@ def test_the_cache_key_changes_with_the_chunker(eval_dir, monkeypatch):
     before = harness.index_cache_key(dataset, settings)
     monkeypatch.setattr(harness, "CHUNKER_VERSION", "next")
     assert harness.index_cache_key(dataset, settings) != before
+
+
+class SpyCrossEncoder:
+    """Stands in for the bundled model: scores by length and logs every pair it scored."""
+
+    name = "spy"
+    scored: ClassVar[list[tuple[str, str]]] = []
+
+    def score(self, query, passages, batch_size=16):
+        import numpy as np
+
+        SpyCrossEncoder.scored.extend((query, p) for p in passages)
+        return np.array([float(len(p) % 97) for p in passages])
+
+
+@pytest.fixture
+def spy_model(monkeypatch):
+    from treerag_core import rerank
+
+    SpyCrossEncoder.scored = []
+    monkeypatch.setattr(rerank, "OnnxCrossEncoder", SpyCrossEncoder)
+    rerank.get_reranker.cache_clear()  # the real CachedReranker, around the spy
+    yield SpyCrossEncoder
+    rerank.get_reranker.cache_clear()
+
+
+def _pairs_scored(eval_dir, cache, strategies) -> int:
+    reranked = QuerySettings().set("answer.final_top_k", 10)  # rerank on, bundled-en
+    SpyCrossEncoder.scored = []
+    evaluate(
+        eval_dir / "qasper",
+        config(strategies=strategies, limit=2, query_settings=reranked),
+        cache_dir=cache,
+    )
+    return len(SpyCrossEncoder.scored)
+
+
+def test_each_strategy_run_starts_from_a_cold_score_cache(eval_dir, index_cache, spy_model):
+    # Both read `heading path + passage` and pool many of the same passages: with one warm
+    # cache shared between runs, the second would read the first's scores and its rerank
+    # latency would mean nothing.
+    tree = _pairs_scored(eval_dir, index_cache, ("treerag",))
+    flat = _pairs_scored(eval_dir, index_cache, ("flat-structured",))
+    assert tree > 0 and flat > 0
+    both = _pairs_scored(eval_dir, index_cache, ("treerag", "flat-structured"))
+    assert both == tree + flat
+
+
+def test_one_run_still_reuses_its_own_scores(eval_dir, index_cache, spy_model):
+    # treerag's routing check scores passages that step 2b then reads from the cache.
+    _pairs_scored(eval_dir, index_cache, ("treerag",))
+    assert spy_model.scored
+    assert len(spy_model.scored) == len(set(spy_model.scored))
+
+
+@pytest.mark.parametrize(("limit", "n_left_out"), [(4, 0), (5, 1), (None, 6)])
+def test_left_out_counts_the_questions_a_limit_walks(eval_dir, limit, n_left_out):
+    from treerag_core.evaluation.dataset import load_dataset
+    from treerag_core.evaluation.harness import considered_questions
+
+    dataset = load_dataset(eval_dir / "qasper")
+    questions, counted = considered_questions(dataset, limit)
+    assert questions == list(dataset.usable_questions[:limit])
+    # The set's fifth question is left out: a limit of 5 usable ones walks past it.
+    assert not dataset.questions[4].usable
+    assert sum(counted.values()) == n_left_out
+    if limit is None:
+        assert counted == {k: n for k, n in dataset.left_out.items() if n}

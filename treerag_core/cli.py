@@ -747,11 +747,15 @@ def cmd_eval(args: argparse.Namespace) -> int:
         )
     except ValueError as exc:  # an unknown strategy, --top-k < 1
         raise SettingsError(str(exc)) from exc
+    if args.llm:  # no key (or server) would make every +llm row the local one: refuse now
+        _llm_client(args, "--llm")
     tty = sys.stderr.isatty()
+    index_update, index_close = _progress_bars()  # building the set's index, when not cached
     bar = tqdm(total=0, desc="evaluating", unit="run", file=sys.stderr, disable=not tty)
     plain = PlainProgress(sys.stderr, units={"evaluating": "runs"})
 
     def progress(done: int, total: int) -> None:
+        index_close()  # the index is built (or loaded) once the first run is done
         if not tty:
             plain.update("evaluating", done, total)
             return
@@ -766,8 +770,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
             cache_dir=Path(args.cache),
             progress=progress,
             api_key=api_key_for(query.llm.provider) if args.llm else None,
+            index_progress=index_update,
         )
     finally:
+        index_close()
         bar.close()
     if args.out:
         write_report(Path(args.out), report)
@@ -778,15 +784,52 @@ def cmd_eval(args: argparse.Namespace) -> int:
     used = report["settings"]
     print(
         f"top-k {used['top_k']} passages per question (budget metrics walk them); "
-        f"candidate window {used['candidate_window']} for every strategy"
+        f"candidate window {used['candidate_window']} for every strategy; each strategy's "
+        "latency is measured from a cold cache (query vectors and cross-encoder scores)"
     )
-    left_out = ", ".join(f"{n} {why}" for why, n in report["left_out"].items()) or "none"
-    print(f"n = questions scored; left out of every mean (whole set): {left_out}")
+    print(f"n = questions scored; {_left_out_line(report, args.limit)}")
     for reason, count in report["skipped"].items():
         print(f"skipped {count}x: {reason}")
+    _llm_fallback_note(report)
     if report["partial"]:
         print("(interrupted: partial report)")
+        return 130  # as Ctrl-C anywhere else; the partial report is written above
     return 0
+
+
+def _left_out_line(report: dict, limit: int | None) -> str:
+    """What `left out` counts: the questions --limit walked; the whole set's beside it."""
+
+    def listed(counts: dict) -> str:
+        return ", ".join(f"{n} {why}" for why, n in counts.items() if n) or "none"
+
+    whole = listed(report["left_out"])
+    if limit is None:
+        return f"left out of every mean: {whole}"
+    walked = listed(report.get("left_out_considered", {}))
+    return f"left out among the questions --limit walked: {walked} (whole set: {whole})"
+
+
+def _llm_fallback_note(report: dict) -> None:
+    """One stderr line per `+llm` row whose LLM locator fell back on some questions: the
+    row is then (partly) the local locator's, which its numbers alone do not show."""
+    for row, records in report["questions"].items():
+        if not row.endswith("+llm") or not records:
+            continue
+        reasons: dict[str, int] = {}
+        for record in records:
+            for fallback in record["fallbacks"]:
+                stage, _, reason = fallback.partition(":")
+                if stage == "locate":
+                    reasons[reason] = reasons.get(reason, 0) + 1
+                    break
+        if reasons:
+            why = ", ".join(f"{reason} {n}x" for reason, n in reasons.items())
+            print(
+                f"note: the LLM locator was not used for {sum(reasons.values())} of "
+                f"{len(records)} questions of {row} ({why}); those used the local locator",
+                file=sys.stderr,
+            )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -894,7 +937,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--out", default=None, help="write the JSON report here")
     p.add_argument("--llm", action="store_true", help="allow LLM calls (see --provider)")
-    p.add_argument("--cache", default="data/eval-cache", help="where built indexes are cached")
+    p.add_argument(
+        "--cache",
+        default="data/eval-cache",
+        help="where built indexes are cached (default %(default)s, under the working directory)",
+    )
     p.add_argument("--embedder", default=None, help=EMBEDDER_HELP)
     _add_tree_options(p)
     _add_shared_retrieval_options(p)

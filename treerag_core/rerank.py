@@ -262,6 +262,17 @@ class CachedReranker:
                     self._scores.popitem(last=False)
         return np.array([known[k] for k in keys], dtype=np.float64)
 
+    def clear(self) -> None:
+        """Forget every cached score (an eval times each strategy from a cold cache)."""
+        with self._lock:
+            self._scores.clear()
+
+
+def clear_score_cache(reranker: object) -> None:
+    """Empty `reranker`'s score cache, if it keeps one (a bare model keeps none)."""
+    if isinstance(reranker, CachedReranker):
+        reranker.clear()
+
 
 @functools.lru_cache(maxsize=8)
 def get_reranker(model: str) -> Reranker:

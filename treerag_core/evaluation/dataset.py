@@ -230,9 +230,12 @@ def _question_rows(
         yield where, row
 
 
-def dataset_sources(dataset: EvalDataset) -> list:
+def dataset_sources(
+    dataset: EvalDataset, progress: Callable[[int, int], None] | None = None
+) -> list:
     """The set's documents as SourceDocuments (PDFs converted, with their page map); every
     file is read by `EvalDataset.doc_bytes` (inside the set's roots, size-capped).
+    `progress(done, total)` hears of each PDF converted (a PDF set takes minutes).
 
     Raises:
         EvalDataError: a document is outside the roots, too large, not UTF-8 or not readable.
@@ -250,7 +253,7 @@ def dataset_sources(dataset: EvalDataset) -> list:
             sources.append(SourceDocument(name, text))
         return sources
     uploads = [(name, dataset.doc_bytes(name)) for name in dataset.doc_names]
-    sources, rejected = sources_from_uploads(uploads, dataset.max_bytes)
+    sources, rejected = sources_from_uploads(uploads, dataset.max_bytes, progress=progress)
     if rejected:
         raise EvalDataError("; ".join(r.reason for r in rejected))
     return sources

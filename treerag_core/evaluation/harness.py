@@ -15,7 +15,7 @@ from treerag_core.chunking import CHUNKER_VERSION
 from treerag_core.config import IndexSettings
 from treerag_core.convert import CONVERTER_VERSION
 from treerag_core.embedders import get_embedder, index_embedder
-from treerag_core.errors import IndexFormatError, QueryError
+from treerag_core.errors import IndexFormatError, QueryError, TreeRAGError
 from treerag_core.evaluation.dataset import (
     EvalDataset,
     EvalQuestion,
@@ -26,12 +26,14 @@ from treerag_core.evaluation.metrics import Passage, aggregate, question_metrics
 from treerag_core.index import CorpusIndex, build_index, graph_stage
 from treerag_core.names import Locator
 from treerag_core.pipeline import Engine, run
+from treerag_core.rerank import clear_score_cache
 from treerag_core.settings import QuerySettings
 from treerag_core.store import load_index, save_index
 from treerag_core.strategies import get_strategy, strategy_names
 from treerag_core.types import Trace, Usage
 
 Progress = Callable[[int, int], None]
+IndexProgress = Callable[[str, int, int], None]  # (stage, done, total), as `build_index` says
 
 
 @dataclass(frozen=True)
@@ -78,12 +80,13 @@ def dataset_index(
     dataset: EvalDataset,
     settings: IndexSettings,
     cache_dir: Path | None,
-    progress: Callable[[str, int, int], None] | None = None,
+    progress: IndexProgress | None = None,
     note: Callable[[str], None] | None = None,
 ) -> CorpusIndex:
     """One index over all the set's documents (doc scope restricts each query to its docs),
     built once and cached by content hash. A cached index that cannot be loaded is rebuilt,
-    and `note` (default: a line on stderr) is told why."""
+    and `note` (default: a line on stderr) is told why. `progress` hears each stage of a
+    build (convert, parse, embed, ...), which can take minutes."""
     folder = cache_dir / index_cache_key(dataset, settings) if cache_dir else None
     if folder is not None and (folder / "manifest.json").is_file():
         try:
@@ -96,7 +99,8 @@ def dataset_index(
         plain = replace(settings, graph_min_leaf_chars=0)
         index = with_graphs(dataset_index(dataset, plain, cache_dir, progress, note), settings)
     else:
-        sources = dataset_sources(dataset)
+        convert = None if progress is None else lambda d, t: progress("convert", d, t)
+        sources = dataset_sources(dataset, progress=convert)
         index = build_index(sources, settings, get_embedder(settings.embedder), progress=progress)
     if folder is not None:
         save_index(index, folder)
@@ -126,6 +130,37 @@ def with_graphs(base: CorpusIndex, settings: IndexSettings) -> CorpusIndex:
     )
     index.graphs, index.graph_vectors = graph_stage(index, get_embedder(settings.embedder))
     return index
+
+
+def _cold_scores(engine: Engine, settings: QuerySettings) -> None:
+    """Empty the cross-encoder's score cache before a run: scores are cached per (question,
+    passage), so without this a strategy run after another one on the same question would
+    read the first one's scores and time nearly no rerank. Reuse inside one run stays."""
+    if not settings.rerank.enabled:
+        return
+    try:
+        reranker = engine.reranker_factory(settings.rerank.model)
+    except TreeRAGError:
+        return  # the run itself reports the load failure
+    clear_score_cache(reranker)
+
+
+def considered_questions(
+    dataset: EvalDataset, limit: int | None
+) -> tuple[list[EvalQuestion], dict[str, int]]:
+    """The first `limit` usable questions (None: all), and per reason how many questions were
+    left out on the way to them (in file order), so `n` and `left out` describe one slice."""
+    questions: list[EvalQuestion] = []
+    left_out: dict[str, int] = {}
+    for question in dataset.questions:
+        if limit is not None and len(questions) >= limit:
+            break
+        if question.left_out_reason is None:
+            questions.append(question)
+        else:
+            reason = question.left_out_reason
+            left_out[reason] = left_out.get(reason, 0) + 1
+    return questions, left_out
 
 
 def oracle_leaves(index: CorpusIndex, question: EvalQuestion) -> list[str]:
@@ -225,14 +260,17 @@ def evaluate(
     progress: Progress | None = None,
     api_key: str | None = None,
     index: CorpusIndex | None = None,
+    index_progress: IndexProgress | None = None,
 ) -> dict[str, Any]:
-    """Run every strategy on every usable question; Ctrl-C returns a partial, valid report."""
+    """Run every strategy on every usable question; Ctrl-C returns a partial, valid report.
+
+    `progress` hears each (question, strategy) run; `index_progress` each stage of building
+    the set's index when it is not cached.
+    """
     dataset = load_dataset(Path(data_dir))
-    questions = list(dataset.usable_questions)
-    if config.limit is not None:
-        questions = questions[: config.limit]
+    questions, left_out = considered_questions(dataset, config.limit)
     if index is None:
-        index = dataset_index(dataset, config.index_settings, cache_dir)
+        index = dataset_index(dataset, config.index_settings, cache_dir, index_progress)
     # The index (cached on disk, or given) names its embedder; an st: folder loads only when
     # it is the one the run was asked for (`--embedder`) or TREERAG_EMBEDDER.
     embedder = index_embedder(index.embedder_name, named=(config.index_settings.embedder,))
@@ -259,6 +297,7 @@ def evaluate(
                 needs_gold = get_strategy(strategy).needs_gold_leaves
                 leaves = oracle_leaves(index, question) if needs_gold else None
                 engine.clear_cache()  # every strategy pays for its own query embedding
+                _cold_scores(engine, row_settings)  # ... and for its own cross-encoder scores
                 started = time.perf_counter()
                 try:
                     trace = run(
@@ -294,7 +333,7 @@ def evaluate(
                     located[row] = located[row] + trace.locate.usage
     except KeyboardInterrupt:
         partial = True
-    n_left_out = len(dataset.questions) - len(dataset.usable_questions)
+    n_left_out = sum(left_out.values())
     strategies = {}
     for row, _, _ in runs:
         if not per[row]:
@@ -320,7 +359,8 @@ def evaluate(
             "query": settings.to_dict(),
             "embedder": index.embedder_name,
         },
-        "left_out": dict(dataset.left_out),
+        "left_out": dict(dataset.left_out),  # the whole set's
+        "left_out_considered": left_out,  # among the questions `limit` walked (n_left_out)
         "skipped": skipped,
         "evidence_missing": dataset.n_evidence_missing,
         "strategies": strategies,
