@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
@@ -282,6 +283,23 @@ def _positive_int(text: str) -> int:
 
 
 def cmd_index(args: argparse.Namespace) -> int:
+    from treerag_core.errors import IndexBusyError
+    from treerag_core.store import run_lock
+
+    output = Path(args.output)
+    # Held from the first read to the last write: a second run refuses at its start instead
+    # of both building and the last to finish silently replacing the other's index.
+    with contextlib.ExitStack() as stack:
+        try:
+            stack.enter_context(run_lock(output))
+        except IndexBusyError:
+            raise IndexBusyError(
+                f"another index run is writing to {output}; wait for it or pick another --output"
+            ) from None
+        return _index_locked(args, output)
+
+
+def _index_locked(args: argparse.Namespace, output: Path) -> int:
     from treerag_core.embedders import get_embedder
     from treerag_core.index import build_index, corpus_stats
     from treerag_core.ingest import sources_from_paths
@@ -321,7 +339,6 @@ def cmd_index(args: argparse.Namespace) -> int:
         print("error: no readable document among the inputs", file=sys.stderr)
         return 2
     previous = None
-    output = Path(args.output)
     if (output / "manifest.json").is_file():
         try:
             previous = load_index(output)
@@ -369,15 +386,61 @@ def cmd_index(args: argparse.Namespace) -> int:
     stats = corpus_stats(index)
     seconds = time.perf_counter() - started
     print(
-        f"indexed {stats['documents']} documents: {stats['nodes']} nodes, "
+        f"indexed {_count(stats['documents'], 'document')}: {stats['nodes']} nodes, "
         f"{stats['leaves']} leaves, {stats['chunks']} chunks, longest leaf "
         f"{stats['longest_leaf_chars']} chars, embedder {index.embedder_name}, "
         f"{seconds:.1f} s -> {output}"
     )
+    if previous is not None:
+        print(_changes_line(previous, index, embedder, output))
     _print_graph_summary(index, graph_extractor)
     if rejected:
         print(f"{len(rejected)} file(s) skipped (see above)")
     return 0
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _names(names: Sequence[str], shown: int = 3) -> str:
+    """`a, b, c and 4 more`: a few names, the rest counted."""
+    head = ", ".join(names[:shown])
+    return f"{head} and {len(names) - shown} more" if len(names) > shown else head
+
+
+def _changes_line(previous, index, embedder, output: Path) -> str:
+    """What this run changed against the index that was in `output`: documents added,
+    updated (new content), unchanged (their vectors reused, or re-embedded when the
+    embedder or chunking changed) and removed (named: the folder holds exactly the inputs)."""
+    before = {d.name: d for d in previous.documents}
+    after = {d.name: d for d in index.documents}
+    added = [n for n in after if n not in before]
+    updated = [n for n in after if n in before and after[n].sha256 != before[n].sha256]
+    same = [n for n in after if n in before and after[n].sha256 == before[n].sha256]
+    removed = sorted(n for n in before if n not in after)
+    reused = sum(_vectors_reused(previous, index, embedder, n) for n in same)
+    parts = [f"{len(added)} added", f"{len(updated)} updated"]
+    if reused == len(same):
+        parts.append(f"{len(same)} unchanged (vectors reused)")
+    else:
+        parts.append(
+            f"{len(same)} unchanged ({reused} reused their vectors, {len(same) - reused} "
+            "re-embedded: the embedder or chunking changed)"
+        )
+    parts.append(f"{len(removed)} removed" + (f" ({_names(removed)})" if removed else ""))
+    return f"changes against the previous index in {output}: " + ", ".join(parts)
+
+
+def _vectors_reused(previous, index, embedder, name: str) -> bool:
+    """True when build_index took the document's vectors from the previous index (its own
+    rule: same embedder, same chunking, same chunk texts)."""
+    from treerag_core.index import _reusable_embeddings
+
+    doc = next(d for d in index.documents if d.name == name)
+    cached = _reusable_embeddings(previous, index.settings, embedder).get(doc.sha256)
+    texts = [c.text for c in index.chunks if c.doc_id == doc.doc_id]
+    return cached is not None and cached[0] == texts
 
 
 def cmd_qdrant_push(args: argparse.Namespace) -> int:
@@ -803,7 +866,13 @@ def build_parser() -> argparse.ArgumentParser:
         required=True,
         help="files or folders (.md .markdown .txt .pdf .docx .html .htm)",
     )
-    p.add_argument("--output", required=True, help="index folder (updated in place, atomically)")
+    p.add_argument(
+        "--output",
+        required=True,
+        help="index folder; it becomes an index of exactly the --input documents: documents "
+        "of an earlier run there that are not among them are removed, unchanged ones reuse "
+        "their vectors (written atomically; one run at a time per folder)",
+    )
     p.add_argument("--mock", action="store_true", help="hashing embedder: no model load")
     p.add_argument("--embedder", default=None, help=EMBEDDER_HELP)
     _add_tree_options(p)
