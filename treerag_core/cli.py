@@ -332,7 +332,7 @@ def _index_locked(args: argparse.Namespace, output: Path) -> int:
     finally:
         close()
     for bad in rejected:
-        print(terminal_safe(f"skipped {bad.name}: {bad.reason}"), file=sys.stderr)
+        print(terminal_safe(f"skipped {bad.name}: {_reason(bad)}"), file=sys.stderr)
     for note in notes:
         print(terminal_safe(f"note: {note}"), file=sys.stderr)
     if not sources:
@@ -397,6 +397,13 @@ def _index_locked(args: argparse.Namespace, output: Path) -> int:
     if rejected:
         print(f"{len(rejected)} file(s) skipped (see above)")
     return 0
+
+
+def _reason(bad) -> str:
+    """A rejected input's reason without its leading name or path (the line names it)."""
+    head, sep, rest = bad.reason.partition(": ")
+    same = head == bad.name or head.endswith(("/" + bad.name, os.sep + bad.name))
+    return rest if sep and same else bad.reason
 
 
 def _count(n: int, noun: str) -> str:
@@ -612,25 +619,70 @@ def _answer(engine, question: str, settings: QuerySettings, leaves, as_json: boo
         print(render_footer(trace), end="")
 
 
+def unused_option_notes(args: argparse.Namespace, settings: QuerySettings) -> list[str]:
+    """One line per option the user gave that the chosen strategy does not use (its
+    declarations in strategies/base.py), and for a --top-k the candidate window caps."""
+    strategy = get_strategy(settings.strategy)
+    name, notes = strategy.name, []
+    given = {flag for flag in ("leaves", "locator", "max_leaves") if getattr(args, flag, None)}
+    if "leaves" in given and not strategy.locates:
+        notes.append(f"--leaves is not used: {name} does not locate sections")
+    for flag in sorted(given & {"locator", "max_leaves"}):
+        option = "--" + flag.replace("_", "-")
+        if not strategy.uses_locator:
+            notes.append(f"{option} is not used: {name} has no section locator")
+        elif "leaves" in given:
+            notes.append(f"{option} is not used: --leaves picks the sections")
+    if getattr(args, "drilldown_layers", None) and strategy.options_type is not DrilldownOptions:
+        notes.append(f"--drilldown-layers is not used: only drilldown reads it, not {name}")
+    effective = strategy.effective_settings(settings).retrieve
+    for flag, value, runs in (
+        ("--dense-weight", getattr(args, "dense_weight", None), effective.dense_weight),
+        ("--fusion", getattr(args, "fusion", None), effective.fusion),
+    ):
+        if value is not None and value != runs:
+            notes.append(f"{flag} {value} is not used: {name} runs with {runs}")
+    top_k, window = settings.answer.final_top_k, settings.retrieve.candidate_window
+    if getattr(args, "top_k", None) is not None and settings.answer.context_chars:
+        notes.append("--top-k is not used: --context-chars fills the answer's context instead")
+    elif top_k > window:
+        notes.append(
+            f"--top-k {top_k} is capped at the candidate window, {window}; "
+            f"raise --candidate-window to keep more"
+        )
+    return notes
+
+
+def _print_notes(args: argparse.Namespace, settings: QuerySettings) -> None:
+    for note in unused_option_notes(args, settings):
+        print(f"note: {note}", file=sys.stderr)
+
+
 def cmd_query(args: argparse.Namespace) -> int:
+    settings = _query_settings(args)
     engine = _engine(args)
     leaves = [x.strip() for x in args.leaves.split(",") if x.strip()] if args.leaves else None
-    _answer(engine, args.query, _query_settings(args), leaves, args.json)
+    _print_notes(args, settings)
+    _answer(engine, args.query, settings, leaves, args.json)
     return 0
 
 
 def cmd_interactive(args: argparse.Namespace) -> int:
     engine = _engine(args)
     settings = _query_settings(args)
+    _print_notes(args, settings)
     history: list[str] = []
+    # With --json, stdout carries only the traces (one JSON document per question).
+    talk = sys.stderr if args.json else sys.stdout
     print(
-        "TreeRAG interactive: ask a question; :history lists past ones; :q, Ctrl-D or Ctrl-C ends."
+        "TreeRAG interactive: ask a question; :history lists past ones; :q, Ctrl-D or Ctrl-C ends.",
+        file=talk,
     )
     while True:
         try:
-            line = input("treerag> ").strip()
+            line = _prompt("treerag> ", talk).strip()
         except (EOFError, KeyboardInterrupt):
-            print()
+            print(file=talk)
             return 0
         if line in (":q", ":quit", "exit"):
             return 0
@@ -638,15 +690,23 @@ def cmd_interactive(args: argparse.Namespace) -> int:
             continue
         if line == ":history":
             for n, past in enumerate(history, start=1):
-                print(f"{n:3d}  {terminal_safe(past)}")
+                print(f"{n:3d}  {terminal_safe(past)}", file=talk)
             continue
         history.append(line)
         try:
             _answer(engine, line, settings, None, args.json)
         except TreeRAGError as exc:  # a bad question must not end the session
-            print(f"error: {terminal_safe(str(exc))}")
+            print(f"error: {terminal_safe(str(exc))}", file=talk)
         except KeyboardInterrupt:
-            print("\n(interrupted)")
+            print("\n(interrupted)", file=talk)
+
+
+def _prompt(text: str, talk) -> str:
+    """input(text), with the prompt on `talk` (input() itself always writes it to stdout)."""
+    if talk is sys.stdout:
+        return input(text)
+    print(text, end="", file=talk, flush=True)
+    return input()
 
 
 def _add_llm_options(p: argparse.ArgumentParser) -> None:

@@ -83,7 +83,8 @@ def render_retrieval(trace: Trace) -> str:
         if locate.documents:
             lines.append(f"Routed to documents: {', '.join(locate.documents)}")
         lines.extend(routing_lines(locate))
-        lines.append(f"Located {len(locate.leaves)} leaf nodes:")
+        if locate.locator != "none" or locate.leaves:  # "none": a strategy that does not locate
+            lines.append(f"Located {_count(len(locate.leaves), 'leaf node')}:")
         for leaf in locate.leaves:
             score = f"  (score {leaf.score:.3f})" if leaf.score is not None else ""
             lines.append(f"  [{leaf.node_id}] {leaf.heading_path}{score}")
@@ -92,7 +93,10 @@ def render_retrieval(trace: Trace) -> str:
     lines.extend(_fallback_line(f) for f in trace.fallbacks if f.stage != "synthesize")
     lines += ["", ">>> Step 2: Hybrid Retrieval + Rerank"]
     groups = len([g for g in trace.retrieved if g.hits])
-    lines.append(f"Retrieved {len(trace.reranked)} chunks (from {groups} searched groups):")
+    lines.append(
+        f"Retrieved {_count(len(trace.reranked), 'chunk')} "
+        f"(from {_count(groups, 'searched group')}):"
+    )
     for hit in trace.reranked:
         move = hit.pooled_rank - hit.final_rank
         arrow = f"  (up {move})" if move > 0 else f"  (down {-move})" if move < 0 else ""
@@ -113,6 +117,18 @@ def render_retrieval(trace: Trace) -> str:
     return terminal_safe("\n".join(lines) + "\n")
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _timing(trace: Trace, row: dict) -> str:
+    text = f"{row['stage']} {row['ms']:.0f} ms"
+    # The local locator scores every chunk in scope; step 2 cuts the window from those scores.
+    if row["stage"] == "retrieve" and trace.locate is not None and trace.locate.locator == "local":
+        text += " (scored in locate)"
+    return text
+
+
 def _fallback_line(fallback: Fallback) -> str:
     return f"Fallback ({fallback.stage}): {fallback.reason} - {fallback.detail}"
 
@@ -123,7 +139,7 @@ def render_footer(trace: Trace) -> str:
     if unsupported:
         lines.append("Unsupported citations: " + "; ".join(c.heading_path for c in unsupported))
     lines.extend(_fallback_line(f) for f in trace.fallbacks if f.stage == "synthesize")
-    timing = ", ".join(f"{row['stage']} {row['ms']:.0f} ms" for row in stage_summary(trace))
+    timing = ", ".join(_timing(trace, row) for row in stage_summary(trace))
     rows = stage_summary(trace)
     cost = sum(row["cost_usd"] for row in rows)
     if not all(row["cost_known"] for row in rows):
