@@ -386,8 +386,9 @@ def _index_locked(args: argparse.Namespace, output: Path) -> int:
     stats = corpus_stats(index)
     seconds = time.perf_counter() - started
     print(
-        f"indexed {_count(stats['documents'], 'document')}: {stats['nodes']} nodes, "
-        f"{stats['leaves']} leaves, {stats['chunks']} chunks, longest leaf "
+        f"indexed {_count(stats['documents'], 'document')}: {_count(stats['nodes'], 'node')}, "
+        f"{stats['leaves']} {'leaf' if stats['leaves'] == 1 else 'leaves'}, "
+        f"{_count(stats['chunks'], 'chunk')}, longest leaf "
         f"{stats['longest_leaf_chars']} chars, embedder {index.embedder_name}, "
         f"{seconds:.1f} s -> {output}"
     )
@@ -395,7 +396,7 @@ def _index_locked(args: argparse.Namespace, output: Path) -> int:
         print(_changes_line(previous, index, embedder, output))
     _print_graph_summary(index, graph_extractor)
     if rejected:
-        print(f"{len(rejected)} file(s) skipped (see above)")
+        print(f"{_count(len(rejected), 'file')} skipped (see above)")
     return 0
 
 
