@@ -232,7 +232,7 @@ def test_an_extractive_answer_to_an_llm_request_without_a_key_is_a_fallback():
     assert (fb.stage, fb.reason) == ("synthesize", NO_LLM_ANSWER)
     assert "extractive answer" in fb.detail
     [off] = answer_fallbacks(trace(enabled=False, client=False))  # LLM off: by choice, but said
-    assert (off.stage, off.reason) == ("synthesize", LLM_OFF) and "--mock" in off.detail
+    assert (off.stage, off.reason) == ("synthesize", LLM_OFF) and "extractive" in off.detail
     assert answer_fallbacks(trace(enabled=True, client=True)) == []  # the LLM wrote it
     assert answer_fallbacks(trace(enabled=True, client=False, answer="")) == []  # no answer
     failed = trace(enabled=True, client=True)

@@ -617,7 +617,8 @@ def _answer(engine, question: str, settings: QuerySettings, leaves, as_json: boo
     if as_json:  # json escapes C0 controls itself; C1 and bidi controls need the same
         print(json_terminal_safe(trace_to_json(trace)))
     else:
-        print(render_footer(trace), end="")
+        off_by = "" if settings.llm.enabled else "--mock"  # the CLI's only way to switch it off
+        print(render_footer(trace, off_by), end="")
 
 
 def unused_option_notes(args: argparse.Namespace, settings: QuerySettings) -> list[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from treerag_core.flags import question_flags
 from treerag_core.pagemap import format_pages
@@ -133,12 +134,21 @@ def _fallback_line(fallback: Fallback) -> str:
     return f"Fallback ({fallback.stage}): {fallback.reason} - {fallback.detail}"
 
 
-def render_footer(trace: Trace) -> str:
+def render_footer(trace: Trace, switched_off_by: str = "") -> str:
+    """Everything after the answer; `switched_off_by` names what turned the LLM off (the
+    CLI's `--mock`) in the line that says the answer is extractive."""
     lines = [""]
     unsupported = [c for c in trace.citations if not c.supported]
     if unsupported:
         lines.append("Unsupported citations: " + "; ".join(c.heading_path for c in unsupported))
-    lines.extend(_fallback_line(f) for f in trace.fallbacks if f.stage == "synthesize")
+    for f in trace.fallbacks:
+        if f.stage == "synthesize":
+            off = "LLM switched off"
+            if switched_off_by and f.detail.startswith(off):
+                f = replace(
+                    f, detail=f.detail.replace(off, f"{switched_off_by} asked for no LLM", 1)
+                )
+            lines.append(_fallback_line(f))
     timing = ", ".join(_timing(trace, row) for row in stage_summary(trace))
     rows = stage_summary(trace)
     cost = sum(row["cost_usd"] for row in rows)

@@ -21,10 +21,7 @@ from treerag_core.types import ContextSection, Fallback, Language, RetrievedChun
 EmbedMany = Callable[[Sequence[str]], np.ndarray]
 NO_LLM_ANSWER = "no_llm_client"  # the Fallback reason of an LLM asked for but not configured
 LLM_OFF = "llm_off"  # the Fallback reason of an answer written with the LLM switched off
-LLM_OFF_DETAIL = (
-    "LLM switched off (--mock, or the LLM switch): extractive answer (cited sentences from "
-    "the evidence, no LLM)"
-)
+LLM_OFF_DETAIL = "LLM switched off: extractive answer (cited sentences from the evidence, no LLM)"
 
 NO_EVIDENCE = {
     "en": "No evidence was retrieved for this question, so there is nothing to answer from.",
