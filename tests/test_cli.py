@@ -95,7 +95,7 @@ def test_bad_files_in_a_folder_are_reported_and_skipped(tmp_path):
     (docs / "latin1.txt").write_bytes("caf\xe9 cr\xe8me".encode("latin-1") + b"\xff\xfe\x81")
     result = cli("index", "--input", str(docs), "--output", str(tmp_path / "idx"), "--mock")
     assert result.returncode == 0, result.stderr
-    assert "indexed 1 documents" in result.stdout
+    assert "indexed 1 document: 2 nodes, 1 leaf, 1 chunk," in result.stdout
     for name in ("empty.md", "binary.md", "latin1.txt"):
         assert f"skipped {name}" in result.stderr
 

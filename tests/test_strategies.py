@@ -44,6 +44,7 @@ class FirstLeaves:
     locates = True
     needs_gold_leaves = False
     searches_each_leaf = True  # leaf_search keeps each leaf's top_k_per_leaf
+    uses_locator = False
     options_type = FirstLeafOptions
 
     def effective_settings(self, settings: QuerySettings) -> QuerySettings:
@@ -134,7 +135,7 @@ def test_a_plugin_missing_a_protocol_member_is_refused_by_name():
     class Incomplete:
         name = "incomplete"
         label = "misses two members"
-        reads_structure = locates = needs_gold_leaves = False
+        reads_structure = locates = needs_gold_leaves = uses_locator = False
         options_type = None
 
         def effective_settings(self, settings):

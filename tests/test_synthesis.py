@@ -222,7 +222,7 @@ def test_extractive_answer_never_renders_document_links_as_live_links():
 
 
 def test_an_extractive_answer_to_an_llm_request_without_a_key_is_a_fallback():
-    from treerag_core.synthesis import NO_LLM_ANSWER, answer_fallbacks
+    from treerag_core.synthesis import LLM_OFF, NO_LLM_ANSWER, answer_fallbacks
     from treerag_core.types import Fallback, Trace
 
     def trace(enabled: bool, client: bool, answer: str = "Fifty [Source: 3 Methods].") -> Trace:
@@ -231,7 +231,8 @@ def test_an_extractive_answer_to_an_llm_request_without_a_key_is_a_fallback():
     [fb] = answer_fallbacks(trace(enabled=True, client=False))
     assert (fb.stage, fb.reason) == ("synthesize", NO_LLM_ANSWER)
     assert "extractive answer" in fb.detail
-    assert answer_fallbacks(trace(enabled=False, client=False)) == []  # LLM off: by choice
+    [off] = answer_fallbacks(trace(enabled=False, client=False))  # LLM off: by choice, but said
+    assert (off.stage, off.reason) == ("synthesize", LLM_OFF) and "extractive" in off.detail
     assert answer_fallbacks(trace(enabled=True, client=True)) == []  # the LLM wrote it
     assert answer_fallbacks(trace(enabled=True, client=False, answer="")) == []  # no answer
     failed = trace(enabled=True, client=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
@@ -282,6 +283,23 @@ def _positive_int(text: str) -> int:
 
 
 def cmd_index(args: argparse.Namespace) -> int:
+    from treerag_core.errors import IndexBusyError
+    from treerag_core.store import run_lock
+
+    output = Path(args.output)
+    # Held from the first read to the last write: a second run refuses at its start instead
+    # of both building and the last to finish silently replacing the other's index.
+    with contextlib.ExitStack() as stack:
+        try:
+            stack.enter_context(run_lock(output))
+        except IndexBusyError:
+            raise IndexBusyError(
+                f"another index run is writing to {output}; wait for it or pick another --output"
+            ) from None
+        return _index_locked(args, output)
+
+
+def _index_locked(args: argparse.Namespace, output: Path) -> int:
     from treerag_core.embedders import get_embedder
     from treerag_core.index import build_index, corpus_stats
     from treerag_core.ingest import sources_from_paths
@@ -314,14 +332,13 @@ def cmd_index(args: argparse.Namespace) -> int:
     finally:
         close()
     for bad in rejected:
-        print(terminal_safe(f"skipped {bad.name}: {bad.reason}"), file=sys.stderr)
+        print(terminal_safe(f"skipped {bad.name}: {_reason(bad)}"), file=sys.stderr)
     for note in notes:
         print(terminal_safe(f"note: {note}"), file=sys.stderr)
     if not sources:
         print("error: no readable document among the inputs", file=sys.stderr)
         return 2
     previous = None
-    output = Path(args.output)
     if (output / "manifest.json").is_file():
         try:
             previous = load_index(output)
@@ -369,15 +386,69 @@ def cmd_index(args: argparse.Namespace) -> int:
     stats = corpus_stats(index)
     seconds = time.perf_counter() - started
     print(
-        f"indexed {stats['documents']} documents: {stats['nodes']} nodes, "
-        f"{stats['leaves']} leaves, {stats['chunks']} chunks, longest leaf "
+        f"indexed {_count(stats['documents'], 'document')}: {_count(stats['nodes'], 'node')}, "
+        f"{stats['leaves']} {'leaf' if stats['leaves'] == 1 else 'leaves'}, "
+        f"{_count(stats['chunks'], 'chunk')}, longest leaf "
         f"{stats['longest_leaf_chars']} chars, embedder {index.embedder_name}, "
         f"{seconds:.1f} s -> {output}"
     )
+    if previous is not None:
+        print(_changes_line(previous, index, embedder, output))
     _print_graph_summary(index, graph_extractor)
     if rejected:
-        print(f"{len(rejected)} file(s) skipped (see above)")
+        print(f"{_count(len(rejected), 'file')} skipped (see above)")
     return 0
+
+
+def _reason(bad) -> str:
+    """A rejected input's reason without its leading name or path (the line names it)."""
+    head, sep, rest = bad.reason.partition(": ")
+    same = head == bad.name or head.endswith(("/" + bad.name, os.sep + bad.name))
+    return rest if sep and same else bad.reason
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _names(names: Sequence[str], shown: int = 3) -> str:
+    """`a, b, c and 4 more`: a few names, the rest counted."""
+    head = ", ".join(names[:shown])
+    return f"{head} and {len(names) - shown} more" if len(names) > shown else head
+
+
+def _changes_line(previous, index, embedder, output: Path) -> str:
+    """What this run changed against the index that was in `output`: documents added,
+    updated (new content), unchanged (their vectors reused, or re-embedded when the
+    embedder or chunking changed) and removed (named: the folder holds exactly the inputs)."""
+    before = {d.name: d for d in previous.documents}
+    after = {d.name: d for d in index.documents}
+    added = [n for n in after if n not in before]
+    updated = [n for n in after if n in before and after[n].sha256 != before[n].sha256]
+    same = [n for n in after if n in before and after[n].sha256 == before[n].sha256]
+    removed = sorted(n for n in before if n not in after)
+    reused = sum(_vectors_reused(previous, index, embedder, n) for n in same)
+    parts = [f"{len(added)} added", f"{len(updated)} updated"]
+    if reused == len(same):
+        parts.append(f"{len(same)} unchanged (vectors reused)")
+    else:
+        parts.append(
+            f"{len(same)} unchanged ({reused} reused their vectors, {len(same) - reused} "
+            "re-embedded: the embedder or chunking changed)"
+        )
+    parts.append(f"{len(removed)} removed" + (f" ({_names(removed)})" if removed else ""))
+    return f"changes against the previous index in {output}: " + ", ".join(parts)
+
+
+def _vectors_reused(previous, index, embedder, name: str) -> bool:
+    """True when build_index took the document's vectors from the previous index (its own
+    rule: same embedder, same chunking, same chunk texts)."""
+    from treerag_core.index import _reusable_embeddings
+
+    doc = next(d for d in index.documents if d.name == name)
+    cached = _reusable_embeddings(previous, index.settings, embedder).get(doc.sha256)
+    texts = [c.text for c in index.chunks if c.doc_id == doc.doc_id]
+    return cached is not None and cached[0] == texts
 
 
 def cmd_qdrant_push(args: argparse.Namespace) -> int:
@@ -546,28 +617,74 @@ def _answer(engine, question: str, settings: QuerySettings, leaves, as_json: boo
     if as_json:  # json escapes C0 controls itself; C1 and bidi controls need the same
         print(json_terminal_safe(trace_to_json(trace)))
     else:
-        print(render_footer(trace), end="")
+        off_by = "" if settings.llm.enabled else "--mock"  # the CLI's only way to switch it off
+        print(render_footer(trace, off_by), end="")
+
+
+def unused_option_notes(args: argparse.Namespace, settings: QuerySettings) -> list[str]:
+    """One line per option the user gave that the chosen strategy does not use (its
+    declarations in strategies/base.py), and for a --top-k the candidate window caps."""
+    strategy = get_strategy(settings.strategy)
+    name, notes = strategy.name, []
+    given = {flag for flag in ("leaves", "locator", "max_leaves") if getattr(args, flag, None)}
+    if "leaves" in given and not strategy.locates:
+        notes.append(f"--leaves is not used: {name} does not locate sections")
+    for flag in sorted(given & {"locator", "max_leaves"}):
+        option = "--" + flag.replace("_", "-")
+        if not strategy.uses_locator:
+            notes.append(f"{option} is not used: {name} has no section locator")
+        elif "leaves" in given:
+            notes.append(f"{option} is not used: --leaves picks the sections")
+    if getattr(args, "drilldown_layers", None) and strategy.options_type is not DrilldownOptions:
+        notes.append(f"--drilldown-layers is not used: only drilldown reads it, not {name}")
+    effective = strategy.effective_settings(settings).retrieve
+    for flag, value, runs in (
+        ("--dense-weight", getattr(args, "dense_weight", None), effective.dense_weight),
+        ("--fusion", getattr(args, "fusion", None), effective.fusion),
+    ):
+        if value is not None and value != runs:
+            notes.append(f"{flag} {value} is not used: {name} runs with {runs}")
+    top_k, window = settings.answer.final_top_k, settings.retrieve.candidate_window
+    if getattr(args, "top_k", None) is not None and settings.answer.context_chars:
+        notes.append("--top-k is not used: --context-chars fills the answer's context instead")
+    elif top_k > window:
+        notes.append(
+            f"--top-k {top_k} is capped at the candidate window, {window}; "
+            f"raise --candidate-window to keep more"
+        )
+    return notes
+
+
+def _print_notes(args: argparse.Namespace, settings: QuerySettings) -> None:
+    for note in unused_option_notes(args, settings):
+        print(f"note: {note}", file=sys.stderr)
 
 
 def cmd_query(args: argparse.Namespace) -> int:
+    settings = _query_settings(args)
     engine = _engine(args)
     leaves = [x.strip() for x in args.leaves.split(",") if x.strip()] if args.leaves else None
-    _answer(engine, args.query, _query_settings(args), leaves, args.json)
+    _print_notes(args, settings)
+    _answer(engine, args.query, settings, leaves, args.json)
     return 0
 
 
 def cmd_interactive(args: argparse.Namespace) -> int:
     engine = _engine(args)
     settings = _query_settings(args)
+    _print_notes(args, settings)
     history: list[str] = []
+    # With --json, stdout carries only the traces (one JSON document per question).
+    talk = sys.stderr if args.json else sys.stdout
     print(
-        "TreeRAG interactive: ask a question; :history lists past ones; :q, Ctrl-D or Ctrl-C ends."
+        "TreeRAG interactive: ask a question; :history lists past ones; :q, Ctrl-D or Ctrl-C ends.",
+        file=talk,
     )
     while True:
         try:
-            line = input("treerag> ").strip()
+            line = _prompt("treerag> ", talk).strip()
         except (EOFError, KeyboardInterrupt):
-            print()
+            print(file=talk)
             return 0
         if line in (":q", ":quit", "exit"):
             return 0
@@ -575,15 +692,23 @@ def cmd_interactive(args: argparse.Namespace) -> int:
             continue
         if line == ":history":
             for n, past in enumerate(history, start=1):
-                print(f"{n:3d}  {terminal_safe(past)}")
+                print(f"{n:3d}  {terminal_safe(past)}", file=talk)
             continue
         history.append(line)
         try:
             _answer(engine, line, settings, None, args.json)
         except TreeRAGError as exc:  # a bad question must not end the session
-            print(f"error: {terminal_safe(str(exc))}")
+            print(f"error: {terminal_safe(str(exc))}", file=talk)
         except KeyboardInterrupt:
-            print("\n(interrupted)")
+            print("\n(interrupted)", file=talk)
+
+
+def _prompt(text: str, talk) -> str:
+    """input(text), with the prompt on `talk` (input() itself always writes it to stdout)."""
+    if talk is sys.stdout:
+        return input(text)
+    print(text, end="", file=talk, flush=True)
+    return input()
 
 
 def _add_llm_options(p: argparse.ArgumentParser) -> None:
@@ -846,7 +971,13 @@ def build_parser() -> argparse.ArgumentParser:
         required=True,
         help="files or folders (.md .markdown .txt .pdf .docx .html .htm)",
     )
-    p.add_argument("--output", required=True, help="index folder (updated in place, atomically)")
+    p.add_argument(
+        "--output",
+        required=True,
+        help="index folder; it becomes an index of exactly the --input documents: documents "
+        "of an earlier run there that are not among them are removed, unchanged ones reuse "
+        "their vectors (written atomically; one run at a time per folder)",
+    )
     p.add_argument("--mock", action="store_true", help="hashing embedder: no model load")
     p.add_argument("--embedder", default=None, help=EMBEDDER_HELP)
     _add_tree_options(p)

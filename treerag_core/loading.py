@@ -17,10 +17,15 @@ DOCUMENT_SUFFIXES = TEXT_SUFFIXES | frozenset({".pdf", ".docx", ".html", ".htm"}
 _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 
 
+def size_text(size: int) -> str:
+    """A byte count for people: MB from 1 MB up, else KB (never a bare `0.0 MB`)."""
+    return f"{size / MB:.1f} MB" if size >= MB else f"{size / 1000:.1f} KB"
+
+
 def too_large(name: str, size: int, max_bytes: int) -> InputDocumentError:
     return InputDocumentError(
-        f"{name}: {size:,} bytes ({size / MB:.1f} MB) is larger than the limit of "
-        f"{max_bytes:,} bytes ({max_bytes / MB:.1f} MB); raise it with "
+        f"{name}: {size:,} bytes ({size_text(size)}) is larger than the limit of "
+        f"{max_bytes:,} bytes ({size_text(max_bytes)}); raise it with "
         "TREERAG_MAX_FILE_MB or --max-file-mb"
     )
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from treerag_core.flags import question_flags
 from treerag_core.pagemap import format_pages
@@ -83,7 +84,8 @@ def render_retrieval(trace: Trace) -> str:
         if locate.documents:
             lines.append(f"Routed to documents: {', '.join(locate.documents)}")
         lines.extend(routing_lines(locate))
-        lines.append(f"Located {len(locate.leaves)} leaf nodes:")
+        if locate.locator != "none" or locate.leaves:  # "none": a strategy that does not locate
+            lines.append(f"Located {_count(len(locate.leaves), 'leaf node')}:")
         for leaf in locate.leaves:
             score = f"  (score {leaf.score:.3f})" if leaf.score is not None else ""
             lines.append(f"  [{leaf.node_id}] {leaf.heading_path}{score}")
@@ -92,7 +94,10 @@ def render_retrieval(trace: Trace) -> str:
     lines.extend(_fallback_line(f) for f in trace.fallbacks if f.stage != "synthesize")
     lines += ["", ">>> Step 2: Hybrid Retrieval + Rerank"]
     groups = len([g for g in trace.retrieved if g.hits])
-    lines.append(f"Retrieved {len(trace.reranked)} chunks (from {groups} searched groups):")
+    lines.append(
+        f"Retrieved {_count(len(trace.reranked), 'chunk')} "
+        f"(from {_count(groups, 'searched group')}):"
+    )
     for hit in trace.reranked:
         move = hit.pooled_rank - hit.final_rank
         arrow = f"  (up {move})" if move > 0 else f"  (down {-move})" if move < 0 else ""
@@ -113,17 +118,38 @@ def render_retrieval(trace: Trace) -> str:
     return terminal_safe("\n".join(lines) + "\n")
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _timing(trace: Trace, row: dict) -> str:
+    text = f"{row['stage']} {row['ms']:.0f} ms"
+    # The local locator scores every chunk in scope; step 2 cuts the window from those scores.
+    if row["stage"] == "retrieve" and trace.locate is not None and trace.locate.locator == "local":
+        text += " (scored in locate)"
+    return text
+
+
 def _fallback_line(fallback: Fallback) -> str:
     return f"Fallback ({fallback.stage}): {fallback.reason} - {fallback.detail}"
 
 
-def render_footer(trace: Trace) -> str:
+def render_footer(trace: Trace, switched_off_by: str = "") -> str:
+    """Everything after the answer; `switched_off_by` names what turned the LLM off (the
+    CLI's `--mock`) in the line that says the answer is extractive."""
     lines = [""]
     unsupported = [c for c in trace.citations if not c.supported]
     if unsupported:
         lines.append("Unsupported citations: " + "; ".join(c.heading_path for c in unsupported))
-    lines.extend(_fallback_line(f) for f in trace.fallbacks if f.stage == "synthesize")
-    timing = ", ".join(f"{row['stage']} {row['ms']:.0f} ms" for row in stage_summary(trace))
+    for f in trace.fallbacks:
+        if f.stage == "synthesize":
+            off = "LLM switched off"
+            if switched_off_by and f.detail.startswith(off):
+                f = replace(
+                    f, detail=f.detail.replace(off, f"{switched_off_by} asked for no LLM", 1)
+                )
+            lines.append(_fallback_line(f))
+    timing = ", ".join(_timing(trace, row) for row in stage_summary(trace))
     rows = stage_summary(trace)
     cost = sum(row["cost_usd"] for row in rows)
     if not all(row["cost_known"] for row in rows):

@@ -11,6 +11,7 @@ import os
 import platform
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
@@ -89,6 +90,35 @@ def _side(target: Path, kind: str) -> str:
     return f".{target.name}.{kind}-"
 
 
+# (folder, thread) pairs whose writer lock is held for a whole run; flock locks belong to
+# an open file, so a nested index_lock in the same thread would otherwise wait for itself.
+_RUN_LOCKS: set[tuple[Path, int]] = set()
+
+
+def lock_path_of(target: Path) -> Path:
+    """The writer lock file beside an index folder: `.name.lock` (left there; harmless)."""
+    return target.parent / f".{target.name}.lock"
+
+
+@contextlib.contextmanager
+def run_lock(folder: str | Path) -> Iterator[Path]:
+    """Hold an index folder's writer lock for a whole run (e.g. `index`: read the previous
+    index, build, save), refusing at once when another process holds it; saves inside the
+    run (same thread) reuse it. Yields the resolved folder.
+
+    Raises:
+        IndexBusyError: another process is writing the folder (it is not waited for).
+    """
+    target = Path(folder).resolve()
+    with index_lock(target, timeout=0):
+        key = (target, threading.get_ident())
+        _RUN_LOCKS.add(key)
+        try:
+            yield target
+        finally:
+            _RUN_LOCKS.discard(key)
+
+
 @contextlib.contextmanager
 def index_lock(target: Path, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
     """Hold the writer lock of an index folder (`.name.lock` beside it, fcntl; freed on exit,
@@ -97,9 +127,12 @@ def index_lock(target: Path, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
     Raises:
         IndexBusyError: another process still holds the lock after `timeout` seconds.
     """
+    key = (target, threading.get_ident())
+    if key in _RUN_LOCKS:  # this thread holds it for a whole run (run_lock): a save inside
+        yield
+        return
     target.parent.mkdir(parents=True, exist_ok=True)
-    lock_path = target.parent / f".{target.name}.lock"
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(lock_path_of(target), os.O_RDWR | os.O_CREAT, 0o644)
     try:
         deadline = time.monotonic() + timeout
         while True:

@@ -20,6 +20,8 @@ from treerag_core.types import ContextSection, Fallback, Language, RetrievedChun
 
 EmbedMany = Callable[[Sequence[str]], np.ndarray]
 NO_LLM_ANSWER = "no_llm_client"  # the Fallback reason of an LLM asked for but not configured
+LLM_OFF = "llm_off"  # the Fallback reason of an answer written with the LLM switched off
+LLM_OFF_DETAIL = "LLM switched off: extractive answer (cited sentences from the evidence, no LLM)"
 
 NO_EVIDENCE = {
     "en": "No evidence was retrieved for this question, so there is nothing to answer from.",
@@ -444,14 +446,17 @@ def stream_llm_answer(
 def answer_fallbacks(trace: Trace) -> list[Fallback]:
     """The answer's fallbacks: those recorded, and an extractive answer written although the
     settings asked for an LLM that had no key (or endpoint) — the run made no LLM client, so
-    nothing failed and nothing was recorded, yet the user asked for an LLM's answer.
+    nothing failed and nothing was recorded, yet the user asked for an LLM's answer — or
+    with the LLM switched off (`llm_off`, e.g. `--mock`).
 
     Read from the trace (its settings and provider snapshot), so stored traces say it too.
     """
     recorded = [f for f in trace.fallbacks if f.stage == "synthesize"]
     wanted = bool(trace.settings.get("llm", {}).get("enabled"))
-    if recorded or not trace.answer or not wanted or trace.provider.get("llm"):
+    if recorded or not trace.answer or trace.provider.get("llm"):
         return recorded
+    if not wanted:  # by choice, but an extractive answer still says so (never silent)
+        return [Fallback("synthesize", LLM_OFF, LLM_OFF_DETAIL)]
     return [
         Fallback(
             "synthesize",

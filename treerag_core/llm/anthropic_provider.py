@@ -50,6 +50,7 @@ class AnthropicClient(SDKClient[anthropic.Anthropic]):
     ) -> None:
         if not api_key or not api_key.strip():
             raise ValueError(f"api_key must be a non-empty string (set {KEY_ENV})")
+        self.url_source = endpoints.url_source(base_url, BASE_URL_ENV, os.environ.get(BASE_URL_ENV))
         base_url = base_url or os.environ.get(BASE_URL_ENV, "").strip() or None
         super().__init__(api_key.strip(), base_url, timeout, max_retries)
 
@@ -163,7 +164,8 @@ class AnthropicClient(SDKClient[anthropic.Anthropic]):
             ) from err
         except (anthropic.APIConnectionError, httpx2.TransportError) as err:
             raise LLMError(
-                f"Cannot reach the Anthropic API at {where}: check the network or {BASE_URL_ENV}.",
+                f"Cannot reach the Anthropic API at {where}: check the network or "
+                f"{self.url_source}.",
                 reason="connection",
             ) from err
         except (json.JSONDecodeError, AssertionError) as err:

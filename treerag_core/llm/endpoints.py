@@ -7,6 +7,18 @@ from treerag_core.names import Provider
 
 KEY_ENV = {Provider.ANTHROPIC: "ANTHROPIC_API_KEY", Provider.OPENAI: "OPENAI_API_KEY"}
 BASE_URL_ENV = {Provider.ANTHROPIC: "ANTHROPIC_BASE_URL", Provider.OPENAI: "OPENAI_BASE_URL"}
+
+
+def url_source(given: str | None, env_name: str, env: str | None) -> str:
+    """Where the endpoint a client uses was set, for its "check ..." messages: the variable
+    when the URL is the variable's, else the base URL setting (--base-url; the explorer's
+    endpoint field sets the same)."""
+    given, env = (given or "").strip(), (env or "").strip()
+    if given and given != env:
+        return "--base-url"
+    return env_name
+
+
 DEFAULT_BASE_URL = {
     Provider.ANTHROPIC: "https://api.anthropic.com",
     Provider.OPENAI: "https://api.openai.com/v1",

@@ -77,6 +77,7 @@ class OpenAIClient(SDKClient[openai.OpenAI]):
         max_retries: int = 2,
     ) -> None:
         api_key = (api_key or "").strip()
+        self.url_source = endpoints.url_source(base_url, BASE_URL_ENV, os.environ.get(BASE_URL_ENV))
         base_url = (base_url or os.environ.get(BASE_URL_ENV, "")).strip() or None
         if not api_key and base_url is None:
             raise ValueError(f"api_key is needed for OpenAI's own API (set {KEY_ENV})")
@@ -222,7 +223,7 @@ class OpenAIClient(SDKClient[openai.OpenAI]):
                 ) from err
             raise LLMError(
                 f"Cannot reach the OpenAI-compatible server at {where}: is it running? Check "
-                f"the base URL ({BASE_URL_ENV}).",
+                f"the base URL ({self.url_source}).",
                 reason="connection",
             ) from err
         except json.JSONDecodeError as err:

@@ -32,7 +32,13 @@ _NOT_STRATEGIES = {"base", "common"}  # helper modules of this package
 
 # What a strategy class must define (strategies/base.py), checked when it registers: a
 # plug-in missing one fails here with its name, not later deep in a front end.
-_FLAGS = ("reads_structure", "locates", "needs_gold_leaves", "searches_each_leaf")
+_FLAGS = (
+    "reads_structure",
+    "locates",
+    "needs_gold_leaves",
+    "searches_each_leaf",
+    "uses_locator",
+)
 _METHODS = ("effective_settings", "locate_inputs", "locate", "retrieve")
 
 

@@ -73,6 +73,9 @@ class Strategy(Protocol):
     # Searches each picked leaf on its own, keeping its top `retrieve.top_k_per_leaf` (the
     # only strategies that read that setting).
     searches_each_leaf: ClassVar[bool]
+    # Its step 1 is the section locator, reading `locate.locator` and `locate.max_leaves`
+    # (the CLI notes --locator / --max-leaves as unused for the others).
+    uses_locator: ClassVar[bool]
     options_type: ClassVar[type | None]  # its own frozen settings dataclass, or None
 
     def effective_settings(self, settings: QuerySettings) -> QuerySettings:

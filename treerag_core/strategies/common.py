@@ -27,6 +27,7 @@ class FlatSearch:
     locates: ClassVar[bool] = False
     needs_gold_leaves: ClassVar[bool] = False
     searches_each_leaf: ClassVar[bool] = False
+    uses_locator: ClassVar[bool] = False
     options_type: ClassVar[type | None] = None
 
     def effective_settings(self, settings: QuerySettings) -> QuerySettings:

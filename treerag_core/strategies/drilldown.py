@@ -42,6 +42,7 @@ class Drilldown:
     locates: ClassVar[bool] = True
     needs_gold_leaves: ClassVar[bool] = False
     searches_each_leaf: ClassVar[bool] = False
+    uses_locator: ClassVar[bool] = False  # its own document and section layers
     options_type: ClassVar[type | None] = DrilldownOptions
 
     def options(self, settings: QuerySettings) -> DrilldownOptions:

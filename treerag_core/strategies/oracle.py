@@ -24,6 +24,7 @@ class OracleSections:
     locates = True
     needs_gold_leaves = True
     searches_each_leaf = True
+    uses_locator = False  # the gold leaves
     options_type = None
 
     def effective_settings(self, settings: QuerySettings) -> QuerySettings:

@@ -91,6 +91,7 @@ class FlatStructured:
     locates = False
     needs_gold_leaves = False
     searches_each_leaf = False
+    uses_locator = False
     options_type = StructureOptions
 
     def effective_settings(self, settings: QuerySettings) -> QuerySettings:

@@ -86,6 +86,7 @@ class TreeRAG:
     locates = True
     needs_gold_leaves = False
     searches_each_leaf = False
+    uses_locator = True
     options_type = StructureOptions
 
     def effective_settings(self, settings: QuerySettings) -> QuerySettings:
