@@ -18,7 +18,7 @@ TEXT_CHARS = 400  # a table cell shows this much of a chunk (the inspector shows
 FORCED = "⚠ 1.0 forced"
 # Score tables put every score before the long text columns, and bound those in px: with a
 # "large" text column second, the scores sat past the right edge at 1280 and 1440 px.
-TEXT_PX = 320
+TEXT_PX = 300
 BAR_PX = 96  # a progress bar with its three-decimal value
 TEXT_HELP = "the start of the passage: click its leaf in the tree to read all of it"
 
@@ -305,6 +305,7 @@ def rerank_columns(frame: pd.DataFrame) -> dict[str, Any]:
         "leaf": st.column_config.TextColumn("leaf", width=56, help="the leaf (section) id"),
         "document": st.column_config.TextColumn("document", width=130),
         "text": text_column(),
+        "chunk": st.column_config.TextColumn("chunk", width=110),
     }
     if "rerank" in frame and frame["rerank"].notna().any():
         low, high = float(frame["rerank"].min()), float(frame["rerank"].max())
