@@ -208,15 +208,14 @@ def _render(trace, corpus, doc_ids, engine, settings, live: Iterator[str] | None
     # renders messages in order, so the first streamed token no longer waits behind them.
     with answer_col:
         story.answer_step(trace, corpus.index, live, lambda: _queue("answer"))
+    # The inspector next, before the long evidence tables: a citation or node click opens it
+    # (and scrolls to it) instead of a screen below them.
+    story.inspector_panel(corpus, doc_ids, trace, lambda leaves: _queue("override", leaves=leaves))
     story.evidence_step(trace)
     story.strategy_views(trace, engine)
-    left, right = st.columns([3, 2], gap="medium")
-    with left:
-        story.inspector_panel(
-            corpus, doc_ids, trace, lambda leaves: _queue("override", leaves=leaves)
-        )
-    with right:
-        if not ss.get(story.PRESENT):
+    if not ss.get(story.PRESENT):
+        left, _ = st.columns([3, 2], gap="medium")
+        with left:
             story.details(trace)
     with st.expander("Compare strategies side by side", expanded=ask.compare is not None):
         story.compare_panel(trace, engine, settings)
@@ -275,7 +274,7 @@ def main() -> None:
     doc_options = {d.doc_id: d.title or d.name for d in corpus.index.documents} if corpus else {}
     eval_corpus = ask.eval_corpus
     llm, typed_key = qc.sidebar(doc_options, scope_key, eval_corpus.label if eval_corpus else None)
-    head, mode = st.columns([5, 1.3], vertical_alignment="bottom")
+    head, mode = st.columns([4, 1.6], vertical_alignment="bottom")  # the toggle's label whole
     head.title("TreeRAG Explorer")
     mode.toggle("Presentation mode", key=story.PRESENT, help="Larger type, fewer controls.")
     if ss.get(story.PRESENT):

@@ -51,7 +51,17 @@ def _workspace_table(index) -> None:
                 "chunks": sum(1 for c in index.chunks if c.doc_id == doc.doc_id),
             }
         )
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="ws_table")
+    # Bounded name and title: a long title pushed the counts off-screen at 1280 px.
+    st.dataframe(
+        pd.DataFrame(rows),
+        hide_index=True,
+        width="stretch",
+        key="ws_table",
+        column_config={
+            "document": st.column_config.TextColumn("document", width=180),
+            "title": st.column_config.TextColumn("title", width=200),
+        },
+    )
 
 
 def _rebuild_form(index) -> None:

@@ -41,7 +41,7 @@ def main() -> None:
     st.caption(f"{len(entries)} question(s), newest first.")
     for e in entries:
         corpus = CORPUS_LABELS.get(str(e["corpus"] or "").split(":")[0], "?")
-        c1, c2, c3 = st.columns([6, 2.4, 1], vertical_alignment="center")
+        c1, c2, c3 = st.columns([6, 2.4, 1.4], vertical_alignment="center")  # "Open" whole
         c1.markdown(f"`#{e['id']}` {plain(e['question'])}")
         c2.caption(
             f"{str(e['created_at']).replace('T', ' ')[:16]} · {plain(e['strategy'])} · "

@@ -361,6 +361,38 @@ def test_citation_chip_selects_its_node():
     assert at.session_state["ask_highlight"] is not None  # the cited passage is marked
 
 
+def in_page_order(at: AppTest) -> list:
+    """Every element of the main area, top to bottom (columns and tabs read left to right)."""
+    out, todo = [], [at.main]
+    while todo:
+        node = todo.pop()
+        children = getattr(node, "children", None)
+        if children:
+            todo.extend(children[k] for k in sorted(children, reverse=True))
+        else:
+            out.append(node)
+    return out
+
+
+def test_a_citation_opens_the_inspector_above_the_evidence_and_scrolls_to_it_once():
+    at = ask(new_app(), PAPER_QUESTION)
+    assert not [h for h in at.get("html") if "scrollIntoView" in h.proto.body]  # nothing open
+    next(b for b in at.button if b.key and b.key.startswith("cite_")).click().run()
+    order = in_page_order(at)
+    where = {
+        kind: next(i for i, e in enumerate(order) if found(e))
+        for kind, found in {
+            "inspector": lambda e: getattr(e, "key", None) == "ask_inspector_remove",
+            "evidence": lambda e: e.type == "dataframe" and "change" in e.value.columns,
+        }.items()
+    }
+    assert where["inspector"] < where["evidence"], where  # not a screen below the tables
+    scrolls = [h for h in at.get("html") if "scrollIntoView" in h.proto.body]
+    assert len(scrolls) == 1 and "mark#cited" in scrolls[0].proto.body
+    at.run()  # the same passage still open: no second jump
+    assert not [h for h in at.get("html") if "scrollIntoView" in h.proto.body]
+
+
 def test_heading_search_marks_matches():
     at = new_app()
     at.text_input(key="ask_find").input("Router").run()

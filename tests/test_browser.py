@@ -76,6 +76,14 @@ LABEL_BOXES = """
   });
 }
 """
+MARK_IN_VIEW = """
+() => {
+  const m = document.querySelector("mark#cited");
+  if (!m) return false;
+  const r = m.getBoundingClientRect();
+  return r.height > 0 && r.top >= 0 && r.bottom <= innerHeight;
+}
+"""
 SCROLL_TOP = "() => (document.querySelector('[data-testid=stMain]') || document.body).scrollTop"
 NODE_POINT = """
 (id) => {
@@ -406,6 +414,12 @@ def test_graph_refits_on_resize_wheel_scrolls_the_page_and_a_citation_focuses(pa
         frame.evaluate("() => __net.moveTo({ position: { x: -5000, y: -5000 }, scale: 1 })")
         assert not frame.evaluate(BOX_IN_VIEW, cited)
         chip.click()
+        # The inspector opens above the evidence tables and scrolls into view, its cited mark
+        # inside the window (it opened a screen below them, out of sight).
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not page.evaluate(MARK_IN_VIEW):
+            time.sleep(0.1)
+        assert page.evaluate(MARK_IN_VIEW), "the cited passage is not in view after the click"
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             frame = page.graph_frame
@@ -416,6 +430,17 @@ def test_graph_refits_on_resize_wheel_scrolls_the_page_and_a_citation_focuses(pa
             graph_nodes(page)
         assert page.graph_frame.evaluate(BOX_IN_VIEW, cited), "the cited node stayed out of view"
         page.screenshot(path=str(RESULTS / "browser-resize-citation.png"))
+        # Presentation mode: the graph's labels grow with the text (at least 1.25 × the floor).
+        page.get_by_text("Presentation mode").click()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            with contextlib.suppress(Exception):
+                graph_nodes(page, expect_at_least=3)
+                if page.graph_frame.evaluate("() => __fitted.label_px") >= MIN_LABEL_PX * 1.25:
+                    break
+            time.sleep(0.2)
+        assert label_size(page, "presentation_1280")["label_px"] >= MIN_LABEL_PX * 1.25
+        page.get_by_text("Presentation mode").click()
     finally:
         page.set_viewport_size({"width": 1500, "height": 1150})
 

@@ -305,6 +305,16 @@ def test_every_offered_gold_example_has_its_gold_in_the_samples():
             assert found.gold.question.question == question and found.problems == ()
 
 
+def test_presentation_mode_scales_the_graph_labels_and_fits_keep_a_margin(big_index):
+    leaf = next(n for n in big_index.leaves() if n.heading == "Item 7.2.1").node_id
+    view = w.graph_view(big_index, ["handbook.md"], w.GraphMarks(picked=frozenset({leaf})))
+    plain, present = w.focus_spec(view), w.focus_spec(view, scale=1.25)
+    assert plain["max_zoom"] == 1.0 and plain["min_label_px"] == w.MIN_LABEL_PX
+    assert present["max_zoom"] == 1.25 and present["min_label_px"] == w.MIN_LABEL_PX * 1.25
+    assert 0.8 <= plain["margin"] < 1  # a fitted node never touches the edge
+    assert w.graph_height(view, scale=1.25) >= w.graph_height(view)
+
+
 def test_view_names_the_inspected_node_for_the_component_to_keep_in_view(big_index):
     leaf = next(n for n in big_index.leaves() if n.heading == "Item 7.2.1").node_id
     view = w.graph_view(big_index, ["handbook.md"], w.GraphMarks(selected=leaf))
@@ -325,6 +335,38 @@ def test_rerank_table_names_each_passage_document_and_scores_read_to_three_place
     config = score_tables.rerank_columns(frame)
     shown = [c for c in ("fused", "section", "graph", "rerank") if c in config]
     assert len(shown) >= 3 and all(config[c]["type_config"]["format"] == "%.3f" for c in shown)
+
+
+def test_score_columns_come_before_the_bounded_text_columns(paper_engine):
+    """Scores first, text last and bounded in px: the scores fit 1280 px without scrolling."""
+    from dataclasses import replace
+
+    from treerag_core.pipeline import run
+    from treerag_core.settings import QuerySettings
+    from ui import trace_panels
+
+    trace = run(paper_engine, "How many epochs was the model trained for?", QuerySettings())
+    pooled = [replace(h, prior=0.5, graph=0.2, minmax_forced=True) for h in trace.candidates]
+    previous = {trace.reranked[0].chunk.chunk_id: 2}  # with the "since last" column too
+    rerank = score_tables.rerank_frame(trace.reranked, pooled, previous)
+    leaf = score_tables.leaf_score_frame(pooled)
+    for frame, config in (
+        (rerank, score_tables.rerank_columns(rerank)),
+        (leaf, score_tables.score_columns(leaf, "weighted")),
+    ):
+        columns = list(frame.columns)
+        scores = [c for c in columns if frame[c].dtype.kind == "f"]
+        assert len(scores) >= 4 and "forced_1" in columns
+        last = max(columns.index(c) for c in [*scores, "forced_1"])
+        assert last < columns.index("text"), columns
+        assert config["text"]["width"] == score_tables.TEXT_PX
+        widths = [config[c]["width"] for c in columns[: last + 1]]
+        # 818 px: the main column at 1280 px with the sidebar open
+        assert all(isinstance(w, int) for w in widths) and sum(widths) <= 818, widths
+    step1 = trace_panels.STEP1_COLUMNS
+    assert step1.index("score") < min(step1.index("heading path"), step1.index("sub-query"))
+    widths = [c["width"] for c in trace_panels.step1_columns().values()]
+    assert all(isinstance(w, int) for w in widths)
 
 
 def test_metric_headers_are_short_enough_to_read_with_the_full_name_in_help():

@@ -30,6 +30,7 @@ COMPARE_TEXT_CHARS = 160
 COMPARE_PER_ROW = 3  # strategy cards per row in Compare
 COMPARE_TOP = 3  # passages shown per card; the rest fold away
 PRESENT = "ask_present"  # the presentation-mode toggle's key
+PRESENT_GRAPH_SCALE = 1.25  # graph labels grow with presentation mode's text (1.25rem)
 PRESENT_CSS = """
 <style>
 [data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"] { display: none; }
@@ -154,7 +155,9 @@ def locate_step(corpus: Corpus, doc_ids: Sequence[str], trace: Trace | None) -> 
     c3.toggle("All documents", key="ask_all_docs", help="Draw every document in scope.")
     view = graph_view(index, docs, marks, full=bool(st.session_state.get("ask_full")))
     st.session_state.ask_graph_view = view  # tests read what was drawn
-    GRAPH.draw(index, view, state)
+    GRAPH.draw(
+        index, view, state, scale=PRESENT_GRAPH_SCALE if st.session_state.get(PRESENT) else 1
+    )
     graph_legend(view, query_marks=trace is not None)
     if len(docs) < len(doc_ids):
         st.caption(
@@ -319,27 +322,59 @@ def inspector_panel(
         state.inspect = st.session_state.ask_inspect_pick
         state.highlight = None
 
-    st.selectbox(
-        "Inspect a node",
-        options,
-        key="ask_inspect_pick",
-        on_change=_pick,
-        placeholder="Click a node in the tree, a citation, or pick one here",
-        format_func=lambda i: f"{i} · {index.nodes[i].heading_path or index.nodes[i].heading}",
-    )
-    if state.inspect not in index.nodes:
-        return
-    can_override = (
-        trace is not None and trace.locate is not None and state.trace_corpus == corpus.key
-    )
-    inspector(
-        index,
-        state.inspect,
-        picked=picked_leaves(trace, index) if can_override else None,
-        on_toggle=on_toggle if can_override else None,
-        highlight=state.highlight,
-        key="ask_inspector",
-    )
+    with st.container(key=INSPECTOR_BOX):
+        st.selectbox(
+            "Inspect a node",
+            options,
+            key="ask_inspect_pick",
+            on_change=_pick,
+            placeholder="Click a node in the tree, a citation, or pick one here",
+            format_func=lambda i: f"{i} · {index.nodes[i].heading_path or index.nodes[i].heading}",
+        )
+        if state.inspect not in index.nodes:
+            st.session_state[SCROLLED] = None
+            return
+        can_override = (
+            trace is not None and trace.locate is not None and state.trace_corpus == corpus.key
+        )
+        inspector(
+            index,
+            state.inspect,
+            picked=picked_leaves(trace, index) if can_override else None,
+            on_toggle=on_toggle if can_override else None,
+            highlight=state.highlight,
+            key="ask_inspector",
+        )
+    opened = (state.inspect, state.highlight)
+    if st.session_state.get(SCROLLED) != opened:  # newly opened: bring it (and its mark) in view
+        st.session_state[SCROLLED] = opened
+        st.session_state.ask_scroll_n = st.session_state.get("ask_scroll_n", 0) + 1
+        st.html(scroll_script(st.session_state.ask_scroll_n), unsafe_allow_javascript=True)
+
+
+INSPECTOR_BOX = "ask_inspector_box"  # the container's key: the scroll script finds it by class
+SCROLLED = "ask_inspector_scrolled"  # the (node, span) last scrolled to: scroll once per opening
+
+
+def scroll_script(nonce: int) -> str:
+    """Scroll the inspector's top into view, then its cited mark inside its text box.
+
+    Polls briefly for the box (the page may still be drawing); `nonce` makes each opening a
+    new element, so the browser runs it again."""
+    return f"""<script data-n="{nonce}">
+(() => {{
+  let tries = 0;
+  const go = () => {{
+    const box = document.querySelector(".st-key-{INSPECTOR_BOX}");
+    if (!box) {{ if (tries++ < 40) setTimeout(go, 100); return; }}
+    box.style.scrollMarginTop = "64px";  // below Streamlit's fixed header
+    box.scrollIntoView({{ block: "start" }});
+    const mark = box.querySelector("mark#cited");
+    if (mark) mark.scrollIntoView({{ block: "nearest" }});
+  }};
+  setTimeout(go, 50);
+}})();
+</script>"""
 
 
 def details(trace: Trace) -> None:

@@ -61,11 +61,16 @@ RERUN_SETTINGS = (
     *(f"options.{DRILLDOWN}.{name}" for name in DRILLDOWN_WIDGETS.values()),
 )
 FUSION_LABELS = {
-    "weighted": "weighted (min-max, then weighted sum)",
+    # Short enough for the sidebar's select box at 1440 px (the help text says the rest).
+    "weighted": "weighted (min-max)",
     "rrf": "RRF (reciprocal rank)",
     "dbsf": "DBSF (mean ± 3 std)",
-    "union": "union (either retriever, once per chunk)",
+    "union": "union (either retriever)",
 }
+FUSION_HELP = (
+    "weighted: min-max normalise dense and BM25, then a weighted sum · RRF: reciprocal rank · "
+    "DBSF: normalised by mean ± 3 std · union: either retriever's hits, once per chunk"
+)
 
 
 def setting(settings: QuerySettings | Mapping[str, Any], path: str) -> Any:
@@ -192,7 +197,7 @@ def sidebar(
     sb.caption("Changes here re-run steps 2-3 from the stored step 1: no new LLM call.")
     sb.selectbox(
         "Fusion", Fusion.values(), key="qs_fusion", persist_state=KEEP,
-        format_func=lambda f: FUSION_LABELS.get(f, f),
+        format_func=lambda f: FUSION_LABELS.get(f, f), help=FUSION_HELP,
     )  # fmt: skip
     sb.slider("Dense weight", 0.0, 1.0, step=0.05, key="qs_dense_weight", persist_state=KEEP)
     sb.caption(f"BM25 weight = 1 − dense = {1.0 - float(ss.qs_dense_weight):.2f}")

@@ -16,6 +16,11 @@ from treerag_core.types import RetrievedChunk, Trace
 
 TEXT_CHARS = 400  # a table cell shows this much of a chunk (the inspector shows all of it)
 FORCED = "⚠ 1.0 forced"
+# Score tables put every score before the long text columns, and bound those in px: with a
+# "large" text column second, the scores sat past the right edge at 1280 and 1440 px.
+TEXT_PX = 300
+BAR_PX = 96  # a progress bar with its three-decimal value
+TEXT_HELP = "the start of the passage: click its leaf in the tree to read all of it"
 
 
 def outline_frame(index: CorpusIndex, doc_id: str) -> pd.DataFrame:
@@ -61,8 +66,9 @@ def leaf_score_frame(hits: Sequence[RetrievedChunk]) -> pd.DataFrame:
     forced = any(h.minmax_forced for h in hits)
     graphed = any(h.graph is not None for h in hits)  # treerag-kg: the graph column (0-1)
     columns = [
-        "rank", "text", "dense", "bm25", "dense_norm", "bm25_norm", "fused",
-        *(["graph"] if graphed else []), *(["forced_1"] if forced else []), "chunk", "offsets",
+        "rank", "dense", "bm25", "dense_norm", "bm25_norm", "fused",
+        *(["graph"] if graphed else []), *(["forced_1"] if forced else []),
+        "text", "chunk", "offsets",
     ]  # fmt: skip
     rows = []
     for h in hits:
@@ -89,8 +95,12 @@ def _bar(label: str, low: float, high: float, help_: str) -> Any:
     if high <= low:
         high = low + 1.0
     return st.column_config.ProgressColumn(
-        label, min_value=float(low), max_value=float(high), format="%.3f", help=help_
+        label, min_value=float(low), max_value=float(high), format="%.3f", help=help_, width=BAR_PX
     )
+
+
+def text_column() -> Any:
+    return st.column_config.TextColumn("text", width=TEXT_PX, help=TEXT_HELP)
 
 
 FUSED_HELP = {
@@ -114,15 +124,15 @@ def score_columns(frame: pd.DataFrame, fusion: str) -> dict[str, Any]:
         return min(0.0, float(frame[col].min())) if len(frame) else 0.0
 
     return {
-        "rank": st.column_config.NumberColumn("rank", width="small"),
-        "text": st.column_config.TextColumn("text", width="large"),
+        "rank": st.column_config.NumberColumn("rank", width=56),
+        "text": text_column(),
         "dense": _bar("dense", min(0.0, low("dense")), max(1.0, top("dense")), "cosine"),
         "bm25": _bar("BM25", low("bm25"), top("bm25"), "raw BM25 (IDF over the document)"),
         "dense_norm": _bar("dense norm", 0.0, 1.0, "dense after normalisation"),
         "bm25_norm": _bar("BM25 norm", 0.0, 1.0, "BM25 after normalisation"),
         "fused": _bar("fused", low("fused"), max(top("fused"), 1e-9), FUSED_HELP.get(fusion, "")),
         "graph": _bar("graph", 0.0, 1.0, GRAPH_HELP),
-        "forced_1": st.column_config.TextColumn("min-max", help=FORCED_HELP),
+        "forced_1": st.column_config.TextColumn("min-max", help=FORCED_HELP, width=96),
     }
 
 
@@ -236,10 +246,6 @@ def rerank_frame(
             )
         row |= {
             "pooled": cand.pooled_rank,
-            "leaf": cand.chunk.source_node_id,
-            "document": cand.chunk.doc_id,  # the file name: a leaf id alone names no document
-            "chunk": cand.chunk.chunk_id,
-            "text": preview(cand.chunk.text, TEXT_CHARS),
             # The pooled order's own score (fusion over all groups), not the per-group one.
             "fused": cand.pool_fused if cand.pool_fused is not None else cand.fused,
         }
@@ -253,6 +259,12 @@ def rerank_frame(
             row["rerank"] = float(rerank) if rerank is not None else float("nan")
         if forced:
             row["forced_1"] = FORCED if cand.minmax_forced else ""
+        row |= {  # after the scores: the text columns would push them off-screen
+            "leaf": cand.chunk.source_node_id,
+            "document": cand.chunk.doc_id,  # the file name: a leaf id alone names no document
+            "text": preview(cand.chunk.text, TEXT_CHARS),
+            "chunk": cand.chunk.chunk_id,
+        }
         rows.append(row)
     frame = pd.DataFrame(rows)
     if frame.empty:
@@ -270,26 +282,30 @@ def rerank_columns(frame: pd.DataFrame) -> dict[str, Any]:
     config: dict[str, Any] = {
         # Widths in px so every header reads in full ("pooled rank" was cut at "small").
         "final": st.column_config.TextColumn("final rank", width=84),
-        "change": st.column_config.TextColumn("change", help="pooled (fused) rank → final rank"),
+        "change": st.column_config.TextColumn(
+            "change", width=72, help="pooled (fused) rank → final rank"
+        ),
         "since last": st.column_config.TextColumn(
-            "since last", help="how the passage moved since the previous settings"
+            "since last", width=84, help="how the passage moved since the previous settings"
         ),
         "pooled": st.column_config.NumberColumn("pooled rank", width=96),
-        "leaf": st.column_config.TextColumn("leaf", width=56, help="the leaf (section) id"),
-        "document": st.column_config.TextColumn("document", width="medium"),
-        "text": st.column_config.TextColumn("text", width="large"),
-        "fused": st.column_config.NumberColumn("fused", format="%.3f"),
+        "fused": st.column_config.NumberColumn("fused", format="%.3f", width=72),
         "section": st.column_config.ProgressColumn(
             "section",
             min_value=0.0,
             max_value=1.0,
             format="%.3f",
             help="the section score (0-1) the strategy gave this chunk's section",
+            width=BAR_PX,
         ),
         "graph": st.column_config.ProgressColumn(
-            "graph", min_value=0.0, max_value=1.0, format="%.3f", help=GRAPH_HELP
+            "graph", min_value=0.0, max_value=1.0, format="%.3f", help=GRAPH_HELP, width=BAR_PX
         ),
-        "forced_1": st.column_config.TextColumn("min-max", help=FORCED_HELP),
+        "forced_1": st.column_config.TextColumn("min-max", help=FORCED_HELP, width=96),
+        "leaf": st.column_config.TextColumn("leaf", width=56, help="the leaf (section) id"),
+        "document": st.column_config.TextColumn("document", width=130),
+        "text": text_column(),
+        "chunk": st.column_config.TextColumn("chunk", width=110),
     }
     if "rerank" in frame and frame["rerank"].notna().any():
         low, high = float(frame["rerank"].min()), float(frame["rerank"].max())
@@ -299,6 +315,7 @@ def rerank_columns(frame: pd.DataFrame) -> dict[str, Any]:
             max_value=high if high > low else low + 1,
             format="%.3f",
             help="the cross-encoder's score (a logit: only the order matters)",
+            width=BAR_PX,
         )
     return config
 

@@ -22,6 +22,7 @@ from treerag_core.text_rules import path_leaf
 from treerag_core.trace_io import stage_summary
 from treerag_core.types import ContextSection, LocateResult, RetrievalGroup, Trace
 from ui.score_tables import (
+    TEXT_PX,
     leaf_score_frame,
     rerank_columns,
     rerank_frame,
@@ -175,6 +176,21 @@ def document_routing(loc: LocateResult | None, key: str = "doc_routing") -> None
     )
 
 
+# The score first: after a wide sub-query column it sat off-screen. Text columns are bounded.
+STEP1_COLUMNS = ["node", "score", "source", "heading path", "document", "sub-query"]
+
+
+def step1_columns() -> dict[str, Any]:
+    return {
+        "node": st.column_config.TextColumn("node", width=56),
+        "score": st.column_config.NumberColumn("locator score", format="%.3f", width=104),
+        "source": st.column_config.TextColumn("source", width=80),
+        "heading path": st.column_config.TextColumn("heading path", width=TEXT_PX),
+        "document": st.column_config.TextColumn("document", width=130),
+        "sub-query": st.column_config.TextColumn("sub-query", width=TEXT_PX),
+    }
+
+
 def step1(trace: Trace) -> None:
     """Step 1: locator, reasoning, fallbacks, document routing and the picked leaves."""
     loc = trace.locate
@@ -211,18 +227,11 @@ def step1(trace: Trace) -> None:
         for leaf in loc.leaves
     ]
     st.dataframe(
-        pd.DataFrame(
-            rows, columns=["node", "document", "heading path", "sub-query", "score", "source"]
-        ),
+        pd.DataFrame(rows, columns=STEP1_COLUMNS),
         hide_index=True,
         width="stretch",
         key="step1_table",
-        column_config={
-            "node": st.column_config.TextColumn("node", width=56),
-            "document": st.column_config.TextColumn("document", width="medium"),
-            "score": st.column_config.NumberColumn("locator score", format="%.3f", width=104),
-            "heading path": st.column_config.TextColumn("heading path", width="large"),
-        },
+        column_config=step1_columns(),
     )
     with st.expander("Why these sections (the locator's reasoning)"):
         st.text(loc.thinking or "(none given)")

@@ -36,6 +36,7 @@ SIBLING_CAP = 6  # an open node with more children shows the focused ones and a 
 MORE_PREFIX = "more:"  # id prefix of the "+N more" placeholder nodes
 FONT_PX = 18  # in graph units; the browser test measures what this becomes on screen
 MIN_LABEL_PX = 12  # the component zooms to the picked path when a whole view would go below
+FIT_MARGIN = 0.9  # a fitted view leaves 5 % each side: a picked node's border was cut at the edge
 COMPONENT_DIR = Path(__file__).with_name("tree_graph_component")  # vis-network 10.1.5, vendored
 
 
@@ -364,15 +365,16 @@ def _component() -> Callable[..., Any]:
     return components.declare_component("tree_graph", path=str(COMPONENT_DIR))
 
 
-def graph_height(view: GraphView, canvas_px: int = 900) -> int:
+def graph_height(view: GraphView, canvas_px: int = 900, scale: float = 1.0) -> int:
     """Tall enough for the tree's depth at the zoom it is drawn at (the whole view when that
-    is readable, else the smallest readable zoom: the view then follows the picked path)."""
+    is readable, else the smallest readable zoom: the view then follows the picked path);
+    `scale` enlarges everything (presentation mode)."""
     if not view.nodes:
         return 260
     width = (max(n["x"] for n in view.nodes) + SLOT_PX) * 1.1
     depth = max(n["y"] for n in view.nodes) + LEVEL_PX * 0.6
-    zoom = max(min(1.0, canvas_px / width), MIN_LABEL_PX / FONT_PX)
-    return int(max(340, min(560, depth * 1.15 * zoom + 110)))
+    zoom = max(min(scale, canvas_px / width), scale * MIN_LABEL_PX / FONT_PX)
+    return int(max(340, min(560 * scale, depth * 1.15 * zoom + 110)))
 
 
 def graph_key(base: str, view: GraphView) -> str:
@@ -386,17 +388,25 @@ def graph_key(base: str, view: GraphView) -> str:
     return f"{base}_{digest}"
 
 
-def draw_graph(view: GraphView, key: str, height: int = 520) -> str | None:
-    """Draw the tree; returns the id of the node last clicked (None before any click)."""
-    data = json.dumps({"nodes": view.nodes, "edges": view.edges}, ensure_ascii=False)
-    focus = {
+def focus_spec(view: GraphView, scale: float = 1.0) -> dict[str, Any]:
+    """What the component fits its view to, and the zooms it keeps to (`scale` > 1: labels
+    grow with presentation mode's larger text, and must stay that much larger to count as
+    readable)."""
+    return {
         "leaves": view.focus,
         "paths": view.focus_paths,
         "selected": view.selected,
-        "min_label_px": MIN_LABEL_PX,
+        "min_label_px": MIN_LABEL_PX * scale,
         "font_px": FONT_PX,
-        "max_zoom": 1.0,
+        "max_zoom": scale,
+        "margin": FIT_MARGIN,
     }
+
+
+def draw_graph(view: GraphView, key: str, height: int = 520, scale: float = 1.0) -> str | None:
+    """Draw the tree; returns the id of the node last clicked (None before any click)."""
+    data = json.dumps({"nodes": view.nodes, "edges": view.edges}, ensure_ascii=False)
+    focus = focus_spec(view, scale)
     value = _component()(
         data=data,
         config=json.dumps(graph_config(height)),
@@ -497,12 +507,14 @@ class TreeGraph:
         if clicked:
             apply_click(index, clicked, focus)
 
-    def draw(self, index: CorpusIndex, view: GraphView, focus: GraphFocus) -> None:
+    def draw(
+        self, index: CorpusIndex, view: GraphView, focus: GraphFocus, scale: float = 1.0
+    ) -> None:
         new_key = graph_key(self.base, view)
         if new_key != st.session_state.get(self.key_holder):  # a fresh component: no click yet
             st.session_state[self.seen_key] = None
             st.session_state[self.key_holder] = new_key
-        value = draw_graph(view, key=new_key, height=graph_height(view))
+        value = draw_graph(view, key=new_key, height=graph_height(view, scale=scale), scale=scale)
         clicked = self._new_click(value)
         if clicked:
             apply_click(index, clicked, focus)

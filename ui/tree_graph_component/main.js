@@ -6,6 +6,7 @@ const post = (type, extra) =>
   window.parent.postMessage(Object.assign({ isStreamlitMessage: true, type }, extra), "*");
 const box = document.getElementById("graph");
 const focusButton = document.getElementById("fit-focus");
+const pickedButton = document.getElementById("fit-picked");
 const note = document.getElementById("note");
 const hint = document.getElementById("hint");
 const HINT = hint.textContent;
@@ -15,11 +16,11 @@ let nodes = null;
 let edges = null;
 let drawnIds = "";
 let focusSpec = {
-  leaves: [], paths: {}, selected: null, min_label_px: 12, font_px: 18, max_zoom: 1,
+  leaves: [], paths: {}, selected: null, min_label_px: 12, font_px: 18, max_zoom: 1, margin: 0.9,
 };
 let focusKey = "";
 let selectedKey = null;
-let lastFit = "path";  // what a resize re-fits to: the picked path, unless "Whole view" was asked
+let lastFit = "path";  // what a resize re-fits to: the picked path, "all" or "picked" if asked
 let fittedSize = "";
 let wheelArmed = false;  // a click into the graph lets the plain wheel zoom until the pointer leaves
 
@@ -42,42 +43,64 @@ function sizeFrame() {
   post("streamlit:setFrameHeight", { height: document.body.scrollHeight + 2 });
 }
 
+// Fit the view to `ids` (all drawn nodes when null) with a margin: vis-network fits the box
+// edge to edge, which cut a picked node's border. Never above max_zoom; with `minZoom`, never
+// below it (the centre stays on the nodes).
+function fitTo(ids, minZoom) {
+  const options = { animation: false, maxZoomLevel: focusSpec.max_zoom };
+  if (ids) options.nodes = ids;
+  net.fit(options);
+  let scale = net.getScale();
+  if (scale < focusSpec.max_zoom - 1e-6) scale *= focusSpec.margin;
+  if (minZoom) scale = Math.max(scale, minZoom);
+  net.moveTo({ scale, animation: false });
+}
+
 function fitAll() {
   note.textContent = "";
-  net.fit({ animation: false, maxZoomLevel: focusSpec.max_zoom });
+  fitTo(null);
   record("all");
   lastFit = "all";
   fittedSize = `${box.clientWidth}x${box.clientHeight}`;
 }
 
-// The whole tree when its labels stay readable; else the picked paths (root to leaf), best
-// leaf first, as many as fit at a readable zoom; at least the best leaf with its parent.
+// Every picked leaf with its path to the root, whatever the zoom (the "All picked" button).
+function fitPicked() {
+  note.textContent = "";
+  fitTo([...new Set(focusSpec.leaves.flatMap((leaf) => focusSpec.paths[leaf] || [leaf]))]);
+  record("picked");
+  lastFit = "picked";
+  fittedSize = `${box.clientWidth}x${box.clientHeight}`;
+}
+
+// The whole tree when its labels stay readable; else every picked path (root to leaf) when
+// they fit at a readable zoom; else as many as fit, best leaf first (a leaf that does not fit
+// is skipped, not the end), at least the best leaf with its parent; a note counts the rest.
 function fitFocus() {
   const minZoom = focusSpec.min_label_px / focusSpec.font_px;
+  const readable = () => net.getScale() >= minZoom - 1e-6;
   fitAll();
   lastFit = "path";
-  if (net.getScale() >= minZoom - 1e-6 || !focusSpec.leaves.length) return;
+  pickedButton.hidden = true;
+  if (readable() || !focusSpec.leaves.length) return;
   let chosen = [];
   for (const leaf of focusSpec.leaves) {
-    const path = focusSpec.paths[leaf] || [leaf];
-    const trial = chosen.concat(path);
-    net.fit({ nodes: trial, animation: false, maxZoomLevel: focusSpec.max_zoom });
-    if (net.getScale() >= minZoom - 1e-6) {
-      chosen = trial;
-      continue;
-    }
-    if (!chosen.length) chosen = path.slice(-2);  // the leaf and its parent
-    break;
+    const trial = [...new Set(chosen.concat(focusSpec.paths[leaf] || [leaf]))];
+    fitTo(trial);
+    if (readable()) chosen = trial;
   }
-  net.fit({
-    nodes: chosen, animation: false, minZoomLevel: minZoom, maxZoomLevel: focusSpec.max_zoom,
-  });
+  if (!chosen.length) {
+    const best = focusSpec.paths[focusSpec.leaves[0]] || [focusSpec.leaves[0]];
+    chosen = best.slice(-2);  // the leaf and its parent
+  }
+  fitTo(chosen, minZoom);
   record("path");
   const outside = focusSpec.leaves.filter((leaf) => !inView(leaf)).length;
   if (outside) {
     const sections = `section${outside > 1 ? "s" : ""}`;
-    note.textContent = `${outside} more picked ${sections} off view: “Whole view” shows all`;
+    note.textContent = `${outside} more picked ${sections} off view: “All picked” shows them`;
     note.title = note.textContent;
+    pickedButton.hidden = false;
   }
 }
 
@@ -93,6 +116,7 @@ function showNode(id) {
 
 function refit() {
   if (lastFit === "all") fitAll();
+  else if (lastFit === "picked") fitPicked();
   else fitFocus();
   if (focusSpec.selected) showNode(focusSpec.selected);
   sizeFrame();
@@ -170,7 +194,8 @@ function render(args) {
   hint.title = HINT_TITLE;
   box.style.height = options.height;
   const ids = data.nodes.map((n) => n.id).join("\u001f");
-  const newFocus = JSON.stringify(focusSpec.leaves);
+  // Presentation mode changes the zooms: that re-fits too.
+  const newFocus = JSON.stringify([focusSpec.leaves, focusSpec.min_label_px, focusSpec.max_zoom]);
   if (net === null) {
     create(data, options);
   } else if (ids !== drawnIds) {
@@ -197,6 +222,7 @@ function render(args) {
 }
 
 focusButton.addEventListener("click", () => fitFocus());
+pickedButton.addEventListener("click", () => fitPicked());
 box.addEventListener("wheel", onWheel, { capture: true, passive: false });
 box.addEventListener("pointerdown", () => { wheelArmed = true; });
 box.addEventListener("pointerleave", () => { wheelArmed = false; });
