@@ -18,7 +18,7 @@ from ui import ask_story as story
 from ui import query_controls as qc
 from ui.query_log import record
 from ui.resources import EVAL, SAMPLES, UPLOADS, Corpus, engine_for, warm_reranker
-from ui.session import AskState, require_app
+from ui.session import AskState, WorkspaceState, require_app
 from ui.stored_view import corpus_name, stored_result
 from ui.text_safety import plain, show_error
 from ui.workspace import corpus_kind_of, current_corpus, sync_workspace
@@ -73,9 +73,9 @@ def _until_answer(events: Iterator[Event]) -> Trace | None:
     return trace
 
 
-def _run_action(pending, engine, trace, settings, scope, corpus, doc_ids) -> None:
-    """Run a queued action; on bad input show the error and return (the caller then shows
-    the last result as it was: bad input loses nothing)."""
+def _run_action(pending, engine, trace, settings, scope, corpus, doc_ids) -> bool:
+    """Run a queued action; on bad input show the error and return True (the caller then
+    shows the last result as it was, labelled: bad input loses nothing)."""
     kind = pending["kind"]
     if kind != "ask":  # overrides and regenerated answers keep the trace's own scope
         scope = list(ask.trace_scope) if ask.trace_scope else None
@@ -86,9 +86,9 @@ def _run_action(pending, engine, trace, settings, scope, corpus, doc_ids) -> Non
         partial = _until_answer(events)
     except (TreeRAGError, ValueError) as exc:
         show_error(exc, "Change the question or the settings, then ask again.")
-        return
+        return True
     if partial is None:
-        return
+        return False
     if kind == "ask":
         ask.inspect, ask.highlight = None, None
     holder: dict[str, Trace] = {}
@@ -108,6 +108,17 @@ def _run_action(pending, engine, trace, settings, scope, corpus, doc_ids) -> Non
     ask.controls = controls
     ask.rerun_ms = None
     st.rerun()
+    return False  # not reached: st.rerun() ends this run
+
+
+def _previous_shown(trace: Trace, kind: str) -> None:
+    """Under an error: what stays on screen is the earlier run, and says so."""
+    what = "question" if kind == "ask" else "result"
+    st.info(
+        f"**Showing the previous {what}:** “{plain(trace.question)}”. The answer, graph "
+        "and tables below are from that earlier run: nothing new ran.",
+        icon=":material/history:",
+    )
 
 
 def _scope_moved(scope: Sequence[str] | None) -> bool:
@@ -120,7 +131,7 @@ def _waiting_for_ask(settings: QuerySettings, scope: Sequence[str] | None) -> li
     before = ask.controls or {}
     step1 = story.describe_moves(before, settings, qc.ASK_SETTINGS)
     if _scope_moved(scope):
-        step1.append("document scope")
+        step1.append("Document scope")
     if not step1:
         return []
     return step1 + story.describe_moves(before, settings, qc.RERUN_SETTINGS, skip_new=True)
@@ -255,6 +266,7 @@ def _no_corpus(kind: str) -> None:
 
 def main() -> None:
     sync_workspace()  # the ?ws= workspace of a reload: its uploads and History come back
+    qc.default_corpus(WorkspaceState().index is not None)
     if ss.qs_corpus == EVAL and ask.eval_corpus is None:
         ss.qs_corpus = SAMPLES  # no eval set opened in this session
     kind = ss.qs_corpus
@@ -262,6 +274,8 @@ def main() -> None:
         corpus = current_corpus(kind)
     except TreeRAGError as exc:
         st.title("TreeRAG Explorer")
+        if kind != SAMPLES:  # the way out the message names: another corpus
+            qc.corpus_radio(ask.eval_corpus.label if ask.eval_corpus else None)
         show_error(
             exc,
             "The sample documents cannot be indexed with this embedder: install the package "
@@ -302,13 +316,17 @@ def main() -> None:
             "Question",
             key=qc.QUESTION,
             persist_state=qc.KEEP,
+            max_chars=settings.max_question_chars,  # the engine's own limit
             placeholder="Ask anything about the documents — English or 中文",
         )
         submitted = c2.form_submit_button("Ask", type="primary", width="stretch")
     pending = {"kind": "ask"} if submitted else ask.take("pending")
     trace: Trace | None = ask.trace if ask.trace_corpus == corpus.key else None
+    failed = False
     if pending is not None and (pending["kind"] == "ask" or trace is not None):
-        _run_action(pending, engine, trace, settings, scope, corpus, doc_ids)
+        failed = _run_action(pending, engine, trace, settings, scope, corpus, doc_ids)
+    if failed and trace is not None:
+        _previous_shown(trace, pending["kind"])
     if ask.trace is not None and trace is None:
         _stored(ask.trace, kind, can_ask=True)
     if trace is not None and trace.locate is not None:

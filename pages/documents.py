@@ -252,12 +252,9 @@ def main() -> None:
             f"again later, open this page with `?ws={old_id}`. This is a new, empty one.",
             icon=":material/error:",
         )
-    if st.session_state.pop("ws_restore_failed", False):
-        st.info(
-            "The workspace named in the link has expired or does not exist: this is a new, "
-            "empty one.",
-            icon=":material/info:",
-        )
+    note = st.session_state.pop("ws_restore_note", None)  # a malformed or expired link
+    if note:
+        st.info(note, icon=":material/info:")
     uploader()
     try:
         _workspace()

@@ -212,8 +212,8 @@ def test_top_k_slider_changes_table_length():
     assert final_ranks(table(at, "rerank")) == [1, 2]
     # What the move changed is said at the top of the answer and in the Evidence heading,
     # and the rows that moved are tinted in the table.
-    said = texts(at)
-    assert "final top k 5 → 2" in said and "3 dropped out" in said, said
+    said = texts(at).replace("\\", "")
+    assert "Final top-k: 5 → 2" in said and "3 dropped out" in said, said
     assert any("② Evidence" in h.value and "3 dropped out" in h.value for h in at.subheader)
     [styled] = [d for d in at.dataframe if "since last" in d.value.columns]
     assert "background-color" in styled.proto.arrow_data.styler.styles
@@ -231,12 +231,12 @@ def test_a_strategy_change_waits_for_ask_and_never_claims_a_rewrite():
     # Nothing re-ran under the old strategy; the page says what waits for Ask.
     assert at.session_state["ask_trace"] is first
     shown = texts(at).replace("\\", "")
-    assert "Not applied yet: strategy treerag → drilldown" in shown, shown
+    assert "Not applied yet: Strategy: treerag → drilldown" in shown, shown
     assert "None" not in shown and "rewritten" not in shown
     # A slider moved meanwhile waits too: nothing is half applied.
     at.slider(key="qs_final_top_k").set_value(2).run()
     assert at.session_state["ask_trace"] is first
-    assert "final top k 5 → 2" in texts(at).replace("\\", "")
+    assert "Final top-k: 5 → 2" in texts(at).replace("\\", "")
     # An override meanwhile keeps the trace's strategy and step 1: the change stays pending.
     target = first.locate.leaves[-1].node_id
     at.session_state[at.session_state["ask_graph_key"]] = target  # the component's click
@@ -245,7 +245,7 @@ def test_a_strategy_change_waits_for_ask_and_never_claims_a_rewrite():
     assert not at.exception, at.exception
     overridden = at.session_state["ask_trace"]
     assert overridden.strategy == "treerag" and overridden is not first
-    assert "Not applied yet: strategy treerag → drilldown" in texts(at).replace("\\", "")
+    assert "Not applied yet: Strategy: treerag → drilldown" in texts(at).replace("\\", "")
     at.selectbox(key="qs_strategy").set_value("treerag").run()  # back: nothing waits or reruns
     assert at.session_state["ask_trace"] is overridden and "Not applied" not in texts(at)
     at.selectbox(key="qs_strategy").set_value("drilldown").run()
@@ -259,7 +259,7 @@ def test_a_strategy_change_waits_for_ask_and_never_claims_a_rewrite():
     # Back to treerag: pending again (treerag's step 1 is not the drill-down's).
     at.selectbox(key="qs_strategy").set_value("treerag").run()
     assert at.session_state["ask_trace"] is new
-    assert "strategy drilldown → treerag" in texts(at).replace("\\", "")
+    assert "Strategy: drilldown → treerag" in texts(at).replace("\\", "")
 
 
 def test_a_scope_change_waits_for_ask():
@@ -267,7 +267,7 @@ def test_a_scope_change_waits_for_ask():
     first = at.session_state["ask_trace"]
     at.multiselect(key="qs_scope_samples").set_value(["test_paper.md"]).run()
     assert at.session_state["ask_trace"] is first
-    assert "Not applied yet: document scope" in texts(at)
+    assert "Not applied yet: Document scope" in texts(at)
 
 
 def test_describe_moves_never_shows_a_raw_none():
@@ -278,11 +278,11 @@ def test_describe_moves_never_shows_a_raw_none():
              "options": {"drilldown": {"documents": 3}}}  # fmt: skip
     paths = ["strategy", "answer.final_top_k", "options.drilldown.documents"]
     assert describe_moves(before, after, paths) == [
-        "strategy treerag → drilldown",
-        "documents (not used) → 3",
+        "Strategy: treerag → drilldown",
+        "Documents kept: (not used) → 3",
     ]
-    assert describe_moves(before, after, paths, skip_new=True) == ["strategy treerag → drilldown"]
-    assert describe_moves(after, before, paths[2:]) == ["documents 3 → (not used)"]
+    assert describe_moves(before, after, paths, skip_new=True) == ["Strategy: treerag → drilldown"]
+    assert describe_moves(after, before, paths[2:]) == ["Documents kept: 3 → (not used)"]
 
 
 def test_slider_steps_are_compared_with_the_last_full_run_not_with_each_step():
@@ -290,12 +290,12 @@ def test_slider_steps_are_compared_with_the_last_full_run_not_with_each_step():
     for k in (4, 3, 2):  # arrow keys: one rerun per step
         at.slider(key="qs_final_top_k").set_value(k).run()
     said = texts(at).replace("\\", "")
-    assert "final top k 5 → 2" in said and "3 dropped out" in said, said
-    assert "final top k 3 → 2" not in said
+    assert "Final top-k: 5 → 2" in said and "3 dropped out" in said, said
+    assert "Final top-k: 3 → 2" not in said
     # Another control adds to the list; both still against the last full run.
     at.slider(key="qs_dense_weight").set_value(0.7).run()
     said = texts(at).replace("\\", "")
-    assert "dense weight 0.5 → 0.7, final top k 5 → 2" in said, said
+    assert "Dense weight: 0.5 → 0.7, Final top-k: 5 → 2" in said, said
     # Back where the question ran: nothing is reported as moved.
     at.slider(key="qs_final_top_k").set_value(5).run()
     at.slider(key="qs_dense_weight").set_value(0.5).run()
@@ -305,7 +305,7 @@ def test_slider_steps_are_compared_with_the_last_full_run_not_with_each_step():
     ask(at, PAPER_QUESTION)
     at.slider(key="qs_final_top_k").set_value(2).run()
     said = texts(at).replace("\\", "")
-    assert "final top k 3 → 2" in said and "1 dropped out" in said, said
+    assert "Final top-k: 3 → 2" in said and "1 dropped out" in said, said
 
 
 def test_clicking_a_node_opens_the_inspector_and_override_reruns():
@@ -413,19 +413,67 @@ def test_bad_questions_give_an_error_not_a_traceback(question, message):
 
 
 @pytest.mark.parametrize(
-    ("question", "message"), [("", "the question is empty"), ("why " * 1250, "the limit is")]
+    ("question", "message"),
+    [("", "the question is empty"), ("the of and?", "no searchable words")],
 )
 def test_a_bad_question_after_an_answer_keeps_the_answer_on_screen(question, message):
     at = ask(new_app(), PAPER_QUESTION)
     trace = at.session_state["ask_trace"]
     answer_shown = [m.value for m in at.markdown if "[Source:" in m.value]
     assert answer_shown
+    assert not any("Showing the previous" in i.value for i in at.info)
     ask(at, question)
     assert any(message in e.value for e in at.error), texts(at)
+    # What stays below is labelled as the earlier run, naming its question.
+    [note] = [i.value for i in at.info if "Showing the previous question" in i.value]
+    assert PAPER_QUESTION in note.replace("\\", "")
     assert at.session_state["ask_trace"] is trace  # nothing lost ...
     assert [m.value for m in at.markdown if "[Source:" in m.value] == answer_shown  # ... on screen
     assert final_ranks(table(at, "rerank")) == list(range(1, len(trace.reranked) + 1))
     assert PALETTE["picked"] in background(at).values()  # the graph keeps its picked leaves
+
+
+def test_the_question_box_takes_no_more_than_the_engines_limit():
+    from treerag_core.settings import QuerySettings
+
+    at = new_app()
+    box = at.text_input(key="ask_question")
+    assert box.max_chars == QuerySettings().max_question_chars
+
+
+def test_setting_moves_are_named_by_their_on_screen_labels():
+    at = ask(new_app(), PAPER_QUESTION)
+    at.toggle(key="qs_rerank_chinese").set_value(True).run()
+    said = texts(at).replace("\\", "")
+    assert "Rerank Chinese questions too: off → on" in said, said
+    at.toggle(key="qs_rerank").set_value(False).run()
+    said = texts(at).replace("\\", "")
+    assert "Rerank (cross-encoder): on → off" in said, said
+    assert "chinese" not in said and "enabled" not in said
+
+
+def test_the_answer_context_budget_fills_to_n_characters_instead_of_top_k():
+    at = ask(new_app(), PAPER_QUESTION)
+    first = at.session_state["ask_trace"]
+    assert first.settings["answer"]["context_chars"] == 0 and len(first.reranked) == 5
+    assert any(c.value.startswith("Answer context: 5 passages") for c in at.caption)
+    # A budget smaller than five passages: fewer of them, within it (a slider rerun).
+    sizes = [len(h.chunk.text) for h in first.candidates]
+    budget = 250 * max(1, (sizes[0] + sizes[1]) // 250)  # the slider's step is 250
+    at.slider(key="qs_context_chars").set_value(budget).run()
+    assert not at.exception, at.exception
+    trace = at.session_state["ask_trace"]
+    assert trace.settings["answer"]["context_chars"] == budget
+    used = sum(len(h.chunk.text) for h in trace.reranked)
+    assert 1 <= len(trace.reranked) < len(first.reranked) and used <= max(budget, sizes[0])
+    assert final_ranks(table(at, "rerank")) == list(range(1, len(trace.reranked) + 1))
+    said = texts(at).replace("\\", "")
+    assert f"Answer context budget (characters): off → {budget}" in said, said
+    assert f"{used:,} characters (filled to a budget of {budget:,} characters)" in said, said
+    assert at.slider(key="qs_final_top_k").disabled  # not read while a budget is set
+    # A large budget reads more than the top 5.
+    at.slider(key="qs_context_chars").set_value(8000).run()
+    assert len(at.session_state["ask_trace"].reranked) > 5
 
 
 def test_flat_strategy_and_compare():
@@ -444,7 +492,7 @@ def test_flat_strategy_and_compare():
         for m in at.markdown
     )
     at.selectbox(key="qs_strategy").set_value("flat-hybrid").run()
-    assert "Not applied yet: strategy treerag → flat-hybrid" in texts(at).replace("\\", "")
+    assert "Not applied yet: Strategy: treerag → flat-hybrid" in texts(at).replace("\\", "")
     ask(at, PAPER_QUESTION)
     trace = at.session_state["ask_trace"]
     assert trace.strategy == "flat-hybrid"
@@ -780,8 +828,8 @@ def test_a_workspace_index_naming_a_model_folder_is_refused_not_loaded(
     name_index_embedder(folder, model_trap.name)
     at = AppTest.from_file(str(APP), default_timeout=90)
     at.query_params["ws"] = ws_id
-    at.run()
-    at.radio(key="qs_corpus").set_value("uploads").run()
+    at.run()  # Ask opens on the restored uploads, the workspace having documents
+    assert at.radio(key="qs_corpus").value == "uploads"  # the way out stays on screen
     assert not at.exception, at.exception
     [error] = at.error
     said = error.value.replace("\\", "")  # shown as plain text: Markdown escapes

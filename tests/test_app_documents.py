@@ -169,6 +169,30 @@ def test_uploaded_corpus_is_queryable_on_the_ask_page():
     assert at.session_state["ask_trace_corpus"].startswith("ws:")
 
 
+def test_after_an_upload_ask_uses_my_uploads_unless_the_user_chose_otherwise():
+    at = AppTest.from_file(str(APP), default_timeout=90)
+    at.run()
+    assert at.radio(key="qs_corpus").value == "samples"  # nothing uploaded yet
+    at.switch_page("pages/documents.py").run()
+    upload(at, ("paper.md", PAPER))
+    at.switch_page("pages/ask.py").run()
+    assert not at.exception, at.exception
+    assert at.radio(key="qs_corpus").value == "uploads"
+    assert any(c.value.startswith("My uploads: 1 of 1 document(s)") for c in at.caption)
+    # An explicit choice is kept across page switches.
+    at.radio(key="qs_corpus").set_value("samples").run()
+    at.switch_page("pages/documents.py").run()
+    at.switch_page("pages/ask.py").run()
+    assert at.radio(key="qs_corpus").value == "samples"
+    # A reload restores the workspace from ?ws=, and Ask opens on its uploads.
+    reloaded = AppTest.from_file(str(APP), default_timeout=90)
+    reloaded.query_params["ws"] = at.session_state["ws_id"]
+    reloaded.run()
+    assert not reloaded.exception, reloaded.exception
+    assert reloaded.radio(key="qs_corpus").value == "uploads"
+    assert any(c.value.startswith("My uploads: 1 of 1") for c in reloaded.caption)
+
+
 def test_copy_the_samples_into_the_workspace():
     at = documents_page()
     next(b for b in at.button if b.label.startswith("Copy the sample")).click().run()
@@ -256,15 +280,49 @@ def test_a_reload_with_the_workspace_id_in_the_url_restores_it():
     assert not again.exception, again.exception
     assert again.session_state["ws_id"] == ws_id
     assert [d.doc_id for d in again.session_state["ws_index"].documents] == ["paper.md"]
-    # A made-up id starts a fresh, empty workspace with a note.
+    # A malformed id starts a fresh, empty workspace with a note.
     other = AppTest.from_file(str(APP), default_timeout=90)
-    other.query_params["ws"] = "0" * 32
+    other.query_params["ws"] = "not-a-workspace"
     other.run()
     other.switch_page("pages/documents.py").run()
     assert not other.exception, other.exception
-    assert other.session_state["ws_id"] != "0" * 32
+    assert other.session_state["ws_id"] != "not-a-workspace"
     assert other.session_state["ws_index"] is None
-    assert any("expired" in i.value for i in other.info)
+    assert any("not a valid one" in i.value for i in other.info)
+    assert other.query_params["ws"] == other.session_state["ws_id"]
+
+
+def test_a_reload_before_anything_was_saved_keeps_the_link_and_says_nothing():
+    first = AppTest.from_file(str(APP), default_timeout=90)
+    first.run()  # a visit that saved nothing: no folder on disk
+    ws_id = first.session_state["ws_id"]
+    again = AppTest.from_file(str(APP), default_timeout=90)
+    again.query_params["ws"] = ws_id
+    again.run()
+    again.switch_page("pages/documents.py").run()
+    assert not again.exception, again.exception
+    assert again.session_state["ws_id"] == ws_id and again.query_params["ws"] == ws_id
+    assert again.session_state["ws_index"] is None
+    said = " ".join(m.value for m in [*again.info, *again.warning, *again.error])
+    assert "link" not in said and "expired" not in said and "new, empty" not in said, said
+
+
+def test_a_reload_naming_an_expired_workspace_says_so(app_env):
+    from treerag_core.workspaces import STAMP
+
+    ws_id = "e" * 32
+    (app_env / "workspaces" / ws_id / "index").mkdir(parents=True)
+    stamp = app_env / "workspaces" / ws_id / STAMP
+    stamp.touch()
+    old = 1_000_000_000  # 2001: idle far longer than any limit
+    os.utime(stamp, (old, old))
+    at = AppTest.from_file(str(APP), default_timeout=90)
+    at.query_params["ws"] = ws_id
+    at.run()
+    at.switch_page("pages/documents.py").run()
+    assert not at.exception, at.exception
+    assert any("expired" in i.value for i in at.info)
+    assert not (app_env / "workspaces" / ws_id).exists()
 
 
 def test_a_reload_naming_an_unreadable_workspace_shows_why_and_keeps_it(app_env):

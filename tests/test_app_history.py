@@ -107,6 +107,34 @@ def test_a_reload_with_the_workspace_in_the_url_lists_its_queries():
     assert any("How many epochs" in m.value for m in reloaded.markdown)
 
 
+def test_reopening_after_a_reload_on_history_raises_no_change_banner():
+    """A reload straight onto History (the Ask sidebar not drawn yet in that session): the
+    reopened run matches the controls, so nothing reads as changed or pending."""
+    at = AppTest.from_file(str(APP), default_timeout=90)
+    at.run()
+    ask(at, "How many epochs was the model trained for?")
+    query_id = at.session_state["ask_trace_id"]
+    reloaded = AppTest.from_file(str(APP), default_timeout=90)
+    reloaded.query_params["ws"] = at.session_state["ws_id"]
+    reloaded.run()
+    # A browser reload on /history?ws= never draws the Ask sidebar; AppTest's first run is
+    # Ask, so the LLM panel's record is taken away again to stand for that.
+    del reloaded.session_state["qs_llm_settings"]
+    reloaded.switch_page("pages/history.py").run()
+    reloaded.button(key=f"open_{query_id}").click().run()
+    assert not reloaded.exception, reloaded.exception
+    assert reloaded.title[0].value == "TreeRAG Explorer"
+    assert not [w.value for w in reloaded.warning if "Not applied" in w.value]
+    assert "Since the last full run" not in shown(reloaded)
+    # A move after that is named by its label, against the reopened run.
+    reloaded.switch_page("pages/ask.py").run()  # AppTest stays on History after a switch_page
+    assert not [w.value for w in reloaded.warning if "Not applied" in w.value]
+    reloaded.toggle(key="qs_rerank_chinese").set_value(True).run()
+    text = shown(reloaded).replace("\\", "")
+    assert "Rerank Chinese questions too: off → on" in text, text
+    assert "Use an LLM" not in text and "enabled" not in text
+
+
 PAPER = (Path(__file__).resolve().parents[1] / "sample_docs" / "test_paper.md").read_bytes()
 NOTES = b"# Notes\n\n## Routers\n\nSomething ordinary about routers and epochs.\n"
 

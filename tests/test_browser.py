@@ -243,7 +243,7 @@ def test_upload_ask_graph_click_inspector_and_streamed_answer(page, app_url, fak
 
     # 2. Ask on the uploads, in-app navigation keeps the session (and its workspace).
     page.get_by_role("link", name="Ask").click()
-    page.get_by_text("My uploads").click()
+    # No corpus click: "My uploads" is the default once the workspace has documents.
     page.get_by_text("My uploads: 2 of 2 document(s)", exact=False).wait_for()
     page.get_by_label("Question", exact=True).fill("How many epochs was the model trained for?")
     started = time.perf_counter()
@@ -355,8 +355,8 @@ def test_arrow_keys_on_a_slider_are_reported_against_the_view_they_started_from(
         slider.focus()
         slider.press("ArrowLeft")
         # Each step is a rerun the user sees; its banner counts from 5, never from k + 1.
-        page.get_by_text(f"final top k 5 → {k}").wait_for(timeout=60_000)
-    assert page.get_by_text("final top k 3 → 2").count() == 0
+        page.get_by_text(f"Final top-k: 5 → {k}").wait_for(timeout=60_000)
+    assert page.get_by_text("Final top-k: 3 → 2").count() == 0
     page.get_by_text("Since the last full run").first.scroll_into_view_if_needed()
     page.screenshot(path=str(RESULTS / "browser-slider-keys.png"))
     # Back to 5, where the next tests expect it: the banner clears there.
@@ -364,7 +364,7 @@ def test_arrow_keys_on_a_slider_are_reported_against_the_view_they_started_from(
         slider.focus()
         slider.press("ArrowRight")
         if k < 5:
-            page.get_by_text(f"final top k 5 → {k}").wait_for(timeout=60_000)
+            page.get_by_text(f"Final top-k: 5 → {k}").wait_for(timeout=60_000)
     page.get_by_text("Since the last full run").first.wait_for(state="detached", timeout=60_000)
     # The LLM answer was kept (stale) while the slider moved: write it again, so the next
     # tests find the answer's citation chips.

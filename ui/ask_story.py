@@ -18,7 +18,7 @@ from ui import trace_panels
 from ui.examples import examples_for, gold_examples_for
 from ui.gold import SHOWN, Gold, gold_for, strategy_metrics
 from ui.inspector import inspector
-from ui.query_controls import setting
+from ui.query_controls import label_of, setting, shown_value
 from ui.resources import Corpus
 from ui.score_tables import rank_moves
 from ui.session import AskState
@@ -53,8 +53,8 @@ PRESENT_CSS = """
 NOT_USED = "(not used)"  # a setting the other side's strategy does not read
 
 
-def _shown(value: Any) -> str:
-    return NOT_USED if value is None else str(value)
+def _shown(path: str, value: Any) -> str:
+    return NOT_USED if value is None else shown_value(path, value)
 
 
 def describe_moves(
@@ -63,15 +63,15 @@ def describe_moves(
     paths: Sequence[str],
     skip_new: bool = False,
 ) -> list[str]:
-    """'final top k 5 → 2' for each setting among `paths` that differs; a setting absent on
-    one side reads "(not used)" (with `skip_new`, settings absent before are left out)."""
+    """'Final top-k: 5 → 2' for each setting among `paths` that differs, named by its
+    on-screen label; a setting absent on one side reads "(not used)" (with `skip_new`,
+    settings absent before are left out)."""
     labels = []
     for path in paths:
         old, new = setting(before, path), setting(after, path)
         if old == new or (skip_new and old is None):
             continue
-        name = path.rsplit(".", 1)[-1].replace("_", " ")
-        labels.append(f"{name} {_shown(old)} → {_shown(new)}")
+        labels.append(f"{label_of(path)}: {_shown(path, old)} → {_shown(path, new)}")
     return labels
 
 
@@ -177,6 +177,7 @@ def answer_step(
     st.subheader("③ Answer")
     st.caption(f"Q: {plain(trace.question)}")
     slider_moved(trace)
+    st.caption(context_used(trace))
     if live is not None:
         st.write_stream(safe_answer_stream(live))
         return
@@ -202,6 +203,23 @@ def answer_step(
     trace_panels.question_flags(trace)
     trace_panels.citations(trace, index, open_citation)
     trace_panels.fallbacks(trace)
+
+
+def context_used(trace: Trace) -> str:
+    """What the answer read: its passages and their characters, against the run's rule
+    (a character budget, or the top-k)."""
+    n = len(trace.reranked)
+    chars = sum(len(h.chunk.text) for h in trace.reranked)
+    budget = setting(trace.settings, "answer.context_chars") or 0
+    top_k = setting(trace.settings, "answer.final_top_k")
+    rule = (
+        f"filled to a budget of {int(budget):,} characters"
+        if budget > 0
+        else f"top-{top_k}"
+        if top_k is not None
+        else "as the run chose"
+    )
+    return f"Answer context: {n} passage{'s' if n != 1 else ''} · {chars:,} characters ({rule})"
 
 
 def slider_moved(trace: Trace) -> None:

@@ -31,6 +31,7 @@ SETTING_WIDGETS: dict[str, str] = {
     "qs_rrf_k": "retrieve.rrf_k",
     "qs_top_k_per_leaf": "retrieve.top_k_per_leaf",
     "qs_final_top_k": "answer.final_top_k",
+    "qs_context_chars": "answer.context_chars",
     "qs_rerank": "rerank.enabled",
     "qs_rerank_chinese": "rerank.chinese",
 }
@@ -60,6 +61,32 @@ RERUN_SETTINGS = (
     # Step 1 of the drill-down is local (no LLM): the engine redoes it when these move.
     *(f"options.{DRILLDOWN}.{name}" for name in DRILLDOWN_WIDGETS.values()),
 )
+# Each setting's on-screen label: the widgets are drawn with it and the banners name it so
+# ("Rerank (cross-encoder): on → off"), never by its field name.
+SETTING_LABELS: dict[str, str] = {
+    "strategy": "Strategy",
+    "locate.locator": "Locator",
+    "locate.max_leaves": "Max leaves",
+    "retrieve.fusion": "Fusion",
+    "retrieve.dense_weight": "Dense weight",
+    "retrieve.rrf_k": "RRF k",
+    "retrieve.top_k_per_leaf": "Top-k per leaf",
+    "answer.final_top_k": "Final top-k",
+    "answer.context_chars": "Answer context budget (characters)",
+    "rerank.enabled": "Rerank (cross-encoder)",
+    "rerank.chinese": "Rerank Chinese questions too",
+    "llm.enabled": "Use an LLM",
+    "llm.provider": "Provider",
+    "llm.base_url": "Endpoint (base URL)",
+    "llm.locate_model": "Locate model",
+    "llm.answer_model": "Answer model",
+    "llm.context_tokens": "Context size (tokens)",
+    f"options.{DRILLDOWN}.documents": "Documents kept",
+    f"options.{DRILLDOWN}.parents": "Parent sections kept",
+    f"options.{DRILLDOWN}.children": "Child passages kept",
+}
+CONTEXT_MAX_CHARS = 8000  # the budget slider's top; 0 = off (the answer reads Final top-k)
+CORPUS_CHOSEN = "qs_corpus_chosen"  # set once the user picks a corpus (radio, History, Eval)
 FUSION_LABELS = {
     # Short enough for the sidebar's select box at 1440 px (the help text says the rest).
     "weighted": "weighted (min-max)",
@@ -71,6 +98,20 @@ FUSION_HELP = (
     "weighted: min-max normalise dense and BM25, then a weighted sum · RRF: reciprocal rank · "
     "DBSF: normalised by mean ± 3 std · union: either retriever's hits, once per chunk"
 )
+
+
+def label_of(path: str) -> str:
+    """The on-screen label of a setting path (its last field, spaced, for one not shown)."""
+    return SETTING_LABELS.get(path) or path.rsplit(".", 1)[-1].replace("_", " ")
+
+
+def shown_value(path: str, value: Any) -> str:
+    """A setting's value as the sidebar shows it: toggles on/off, a 0 budget off."""
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if path == "answer.context_chars" and not value:
+        return "off"
+    return str(value)
 
 
 def setting(settings: QuerySettings | Mapping[str, Any], path: str) -> Any:
@@ -100,6 +141,23 @@ def runnable_strategies() -> dict[str, str]:
 
     Read at render time, so a plug-in registered after import shows up too."""
     return {s.name: s.label for s in all_strategies() if not s.needs_gold_leaves}
+
+
+def choose_corpus(kind: str | None = None) -> None:
+    """The user picked a corpus (the radio, or a result opened from History or Evaluate):
+    from now on this session keeps it rather than the default."""
+    if kind is not None:
+        st.session_state.qs_corpus = kind
+    st.session_state[CORPUS_CHOSEN] = True
+
+
+def default_corpus(has_uploads: bool) -> None:
+    """Until the user picks one: "My uploads" once the workspace has documents (after an
+    upload, or a reload that restored them from `?ws=`). Never back on its own: with every
+    upload removed, Ask says the workspace is empty and keeps its last result readable."""
+    ss = st.session_state
+    if has_uploads and not ss.get(CORPUS_CHOSEN) and ss.get("qs_corpus") == SAMPLES:
+        ss.qs_corpus = UPLOADS
 
 
 def query_settings() -> QuerySettings:
@@ -142,6 +200,17 @@ def changed_settings(trace: Trace, settings: QuerySettings, paths: Sequence[str]
     ]
 
 
+def corpus_radio(eval_label: str | None) -> None:
+    """The corpus choice (also drawn alone when the chosen corpus cannot be opened)."""
+    labels = {SAMPLES: "Sample documents", UPLOADS: "My uploads"}
+    if eval_label is not None:
+        labels[EVAL] = eval_label
+    st.sidebar.radio(
+        "Corpus", list(labels), key="qs_corpus", persist_state=KEEP, format_func=labels.get,
+        horizontal=True, on_change=choose_corpus,
+    )  # fmt: skip
+
+
 def sidebar(
     doc_options: Mapping[str, str], scope_key: str, eval_label: str | None
 ) -> tuple[LLMSettings, str | None]:
@@ -151,13 +220,7 @@ def sidebar(
     """
     ss = st.session_state
     sb = st.sidebar
-    labels = {SAMPLES: "Sample documents", UPLOADS: "My uploads"}
-    if eval_label is not None:
-        labels[EVAL] = eval_label
-    sb.radio(
-        "Corpus", list(labels), key="qs_corpus", persist_state=KEEP, format_func=labels.get,
-        horizontal=True,
-    )  # fmt: skip
+    corpus_radio(eval_label)
     ss[scope_key] = [d for d in ss.get(scope_key, []) if d in doc_options]
     sb.multiselect(
         "Document scope",
@@ -172,7 +235,7 @@ def sidebar(
     ss[LLM_SETTINGS] = llm
     sb.subheader("Step 1 · Locate")
     sb.selectbox(
-        "Locator",
+        SETTING_LABELS["locate.locator"],
         Locator.values(),
         key="qs_locator",
         persist_state=KEEP,
@@ -181,41 +244,61 @@ def sidebar(
     )
     labels_of = runnable_strategies()
     sb.selectbox(
-        "Strategy",
+        SETTING_LABELS["strategy"],
         list(labels_of),
         key="qs_strategy",
         persist_state=KEEP,
         help="\n".join(f"- **{n}**: {label}" for n, label in labels_of.items()),
     )
-    sb.slider("Max leaves", 1, 5, key="qs_max_leaves", persist_state=KEEP)
+    sb.slider(SETTING_LABELS["locate.max_leaves"], 1, 5, key="qs_max_leaves", persist_state=KEEP)
     if ss.qs_strategy == DRILLDOWN:
         sb.caption("Drill-down layers: what each layer keeps (the seed: 1 / 1 / 3).")
-        sb.slider("Documents kept", 1, 10, key="qs_dd_documents", persist_state=KEEP)
-        sb.slider("Parent sections kept", 1, 20, key="qs_dd_parents", persist_state=KEEP)
-        sb.slider("Child passages kept", 1, 50, key="qs_dd_children", persist_state=KEEP)
+        for key, top in (("qs_dd_documents", 10), ("qs_dd_parents", 20), ("qs_dd_children", 50)):
+            path = f"options.{DRILLDOWN}.{DRILLDOWN_WIDGETS[key]}"
+            sb.slider(SETTING_LABELS[path], 1, top, key=key, persist_state=KEEP)
     sb.subheader("Step 2 · Retrieve and rerank")
     sb.caption("Changes here re-run steps 2-3 from the stored step 1: no new LLM call.")
     sb.selectbox(
-        "Fusion", Fusion.values(), key="qs_fusion", persist_state=KEEP,
+        SETTING_LABELS["retrieve.fusion"], Fusion.values(), key="qs_fusion", persist_state=KEEP,
         format_func=lambda f: FUSION_LABELS.get(f, f), help=FUSION_HELP,
     )  # fmt: skip
-    sb.slider("Dense weight", 0.0, 1.0, step=0.05, key="qs_dense_weight", persist_state=KEEP)
+    sb.slider(
+        SETTING_LABELS["retrieve.dense_weight"], 0.0, 1.0, step=0.05, key="qs_dense_weight",
+        persist_state=KEEP,
+    )  # fmt: skip
     sb.caption(f"BM25 weight = 1 − dense = {1.0 - float(ss.qs_dense_weight):.2f}")
     sb.slider(
-        "RRF k", 1, 120, key="qs_rrf_k", persist_state=KEEP, disabled=ss.qs_fusion != "rrf",
+        SETTING_LABELS["retrieve.rrf_k"], 1, 120, key="qs_rrf_k", persist_state=KEEP,
+        disabled=ss.qs_fusion != "rrf",
         help="Used by RRF only: 1 / (k + rank).",
     )  # fmt: skip
     per_leaf = [s.name for s in all_strategies() if s.searches_each_leaf]
     sb.slider(
-        "Top-k per leaf", 1, 20, key="qs_top_k_per_leaf", persist_state=KEEP,
+        SETTING_LABELS["retrieve.top_k_per_leaf"], 1, 20, key="qs_top_k_per_leaf",
+        persist_state=KEEP,
         disabled=ss.qs_strategy not in per_leaf,
         help=f"Read only by strategies that search each picked leaf on its own: "
         f"{', '.join(per_leaf)}. The others rank one window over the scope.",
     )  # fmt: skip
-    sb.slider("Final top-k", 1, 50, key="qs_final_top_k", persist_state=KEEP)
-    sb.toggle("Rerank (cross-encoder)", key="qs_rerank", persist_state=KEEP)
+    budget = int(ss.qs_context_chars)
+    sb.slider(
+        SETTING_LABELS["answer.final_top_k"], 1, 50, key="qs_final_top_k", persist_state=KEEP,
+        disabled=budget > 0, help="How many passages the answer reads (not used while an "
+        "answer context budget is set).",
+    )  # fmt: skip
+    sb.slider(
+        SETTING_LABELS["answer.context_chars"], 0, CONTEXT_MAX_CHARS, step=250,
+        key="qs_context_chars", persist_state=KEEP,
+        help="0 (off): the answer reads the Final top-k passages. Above 0: passages in final "
+        "order until their text fills this many characters (at least one).",
+    )  # fmt: skip
+    sb.caption(
+        f"Answer context: fill to {budget:,} characters" if budget > 0
+        else f"Answer context: top-{int(ss.qs_final_top_k)} passages"
+    )  # fmt: skip
+    sb.toggle(SETTING_LABELS["rerank.enabled"], key="qs_rerank", persist_state=KEEP)
     sb.toggle(
-        "Rerank Chinese questions too",
+        SETTING_LABELS["rerank.chinese"],
         key="qs_rerank_chinese",
         persist_state=KEEP,
         disabled=not ss.qs_rerank,

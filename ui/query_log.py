@@ -10,7 +10,7 @@ import streamlit as st
 
 from treerag_core.types import Trace
 from treerag_core.workspaces import Workspaces
-from ui.query_controls import QUESTION, apply_settings, query_settings
+from ui.query_controls import QUESTION, apply_settings, choose_corpus
 from ui.resources import Corpus, audit_log
 from ui.session import AskState, WorkspaceState
 from ui.workspace import corpus_kind_of
@@ -39,7 +39,7 @@ def recent(limit: int = 100) -> list[dict[str, Any]]:
 
 def _show_on_ask(trace: Trace, corpus_key: str, kind: str, scope: Sequence[str] | None) -> None:
     ss = st.session_state
-    ss.qs_corpus = kind
+    choose_corpus(kind)  # the corpus it ran on, kept across page switches
     ss[f"qs_scope_{kind}"] = list(scope or [])
     ss[QUESTION] = trace.question
 
@@ -58,7 +58,10 @@ def open_from_history(query_id: int) -> Trace:
     ask = AskState()
     ask.set_trace(trace, corpus_key, trace.scope, query_id, origin="history")
     apply_settings(trace.settings)
-    ask.controls = query_settings().to_dict()
+    # Set by the Ask page from the sidebar as it finds it there (with the run's settings just
+    # applied): the LLM panel may not have been drawn yet in a reloaded session, and its
+    # defaults then would read as a change nobody made ("Use an LLM: on → off").
+    ask.controls = None
     ask.inspect = None
     _show_on_ask(trace, corpus_key, corpus_kind_of(corpus_key), trace.scope)
     return trace

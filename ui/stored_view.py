@@ -8,6 +8,7 @@ import streamlit as st
 
 from treerag_core.types import Trace
 from ui import trace_panels
+from ui.ask_story import context_used
 from ui.text_safety import plain, safe_answer
 
 CORPUS_NAMES = {
@@ -53,6 +54,7 @@ def stored_result(
         )
     st.subheader("③ Answer (stored)")
     st.caption(f"Q: {plain(trace.question)}")
+    st.caption(context_used(trace))
     if trace.answer:
         st.markdown(safe_answer(trace.answer))
     else:

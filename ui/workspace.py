@@ -35,8 +35,10 @@ def sync_workspace() -> None:
     """Keep the workspace id in the URL (`?ws=`), so a reload finds the same workspace.
 
     Once per browser session: idle workspaces are expired, then the id the URL names is
-    restored; a bad, expired or missing one leaves this session's fresh, empty workspace, and
-    so does one that cannot be opened (it stays on disk; the page shows why and its link).
+    adopted. A well-formed id without a folder is kept too: a session that never saved has
+    none (its reload must not look like a loss). Only a malformed id, or one whose files
+    cannot be opened or deleted, leaves this session's fresh, empty workspace (a workspace
+    that cannot be opened stays on disk; the Documents page shows why and its link).
     """
     ws = WorkspaceState()
     if not st.session_state.get("ws_synced"):
@@ -46,33 +48,46 @@ def sync_workspace() -> None:
         except ValueError as exc:  # a TREERAG_WS_* variable that is not a positive number
             st.error(f"Workspace limits: {exc}", icon=":material/error:")
             return
+        gone: list[str] = []
         try:
-            spaces.expire_idle()
+            gone = spaces.expire_idle()
         except WorkspaceDeleteError as exc:  # kept with its history; the next session retries
             st.warning(f"An expired workspace was not deleted: {exc}", icon=":material/warning:")
         wanted = st.query_params.get("ws")
         if wanted and wanted != ws.id:
-            index, known = None, False
-            try:
-                index = spaces.restore(wanted) if is_workspace_id(wanted) else None
-                # A live workspace without documents still owns its History: adopt its id too.
-                known = index is not None or (
-                    is_workspace_id(wanted) and spaces.folder(wanted).is_dir()
-                )
-                if not known:
-                    st.session_state.ws_restore_failed = True
-            except WorkspaceDeleteError as exc:  # idle, but its files could not be deleted
-                st.session_state.ws_restore_failed = True
-                st.warning(str(exc), icon=":material/warning:")
-            except WorkspaceUnreadableError as exc:
-                # Kept on disk and not adopted: a save here would overwrite what it could not read.
-                st.session_state.ws_restore_error = (str(exc), wanted)
-            if known:
-                ws.id, ws.index, ws.engine = wanted, index, None
-                ws.version += 1
+            _adopt(spaces, str(wanted), gone)
         spaces.touch(ws.id)
     if st.query_params.get("ws") != ws.id:
         st.query_params["ws"] = ws.id
+
+
+def _adopt(spaces: Workspaces, wanted: str, gone: Sequence[str]) -> None:
+    """Make the link's workspace this session's; what the user should know goes in
+    `ws_restore_note` / `ws_restore_error` for the Documents page."""
+    ws = WorkspaceState()
+    if not is_workspace_id(wanted):
+        st.session_state.ws_restore_note = (
+            "The link's workspace id is not a valid one: this is a new, empty workspace."
+        )
+        return
+    expired = wanted in gone or spaces.is_idle(wanted)
+    try:
+        index = spaces.restore(wanted)
+    except WorkspaceDeleteError as exc:  # idle, but its files could not be deleted
+        st.warning(str(exc), icon=":material/warning:")
+        return
+    except WorkspaceUnreadableError as exc:
+        # Kept on disk and not adopted: a save here would overwrite what it could not read.
+        st.session_state.ws_restore_error = (str(exc), wanted)
+        return
+    if expired:  # known for certain: its folder was deleted just now
+        st.session_state.ws_restore_note = (
+            f"The workspace named in the link expired (unused for more than "
+            f"{spaces.limits.idle_hours:g} hours): its documents and history were deleted. "
+            "It starts again empty under the same link."
+        )
+    ws.id, ws.index, ws.engine = wanted, index, None
+    ws.version += 1
 
 
 def workspace_corpus() -> Corpus | None:
