@@ -7,8 +7,9 @@ from collections.abc import Iterable, Iterator
 
 import streamlit as st
 
-from treerag_core.errors import TreeRAGError
+from treerag_core.errors import MissingGraphsError, TreeRAGError
 from treerag_core.text_rules import one_line
+from ui.graph_guidance import missing_graphs_message
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:=^])")
 
@@ -54,7 +55,14 @@ def safe_answer(text: str) -> str:
 
 
 def show_error(exc: Exception, what_next: str = "") -> None:
-    """An expected failure as a message with the next step; never a traceback."""
+    """An expected failure as a message with the next step; never a traceback.
+
+    The one place an engine error becomes the explorer's message: where the engine's advice
+    is for the CLI (a flag to pass), the explorer's own steps are shown instead.
+    """
+    if isinstance(exc, MissingGraphsError):
+        st.error(missing_graphs_message(), icon=":material/hub:")
+        return
     message = str(exc) if isinstance(exc, TreeRAGError | ValueError | KeyError) else repr(exc)
     # The message may quote a file name or a question: shown as text, not Markdown.
     st.error(plain(message) + (f"\n\n{what_next}" if what_next else ""), icon=":material/error:")
