@@ -33,6 +33,10 @@ from ui.workspace import (
 SUFFIXES = tuple(sorted(SUPPORTED_SUFFIXES))
 # Formats whose heading tree is inferred (fonts, styles, tags): shown for review first.
 REVIEWED = frozenset({"pdf", "docx", "html"})
+HIDE_CAP_CSS = (
+    '[class*="st-key-uploader_"] [data-testid="stFileUploaderDropzoneInstructions"] '
+    "{ display: none; }"
+)
 PENDING = "docs_pending"  # session key: Converted files waiting for their tree review
 STAGES = {
     "parse": (0.0, 0.15, "Parsing"),
@@ -240,6 +244,9 @@ def uploader() -> None:
         "Markdown headings (#, ##, …) become the tree; for PDF, DOCX and HTML the tree is "
         "inferred and shown for correction before indexing."
     )
+    # The drop zone's own "N MB per file" names the uploader's cap, not the app's limit (the
+    # label says that one): hidden, so the page states one limit.
+    st.html(f"<style>{HIDE_CAP_CSS}</style>")
     # No `type=` filter: the component would refuse a file with its reason hidden in a
     # tooltip; here every refusal is written out below the drop zone.
     files = st.file_uploader(
