@@ -74,3 +74,14 @@ def test_summary_frame_counts_the_shared_passages(compared):
     frame = summary_frame([item, Compared("x", "x", None, 0.1, "bad")], ids[:1], "own")
     assert list(frame["strategy"]) == [item.strategy]
     assert frame.iloc[0]["shared with own"] == f"1/{len(ids)}"
+
+
+def test_top_sections_name_each_section_once_in_order(compared):
+    from ui.compare_view import COMPARE_TOP, top_sections
+
+    hits = compared.session_state["ask_trace"].reranked[:COMPARE_TOP]
+    paths = [h.chunk.heading_path for h in hits]
+    shown = top_sections(hits)
+    for path in dict.fromkeys(paths):
+        n = paths.count(path)
+        assert shown.count(path) == 1 and ((f"{path} ×{n}" in shown) == (n > 1))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 
 import pandas as pd
@@ -29,6 +30,12 @@ def _top_score(hits: Sequence[RetrievedChunk]) -> float | None:
     return top.rerank if top.rerank is not None else top.fused
 
 
+def top_sections(hits: Sequence[RetrievedChunk]) -> str:
+    """The first passages' sections in order, each once ("×2": it holds two of them)."""
+    counts = Counter(h.chunk.heading_path or h.chunk.doc_id for h in hits[:COMPARE_TOP])
+    return SECTION_SEP.join(f"{s} ×{n}" if n > 1 else s for s, n in counts.items())
+
+
 def summary_frame(
     results: Sequence[Compared], base: Sequence[str], own: str, gold: Gold | None = None
 ) -> pd.DataFrame:
@@ -44,9 +51,7 @@ def summary_frame(
         ids = [h.chunk.chunk_id for h in hits]
         row: dict[str, object] = {
             "strategy": item.strategy,
-            "top sections": SECTION_SEP.join(
-                h.chunk.heading_path or h.chunk.doc_id for h in hits[:COMPARE_TOP]
-            ),
+            "top sections": top_sections(hits),
             shared_label: f"{len(set(base) & set(ids))}/{len(ids)}",
             "picked": len(item.trace.locate.leaves) if item.trace.locate is not None else None,
             "top score": _top_score(hits),
