@@ -16,7 +16,7 @@ from treerag_core.text_rules import preview
 from treerag_core.types import RetrievedChunk, Trace
 from ui.gold import SHOWN, Gold, gold_for, strategy_metrics
 from ui.session import AskState
-from ui.text_safety import code, plain
+from ui.text_safety import code, error_markdown, plain
 
 COMPARE_TEXT_CHARS = 160
 COMPARE_TOP = 3  # passages named per strategy in the table and shown per card
@@ -154,7 +154,8 @@ def _summary(results: Sequence[Compared], base: list[str], own: str, gold: Gold 
     )
     for item in results:
         if item.trace is None:
-            st.caption(f"**{plain(item.strategy)}** could not run: {plain(item.error)}")
+            why = error_markdown(item.failure) if item.failure is not None else plain(item.error)
+            st.caption(f"**{plain(item.strategy)}** could not run: {why}")
 
 
 def _card(item: Compared, base: set[str], own: str) -> None:
