@@ -168,6 +168,15 @@ def _workspace() -> None:
     ):
         docs.removing = list(doomed)
     _confirm_remove(index)
+    st.button(
+        "Copy the sample documents into my workspace",
+        on_click=_copy_samples,
+        icon=":material/content_copy:",
+        disabled=sample_corpus() is None,
+        key="ws_copy_more",
+        help="Adds them beside your documents (a same-named document is replaced), so you "
+        "can rebuild them with other settings.",
+    )
     _rebuild_form(index)
     hirag_panel(index, workspace_folder() / "index")
 

@@ -405,6 +405,13 @@ def test_the_no_graphs_note_says_how_to_add_graphs_to_this_corpus_under_any_docu
     assert not at.exception, at.exception
     assert at.session_state["doc_pick"] == "notes.md"
     assert documents_note("uploads") in [c.value for c in at.caption]
+    # The samples' note names a button that is there with a full workspace too.
+    at.radio(key="doc_corpus").set_value("samples").run()
+    assert documents_note("samples") in [c.value for c in at.caption]
+    at.button(key="ws_copy_more").click().run()
+    assert not at.exception, at.exception
+    names = [d.doc_id for d in at.session_state["ws_index"].documents]
+    assert "notes.md" in names and "test_paper.md" in names
 
 
 def test_an_over_limit_file_gets_its_own_message_and_the_last_drops_go(monkeypatch):

@@ -10,33 +10,32 @@ from ui.resources import EVAL, SAMPLES, UPLOADS
 
 # The explorer's own steps (the engine's error names the CLI's flag, for the CLI).
 SETTING = '"Knowledge graphs for leaves from … characters" (3000 is the measured setting)'
+COPY = "**Copy the sample documents into my workspace**"
+# The steps on the Documents page, per corpus kind.
 HOW_TO_ADD = {
-    UPLOADS: f"To add them: on **Documents**, under Your workspace, open **Rebuild with other "
-    f"settings** and set {SETTING}.",
-    SAMPLES: "To add them: on **Documents**, press **Copy the sample documents into my "
-    f"workspace** (the sample index itself is read-only), open **Rebuild with other "
-    f"settings** and set {SETTING}; then ask on My uploads.",
-    EVAL: "An eval set's index is built without them: ask on your uploads instead (on "
-    f"**Documents**, open **Rebuild with other settings** and set {SETTING}).",
+    UPLOADS: f"under Your workspace, open **Rebuild with other settings** and set {SETTING}.",
+    SAMPLES: f"press {COPY} (the sample index itself is read-only), then open **Rebuild with "
+    f"other settings** and set {SETTING}; ask on My uploads.",
+    EVAL: "upload this eval set's documents (its index here is read-only), then open **Rebuild "
+    f"with other settings** and set {SETTING}; ask on My uploads.",
 }
 MISSING = "This index has no leaf knowledge graphs, which the **treerag-kg** strategy needs."
 WHERE = {UPLOADS: "your workspace's index", SAMPLES: "the sample index", EVAL: "this eval index"}
 
 
 def how_to_add(kind: str | None) -> str:
-    """The explorer's steps to an index with graphs, for a corpus kind (None: unknown)."""
+    """The Documents page's steps to an index with graphs, for a corpus kind (None: any)."""
     if kind in HOW_TO_ADD:
         return HOW_TO_ADD[kind]
     return (
-        f"To add them: on **Documents**, open **Rebuild with other settings** and set {SETTING} "
-        "(for the sample documents, press **Copy the sample documents into my workspace** "
-        "first, then ask on My uploads)."
+        f"open **Rebuild with other settings** under Your workspace and set {SETTING}; for "
+        f"the sample documents, press {COPY} first, then ask on My uploads."
     )
 
 
 def missing_graphs_message(kind: str | None = None) -> str:
     """Markdown for a treerag-kg run on an index without graphs: what is wrong, what to do."""
-    return f"{MISSING} {how_to_add(kind)} Or pick another strategy."
+    return f"{MISSING} To add them, on **Documents**: {how_to_add(kind)} Or pick another strategy."
 
 
 def documents_note(kind: str) -> str:
@@ -44,7 +43,7 @@ def documents_note(kind: str) -> str:
     right under any document, after any removal."""
     return (
         f"No leaf knowledge graphs in {WHERE.get(kind, 'this index')} (the treerag-kg strategy "
-        f"needs them). {how_to_add(kind)}"
+        f"needs them). To add them: {how_to_add(kind)}"
     )
 
 
