@@ -16,6 +16,7 @@ from treerag_core.settings import QuerySettings
 from treerag_core.types import Trace
 from ui import ask_story as story
 from ui import query_controls as qc
+from ui.graph_guidance import warn_if_missing
 from ui.query_log import record
 from ui.resources import EVAL, SAMPLES, UPLOADS, Corpus, engine_for, warm_reranker
 from ui.session import AskState, WorkspaceState, require_app
@@ -310,6 +311,7 @@ def main() -> None:
         show_error(exc, "Reset the sidebar value named above.")
         st.stop()
     engine = engine_for(corpus, resolve_key(llm, typed_key))
+    warn_if_missing(settings.strategy, corpus.index, corpus.kind)  # treerag-kg without graphs
     with st.form("ask_form", border=False):
         c1, c2 = st.columns([6, 1], vertical_alignment="bottom")
         c1.text_input(

@@ -15,7 +15,7 @@ from ui.leaf_graph_panel import graph_stats, inspected_leaf_graph
 from ui.resources import EMBEDDER_CHOICES, SAMPLES, UPLOADS, sample_corpus, sample_paths
 from ui.score_tables import outline_frame
 from ui.session import DocsState, WorkspaceState, require_app
-from ui.text_safety import show_error
+from ui.text_safety import plain, show_error
 from ui.tree_graph import GraphMarks, TreeGraph, graph_legend, graph_view, heading_matches
 from ui.upload import build, uploader
 from ui.workspace import (
@@ -103,8 +103,41 @@ def _rebuild_form(index) -> None:
         st.rerun()
 
 
+def _left(count: int) -> str:
+    return f"{count} document{'' if count == 1 else 's'} left"
+
+
+def _confirm_remove(index) -> None:
+    """The removal the user asked for, held until confirmed: it cannot be undone."""
+    ids = {d.doc_id for d in index.documents}
+    names = [n for n in docs.removing or [] if n in ids]
+    if not names:
+        docs.removing = None
+        return
+    left = len(ids) - len(names)
+    st.warning(
+        f"Remove **{plain(', '.join(names))}** from your workspace? {_left(left)}"
+        + (" (the workspace will be empty)" if left == 0 else "")
+        + ". This cannot be undone: to get a document back, upload it again.",
+        icon=":material/delete:",
+    )
+    yes, no, _ = st.columns([1, 1, 2])
+    if yes.button("Yes, remove", type="primary", key="ws_remove_yes", width="stretch"):
+        keep = [src for src in sources_of(index) if src.name not in set(names)]
+        if build(keep, index.settings, "removed") is not None:
+            docs.removing, docs.inspect = None, None
+            docs.notice = f"Removed {', '.join(names)} ({_left(left)})."
+            st.rerun()
+    if no.button("Cancel", key="ws_remove_no", width="stretch"):
+        docs.removing = None
+        st.rerun()
+
+
 def _workspace() -> None:
     st.subheader("Your workspace")
+    notice = docs.take("notice")
+    if notice:
+        st.success(plain(notice), icon=":material/check_circle:")
     index = WorkspaceState().index
     if docs.take("pending_copy"):
         samples = sample_corpus()
@@ -137,12 +170,23 @@ def _workspace() -> None:
         "Remove documents", [d.doc_id for d in index.documents], key="ws_remove"
     )
     if c2.button(
-        "Remove", icon=":material/delete:", disabled=not doomed, key="ws_remove_go", width="stretch"
+        "Remove…",
+        icon=":material/delete:",
+        disabled=not doomed,
+        key="ws_remove_go",
+        width="stretch",
     ):
-        keep = [src for src in sources_of(index) if src.name not in set(doomed)]
-        if build(keep, s, "removed") is not None:
-            docs.inspect = None
-            st.rerun()
+        docs.removing = list(doomed)
+    _confirm_remove(index)
+    st.button(
+        "Copy the sample documents into my workspace",
+        on_click=_copy_samples,
+        icon=":material/content_copy:",
+        disabled=sample_corpus() is None,
+        key="ws_copy_more",
+        help="Adds them beside your documents (a same-named document is replaced), so you "
+        "can rebuild them with other settings.",
+    )
     _rebuild_form(index)
     hirag_panel(index, workspace_folder() / "index")
 
@@ -201,7 +245,7 @@ def _preview() -> None:
         f"{len(nodes)} nodes · {len(leaves)} leaves · {chunks} chunks · language {doc.language} · "
         f"{doc.size_chars:,} characters · corpus: {corpus_stats(index)['documents']} document(s)"
     )
-    graph_stats(index, doc.doc_id)
+    graph_stats(index, doc.doc_id, corpus.kind)
     document_ktype(index, doc.doc_id)
     if docs.inspect not in index.nodes or index.nodes[docs.inspect].doc_id != doc.doc_id:
         docs.inspect = None

@@ -125,6 +125,16 @@ def test_remove_and_rebuild():
     at.multiselect(key="ws_remove").set_value(["notes.md"]).run()
     at.button(key="ws_remove_go").click().run()
     assert not at.exception, at.exception
+    # Nothing is removed before it is confirmed; Cancel keeps everything.
+    assert len(at.session_state["ws_index"].documents) == 2
+    assert "notes.md" in unescape(" ".join(w.value for w in at.warning))
+    at.button(key="ws_remove_no").click().run()
+    assert len(at.session_state["ws_index"].documents) == 2
+    assert "notes.md" not in unescape(" ".join(w.value for w in at.warning))
+    at.button(key="ws_remove_go").click().run()
+    at.button(key="ws_remove_yes").click().run()
+    assert not at.exception, at.exception
+    assert "Removed notes.md (1 document left)." in [unescape(s.value) for s in at.success]
     index = at.session_state["ws_index"]
     assert [d.doc_id for d in index.documents] == ["paper.md"]
     assert len(index.nodes) < nodes_before
@@ -433,16 +443,46 @@ def test_with_an_llm_configured_the_ktype_is_written_by_it_once(monkeypatch):
         assert at.session_state["ws_index"].layers.summaries["paper.md"].method == "llm"
 
 
-def test_the_no_graphs_note_is_long_once_then_short_under_other_documents():
-    from ui.leaf_graph_panel import NO_GRAPHS, NO_GRAPHS_SHORT
+def test_the_no_graphs_note_says_how_to_add_graphs_to_this_corpus_under_any_document():
+    """Samples: copy them into the workspace first; uploads: rebuild them (no copy step);
+    each note reads right on its own, also after the first document is removed."""
+    from ui.graph_guidance import documents_note
 
     at = documents_page()
-    captions = [c.value for c in at.caption]
-    assert NO_GRAPHS in captions and NO_GRAPHS_SHORT not in captions
     first = at.session_state["doc_pick"]
     other = "zh_sample.md" if first != "zh_sample.md" else "test_paper.md"  # both samples
-    at.selectbox(key="doc_pick").set_value(other).run()
+    for doc in (first, other):
+        at.selectbox(key="doc_pick").set_value(doc).run()
+        assert documents_note("samples") in [c.value for c in at.caption]
+    upload(at, ("paper.md", PAPER), ("notes.md", HOSTILE.encode()))
     captions = [c.value for c in at.caption]
-    assert NO_GRAPHS_SHORT in captions and NO_GRAPHS not in captions
-    at.selectbox(key="doc_pick").set_value(first).run()
-    assert NO_GRAPHS in [c.value for c in at.caption]
+    assert documents_note("uploads") in captions and documents_note("samples") not in captions
+    at.multiselect(key="ws_remove").set_value(["paper.md"]).run()
+    at.button(key="ws_remove_go").click().run()
+    at.button(key="ws_remove_yes").click().run()
+    assert not at.exception, at.exception
+    assert at.session_state["doc_pick"] == "notes.md"
+    assert documents_note("uploads") in [c.value for c in at.caption]
+    # The samples' note names a button that is there with a full workspace too.
+    at.radio(key="doc_corpus").set_value("samples").run()
+    assert documents_note("samples") in [c.value for c in at.caption]
+    at.button(key="ws_copy_more").click().run()
+    assert not at.exception, at.exception
+    names = [d.doc_id for d in at.session_state["ws_index"].documents]
+    assert "notes.md" in names and "test_paper.md" in names
+
+
+def test_an_over_limit_file_gets_its_own_message_and_the_last_drops_go(monkeypatch):
+    """The uploader lets a file over the per-file limit through to the app (its own cap is
+    the server's), so the page names the file and the limit; the messages are the latest
+    drop's only."""
+    monkeypatch.setenv("TREERAG_MAX_FILE_MB", "0.01")  # 10,000 bytes
+    at = upload(documents_page(), ("program.md", b"# P\n\x00\x01 binary"))
+    assert "program.md" in unescape(" ".join(e.value for e in at.error))
+    [widget] = at.get("file_uploader")
+    assert "up to 0.01 MB each" in widget.proto.label
+    assert widget.proto.max_upload_size_mb * 1024 * 1024 > 10_000
+    upload(at, ("big.md", b"# Big\n\n" + b"word " * 4000))
+    errors = unescape(" ".join(e.value for e in at.error))
+    assert "big.md" in errors and "larger than the limit of 10,000 bytes" in errors
+    assert "program.md" not in errors

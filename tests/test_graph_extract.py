@@ -31,6 +31,23 @@ def test_english_terms_are_phrases_between_stop_words_and_verbs():
         assert text[m.start - 10 : m.end - 10] == m.surface
 
 
+def test_a_verb_is_known_by_its_place_after_a_subject_or_between_to_and_a_determiner():
+    """HiRAG showed "answer" as an entity ("To answer this question we explore …")."""
+    text = (
+        "To answer this question we explore zero-shot cross-lingual semantic parsing, and "
+        "they reduce its cost. Applied to language data; the answer span; a type I error."
+    )
+    terms = [m.surface for m in english_terms(text)]
+    assert terms == [
+        "question",
+        "zero-shot cross-lingual semantic parsing",
+        "cost",
+        "language data",  # "to" before a noun without a determiner: a preposition
+        "answer span",  # the noun keeps its place in a phrase
+        "error",  # after "I" (a stop word here, and never taken for a subject)
+    ]
+
+
 def test_chinese_terms_are_noun_runs_with_offsets():
     text = "用人单位与劳动者订立劳动合同，应当遵循公平原则。"
     terms = chinese_terms(text, offset=5)

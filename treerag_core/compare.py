@@ -22,6 +22,7 @@ class Compared:
     trace: Trace | None
     seconds: float
     error: str = ""
+    failure: Exception | None = None  # the error itself, so an edge can word it its own way
 
 
 def compare_strategies(
@@ -56,7 +57,8 @@ def compare_strategies(
                 synthesize=False,
             )
         except (TreeRAGError, ValueError) as exc:
-            out.append(Compared(name, plugin.label, None, time.perf_counter() - started, str(exc)))
+            seconds = time.perf_counter() - started
+            out.append(Compared(name, plugin.label, None, seconds, str(exc), exc))
             continue
         out.append(Compared(name, plugin.label, trace, time.perf_counter() - started))
     return out

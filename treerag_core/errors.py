@@ -15,6 +15,10 @@ class IndexFormatError(TreeRAGError):
     """An index folder is missing, corrupt, of another schema version or another embedder."""
 
 
+class MissingGraphsError(IndexFormatError):
+    """An index built without leaf knowledge graphs, asked to search them (treerag-kg)."""
+
+
 class EmbedderError(TreeRAGError):
     """An embedder cannot be loaded or does not match the index."""
 

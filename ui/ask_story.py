@@ -7,28 +7,23 @@ from typing import Any
 
 import streamlit as st
 
-from treerag_core.compare import Compared, compare_strategies
 from treerag_core.index import CorpusIndex
 from treerag_core.pipeline import Engine
 from treerag_core.settings import QuerySettings
-from treerag_core.text_rules import preview
 from treerag_core.trace_io import trace_to_json
-from treerag_core.types import RetrievedChunk, Trace
+from treerag_core.types import Trace
 from ui import trace_panels
+from ui.compare_view import compare_panel as compare_panel  # drawn by pages/ask.py
 from ui.examples import examples_for, gold_examples_for
-from ui.gold import SHOWN, Gold, gold_for, strategy_metrics
 from ui.inspector import inspector
 from ui.query_controls import label_of, setting, shown_value
 from ui.resources import Corpus
 from ui.score_tables import rank_moves
 from ui.session import AskState
-from ui.text_safety import code, plain, safe_answer, safe_answer_stream
+from ui.text_safety import plain, safe_answer, safe_answer_stream
 from ui.tree_graph import GraphMarks, TreeGraph, graph_legend, graph_view, heading_matches
 
 GRAPH = TreeGraph("ask_graph")
-COMPARE_TEXT_CHARS = 160
-COMPARE_PER_ROW = 3  # strategy cards per row in Compare
-COMPARE_TOP = 3  # passages shown per card; the rest fold away
 PRESENT = "ask_present"  # the presentation-mode toggle's key
 PRESENT_GRAPH_SCALE = 1.25  # graph labels grow with presentation mode's text (1.25rem)
 PRESENT_CSS = """
@@ -407,102 +402,6 @@ def details(trace: Trace) -> None:
         icon=":material/download:",
         key="download_trace",
         on_click="ignore",  # a download needs no rerun
-    )
-
-
-def compare_panel(trace: Trace, engine: Engine, settings: QuerySettings) -> None:
-    """The same question through every registered strategy, side by side (no LLM call)."""
-    state = AskState()
-    scope = list(state.trace_scope) if state.trace_scope else None  # the question's own scope
-    st.caption(
-        "The question through every registered strategy (steps 1-2, no LLM call; the "
-        "trace's own strategy reuses its step 1)."
-    )
-    stamp = (trace.created_at, trace.question, repr(settings.to_dict()))
-    if st.button("Compare strategies", icon=":material/compare_arrows:", key="compare_run"):
-        results = compare_strategies(
-            engine, trace.question, settings, scope=scope, located=trace.locate,
-            located_by=trace.strategy,
-        )  # fmt: skip
-        lookup = gold_for(trace.question, engine.index)
-        state.compare = {"stamp": stamp, "results": results, "gold": lookup}
-    data = state.compare
-    if not data or data["stamp"] != stamp:
-        return
-    results: list[Compared] = data["results"]
-    lookup = data.get("gold")
-    if lookup is not None:
-        for problem in lookup.problems:  # metrics are missing for a reason the user can fix
-            st.warning(f"No gold metrics from a dev set: {plain(problem)}", icon=":material/error:")
-        if lookup.gold is not None:
-            compare_metrics(lookup.gold, results)
-    base = {h.chunk.chunk_id for h in trace.reranked}
-    # Cards in rows of COMPARE_PER_ROW: a dozen strategies side by side in one row left each
-    # column a word wide.
-    for start in range(0, len(results), COMPARE_PER_ROW):
-        row = results[start : start + COMPARE_PER_ROW]
-        cols = st.columns(COMPARE_PER_ROW, gap="medium")
-        for col, item in zip(cols, row, strict=False):
-            with col.container(border=True):
-                _compared(item, base, trace.strategy)
-
-
-def compare_metrics(gold: Gold, results: Sequence[Compared]) -> None:
-    """Each strategy scored against the dev set's gold evidence (the harness's metrics)."""
-    rows = []
-    for item in results:
-        if item.trace is None:
-            continue
-        found = strategy_metrics(gold, item.trace)
-        row: dict[str, object] = {"strategy": item.strategy}
-        # Text cells: a metric a strategy has no value for (no section pick) reads "—", not
-        # a literal None.
-        row.update(
-            {label: f"{found[label]:.2f}" if label in found else "—" for label in SHOWN.values()}
-        )
-        row["ms"] = round(item.seconds * 1000)
-        rows.append(row)
-    st.markdown(
-        f"**Against the gold evidence** · this is question {code(gold.question.id)} of the "
-        f"{code(gold.dataset)} dev set"
-    )
-    st.dataframe(rows, hide_index=True, key="compare_metrics")
-    st.caption(
-        "Recall@Nc: share of the gold evidence inside the first N characters of passages; "
-        "Hit@5: a gold span in the top 5; Section hit@5: a picked section is a gold one "
-        "(— for strategies that pick no sections). Rules: docs/evaluation.md."
-    )
-
-
-def _compared(item: Compared, base: set[str], own: str) -> None:
-    st.markdown(f"**{plain(item.strategy)}**")
-    st.caption(plain(item.label))
-    if item.trace is None:
-        st.error(plain(item.error))
-        return
-    ids = [h.chunk.chunk_id for h in item.trace.reranked]
-    st.caption(
-        f"{item.seconds * 1000:,.0f} ms · {len(base & set(ids))}/{len(ids)} shared with {own}"
-    )
-    loc = item.trace.locate
-    if loc is not None and loc.leaves:
-        st.markdown("Picked sections:")
-        for leaf in loc.leaves:
-            st.caption(f"`{leaf.node_id}` {plain(leaf.heading_path)}")
-    st.markdown("Top passages:")
-    hits = list(item.trace.reranked)
-    for h in hits[:COMPARE_TOP]:  # full section names, wrapped: a table would cut them
-        _compared_passage(h)
-    if len(hits) > COMPARE_TOP:
-        with st.expander(f"{len(hits) - COMPARE_TOP} more passage(s)"):
-            for h in hits[COMPARE_TOP:]:
-                _compared_passage(h)
-
-
-def _compared_passage(h: RetrievedChunk) -> None:
-    st.markdown(
-        f"{h.final_rank}. **{plain(h.chunk.heading_path)}** · "
-        f"{plain(preview(h.chunk.text, COMPARE_TEXT_CHARS))}"
     )
 
 

@@ -15,23 +15,13 @@ from treerag_core.index import CorpusIndex
 from treerag_core.settings import QuerySettings
 from treerag_core.text import tokenize
 from treerag_core.types import Trace
+from ui.graph_guidance import documents_note
 from ui.graph_view import build_view, draw_graph, legend, path_table, stats_caption
 from ui.resources import Corpus
 from ui.session import AskState
 from ui.text_safety import plain
 
 PANEL_NODES = 30  # fewer than on Ask: the graph shares the row with its tables (projector)
-NO_GRAPHS = (
-    "This index has no leaf knowledge graphs (built without them, or before they existed): "
-    'rebuild it to add graphs, with "Knowledge graphs for leaves from … characters" above '
-    "(copy the samples into your workspace first to rebuild them), or with `python -m "
-    "treerag_core index --graph-min-leaf-chars 3000`. The treerag-kg strategy needs them."
-)
-NO_GRAPHS_SHORT = (
-    "No leaf knowledge graphs in this index (the note under the first document says how to "
-    "add them)."
-)
-NO_GRAPHS_SEEN = "lgp_no_graphs_seen"  # index -> the document the long note was shown under
 
 
 def _cost(graph: LeafGraph) -> str:
@@ -70,19 +60,11 @@ def graph_stats_frame(index: CorpusIndex, doc_id: str | None = None) -> pd.DataF
     return pd.DataFrame(rows, columns=columns)
 
 
-def _index_name(index: CorpusIndex) -> str:
-    return str(index.folder) if index.folder else "\x1f".join(d.doc_id for d in index.documents)
-
-
-def graph_stats(index: CorpusIndex, doc_id: str) -> None:
-    """Which leaves of the document have a graph, and each graph's statistics; or the
-    "rebuild to add graphs" message for an index without them."""
+def graph_stats(index: CorpusIndex, doc_id: str, kind: str) -> None:
+    """Which leaves of the document have a graph, and each graph's statistics; or, for an
+    index without them, how to add them to this corpus (`kind`) in the explorer."""
     if index.graphs is None:
-        # The long note under the first document shown only: it read the same under each.
-        first = st.session_state.setdefault(NO_GRAPHS_SEEN, {}).setdefault(
-            _index_name(index), doc_id
-        )
-        st.caption(NO_GRAPHS if first == doc_id else NO_GRAPHS_SHORT)
+        st.caption(documents_note(kind))  # self-contained: right under any document
         return
     frame = graph_stats_frame(index, doc_id)
     threshold = index.settings.graph_min_leaf_chars

@@ -123,6 +123,8 @@ class DocsState(PageState):
     uploader_round: Slot[int] = Slot(0)
     pending_copy: Slot[bool] = Slot(False)
     outline_seen: Slot[str | None] = Slot(None)
+    removing: Slot[list[str] | None] = Slot(None)  # documents waiting for "Yes, remove"
+    notice: Slot[str | None] = Slot(None)  # the last removal's outcome, shown once
 
 
 class EvalState(PageState):

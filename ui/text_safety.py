@@ -7,8 +7,9 @@ from collections.abc import Iterable, Iterator
 
 import streamlit as st
 
-from treerag_core.errors import TreeRAGError
+from treerag_core.errors import MissingGraphsError, TreeRAGError
 from treerag_core.text_rules import one_line
+from ui.graph_guidance import missing_graphs_message
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:=^])")
 
@@ -53,8 +54,21 @@ def safe_answer(text: str) -> str:
     return "".join(safe_answer_stream([text]))
 
 
+def error_markdown(exc: Exception) -> str:
+    """An expected failure as Markdown for the page.
+
+    The one place an engine error becomes the explorer's message: where the engine's advice
+    is for the CLI (a flag to pass), the explorer's own steps are given instead.
+    """
+    if isinstance(exc, MissingGraphsError):
+        return missing_graphs_message()
+    message = str(exc) if isinstance(exc, TreeRAGError | ValueError | KeyError) else repr(exc)
+    return plain(message)  # it may quote a file name or a question: text, not Markdown
+
+
 def show_error(exc: Exception, what_next: str = "") -> None:
     """An expected failure as a message with the next step; never a traceback."""
-    message = str(exc) if isinstance(exc, TreeRAGError | ValueError | KeyError) else repr(exc)
-    # The message may quote a file name or a question: shown as text, not Markdown.
-    st.error(plain(message) + (f"\n\n{what_next}" if what_next else ""), icon=":material/error:")
+    if isinstance(exc, MissingGraphsError):
+        what_next = ""  # its message says what to do
+    message = error_markdown(exc)
+    st.error(message + (f"\n\n{what_next}" if what_next else ""), icon=":material/error:")

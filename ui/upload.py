@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -34,6 +33,10 @@ from ui.workspace import (
 SUFFIXES = tuple(sorted(SUPPORTED_SUFFIXES))
 # Formats whose heading tree is inferred (fonts, styles, tags): shown for review first.
 REVIEWED = frozenset({"pdf", "docx", "html"})
+HIDE_CAP_CSS = (
+    '[class*="st-key-uploader_"] [data-testid="stFileUploaderDropzoneInstructions"] '
+    "{ display: none; }"
+)
 PENDING = "docs_pending"  # session key: Converted files waiting for their tree review
 STAGES = {
     "parse": (0.0, 0.15, "Parsing"),
@@ -100,7 +103,7 @@ def _add(sources: list[SourceDocument], report: dict[str, Any]) -> None:
         docs.inspect = None
 
 
-def ingest(uploads: Sequence[tuple[str, bytes]]) -> None:
+def ingest(uploads: Sequence[tuple[str, bytes]], limit: int | None = None) -> None:
     """Convert the files; Markdown and text go in at once (a same-named document is replaced),
     PDF, DOCX and HTML wait for their tree review. Every refusal keeps its own reason."""
     docs = DocsState()
@@ -111,7 +114,8 @@ def ingest(uploads: Sequence[tuple[str, bytes]]) -> None:
     edits = _stored_edits()
     for name, data in uploads:
         try:
-            converted = convert_upload(name, data, settings.max_file_bytes)
+            cap = settings.max_file_bytes if limit is None else min(limit, settings.max_file_bytes)
+            converted = convert_upload(name, data, cap)
         except InputDocumentError as exc:
             rejected.append(Rejected(name, str(exc)))
             continue
@@ -216,10 +220,23 @@ def show_report() -> None:
         st.error(f"**{plain(name)}** was not added: {plain(reason)}", icon=":material/block:")
 
 
+def upload_limits(app_limit: int, server_mb: int) -> tuple[int, int]:
+    """(the per-file limit users are told, in bytes; the uploader's own limit, in MB).
+
+    The uploader's limit is the server's (`server.maxUploadSize`, in MiB), kept above the
+    app's: a file over the app's limit still reaches the app and gets a message naming it
+    and the limit, where the browser's own refusal is only a red mark on the file's chip.
+    An app limit above the server's cannot be honoured (the server refuses the body), so
+    the smaller one is the one users are told.
+    """
+    server_bytes = server_mb * 1024 * 1024
+    return min(app_limit, server_bytes), server_mb
+
+
 def uploader() -> None:
     docs = DocsState()
     st.subheader("Add documents to your workspace")
-    limit = max_file_bytes()
+    limit, uploader_mb = upload_limits(max_file_bytes(), int(st.get_option("server.maxUploadSize")))
     st.caption(
         "Only you see this workspace: it belongs to this browser session (saved on the server "
         "under a random id). PDF, DOCX, HTML, Markdown or plain text, up to "
@@ -227,15 +244,18 @@ def uploader() -> None:
         "Markdown headings (#, ##, …) become the tree; for PDF, DOCX and HTML the tree is "
         "inferred and shown for correction before indexing."
     )
+    # The drop zone's own "N MB per file" names the uploader's cap, not the app's limit (the
+    # label says that one): hidden, so the page states one limit.
+    st.html(f"<style>{HIDE_CAP_CSS}</style>")
     # No `type=` filter: the component would refuse a file with its reason hidden in a
     # tooltip; here every refusal is written out below the drop zone.
     files = st.file_uploader(
-        "Drop " + ", ".join(SUFFIXES) + " files",
+        f"Drop {', '.join(SUFFIXES)} files (up to {limit / MB:g} MB each)",
         accept_multiple_files=True,
         key=f"uploader_{docs.uploader_round}",
-        # Streamlit's own check, in whole MB of 10^6 bytes like ours: never below our limit
-        # (a file between the two gets our message, in the same unit).
-        max_upload_size=max(1, math.ceil(limit / MB)),
+        help=f"A file over {limit / MB:g} MB is refused with a message below; one over "
+        f"{uploader_mb} MB never leaves the browser (a red mark on its name).",
+        max_upload_size=uploader_mb,
     )
     if files:
         try:  # before any file is read: a huge drop is refused as a whole
@@ -243,6 +263,6 @@ def uploader() -> None:
         except (WorkspaceLimitError, ValueError) as exc:
             show_error(exc, "Nothing was added; your workspace is unchanged.")
         else:
-            ingest([(f.name, f.getvalue()) for f in files])
+            ingest([(f.name, f.getvalue()) for f in files], limit)
     show_report()
     review()

@@ -23,7 +23,7 @@ from treerag_core.text import EN_STOPWORDS, load_jieba, stem, word_set
 from treerag_core.text_rules import sentence_spans
 from treerag_core.types import Chunk, Language
 
-EXTRACTOR_VERSION = "offline-1"  # part of the content key: a changed recipe rebuilds graphs
+EXTRACTOR_VERSION = "offline-2"  # part of the content key: a changed recipe rebuilds graphs
 MAX_WORDS = 4  # longest English phrase kept whole; longer runs are cut from their head end
 MAX_EVIDENCE = 5  # sentences stored per edge (the count keeps the true number)
 
@@ -58,6 +58,11 @@ _GENERIC_WORDS = word_set(
     term section sections table tables figure figures fig respect addition end lot
     """
 )
+# Verbs by their place, for verbs no word list can hold: the word after a subject pronoun
+# ("we explore"), and the word between an infinitive "to" and a determiner ("to answer this
+# question", "to reduce the cost"; "applied to language data" keeps its noun).
+_SUBJECTS = word_set("we you he she they")  # not "i": "type I error"
+_DETERMINERS = word_set("a an the this that these those its their our his her your my each every")
 # Citation and cross-reference markers ("BIBREF12", "TABREF3") are not concepts.
 _MARKER = re.compile(r"(?:BIB|TAB|FIG|SEC|EQ)REF\d+|(?:INLINE|DISPLAY)FORM\d+")
 _EN_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-'][A-Za-z0-9]+)*|\d+(?:\.\d+)?")
@@ -108,6 +113,26 @@ def chunks_covering(start: int, end: int, chunks: Sequence[Chunk]) -> tuple[str,
 # ---- terms ----------------------------------------------------------------------------------
 
 
+def _joined(text: str, left: re.Match[str], right: re.Match[str]) -> bool:
+    """Two words with only spaces between them (no punctuation: the same clause)."""
+    return not text[left.end() : right.start()].strip()
+
+
+def _verb_by_place(text: str, words: Sequence[re.Match[str]], i: int) -> bool:
+    """Whether word `i` is a verb by its neighbours (see _SUBJECTS): a POS-free rule."""
+    if i == 0 or not _joined(text, words[i - 1], words[i]):
+        return False
+    before = words[i - 1].group().lower()
+    if before in _SUBJECTS:
+        return True
+    return (
+        before == "to"
+        and i + 1 < len(words)
+        and _joined(text, words[i], words[i + 1])
+        and words[i + 1].group().lower() in _DETERMINERS
+    )
+
+
 def english_terms(text: str, offset: int = 0) -> list[Mention]:
     """Noun-phrase-like word runs of one English sentence, with document offsets."""
     out: list[Mention] = []
@@ -131,10 +156,9 @@ def english_terms(text: str, offset: int = 0) -> list[Mention]:
             out.append(Mention(offset + words[0].start(), offset + words[-1].end(), surface))
         run.clear()
 
-    previous_end = 0
-    for match in _EN_WORD.finditer(text):
-        gap = text[previous_end : match.start()]
-        previous_end = match.end()
+    words = list(_EN_WORD.finditer(text))
+    for i, match in enumerate(words):
+        gap = text[words[i - 1].end() if i else 0 : match.start()]
         if run and gap.strip():  # punctuation between words ends the phrase
             flush()
         word = match.group()
@@ -145,6 +169,7 @@ def english_terms(text: str, offset: int = 0) -> list[Mention]:
             or word[0].isdigit()
             or _MARKER.fullmatch(word) is not None
             or (lower.endswith("ly") and len(lower) > 4)
+            or _verb_by_place(text, words, i)
         ):
             flush()
             continue

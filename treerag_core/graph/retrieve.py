@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from treerag_core.errors import IndexFormatError
+from treerag_core.errors import MissingGraphsError
 from treerag_core.fusion import rank_positions
 from treerag_core.graph.context import graph_sections
 from treerag_core.graph.search import GraphResult, GraphSearchOptions, search_graph
@@ -60,7 +60,7 @@ def graph_column(
 def require_graphs(index: CorpusIndex) -> dict[str, LeafGraph]:
     """The index's leaf graphs, or a clear error for an index built without them."""
     if index.graphs is None:
-        raise IndexFormatError(
+        raise MissingGraphsError(
             "this index has no knowledge graphs (built before graphs existed, or with "
             "graph_min_leaf_chars=0); rebuild it to add graphs, e.g. `python -m treerag_core "
             "index --input DOCS --output INDEX --graph-min-leaf-chars 3000`"

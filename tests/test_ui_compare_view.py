@@ -1,0 +1,89 @@
+"""Compare on Ask: a summary table (one row per strategy that ran) first, cards on demand."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from treerag_core.compare import Compared
+from treerag_core.strategies import strategy_names
+from ui.compare_view import summary_frame
+
+APP = Path(__file__).resolve().parents[1] / "app.py"
+QUESTION = "How many epochs was the model trained for?"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def app_env(tmp_path_factory):
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TREERAG_EMBEDDER", "hashing")
+        mp.setenv("TREERAG_DATA_DIR", str(tmp_path_factory.mktemp("compare_data")))
+        mp.setenv("HF_HUB_OFFLINE", "1")
+        for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "TREERAG_LLM_MODEL"):
+            mp.delenv(name, raising=False)
+        yield
+
+
+@pytest.fixture(scope="module")
+def compared():
+    at = AppTest.from_file(str(APP), default_timeout=120)
+    at.run()
+    at.text_input(key="ask_question").input(QUESTION)
+    at.button[0].click().run()
+    at.button(key="compare_run").click().run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_the_summary_table_has_one_row_per_strategy_that_ran(compared):
+    results = compared.session_state["ask_compare"]["results"]
+    ran = [r.strategy for r in results if r.trace is not None]
+    assert [r.strategy for r in results] == strategy_names(runnable=True)
+    [summary] = [d.value for d in compared.dataframe if "top sections" in d.value.columns]
+    assert list(summary["strategy"]) == ran
+    own = compared.session_state["ask_trace"].strategy
+    assert {"top sections", f"shared with {own}", "top score", "ms"} <= set(summary.columns)
+    row = summary[summary["strategy"] == own].iloc[0]
+    n = len(compared.session_state["ask_trace"].reranked)
+    assert row[f"shared with {own}"] == f"{n}/{n}"  # its own step 1 reused: the same passages
+    assert "Recall@1000c" not in summary.columns  # no gold for this question
+
+
+def test_a_strategy_that_could_not_run_is_named_under_the_table(compared):
+    failed = [r for r in compared.session_state["ask_compare"]["results"] if r.trace is None]
+    assert failed  # treerag-kg: the samples have no leaf graphs
+    captions = re.sub(r"\\(.)", r"\1", " ".join(c.value for c in compared.caption))
+    for item in failed:
+        assert f"**{item.strategy}** could not run" in captions
+    # treerag-kg's reason is the explorer's own steps, not the engine's CLI flag.
+    assert "Rebuild with other settings" in captions and "--graph-min" not in captions
+
+
+def test_the_cards_are_collapsed_one_per_strategy(compared):
+    results = compared.session_state["ask_compare"]["results"]
+    cards = [e for e in compared.expander if " shared with " in e.label]
+    assert len(cards) == sum(r.trace is not None for r in results)
+    assert all(not e.proto.expanded for e in cards)
+
+
+def test_summary_frame_counts_the_shared_passages(compared):
+    results = compared.session_state["ask_compare"]["results"]
+    item = next(r for r in results if r.trace is not None)
+    ids = [h.chunk.chunk_id for h in item.trace.reranked]
+    frame = summary_frame([item, Compared("x", "x", None, 0.1, "bad")], ids[:1], "own")
+    assert list(frame["strategy"]) == [item.strategy]
+    assert frame.iloc[0]["shared with own"] == f"1/{len(ids)}"
+
+
+def test_top_sections_name_each_section_once_in_order(compared):
+    from ui.compare_view import COMPARE_TOP, top_sections
+
+    hits = compared.session_state["ask_trace"].reranked[:COMPARE_TOP]
+    paths = [h.chunk.heading_path for h in hits]
+    shown = top_sections(hits)
+    for path in dict.fromkeys(paths):
+        n = paths.count(path)
+        assert shown.count(path) == 1 and ((f"{path} ×{n}" in shown) == (n > 1))

@@ -1,0 +1,59 @@
+"""AppTest: treerag-kg on an index without leaf graphs points to the explorer's own rebuild
+(Documents → Rebuild with other settings), before Ask and when Ask stops; never the CLI flag."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from treerag_core.errors import IndexFormatError, MissingGraphsError
+from ui.graph_guidance import documents_note, missing_graphs_message
+
+APP = Path(__file__).resolve().parents[1] / "app.py"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def app_env(tmp_path_factory):
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TREERAG_EMBEDDER", "hashing")
+        mp.setenv("TREERAG_DATA_DIR", str(tmp_path_factory.mktemp("guidance_data")))
+        mp.setenv("HF_HUB_OFFLINE", "1")
+        for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "TREERAG_LLM_MODEL"):
+            mp.delenv(name, raising=False)
+        yield
+
+
+def text(elements) -> str:
+    return re.sub(r"\\(.)", r"\1", " ".join(e.value for e in elements))
+
+
+def test_the_engine_error_is_named_and_still_an_index_format_error():
+    assert issubclass(MissingGraphsError, IndexFormatError)  # the CLI's handling is unchanged
+
+
+def test_each_corpus_kind_gets_explorer_steps_not_the_cli_flag():
+    for kind in ("samples", "uploads", "eval", None):
+        message = missing_graphs_message(kind)
+        assert "Rebuild with other settings" in message and "--graph-min" not in message
+    assert "Copy the sample documents" in missing_graphs_message("samples")
+    assert "Copy the sample" not in documents_note("uploads")
+    assert "first document" not in documents_note("uploads") + documents_note("samples")
+
+
+def test_treerag_kg_on_the_samples_warns_at_once_and_stops_with_the_explorer_steps():
+    at = AppTest.from_file(str(APP), default_timeout=90)
+    at.run()
+    assert not at.exception, at.exception
+    assert "treerag-kg" not in text(at.warning)
+    at.selectbox(key="qs_strategy").set_value("treerag-kg").run()
+    assert not at.exception, at.exception
+    assert missing_graphs_message("samples") in [w.value for w in at.warning]
+    at.text_input(key="ask_question").input("How many epochs was the model trained for?")
+    at.button[0].click().run()
+    assert not at.exception, at.exception
+    errors = text(at.error)
+    assert "Rebuild with other settings" in errors
+    assert "--graph-min-leaf-chars" not in errors and "python -m" not in errors

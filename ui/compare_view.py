@@ -1,0 +1,179 @@
+"""Compare on Ask: the question through every strategy, as one summary table, then cards."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+import pandas as pd
+import streamlit as st
+
+from treerag_core.compare import Compared, compare_strategies
+from treerag_core.pipeline import Engine
+from treerag_core.settings import QuerySettings
+from treerag_core.strategies import strategy_names
+from treerag_core.text_rules import preview
+from treerag_core.types import RetrievedChunk, Trace
+from ui.gold import SHOWN, Gold, gold_for, strategy_metrics
+from ui.session import AskState
+from ui.text_safety import code, error_markdown, plain
+
+COMPARE_TEXT_CHARS = 160
+COMPARE_TOP = 3  # passages named per strategy in the table and shown per card
+SECTION_SEP = " · "
+
+
+def _top_score(hits: Sequence[RetrievedChunk]) -> float | None:
+    if not hits:
+        return None
+    top = hits[0]
+    return top.rerank if top.rerank is not None else top.fused
+
+
+def top_sections(hits: Sequence[RetrievedChunk]) -> str:
+    """The first passages' sections in order, each once ("×2": it holds two of them)."""
+    counts = Counter(h.chunk.heading_path or h.chunk.doc_id for h in hits[:COMPARE_TOP])
+    return SECTION_SEP.join(f"{s} ×{n}" if n > 1 else s for s, n in counts.items())
+
+
+def summary_frame(
+    results: Sequence[Compared], base: Sequence[str], own: str, gold: Gold | None = None
+) -> pd.DataFrame:
+    """One row per strategy that ran: its top passages' sections, how many of its passages
+    the trace's own strategy (`own`, passages `base`) also found, its top score, its time;
+    with `gold`, the harness's metrics. Strategies that could not run are left to a note."""
+    shared_label = f"shared with {own}"
+    rows = []
+    for item in results:
+        if item.trace is None:
+            continue
+        hits = list(item.trace.reranked)
+        ids = [h.chunk.chunk_id for h in hits]
+        row: dict[str, object] = {
+            "strategy": item.strategy,
+            "top sections": top_sections(hits),
+            shared_label: f"{len(set(base) & set(ids))}/{len(ids)}",
+            "picked": len(item.trace.locate.leaves) if item.trace.locate is not None else None,
+            "top score": _top_score(hits),
+            "ms": round(item.seconds * 1000),
+        }
+        if gold is not None:
+            found = strategy_metrics(gold, item.trace)
+            # Text cells: a metric a strategy has no value for (no section pick) reads "—".
+            for label in SHOWN.values():
+                row[label] = f"{found[label]:.2f}" if label in found else "—"
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _run(
+    engine: Engine, trace: Trace, settings: QuerySettings, scope: list[str] | None
+) -> list[Compared]:
+    """Every runnable strategy in turn, with a progress bar naming the one running."""
+    names = strategy_names(runnable=True)
+    bar = st.progress(0.0, text="Comparing…")
+    results: list[Compared] = []
+    for i, name in enumerate(names):
+        bar.progress(i / len(names), text=f"Running {name} ({i + 1} of {len(names)})…")
+        results += compare_strategies(
+            engine, trace.question, settings, strategies=[name], scope=scope,
+            located=trace.locate, located_by=trace.strategy,
+        )  # fmt: skip
+    bar.empty()
+    return results
+
+
+def compare_panel(trace: Trace, engine: Engine, settings: QuerySettings) -> None:
+    """The same question through every registered strategy (no LLM call): a summary table
+    first, each strategy's passages on demand below it."""
+    state = AskState()
+    scope = list(state.trace_scope) if state.trace_scope else None  # the question's own scope
+    st.caption(
+        "The question through every registered strategy (steps 1-2, no LLM call; the "
+        "trace's own strategy reuses its step 1)."
+    )
+    stamp = (trace.created_at, trace.question, repr(settings.to_dict()))
+    if st.button("Compare strategies", icon=":material/compare_arrows:", key="compare_run"):
+        results = _run(engine, trace, settings, scope)
+        with st.spinner("Looking for this question's gold evidence in the dev sets…"):
+            lookup = gold_for(trace.question, engine.index)
+        state.compare = {"stamp": stamp, "results": results, "gold": lookup}
+    data = state.compare
+    if not data or data["stamp"] != stamp:
+        return
+    results: list[Compared] = data["results"]
+    lookup = data.get("gold")
+    gold = lookup.gold if lookup is not None else None
+    for problem in lookup.problems if lookup is not None else ():
+        # Metrics are missing for a reason the user can fix.
+        st.warning(f"No gold metrics from a dev set: {plain(problem)}", icon=":material/error:")
+    base = [h.chunk.chunk_id for h in trace.reranked]
+    _summary(results, base, trace.strategy, gold)
+    st.markdown("**Each strategy's passages** (open one to read them)")
+    for item in results:
+        _card(item, set(base), trace.strategy)
+
+
+def _summary(results: Sequence[Compared], base: list[str], own: str, gold: Gold | None) -> None:
+    if gold is not None:
+        st.markdown(
+            f"**Against the gold evidence** · this is question {code(gold.question.id)} of the "
+            f"{code(gold.dataset)} dev set"
+        )
+    frame = summary_frame(results, base, own, gold)
+    if not frame.empty:
+        st.dataframe(
+            frame,
+            hide_index=True,
+            width="stretch",
+            key="compare_metrics" if gold is not None else "compare_summary",
+            column_config={
+                "top sections": st.column_config.TextColumn("top sections", width="large"),
+                "picked": st.column_config.NumberColumn(
+                    "picked", help="sections picked in step 1 (empty: the strategy picks none)"
+                ),
+                "top score": st.column_config.NumberColumn(
+                    "top score",
+                    format="%.3f",
+                    help="the first passage's rerank score (its fused score without the "
+                    "reranker); scales differ between strategies",
+                ),
+                "ms": st.column_config.NumberColumn("ms", help="steps 1-2, this run"),
+            },
+        )
+    st.caption(
+        f"Top sections: the first {COMPARE_TOP} passages' sections. Shared with {plain(own)}: "
+        f"how many of a strategy's passages {plain(own)} (this answer's strategy) also found."
+        + (
+            " Recall@Nc: share of the gold evidence inside the first N characters of passages; "
+            "Hit@5: a gold span in the top 5; Section hit@5: a picked section is a gold one "
+            "(— for strategies that pick no sections). Rules: docs/evaluation.md."
+            if gold is not None
+            else ""
+        )
+    )
+    for item in results:
+        if item.trace is None:
+            why = error_markdown(item.failure) if item.failure is not None else plain(item.error)
+            st.caption(f"**{plain(item.strategy)}** could not run: {why}")
+
+
+def _card(item: Compared, base: set[str], own: str) -> None:
+    if item.trace is None:
+        return  # named under the table
+    ids = [h.chunk.chunk_id for h in item.trace.reranked]
+    shared, ms = f"{len(base & set(ids))}/{len(ids)}", f"{item.seconds * 1000:,.0f} ms"
+    with st.expander(plain(f"{item.strategy} · {shared} shared with {own} · {ms}")):
+        st.caption(plain(item.label))
+        st.caption(f"{ms} · {shared} shared with {plain(own)}")
+        loc = item.trace.locate
+        if loc is not None and loc.leaves:
+            st.markdown("Picked sections:")
+            for leaf in loc.leaves:
+                st.caption(f"`{leaf.node_id}` {plain(leaf.heading_path)}")
+        st.markdown("Top passages:")
+        for h in item.trace.reranked:  # full section names, wrapped: a table would cut them
+            st.markdown(
+                f"{h.final_rank}. **{plain(h.chunk.heading_path)}** · "
+                f"{plain(preview(h.chunk.text, COMPARE_TEXT_CHARS))}"
+            )
