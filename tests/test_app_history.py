@@ -207,6 +207,7 @@ def test_with_every_upload_removed_the_last_result_stays_readable():
     at.switch_page("pages/documents.py").run()
     at.multiselect(key="ws_remove").set_value(["paper.md"]).run()
     at.button(key="ws_remove_go").click().run()
+    at.button(key="ws_remove_yes").click().run()  # Remove asks first
     assert not at.exception, at.exception
     at.switch_page("pages/ask.py").run()
     assert not at.exception, at.exception
