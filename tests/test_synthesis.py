@@ -282,3 +282,34 @@ def test_the_extractive_answer_quotes_a_list_item_with_its_lead_in() -> None:
     lead = Sentence(LAW[lead_at : LAW.index("\n", lead_at)], "第四章", "law.md", lead_at, 0, 0)
     both = with_lead_ins(Extract((lead, item), True, lead), {"law.md": LAW})
     assert [s.lead_in for s in both.sentences] == ["", ""]
+
+
+def test_a_line_that_opens_a_list_is_quoted_with_its_first_items() -> None:
+    from treerag_core.synthesis import (
+        ITEMS_MAX,
+        Extract,
+        Sentence,
+        list_items,
+        render_extract,
+        with_lead_ins,
+    )
+
+    lead_at = LAW.index("第三十八条")
+    lead_end = LAW.index("\n", lead_at)
+    items = list_items(LAW, lead_end)
+    # The items up to the next non-item paragraph (the next article), in order.
+    assert items.startswith("（一）未按照") and items.endswith("其他情形。")
+    assert "第三十九条" not in items
+    long_list = "开头：\n\n" + "\n\n".join(f"（{n}）" + "很长的一项" * 20 for n in "一二三四五")
+    cut = list_items(long_list, long_list.index("\n"))
+    assert cut.endswith("…") and len(cut) <= ITEMS_MAX + 120
+    lead = Sentence(LAW[lead_at:lead_end], "第四章", "law.md", lead_at, lead_end, 0, score=1.0)
+    text = "".join(
+        render_extract(with_lead_ins(Extract((lead,), True, lead), {"law.md": LAW}), "zh")
+    )
+    assert "劳动者可以解除劳动合同： （一）未按照" in text and text.endswith("[来源: 第四章]")
+    # An item the answer already says is not quoted again after its lead-in.
+    start = LAW.index("（六）")
+    item = Sentence(LAW[start : LAW.index("\n", start)], "第四章", "law.md", start, 0, 0)
+    both = with_lead_ins(Extract((lead, item), True, lead), {"law.md": LAW})
+    assert [s.items for s in both.sentences] == ["", ""]

@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from treerag_core.chunking import paragraph_spans
 from treerag_core.flags import NOT_ANSWERED_SCORE, WEAK_RERANK_LOGIT
 from treerag_core.llm import LLMClient
 from treerag_core.pagemap import format_pages
@@ -39,6 +40,7 @@ DUPLICATE_JACCARD = 0.7  # term overlap above which two sentences say the same
 # A list item is quoted with the line that opens its list; looked for this far back.
 LEAD_IN_CHARS = 3000
 LEAD_IN_MAX = 200  # a longer lead-in paragraph gives only its last sentence
+ITEMS_MAX = 300  # characters of a list quoted after the line that opens it
 _LIST_ITEM_RANKS = {
     ("zh", 5),
     ("zh", 6),
@@ -46,7 +48,6 @@ _LIST_ITEM_RANKS = {
     ("zh", 8),
     ("paren", 1),
 }  # 款 项 一、 （一） (1)
-_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
 
 
 def evidence_pairs(
@@ -102,6 +103,7 @@ class Sentence:
     score: float = 0.0
     heading: str = ""  # its passage's heading path, without pages
     lead_in: str = ""  # for a list item: the line that opens its list ("…有下列情形之一的：")
+    items: str = ""  # for a line that opens a list: its first items, which say what it means
 
 
 @dataclass(frozen=True)
@@ -174,13 +176,9 @@ def lead_in(doc_text: str, start: int) -> str:
     floor = max(0, start - LEAD_IN_CHARS)
     heading = doc_text.rfind("\n#", floor, start)
     floor = heading + 1 if heading != -1 else floor
-    breaks = [m for m in _PARAGRAPH_BREAK.finditer(doc_text, floor, start)]
-    ends = [m.start() for m in breaks]
-    starts = [m.end() for m in breaks]
-    # Paragraphs before the item's own, nearest first: (start, end) pairs.
-    for p_start, p_end in zip(reversed([floor, *starts[:-1]]), reversed(ends), strict=True):
-        paragraph = doc_text[p_start:p_end].strip()
-        if not paragraph or paragraph.startswith("#"):
+    for p_start, p_end in reversed(paragraph_spans(doc_text, floor, start)):  # nearest first
+        paragraph = doc_text[p_start:p_end]
+        if paragraph.startswith("#"):
             return ""
         if is_list_item(paragraph):
             continue
@@ -193,8 +191,26 @@ def lead_in(doc_text: str, start: int) -> str:
     return ""
 
 
+def list_items(doc_text: str, end: int) -> str:
+    """The list items right after a line that opens a list (ending at `end`), as one line,
+    cut after `ITEMS_MAX` characters at an item's end ("…" when more follow)."""
+    out: list[str] = []
+    size = 0
+    for start, stop in paragraph_spans(doc_text, end, min(len(doc_text), end + 4 * ITEMS_MAX)):
+        item = one_line(doc_text[start:stop])
+        if not is_list_item(item):
+            break
+        if out and size + len(item) > ITEMS_MAX:
+            out.append("…")
+            break
+        out.append(item)
+        size += len(item)
+    return " ".join(out)
+
+
 def with_lead_ins(result: Extract, doc_texts: Mapping[str, str]) -> Extract:
-    """The chosen list items with their lead-in, unless the answer already says it."""
+    """List items with the line that opens their list, and such a line with its first items,
+    unless the answer already says them: neither half of a list means much alone."""
     said = {one_line(s.text) for s in result.sentences}
     out = []
     for sentence in result.sentences:
@@ -204,6 +220,11 @@ def with_lead_ins(result: Extract, doc_texts: Mapping[str, str]) -> Extract:
             if lead and lead not in said:
                 sentence = replace(sentence, lead_in=lead)
                 said.add(lead)
+        elif text is not None and sentence.text.rstrip().endswith(("：", ":")):
+            items = list_items(text, sentence.end)
+            others = [one_line(s.text) for s in result.sentences if s is not sentence]
+            if items and not any(other in items for other in others):
+                sentence = replace(sentence, items=items)
         out.append(sentence)
     return replace(result, sentences=tuple(out))
 
@@ -348,6 +369,8 @@ def render_extract(result: Extract, language: Language) -> Iterator[str]:
         text = one_line(sentence.text)
         if sentence.lead_in:  # a list item alone would not say what it lists
             text = f"{sentence.lead_in}…{text}"
+        if sentence.items:  # nor the line that opens a list without its items
+            text = f"{text} {sentence.items}"
         text = inert_links(text)  # a document cannot plant a live link
         yield ("\n" if n else "") + f"{text} [{label}: {sentence.path}]"
 

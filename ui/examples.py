@@ -23,7 +23,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "1908.10461.md": (
         "Which cross-lingual features are used?",
         "Does the dependency parse help zero-shot parsing?",
-        "What datasets are the parsers evaluated on?",
+        "Which data is used for the experiments?",
     ),
     "劳动合同法(2012-12-28).md": (
         "试用期最长可以约定多久？",
