@@ -313,3 +313,14 @@ def test_a_line_that_opens_a_list_is_quoted_with_its_first_items() -> None:
     item = Sentence(LAW[start : LAW.index("\n", start)], "第四章", "law.md", start, 0, 0)
     both = with_lead_ins(Extract((lead, item), True, lead), {"law.md": LAW})
     assert [s.items for s in both.sentences] == ["", ""]
+
+
+def test_a_chinese_answer_names_the_graph_context_in_chinese() -> None:
+    from treerag_core.synthesis import _context_rows
+    from treerag_core.types import ContextSection
+
+    row = {"entity": "经济补偿", "found_in": "第四章 劳动合同的解除和终止"}
+    sections = [ContextSection("entities", "Entities", "经济补偿", (row,), ("c1",))]
+    zh = "".join(_context_rows(sections, "zh"))
+    assert "图上下文:" in zh and "- 实体:" in zh and "Entities" not in zh
+    assert "- Entities:" in "".join(_context_rows(sections, "en"))

@@ -426,6 +426,15 @@ def _row_label(row: Mapping[str, object]) -> str:
     return f"{row.get('source', '')} — {row.get('target', '')}"
 
 
+# HiRAG's context sections by kind, for a Chinese answer (their titles are English labels).
+_ZH_CONTEXT_TITLES = {
+    "entities": "实体",
+    "relations": "关系",
+    "reports": "社区报告",
+    "path": "桥接路径",
+}
+
+
 def _context_rows(sections: Sequence[ContextSection], language: Language) -> Iterator[str]:
     """The first row of each context section that names its passage (`found_in`: a heading
     path), cited, so an extractive answer cites the graph context it read (HiRAG's entities,
@@ -436,7 +445,9 @@ def _context_rows(sections: Sequence[ContextSection], language: Language) -> Ite
             (r for r in section.rows if r.get("found_in") and r.get("path") != "no path"), None
         )
         if row is not None:
-            cited.append((section.title, _row_label(row), str(row["found_in"])))
+            title = _ZH_CONTEXT_TITLES.get(section.kind, section.title)
+            title = title if language == "zh" else section.title
+            cited.append((title, _row_label(row), str(row["found_in"])))
     if not cited:
         return
     label = "来源" if language == "zh" else "Source"
