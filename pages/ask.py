@@ -318,7 +318,9 @@ def main() -> None:
             "Question",
             key=qc.QUESTION,
             persist_state=qc.KEEP,
-            max_chars=settings.max_question_chars,  # the engine's own limit
+            # No max_chars: the browser would silently drop a longer paste; the engine's
+            # limit is said up front here and, if passed, in one message with the text kept.
+            help=f"Up to {settings.max_question_chars:,} characters.",
             placeholder="Ask anything about the documents — English or 中文",
         )
         submitted = c2.form_submit_button("Ask", type="primary", width="stretch")

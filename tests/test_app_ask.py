@@ -433,12 +433,18 @@ def test_a_bad_question_after_an_answer_keeps_the_answer_on_screen(question, mes
     assert PALETTE["picked"] in background(at).values()  # the graph keeps its picked leaves
 
 
-def test_the_question_box_takes_no_more_than_the_engines_limit():
+def test_a_question_over_the_limit_is_refused_in_words_and_kept_in_the_box():
     from treerag_core.settings import QuerySettings
 
+    limit = QuerySettings().max_question_chars
     at = new_app()
     box = at.text_input(key="ask_question")
-    assert box.max_chars == QuerySettings().max_question_chars
+    # No max_chars: a browser drops a longer paste without a word.
+    assert not box.max_chars and f"Up to {limit:,} characters" in box.help
+    too_long = "x " * limit
+    at = ask(at, too_long)
+    assert f"the limit is {limit}" in texts(at)
+    assert at.text_input(key="ask_question").value == too_long
 
 
 def test_setting_moves_are_named_by_their_on_screen_labels():
