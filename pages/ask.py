@@ -86,7 +86,7 @@ def _run_action(pending, engine, trace, settings, scope, corpus, doc_ids) -> boo
         events = _events(kind, pending, engine, trace, settings, scope, corpus)
         partial = _until_answer(events)
     except (TreeRAGError, ValueError) as exc:
-        show_error(exc, "Change the question or the settings, then ask again.")
+        show_error(exc, "Change the question or the settings, then ask again.", corpus.kind)
         return True
     if partial is None:
         return False
@@ -230,7 +230,7 @@ def _render(trace, corpus, doc_ids, engine, settings, live: Iterator[str] | None
         with left:
             story.details(trace)
     with st.expander("Compare strategies side by side", expanded=ask.compare is not None):
-        story.compare_panel(trace, engine, settings)
+        story.compare_panel(trace, engine, settings, corpus.kind)
     with st.expander("Example questions"):
         story.examples(doc_ids, _ask_example)
 

@@ -57,3 +57,12 @@ def test_treerag_kg_on_the_samples_warns_at_once_and_stops_with_the_explorer_ste
     errors = text(at.error)
     assert "Rebuild with other settings" in errors
     assert "--graph-min-leaf-chars" not in errors and "python -m" not in errors
+
+
+def test_the_stop_message_is_the_one_for_the_corpus_asked_on():
+    from ui.text_safety import error_markdown
+
+    exc = MissingGraphsError("this index has no knowledge graphs")
+    assert error_markdown(exc, "uploads") == missing_graphs_message("uploads")
+    assert "Copy the sample" not in error_markdown(exc, "uploads")
+    assert "Copy the sample" in error_markdown(exc, "samples")

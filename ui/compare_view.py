@@ -83,7 +83,9 @@ def _run(
     return results
 
 
-def compare_panel(trace: Trace, engine: Engine, settings: QuerySettings) -> None:
+def compare_panel(
+    trace: Trace, engine: Engine, settings: QuerySettings, kind: str | None = None
+) -> None:
     """The same question through every registered strategy (no LLM call): a summary table
     first, each strategy's passages on demand below it."""
     state = AskState()
@@ -108,13 +110,19 @@ def compare_panel(trace: Trace, engine: Engine, settings: QuerySettings) -> None
         # Metrics are missing for a reason the user can fix.
         st.warning(f"No gold metrics from a dev set: {plain(problem)}", icon=":material/error:")
     base = [h.chunk.chunk_id for h in trace.reranked]
-    _summary(results, base, trace.strategy, gold)
+    _summary(results, base, trace.strategy, gold, kind)
     st.markdown("**Each strategy's passages** (open one to read them)")
     for item in results:
         _card(item, set(base), trace.strategy)
 
 
-def _summary(results: Sequence[Compared], base: list[str], own: str, gold: Gold | None) -> None:
+def _summary(
+    results: Sequence[Compared],
+    base: list[str],
+    own: str,
+    gold: Gold | None,
+    kind: str | None,
+) -> None:
     if gold is not None:
         st.markdown(
             f"**Against the gold evidence** · this is question {code(gold.question.id)} of the "
@@ -154,7 +162,8 @@ def _summary(results: Sequence[Compared], base: list[str], own: str, gold: Gold 
     )
     for item in results:
         if item.trace is None:
-            why = error_markdown(item.failure) if item.failure is not None else plain(item.error)
+            failure = item.failure
+            why = error_markdown(failure, kind) if failure is not None else plain(item.error)
             st.caption(f"**{plain(item.strategy)}** could not run: {why}")
 
 

@@ -54,21 +54,22 @@ def safe_answer(text: str) -> str:
     return "".join(safe_answer_stream([text]))
 
 
-def error_markdown(exc: Exception) -> str:
+def error_markdown(exc: Exception, kind: str | None = None) -> str:
     """An expected failure as Markdown for the page.
 
     The one place an engine error becomes the explorer's message: where the engine's advice
-    is for the CLI (a flag to pass), the explorer's own steps are given instead.
+    is for the CLI (a flag to pass), the explorer's own steps are given instead, for the
+    corpus `kind` asked on (None: steps for any).
     """
     if isinstance(exc, MissingGraphsError):
-        return missing_graphs_message()
+        return missing_graphs_message(kind)
     message = str(exc) if isinstance(exc, TreeRAGError | ValueError | KeyError) else repr(exc)
     return plain(message)  # it may quote a file name or a question: text, not Markdown
 
 
-def show_error(exc: Exception, what_next: str = "") -> None:
+def show_error(exc: Exception, what_next: str = "", kind: str | None = None) -> None:
     """An expected failure as a message with the next step; never a traceback."""
     if isinstance(exc, MissingGraphsError):
         what_next = ""  # its message says what to do
-    message = error_markdown(exc)
+    message = error_markdown(exc, kind)
     st.error(message + (f"\n\n{what_next}" if what_next else ""), icon=":material/error:")
