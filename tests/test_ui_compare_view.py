@@ -49,6 +49,9 @@ def test_the_summary_table_has_one_row_per_strategy_that_ran(compared):
     row = summary[summary["strategy"] == own].iloc[0]
     n = len(compared.session_state["ask_trace"].reranked)
     assert row[f"shared with {own}"] == f"{n}/{n}"  # its own step 1 reused: the same passages
+    # Each top score names its scale: a rerank logit and a fused score do not compare.
+    assert all(str(v).endswith((" rerank", " fused")) for v in summary["top score"])
+    assert set(summary[summary["strategy"] == "flat-bm25"]["top score"].str[-5:]) == {"fused"}
     assert "Recall@1000c" not in summary.columns  # no gold for this question
 
 

@@ -23,11 +23,15 @@ COMPARE_TOP = 3  # passages named per strategy in the table and shown per card
 SECTION_SEP = " · "
 
 
-def _top_score(hits: Sequence[RetrievedChunk]) -> float | None:
+def _top_score(hits: Sequence[RetrievedChunk]) -> str:
+    """The first passage's score, named by its scale: a rerank logit and a fused score in
+    [0, 1] are not comparable, so the cell says which it is."""
     if not hits:
-        return None
+        return "—"
     top = hits[0]
-    return top.rerank if top.rerank is not None else top.fused
+    if top.rerank is not None:
+        return f"{top.rerank:.2f} rerank"
+    return f"{top.fused:.2f} fused"
 
 
 def top_sections(hits: Sequence[RetrievedChunk]) -> str:
@@ -136,17 +140,19 @@ def _summary(
             width="stretch",
             key="compare_metrics" if gold is not None else "compare_summary",
             column_config={
-                "top sections": st.column_config.TextColumn("top sections", width="large"),
+                "top sections": st.column_config.TextColumn("top sections", width="medium"),
                 "picked": st.column_config.NumberColumn(
                     "picked", help="sections picked in step 1 (empty: the strategy picks none)"
                 ),
-                "top score": st.column_config.NumberColumn(
+                "top score": st.column_config.TextColumn(
                     "top score",
-                    format="%.3f",
-                    help="the first passage's rerank score (its fused score without the "
-                    "reranker); scales differ between strategies",
+                    width="small",
+                    help="the first passage's cross-encoder logit (rerank), or its fused "
+                    "dense + BM25 score in [0, 1] where no reranker ran: compare within a kind",
                 ),
-                "ms": st.column_config.NumberColumn("ms", help="steps 1-2, this run"),
+                "ms": st.column_config.NumberColumn(
+                    "ms", width="small", help="steps 1-2, this run"
+                ),
             },
         )
     st.caption(
