@@ -452,6 +452,10 @@ def test_setting_moves_are_named_by_their_on_screen_labels():
     at.toggle(key="qs_rerank_chinese").set_value(True).run()
     said = texts(at).replace("\\", "")
     assert "Rerank Chinese questions too: off → on" in said, said
+    # An English question's evidence does not move: the note does not claim new evidence.
+    assert "the same passages in the same order" in said
+    assert "answer written again from the same evidence" in said
+    assert "rewritten from the new evidence" not in said
     at.toggle(key="qs_rerank").set_value(False).run()
     said = texts(at).replace("\\", "")
     assert "Rerank (cross-encoder): on → off" in said, said

@@ -224,11 +224,12 @@ def slider_moved(trace: Trace) -> None:
     if state.origin != "rerun" or not state.moved:
         return
     moves = rank_moves(state.previous_ranks, trace.reranked)
-    answer = (
-        "answer rewritten from the new evidence"
-        if not state.stale_answer
-        else ("the LLM answer was kept (see below)")
-    )
+    if state.stale_answer:
+        answer = "the LLM answer was kept (see below)"
+    elif moves.any:
+        answer = "answer rewritten from the new evidence"
+    else:
+        answer = "answer written again from the same evidence"
     st.info(
         f"Since the last full run: **{plain(', '.join(state.moved))}** · evidence: "
         f"{moves.describe()} · {answer}. "
