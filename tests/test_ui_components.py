@@ -384,3 +384,11 @@ def test_a_rerank_read_entirely_from_the_cache_says_so():
 
     assert rerank_time(0.2) == "200 ms"
     assert rerank_time(0.0002).startswith("0 ms: every score cached")
+
+
+def test_the_graph_fits_the_picked_leaves_holding_cited_evidence_first():
+    from ui.ask_story import focus_order
+
+    assert focus_order(["a", "b", "c", "d"], {"c"}) == ["c", "a", "b", "d"]
+    assert focus_order(["a", "b"], set()) == ["a", "b"]
+    assert focus_order(["a", "b", "c"], {"c", "a", "z"}) == ["a", "c", "b"]

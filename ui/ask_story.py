@@ -76,6 +76,12 @@ def picked_leaves(trace: Trace | None, index: CorpusIndex) -> list[str]:
     return [leaf.node_id for leaf in trace.locate.leaves if leaf.node_id in index.nodes]
 
 
+def focus_order(picked: Sequence[str], cited: set[str]) -> list[str]:
+    """The picked leaves in the order the graph fits them: those holding the answer's cited
+    evidence first (what the user reads about), then the others in step 1's order."""
+    return sorted(picked, key=lambda node: node not in cited)  # stable: step 1's order kept
+
+
 def cited_nodes(trace: Trace | None, index: CorpusIndex) -> set[str]:
     """Nodes holding cited evidence: of a supported citation's nodes, those that were retrieved.
 
@@ -106,7 +112,8 @@ def marks_for(trace: Trace | None, index: CorpusIndex, doc_ids: Sequence[str]) -
     }
     find = str(st.session_state.get("ask_find", "")).strip()
     routed = trace.locate.documents if trace is not None and trace.locate is not None else ()
-    ranked = picked_leaves(trace, index)
+    picked = picked_leaves(trace, index)
+    ranked = focus_order(picked, cited)
     return GraphMarks(
         picked=frozenset(ranked),
         ranked=tuple(ranked),
