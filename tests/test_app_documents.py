@@ -302,19 +302,19 @@ def test_a_reload_with_the_workspace_id_in_the_url_restores_it():
     assert other.query_params["ws"] == other.session_state["ws_id"]
 
 
-def test_a_reload_before_anything_was_saved_keeps_the_link_and_says_nothing():
-    first = AppTest.from_file(str(APP), default_timeout=90)
-    first.run()  # a visit that saved nothing: no folder on disk
-    ws_id = first.session_state["ws_id"]
-    again = AppTest.from_file(str(APP), default_timeout=90)
-    again.query_params["ws"] = ws_id
-    again.run()
-    again.switch_page("pages/documents.py").run()
-    assert not again.exception, again.exception
-    assert again.session_state["ws_id"] == ws_id and again.query_params["ws"] == ws_id
-    assert again.session_state["ws_index"] is None
-    said = " ".join(m.value for m in [*again.info, *again.warning, *again.error])
-    assert "link" not in said and "expired" not in said and "new, empty" not in said, said
+def test_a_link_naming_a_workspace_with_nothing_saved_is_not_adopted():
+    # A made-up link (or a reload of a session that saved nothing) names no folder. Adopting
+    # it would let whoever sent the link read what is uploaded under it later.
+    made_up = "f" * 32
+    at = AppTest.from_file(str(APP), default_timeout=90)
+    at.query_params["ws"] = made_up
+    at.run()
+    at.switch_page("pages/documents.py").run()
+    assert not at.exception, at.exception
+    assert at.session_state["ws_id"] != made_up and at.query_params["ws"] != made_up
+    assert at.session_state["ws_index"] is None
+    said = " ".join(m.value for m in at.info)
+    assert "Nothing was saved under the link" in said and "expired" not in said, said
 
 
 def test_a_reload_naming_an_expired_workspace_says_so(app_env):
@@ -333,6 +333,7 @@ def test_a_reload_naming_an_expired_workspace_says_so(app_env):
     assert not at.exception, at.exception
     assert any("expired" in i.value for i in at.info)
     assert not (app_env / "workspaces" / ws_id).exists()
+    assert at.session_state["ws_id"] != ws_id  # a fresh id, not the expired one
 
 
 def test_a_reload_naming_an_unreadable_workspace_shows_why_and_keeps_it(app_env):

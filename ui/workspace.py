@@ -35,10 +35,10 @@ def sync_workspace() -> None:
     """Keep the workspace id in the URL (`?ws=`), so a reload finds the same workspace.
 
     Once per browser session: idle workspaces are expired, then the id the URL names is
-    adopted. A well-formed id without a folder is kept too: a session that never saved has
-    none (its reload must not look like a loss). Only a malformed id, or one whose files
-    cannot be opened or deleted, leaves this session's fresh, empty workspace (a workspace
-    that cannot be opened stays on disk; the Documents page shows why and its link).
+    adopted when something is saved under it. A malformed id, one with no folder (a made-up
+    link, an expired workspace, or a session that never saved), or one whose files cannot be
+    opened or deleted leaves this session's fresh, empty workspace (a workspace that cannot
+    be opened stays on disk; the Documents page shows why and its link).
     """
     ws = WorkspaceState()
     if not st.session_state.get("ws_synced"):
@@ -71,6 +71,18 @@ def _adopt(spaces: Workspaces, wanted: str, gone: Sequence[str]) -> None:
         )
         return
     expired = wanted in gone or spaces.is_idle(wanted)
+    if expired or not spaces.folder(wanted).is_dir():
+        # Never adopt an id with nothing saved under it: anyone could send a made-up link,
+        # wait for the documents uploaded under it, then read them. A fresh id is used, and
+        # the note stays calm (a reload before any upload lands here too).
+        st.session_state.ws_restore_note = (
+            f"The workspace named in the link expired (unused for more than "
+            f"{spaces.limits.idle_hours:g} hours): its documents and history were deleted. "
+            "This is a new, empty workspace."
+            if expired
+            else "Nothing was saved under the link's workspace yet: this is a new, empty one."
+        )
+        return
     try:
         index = spaces.restore(wanted)
     except WorkspaceDeleteError as exc:  # idle, but its files could not be deleted
@@ -80,12 +92,6 @@ def _adopt(spaces: Workspaces, wanted: str, gone: Sequence[str]) -> None:
         # Kept on disk and not adopted: a save here would overwrite what it could not read.
         st.session_state.ws_restore_error = (str(exc), wanted)
         return
-    if expired:  # known for certain: its folder was deleted just now
-        st.session_state.ws_restore_note = (
-            f"The workspace named in the link expired (unused for more than "
-            f"{spaces.limits.idle_hours:g} hours): its documents and history were deleted. "
-            "It starts again empty under the same link."
-        )
     ws.id, ws.index, ws.engine = wanted, index, None
     ws.version += 1
 
