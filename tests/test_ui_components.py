@@ -392,3 +392,17 @@ def test_the_graph_fits_the_picked_leaves_holding_cited_evidence_first():
     assert focus_order(["a", "b", "c", "d"], {"c"}) == ["c", "a", "b", "d"]
     assert focus_order(["a", "b"], set()) == ["a", "b"]
     assert focus_order(["a", "b", "c"], {"c", "a", "z"}) == ["a", "c", "b"]
+
+
+def test_marked_text_stays_one_html_block_whatever_the_document_holds():
+    from markdown_it import MarkdownIt
+
+    from ui.inspector import marked_text
+
+    doc = "A cited line.\n\n[x](https://evil.example)\n\n![](https://tracker.example/p.png)\n<b>"
+    out = marked_text(doc, 0, 13)
+    assert "\n" not in out and "&lt;b&gt;" in out and '<mark id="cited">A cited line.</mark>' in out
+    rendered = MarkdownIt("commonmark").render(out)
+    # Read as one raw HTML block: no link or image is made from the document's Markdown.
+    assert "<a href" not in rendered and "<img" not in rendered
+    assert rendered.strip() == out

@@ -29,6 +29,10 @@ def marked_text(text: str, start: int, end: int) -> str:
             + "</mark>"
             + html.escape(text[end:])
         )
+    # No raw line breaks: Markdown ends an HTML block at a blank line and would read the rest
+    # of the document as Markdown ("[x](https://…)" a live link, "![](…)" a remote image).
+    # As character references they still break lines under pre-wrap.
+    body = body.replace("\r", "").replace("\n", "&#10;")
     return f'<div style="white-space: pre-wrap; font-size: 0.92em">{body}</div>'
 
 
