@@ -11,6 +11,7 @@ import pytest
 from tests.conftest import sample_sources
 from treerag_core import workspaces
 from treerag_core.audit import AuditLog
+from treerag_core.chunking import CHUNKER_VERSION
 from treerag_core.config import IndexSettings
 from treerag_core.embedders import get_embedder
 from treerag_core.errors import IndexFormatError, WorkspaceLimitError, WorkspaceUnreadableError
@@ -241,3 +242,19 @@ def test_removing_a_saved_index_that_stays_is_an_error_not_a_success(tmp_path, p
     with pytest.raises(WorkspaceDeleteError, match="could not be deleted"):
         spaces.save(ws, None)
     assert index.is_symlink()
+
+
+def test_an_index_saved_by_another_chunker_is_written_again(tmp_path, paper_index):
+    import json
+
+    spaces = Workspaces(tmp_path)
+    ws = new_workspace_id()
+    assert spaces.save(ws, paper_index) is True
+    manifest = tmp_path / ws / "index" / "manifest.json"
+    data = json.loads(manifest.read_text(encoding="utf-8"))
+    assert data["chunker_version"] == CHUNKER_VERSION
+    data["chunker_version"] = "1"  # saved before short paragraphs were kept
+    manifest.write_text(json.dumps(data), encoding="utf-8")
+    # Same documents and settings, but the chunks differ: the save is not skipped.
+    assert spaces.save(ws, paper_index) is True
+    assert json.loads(manifest.read_text(encoding="utf-8"))["chunker_version"] == CHUNKER_VERSION

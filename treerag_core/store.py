@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from treerag_core.artifacts import is_finite_number, read_json, read_jsonl, read_npy, typed_row
+from treerag_core.chunking import CHUNKER_VERSION
 from treerag_core.config import IndexSettings
 from treerag_core.embedders import PROBE_TEXT, Embedder, embedder_fingerprint
 from treerag_core.errors import EmbedderError, IndexBusyError, IndexFormatError
@@ -66,6 +67,7 @@ def manifest_of(index: CorpusIndex) -> dict[str, Any]:
         "schema_version": SCHEMA_VERSION,
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "settings": index.settings.to_dict(),
+        "chunker_version": CHUNKER_VERSION,  # the same settings chunk differently across it
         "embedder": {
             "name": index.embedder_name,
             "dim": index.dim,

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from treerag_core.chunking import chunk_leaf
+from treerag_core.chunking import CHUNKER_VERSION, chunk_leaf
 from treerag_core.config import MB, IndexSettings, data_dir, env_positive
 from treerag_core.embedders import Embedder
 from treerag_core.errors import (
@@ -292,6 +292,7 @@ def _same_content(folder: Path, index: CorpusIndex) -> bool:
     return (
         saved_docs == [(d.doc_id, d.sha256) for d in index.documents]
         and manifest.get("settings") == index.settings.to_dict()
+        and manifest.get("chunker_version") == CHUNKER_VERSION  # else re-chunked: write it
         and (manifest.get("embedder") or {}).get("name") == index.embedder_name
         and manifest.get("summary_cache", {}) == index.summary_cache
     )
