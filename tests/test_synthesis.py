@@ -251,10 +251,11 @@ LAW = (
 
 
 def test_a_list_item_finds_the_line_that_opens_its_list() -> None:
-    from treerag_core.synthesis import is_list_item, lead_in
+    from treerag_core.synthesis import lead_in
+    from treerag_core.text_rules import opens_list_item
 
     item = LAW.index("（六）")
-    assert is_list_item(LAW[item:]) and not is_list_item("第三十九条 劳动者在试用期间")
+    assert opens_list_item(LAW[item:]) and not opens_list_item("第三十九条 劳动者在试用期间")
     # Its earlier siblings are skipped; the article's opening line ends with a colon.
     assert lead_in(LAW, item) == "第三十八条 用人单位有下列情形之一的，劳动者可以解除劳动合同："
     # No list above: a paragraph without a colon, or a heading, ends the walk.
@@ -302,7 +303,11 @@ def test_a_line_that_opens_a_list_is_quoted_with_its_first_items() -> None:
     assert "第三十九条" not in items
     long_list = "开头：\n\n" + "\n\n".join(f"（{n}）" + "很长的一项" * 20 for n in "一二三四五")
     cut = list_items(long_list, long_list.index("\n"))
-    assert cut.endswith("…") and len(cut) <= ITEMS_MAX + 120
+    assert cut.endswith("…") and len(cut) <= ITEMS_MAX + 2  # "…" and a space
+    # One long line of items is capped too, cut with "…".
+    one_line_list = "开头：\n" + "".join(f"（{n}）测试长度限制；" for n in range(1, 100))
+    capped = list_items(one_line_list, one_line_list.index("\n"))
+    assert capped.startswith("（1）") and capped.endswith("…") and len(capped) <= ITEMS_MAX
     lead = Sentence(LAW[lead_at:lead_end], "第四章", "law.md", lead_at, lead_end, 0, score=1.0)
     text = "".join(
         render_extract(with_lead_ins(Extract((lead,), True, lead), {"law.md": LAW}), "zh")
@@ -324,3 +329,28 @@ def test_a_chinese_answer_names_the_graph_context_in_chinese() -> None:
     zh = "".join(_context_rows(sections, "zh"))
     assert "图上下文:" in zh and "- 实体:" in zh and "Entities" not in zh
     assert "- Entities:" in "".join(_context_rows(sections, "en"))
+
+
+def test_lists_on_single_lines_and_bracketed_numbers_without_a_space() -> None:
+    from treerag_core.synthesis import lead_in, list_items
+    from treerag_core.text_rules import opens_list_item
+
+    assert opens_list_item("（1）未按照劳动合同约定") and opens_list_item("(2)foo")
+    assert not opens_list_item("2019 Results") and not opens_list_item("第三十八条 用人单位")
+    lead = "第三十八条 用人单位有下列情形之一的，劳动者可以解除劳动合同："
+    text = lead + "\n（一）未提供劳动条件的；\n（二）未足额支付报酬的；\n"
+    assert (
+        lead_in(text, text.index("（二）"))
+        == "第三十八条 用人单位有下列情形之一的，劳动者可以解除劳动合同："
+    )
+    assert list_items(text, text.index("\n")) == "（一）未提供劳动条件的； （二）未足额支付报酬的；"
+
+
+def test_a_link_in_a_lead_in_or_an_item_is_made_inert() -> None:
+    from treerag_core.synthesis import Extract, Sentence, render_extract, with_lead_ins
+
+    doc = "见 [说明](https://evil.example)：\n\n（一）第一项 ![](https://t.example/p.png)。\n"
+    start = doc.index("（一）")
+    item = Sentence(doc[start : doc.index("\n", start)], "章", "d.md", start, 0, 0, score=1.0)
+    text = "".join(render_extract(with_lead_ins(Extract((item,), True, item), {"d.md": doc}), "zh"))
+    assert "说明" in text and "](https://" not in text and "![](" not in text

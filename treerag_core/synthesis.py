@@ -9,14 +9,20 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from treerag_core.chunking import paragraph_spans
 from treerag_core.flags import NOT_ANSWERED_SCORE, WEAK_RERANK_LOGIT
 from treerag_core.llm import LLMClient
 from treerag_core.pagemap import format_pages
 from treerag_core.prompt_budget import ANSWER_REPLY_TOKENS, check_fits
 from treerag_core.prompts import build_synthesis_prompt
 from treerag_core.text import tokenize
-from treerag_core.text_rules import detect_language, heading_numbering, one_line, sentence_spans
+from treerag_core.text_rules import (
+    ELLIPSIS,
+    detect_language,
+    one_line,
+    opens_list_item,
+    sentence_spans,
+    truncate,
+)
 from treerag_core.types import ContextSection, Fallback, Language, RetrievedChunk, Trace
 
 EmbedMany = Callable[[Sequence[str]], np.ndarray]
@@ -41,13 +47,6 @@ DUPLICATE_JACCARD = 0.7  # term overlap above which two sentences say the same
 LEAD_IN_CHARS = 3000
 LEAD_IN_MAX = 200  # a longer lead-in paragraph gives only its last sentence
 ITEMS_MAX = 300  # characters of a list quoted after the line that opens it
-_LIST_ITEM_RANKS = {
-    ("zh", 5),
-    ("zh", 6),
-    ("zh", 7),
-    ("zh", 8),
-    ("paren", 1),
-}  # 款 项 一、 （一） (1)
 
 
 def evidence_pairs(
@@ -160,48 +159,43 @@ def whole_sentences(
     return out
 
 
-def is_list_item(text: str) -> bool:
-    """Whether a sentence opens with a list item's numbering: （一）, 一、, 第二款/项, (1), 1)."""
-    num = heading_numbering(text.lstrip())
-    return num is not None and (num.family, num.rank) in _LIST_ITEM_RANKS
-
-
 def lead_in(doc_text: str, start: int) -> str:
     """The line that opens the list whose item starts at `start`, or "" if there is none.
 
-    Walks back over the item's earlier siblings, paragraph by paragraph, never past a
-    heading or `LEAD_IN_CHARS`; the first paragraph that is not an item is the lead-in when
-    it ends with a colon ("第三十八条 用人单位有下列情形之一的，劳动者可以解除劳动合同：").
+    Walks back line by line (items may sit on single lines or in blank-line paragraphs)
+    over the item's earlier siblings, never past a heading or `LEAD_IN_CHARS`; the first
+    line that is not an item is the lead-in when it ends with a colon ("第三十八条
+    用人单位有下列情形之一的，劳动者可以解除劳动合同：").
     """
     floor = max(0, start - LEAD_IN_CHARS)
     heading = doc_text.rfind("\n#", floor, start)
     floor = heading + 1 if heading != -1 else floor
-    for p_start, p_end in reversed(paragraph_spans(doc_text, floor, start)):  # nearest first
-        paragraph = doc_text[p_start:p_end]
-        if paragraph.startswith("#"):
-            return ""
-        if is_list_item(paragraph):
+    for raw in reversed(doc_text[floor:start].splitlines()):  # nearest first
+        line = raw.strip()
+        if not line or opens_list_item(line):
             continue
-        if not paragraph.endswith(("：", ":")):
+        if line.startswith("#") or not line.endswith(("：", ":")):
             return ""
-        if len(paragraph) > LEAD_IN_MAX:
-            spans = sentence_spans(paragraph)
-            paragraph = paragraph[spans[-1][0] : spans[-1][1]] if spans else ""
-        return one_line(paragraph)
+        if len(line) > LEAD_IN_MAX:
+            spans = sentence_spans(line)
+            line = line[spans[-1][0] : spans[-1][1]] if spans else ""
+        return one_line(line)
     return ""
 
 
 def list_items(doc_text: str, end: int) -> str:
-    """The list items right after a line that opens a list (ending at `end`), as one line,
-    cut after `ITEMS_MAX` characters at an item's end ("…" when more follow)."""
+    """The list items right after a line that opens a list (ending at `end`), as one line
+    of at most about `ITEMS_MAX` characters ("…" where the list goes on)."""
     out: list[str] = []
     size = 0
-    for start, stop in paragraph_spans(doc_text, end, min(len(doc_text), end + 4 * ITEMS_MAX)):
-        item = one_line(doc_text[start:stop])
-        if not is_list_item(item):
+    for raw in doc_text[end : end + 4 * ITEMS_MAX].splitlines():
+        item = one_line(raw)
+        if not item:
+            continue
+        if not opens_list_item(item):
             break
-        if out and size + len(item) > ITEMS_MAX:
-            out.append("…")
+        if size + len(item) > ITEMS_MAX:  # the first item too: one long line is one "item"
+            out.append(truncate(item, ITEMS_MAX - size) if not out else ELLIPSIS)
             break
         out.append(item)
         size += len(item)
@@ -215,7 +209,7 @@ def with_lead_ins(result: Extract, doc_texts: Mapping[str, str]) -> Extract:
     out = []
     for sentence in result.sentences:
         text = doc_texts.get(sentence.doc)
-        if text is not None and is_list_item(sentence.text):
+        if text is not None and opens_list_item(sentence.text):
             lead = lead_in(text, sentence.start)
             if lead and lead not in said:
                 sentence = replace(sentence, lead_in=lead)

@@ -279,6 +279,22 @@ def _chapter(m: re.Match[str]) -> Numbering | None:
     return Numbering("chapter", 1, (value,), m.group())
 
 
+# What opens a list item inside a paragraph (not a heading): 第…款, 第…项, 一、, （一）, (1), 1),
+# and a bracketed Arabic number without the space a heading needs ("（1）未按照…").
+_LIST_ITEM_RANKS = {("zh", _ZH_RANK[kind]) for kind in ("款", "项", "item", "paren")}
+_LIST_ITEM_RANKS.add(("paren", 1))
+_BRACKETED_NUMBER = re.compile(r"^[（(]\d{1,3}[）)]")
+
+
+def opens_list_item(text: str) -> bool:
+    """Whether `text` opens with a list item's numbering."""
+    line = text.lstrip()
+    num = heading_numbering(line)
+    if num is not None and (num.family, num.rank) in _LIST_ITEM_RANKS:
+        return True
+    return bool(_BRACKETED_NUMBER.match(line))
+
+
 def split_heading_number(heading: str) -> tuple[str, str]:
     """(number label, title) of one heading: "3.2.2 Router Design" -> ("3.2.2", "Router Design").
 
