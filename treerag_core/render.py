@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from treerag_core.flags import question_flags
 from treerag_core.pagemap import format_pages
+from treerag_core.synthesis import EXTRACTIVE_DETAIL, LLM_OFF
 from treerag_core.text_rules import preview
 from treerag_core.trace_io import stage_summary
 from treerag_core.types import Fallback, LocateResult, RetrievedChunk, Trace
@@ -142,13 +143,11 @@ def render_footer(trace: Trace, switched_off_by: str = "") -> str:
     if unsupported:
         lines.append("Unsupported citations: " + "; ".join(c.heading_path for c in unsupported))
     for f in trace.fallbacks:
-        if f.stage == "synthesize":
-            off = "LLM switched off"
-            if switched_off_by and f.detail.startswith(off):
-                f = replace(
-                    f, detail=f.detail.replace(off, f"{switched_off_by} asked for no LLM", 1)
-                )
-            lines.append(_fallback_line(f))
+        if f.stage != "synthesize":
+            continue  # printed before step 2
+        if f.reason == LLM_OFF and switched_off_by:
+            f = replace(f, detail=f"{switched_off_by} asked for no LLM: {EXTRACTIVE_DETAIL}")
+        lines.append(_fallback_line(f))
     timing = ", ".join(_timing(trace, row) for row in stage_summary(trace))
     rows = stage_summary(trace)
     cost = sum(row["cost_usd"] for row in rows)

@@ -28,7 +28,8 @@ from treerag_core.types import ContextSection, Fallback, Language, RetrievedChun
 EmbedMany = Callable[[Sequence[str]], np.ndarray]
 NO_LLM_ANSWER = "no_llm_client"  # the Fallback reason of an LLM asked for but not configured
 LLM_OFF = "llm_off"  # the Fallback reason of an answer written with the LLM switched off
-LLM_OFF_DETAIL = "LLM switched off: extractive answer (cited sentences from the evidence, no LLM)"
+EXTRACTIVE_DETAIL = "extractive answer (cited sentences from the evidence, no LLM)"
+LLM_OFF_DETAIL = f"LLM switched off: {EXTRACTIVE_DETAIL}"
 
 NO_EVIDENCE = {
     "en": "No evidence was retrieved for this question, so there is nothing to answer from.",
@@ -489,6 +490,6 @@ def answer_fallbacks(trace: Trace) -> list[Fallback]:
         Fallback(
             "synthesize",
             NO_LLM_ANSWER,
-            "no API key: extractive answer (cited sentences from the evidence, no LLM)",
+            f"no API key: {EXTRACTIVE_DETAIL}",
         )
     ]

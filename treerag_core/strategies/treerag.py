@@ -30,6 +30,7 @@ from treerag_core.strategies.structured import (
     structured_retrieval,
 )
 from treerag_core.structure import route
+from treerag_core.synthesis import LLM_OFF
 from treerag_core.types import DocumentScore, Fallback, Language, LocateResult
 
 # Which settings each locator reads: a stored step 1 is reused while these are unchanged.
@@ -128,8 +129,8 @@ class TreeRAG:
         if locator == Locator.LOCAL:
             return _local(ctx)
         if ctx.client is None:
-            reason = "llm_off" if not s.llm.enabled else "no_api_key"
-            detail = "LLM switched off" if reason == "llm_off" else "no API key"
+            reason = LLM_OFF if not s.llm.enabled else "no_api_key"
+            detail = "LLM switched off" if reason == LLM_OFF else "no API key"
             ctx.fallbacks.append(Fallback("locate", reason, f"{detail}: local locator"))
             return _local(ctx)
         started = time.perf_counter()
