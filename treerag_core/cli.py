@@ -20,7 +20,7 @@ from treerag_core.errors import LLMError, QueryError, SettingsError, TreeRAGErro
 from treerag_core.hirag.communities import DEFAULT_MAX_CLUSTER_SIZE
 from treerag_core.names import Fusion, Locator, Provider
 from treerag_core.progress import PlainProgress
-from treerag_core.render import terminal_safe
+from treerag_core.render import count_noun, terminal_safe
 from treerag_core.settings import LLMSettings, QuerySettings
 from treerag_core.strategies import get_strategy, strategy_names
 
@@ -386,9 +386,10 @@ def _index_locked(args: argparse.Namespace, output: Path) -> int:
     stats = corpus_stats(index)
     seconds = time.perf_counter() - started
     print(
-        f"indexed {_count(stats['documents'], 'document')}: {_count(stats['nodes'], 'node')}, "
+        f"indexed {count_noun(stats['documents'], 'document')}: "
+        f"{count_noun(stats['nodes'], 'node')}, "
         f"{stats['leaves']} {'leaf' if stats['leaves'] == 1 else 'leaves'}, "
-        f"{_count(stats['chunks'], 'chunk')}, longest leaf "
+        f"{count_noun(stats['chunks'], 'chunk')}, longest leaf "
         f"{stats['longest_leaf_chars']} chars, embedder {index.embedder_name}, "
         f"{seconds:.1f} s -> {output}"
     )
@@ -396,7 +397,7 @@ def _index_locked(args: argparse.Namespace, output: Path) -> int:
         print(_changes_line(previous, index, embedder, output))
     _print_graph_summary(index, graph_extractor)
     if rejected:
-        print(f"{_count(len(rejected), 'file')} skipped (see above)")
+        print(f"{count_noun(len(rejected), 'file')} skipped (see above)")
     return 0
 
 
@@ -405,10 +406,6 @@ def _reason(bad) -> str:
     head, sep, rest = bad.reason.partition(": ")
     same = head == bad.name or head.endswith(("/" + bad.name, os.sep + bad.name))
     return rest if sep and same else bad.reason
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _names(names: Sequence[str], shown: int = 3) -> str:
@@ -443,10 +440,10 @@ def _changes_line(previous, index, embedder, output: Path) -> str:
 def _vectors_reused(previous, index, embedder, name: str) -> bool:
     """True when build_index took the document's vectors from the previous index (its own
     rule: same embedder, same chunking, same chunk texts)."""
-    from treerag_core.index import _reusable_embeddings
+    from treerag_core.index import reusable_embeddings
 
     doc = next(d for d in index.documents if d.name == name)
-    cached = _reusable_embeddings(previous, index.settings, embedder).get(doc.sha256)
+    cached = reusable_embeddings(previous, index.settings, embedder).get(doc.sha256)
     texts = [c.text for c in index.chunks if c.doc_id == doc.doc_id]
     return cached is not None and cached[0] == texts
 

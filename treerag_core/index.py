@@ -234,7 +234,7 @@ def build_index(
     """
     notify = progress or (lambda stage, done, total: None)
     sources = _unique_names(sources)
-    reusable = _reusable_embeddings(previous, settings, embedder)
+    reusable = reusable_embeddings(previous, settings, embedder)
 
     documents: list[DocumentInfo] = []
     nodes: dict[str, TreeNode] = {}
@@ -343,7 +343,7 @@ def with_pages(chunks: Sequence[Chunk], page_starts: Sequence[int]) -> list[Chun
     ]
 
 
-def _reusable_embeddings(
+def reusable_embeddings(
     previous: CorpusIndex | None, settings: IndexSettings, embedder: Embedder
 ) -> dict[str, tuple[list[str], np.ndarray]]:
     """sha256 -> (chunk texts, their vectors) from a compatible previous index."""

@@ -86,7 +86,7 @@ def render_retrieval(trace: Trace) -> str:
             lines.append(f"Routed to documents: {', '.join(locate.documents)}")
         lines.extend(routing_lines(locate))
         if locate.locator != "none" or locate.leaves:  # "none": a strategy that does not locate
-            lines.append(f"Located {_count(len(locate.leaves), 'leaf node')}:")
+            lines.append(f"Located {count_noun(len(locate.leaves), 'leaf node')}:")
         for leaf in locate.leaves:
             score = f"  (score {leaf.score:.3f})" if leaf.score is not None else ""
             lines.append(f"  [{leaf.node_id}] {leaf.heading_path}{score}")
@@ -96,8 +96,8 @@ def render_retrieval(trace: Trace) -> str:
     lines += ["", ">>> Step 2: Hybrid Retrieval + Rerank"]
     groups = len([g for g in trace.retrieved if g.hits])
     lines.append(
-        f"Retrieved {_count(len(trace.reranked), 'chunk')} "
-        f"(from {_count(groups, 'searched group')}):"
+        f"Retrieved {count_noun(len(trace.reranked), 'chunk')} "
+        f"(from {count_noun(groups, 'searched group')}):"
     )
     for hit in trace.reranked:
         move = hit.pooled_rank - hit.final_rank
@@ -119,7 +119,8 @@ def render_retrieval(trace: Trace) -> str:
     return terminal_safe("\n".join(lines) + "\n")
 
 
-def _count(n: int, noun: str) -> str:
+def count_noun(n: int, noun: str) -> str:
+    """ "1 chunk", "2 chunks": a count with its noun, plural when not one."""
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 

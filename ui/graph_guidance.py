@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import streamlit as st
 
+from treerag_core.config import GRAPH_LEAF_CHARS
 from treerag_core.index import CorpusIndex
 from treerag_core.strategies.treerag_kg import TreeRAGKG
 from ui.resources import EVAL, SAMPLES, UPLOADS
 
 # The explorer's own steps (the engine's error names the CLI's flag, for the CLI).
-SETTING = '"Knowledge graphs for leaves from … characters" (3000 is the measured setting)'
+SETTING = (
+    f'"Knowledge graphs for leaves from … characters" ({GRAPH_LEAF_CHARS} is the measured setting)'
+)
 COPY = "**Copy the sample documents into my workspace**"
 # The steps on the Documents page, per corpus kind.
 HOW_TO_ADD = {

@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from treerag_core.config import GRAPH_LEAF_CHARS
 from treerag_core.errors import MissingGraphsError
 from treerag_core.fusion import rank_positions
 from treerag_core.graph.context import graph_sections
@@ -63,7 +64,7 @@ def require_graphs(index: CorpusIndex) -> dict[str, LeafGraph]:
         raise MissingGraphsError(
             "this index has no knowledge graphs (built before graphs existed, or with "
             "graph_min_leaf_chars=0); rebuild it to add graphs, e.g. `python -m treerag_core "
-            "index --input DOCS --output INDEX --graph-min-leaf-chars 3000`"
+            f"index --input DOCS --output INDEX --graph-min-leaf-chars {GRAPH_LEAF_CHARS}`"
         )
     return index.graphs
 
