@@ -318,3 +318,16 @@ def test_left_out_counts_the_questions_a_limit_walks(eval_dir, limit, n_left_out
     assert sum(counted.values()) == n_left_out
     if limit is None:
         assert counted == {k: n for k, n in dataset.left_out.items() if n}
+
+
+def test_an_eval_leaves_the_shared_score_cache_alone(eval_dir, index_cache, spy_model):
+    # Evaluate runs inside the explorer's process: its cold runs must not empty the cache
+    # the Ask sessions read from.
+    from treerag_core import rerank
+
+    shared = rerank.get_reranker(rerank.BUNDLED_EN)
+    shared.score("an Ask question", ["a passage the explorer scored"])
+    _pairs_scored(eval_dir, index_cache, ("treerag",))
+    SpyCrossEncoder.scored = []
+    shared.score("an Ask question", ["a passage the explorer scored"])
+    assert SpyCrossEncoder.scored == []  # still cached: nothing was scored again

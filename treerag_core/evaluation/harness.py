@@ -26,7 +26,7 @@ from treerag_core.evaluation.metrics import Passage, aggregate, question_metrics
 from treerag_core.index import CorpusIndex, build_index, graph_stage
 from treerag_core.names import Locator
 from treerag_core.pipeline import Engine, run
-from treerag_core.rerank import clear_score_cache
+from treerag_core.rerank import CachedReranker, clear_score_cache, get_reranker
 from treerag_core.settings import QuerySettings
 from treerag_core.store import load_index, save_index
 from treerag_core.strategies import get_strategy, strategy_names
@@ -130,6 +130,21 @@ def with_graphs(base: CorpusIndex, settings: IndexSettings) -> CorpusIndex:
     )
     index.graphs, index.graph_vectors = graph_stage(index, get_embedder(settings.embedder))
     return index
+
+
+def _own_score_cache() -> Callable[[str], Any]:
+    """A reranker factory for one eval: the process's loaded model behind a score cache of
+    its own, so emptying it before each run (`_cold_scores`) leaves the scores the
+    explorer's sessions share (the same process, when Evaluate runs in the app) alone."""
+    own: dict[str, CachedReranker] = {}
+
+    def factory(model: str) -> CachedReranker:
+        if model not in own:
+            shared = get_reranker(model)
+            own[model] = CachedReranker(getattr(shared, "inner", shared))
+        return own[model]
+
+    return factory
 
 
 def _cold_scores(engine: Engine, settings: QuerySettings) -> None:
@@ -275,6 +290,7 @@ def evaluate(
     # it is the one the run was asked for (`--embedder`) or TREERAG_EMBEDDER.
     embedder = index_embedder(index.embedder_name, named=(config.index_settings.embedder,))
     engine = Engine(index, embedder, api_key if config.use_llm else None)
+    engine.reranker_factory = _own_score_cache()  # clearing it never touches the app's
     page_map = {d.doc_id: d.page_starts for d in index.documents if d.page_starts}
     settings = config.query_settings.set("llm.enabled", config.use_llm)
     settings = settings.set("answer.final_top_k", config.top_k)
