@@ -235,3 +235,20 @@ def test_a_damaged_reports_checkpoint_is_refused_not_paid_again(tmp_path):
         path.write_text(damage, encoding="utf-8")
         with pytest.raises(IndexFormatError, match=r"reports-partial\.json.*paid again"):
             load_partial_reports(tmp_path)
+
+
+def test_a_graph_save_waits_for_a_reindex_of_its_folder(small_index, built, monkeypatch):
+    # A re-index swaps the whole folder under the index's own writer lock; a graph saved
+    # meanwhile would be renamed into the folder being replaced.
+    import fcntl
+
+    from treerag_core.errors import IndexBusyError
+    from treerag_core.store import lock_path_of
+
+    monkeypatch.setattr(store_module, "LOCK_TIMEOUT", 0.2)
+    with open(lock_path_of(small_index.resolve()), "a+") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)  # as `index --output` holds it
+        with pytest.raises(IndexBusyError):
+            save_hirag(built, small_index)
+    save_hirag(built, small_index)  # free again
+    assert load_hirag(small_index).graph == built.graph

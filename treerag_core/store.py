@@ -122,9 +122,10 @@ def run_lock(folder: str | Path) -> Iterator[Path]:
 
 
 @contextlib.contextmanager
-def index_lock(target: Path, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
+def index_lock(target: Path, timeout: float | None = None) -> Iterator[None]:
     """Hold the writer lock of an index folder (`.name.lock` beside it, fcntl; freed on exit,
-    also when the process dies). A second writer waits up to `timeout` seconds.
+    also when the process dies). A second writer waits up to `timeout` seconds
+    (`LOCK_TIMEOUT` when None, read at call time).
 
     Raises:
         IndexBusyError: another process still holds the lock after `timeout` seconds.
@@ -136,6 +137,7 @@ def index_lock(target: Path, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
     target.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(lock_path_of(target), os.O_RDWR | os.O_CREAT, 0o644)
     try:
+        timeout = LOCK_TIMEOUT if timeout is None else timeout
         deadline = time.monotonic() + timeout
         while True:
             try:

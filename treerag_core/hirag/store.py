@@ -16,7 +16,7 @@ from treerag_core.errors import IndexFormatError
 from treerag_core.hirag.communities import Community
 from treerag_core.hirag.corpus_graph import CorpusGraph, Entity, Relation
 from treerag_core.hirag.reports import CommunityReport
-from treerag_core.store import recover_index, write_folder
+from treerag_core.store import index_lock, recover_index, write_folder
 
 SCHEMA_VERSION = 1
 FOLDER = "hirag"
@@ -126,7 +126,8 @@ def save_hirag(hindex: HiragIndex, index_folder: str | Path) -> Path:
 
     Raises:
         IndexFormatError: `index_folder` is not a TreeRAG index.
-        IndexBusyError: another process is writing the same graph.
+        IndexBusyError: another process is writing the same graph, or re-indexing the
+            folder, for longer than the lock's timeout.
     """
     root = Path(index_folder)
     if not (root / "manifest.json").is_file():
@@ -142,7 +143,10 @@ def save_hirag(hindex: HiragIndex, index_folder: str | Path) -> Path:
         meta = {**hindex.meta, "schema_version": SCHEMA_VERSION}
         _write(tmp / "manifest.json", meta)  # last: a folder without it was never finished
 
-    return write_folder(root / FOLDER, write)
+    # The index's own writer lock too: a re-index of the same folder swaps the whole folder,
+    # and the graph's side folder must not be renamed into the folder being replaced.
+    with index_lock(root.resolve()):
+        return write_folder(root / FOLDER, write)
 
 
 def _graph_folder(index_folder: str | Path) -> Path:
