@@ -9,7 +9,7 @@ from treerag_core.config import IndexSettings
 from treerag_core.errors import TreeRAGError
 from treerag_core.index import corpus_stats
 from ui.hirag_build import hirag_panel
-from ui.inspector import inspector
+from ui.inspector import inspector, node_picker
 from ui.ktype_card import document_ktype
 from ui.leaf_graph_panel import graph_stats, inspected_leaf_graph
 from ui.resources import EMBEDDER_CHOICES, SAMPLES, UPLOADS, sample_corpus, sample_paths
@@ -267,18 +267,17 @@ def _preview() -> None:
     with outline_tab:
         _outline(index, doc.doc_id)
     options = [n.node_id for n in nodes]
-    st.session_state.doc_inspect_pick = docs.inspect if docs.inspect in options else None
 
-    def _pick() -> None:
-        docs.inspect = st.session_state.doc_inspect_pick
+    def _pick(node_id: str | None) -> None:
+        docs.inspect = node_id
 
-    st.selectbox(
-        "Inspect a node",
+    node_picker(
+        index,
         options,
+        docs.inspect,
+        _pick,
         key="doc_inspect_pick",
-        on_change=_pick,
         placeholder="Click a node, pick an outline row, or choose here",
-        format_func=lambda i: f"{i} · {index.nodes[i].heading_path or index.nodes[i].heading}",
     )
     if docs.inspect:
         inspector(index, docs.inspect, key="doc_inspector")

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +28,28 @@ def sample_sources(names: list[str] | None = None):
         for p in paths
         if names is None or p.name in names
     ]
+
+
+LLM_VARIABLES = (
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "TREERAG_LLM_MODEL",
+)
+
+
+@contextlib.contextmanager
+def keyless_app(data: Path) -> Iterator[Path]:
+    """The explorer as AppTest runs it: the hashing embedder (speed), `data` as its data
+    folder, offline, and no LLM key or endpoint from the machine."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TREERAG_EMBEDDER", "hashing")
+        mp.setenv("TREERAG_DATA_DIR", str(data))
+        mp.setenv("HF_HUB_OFFLINE", "1")
+        for name in LLM_VARIABLES:
+            mp.delenv(name, raising=False)
+        yield data
 
 
 @pytest.fixture(scope="session")

@@ -10,6 +10,7 @@ import pytest
 from fake_anthropic import FakeAnthropicServer, reply
 from streamlit.testing.v1 import AppTest
 
+from tests.conftest import keyless_app
 from treerag_core.strategies import strategy_names
 from ui.tree_graph import PALETTE
 
@@ -24,16 +25,8 @@ def app_data(tmp_path_factory):
 
 @pytest.fixture(scope="module", autouse=True)
 def app_env(app_data):
-    """The hashing embedder (speed), a private data dir, and no API key from the machine."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("TREERAG_EMBEDDER", "hashing")
-        mp.setenv("TREERAG_DATA_DIR", str(app_data))
-        mp.setenv("HF_HUB_OFFLINE", "1")
-        mp.delenv("ANTHROPIC_API_KEY", raising=False)
-        mp.delenv("ANTHROPIC_BASE_URL", raising=False)
-        for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "TREERAG_LLM_MODEL"):
-            mp.delenv(name, raising=False)
-        yield
+    with keyless_app(app_data) as data:
+        yield data
 
 
 def new_app() -> AppTest:

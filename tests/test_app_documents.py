@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.conftest import keyless_app
+
 REPO = Path(__file__).resolve().parents[1]
 APP = REPO / "app.py"
 PAPER = (REPO / "sample_docs" / "test_paper.md").read_bytes()
@@ -23,12 +25,7 @@ HOSTILE = (
 
 @pytest.fixture(scope="module", autouse=True)
 def app_env(tmp_path_factory):
-    with pytest.MonkeyPatch.context() as mp:
-        data = tmp_path_factory.mktemp("docs_data")
-        mp.setenv("TREERAG_EMBEDDER", "hashing")
-        mp.setenv("TREERAG_DATA_DIR", str(data))
-        mp.setenv("HF_HUB_OFFLINE", "1")
-        mp.delenv("ANTHROPIC_API_KEY", raising=False)
+    with keyless_app(tmp_path_factory.mktemp("docs_data")) as data:
         yield data
 
 

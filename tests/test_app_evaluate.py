@@ -13,6 +13,7 @@ import pytest
 from streamlit.dataframe_util import convert_arrow_bytes_to_pandas_df
 from streamlit.testing.v1 import AppTest
 
+from tests.conftest import keyless_app
 from treerag_core.config import IndexSettings
 from treerag_core.evaluation.dataset import load_dataset
 from treerag_core.evaluation.harness import dataset_index, oracle_leaves
@@ -28,13 +29,7 @@ RATES = ["recall@1000c", "recall@2000c", "hit@5", "recall@5", "mrr@10"]
 
 @pytest.fixture(scope="module", autouse=True)
 def app_env(tmp_path_factory):
-    """The hashing embedder (speed), a private data dir, and no API key from the machine."""
-    with pytest.MonkeyPatch.context() as mp:
-        data = tmp_path_factory.mktemp("eval_app_data")
-        mp.setenv("TREERAG_EMBEDDER", "hashing")
-        mp.setenv("TREERAG_DATA_DIR", str(data))
-        mp.setenv("HF_HUB_OFFLINE", "1")
-        mp.delenv("ANTHROPIC_API_KEY", raising=False)
+    with keyless_app(tmp_path_factory.mktemp("eval_app_data")) as data:
         yield data
 
 

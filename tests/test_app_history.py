@@ -8,17 +8,14 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.conftest import keyless_app
+
 APP = Path(__file__).resolve().parents[1] / "app.py"
 
 
 @pytest.fixture(scope="module", autouse=True)
 def app_env(tmp_path_factory):
-    with pytest.MonkeyPatch.context() as mp:
-        data = tmp_path_factory.mktemp("history_data")
-        mp.setenv("TREERAG_EMBEDDER", "hashing")
-        mp.setenv("TREERAG_DATA_DIR", str(data))
-        mp.setenv("HF_HUB_OFFLINE", "1")
-        mp.delenv("ANTHROPIC_API_KEY", raising=False)
+    with keyless_app(tmp_path_factory.mktemp("history_data")) as data:
         yield data
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.conftest import keyless_app
 from treerag_core.compare import Compared
 from treerag_core.strategies import strategy_names
 from ui.compare_view import summary_frame
@@ -18,13 +19,8 @@ QUESTION = "How many epochs was the model trained for?"
 
 @pytest.fixture(scope="module", autouse=True)
 def app_env(tmp_path_factory):
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("TREERAG_EMBEDDER", "hashing")
-        mp.setenv("TREERAG_DATA_DIR", str(tmp_path_factory.mktemp("compare_data")))
-        mp.setenv("HF_HUB_OFFLINE", "1")
-        for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "TREERAG_LLM_MODEL"):
-            mp.delenv(name, raising=False)
-        yield
+    with keyless_app(tmp_path_factory.mktemp("compare_data")) as data:
+        yield data
 
 
 @pytest.fixture(scope="module")

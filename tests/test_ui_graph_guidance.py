@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.conftest import keyless_app
 from treerag_core.errors import IndexFormatError, MissingGraphsError
 from ui.graph_guidance import documents_note, missing_graphs_message
 
@@ -17,13 +18,8 @@ APP = Path(__file__).resolve().parents[1] / "app.py"
 
 @pytest.fixture(scope="module", autouse=True)
 def app_env(tmp_path_factory):
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("TREERAG_EMBEDDER", "hashing")
-        mp.setenv("TREERAG_DATA_DIR", str(tmp_path_factory.mktemp("guidance_data")))
-        mp.setenv("HF_HUB_OFFLINE", "1")
-        for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "TREERAG_LLM_MODEL"):
-            mp.delenv(name, raising=False)
-        yield
+    with keyless_app(tmp_path_factory.mktemp("guidance_data")) as data:
+        yield data
 
 
 def text(elements) -> str:

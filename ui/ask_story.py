@@ -15,7 +15,7 @@ from treerag_core.types import Trace
 from ui import trace_panels
 from ui.compare_view import compare_panel as compare_panel  # drawn by pages/ask.py
 from ui.examples import examples_for, gold_examples_for
-from ui.inspector import inspector
+from ui.inspector import inspector, node_picker
 from ui.query_controls import label_of, setting, shown_value
 from ui.resources import Corpus
 from ui.score_tables import rank_moves
@@ -337,20 +337,18 @@ def inspector_panel(
     index = corpus.index
     state = AskState()
     options = [n.node_id for n in index.nodes.values() if n.doc_id in set(doc_ids)]
-    st.session_state.ask_inspect_pick = state.inspect if state.inspect in options else None
 
-    def _pick() -> None:
-        state.inspect = st.session_state.ask_inspect_pick
-        state.highlight = None
+    def _pick(node_id: str | None) -> None:
+        state.inspect, state.highlight = node_id, None
 
     with st.container(key=INSPECTOR_BOX):
-        st.selectbox(
-            "Inspect a node",
+        node_picker(
+            index,
             options,
+            state.inspect,
+            _pick,
             key="ask_inspect_pick",
-            on_change=_pick,
             placeholder="Click a node in the tree, a citation, or pick one here",
-            format_func=lambda i: f"{i} · {index.nodes[i].heading_path or index.nodes[i].heading}",
         )
         if state.inspect not in index.nodes:
             st.session_state[SCROLLED] = None

@@ -36,6 +36,28 @@ def marked_text(text: str, start: int, end: int) -> str:
     return f'<div style="white-space: pre-wrap; font-size: 0.92em">{body}</div>'
 
 
+def node_picker(
+    index: CorpusIndex,
+    options: Sequence[str],
+    current: str | None,
+    on_pick: Callable[[str | None], None],
+    *,
+    key: str,
+    placeholder: str,
+) -> None:
+    """The "Inspect a node" select box: shows `current` (a click in the tree or a citation
+    may have changed it since the last run) and hands a choice made here to `on_pick`."""
+    st.session_state[key] = current if current in options else None
+    st.selectbox(
+        "Inspect a node",
+        options,
+        key=key,
+        on_change=lambda: on_pick(st.session_state[key]),
+        placeholder=placeholder,
+        format_func=lambda i: f"{i} · {index.nodes[i].heading_path or index.nodes[i].heading}",
+    )
+
+
 def inspector(
     index: CorpusIndex,
     node_id: str,
