@@ -379,7 +379,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         index = load_bench_index(
             args.data, args.dataset, args.embedder, None if args.no_cache else args.cache
         )
-        result = run_query_bench(index, index_embedder(index.embedder_name), cases, log=_stderr)
+        embedder = index_embedder(index.embedder_name, named=[args.embedder])
+        result = run_query_bench(index, embedder, cases, log=_stderr)
     except (TreeRAGError, ValueError) as exc:
         _stderr(f"error: {exc}")
         return 2

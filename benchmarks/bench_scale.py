@@ -145,7 +145,7 @@ def run_backend(args) -> int:
     from treerag_core.vectors.base import VectorQuery
 
     index = load_index(args.folder)
-    embedder = index_embedder(index.embedder_name)
+    embedder = index_embedder(index.embedder_name, named=[args.embedder])
     loaded_rss = peak_rss_mb()
     n = args.qdrant_queries if args.backend == "qdrant" else args.queries
     questions = _questions(Path(args.data), n)
@@ -289,6 +289,7 @@ def main(argv: list[str] | None = None) -> int:
                     "backend",
                     data=args.data,
                     folder=folder,
+                    embedder=args.embedder,
                     backend=backend,
                     queries=args.queries,
                     qdrant_queries=args.qdrant_queries,

@@ -209,7 +209,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             cases = bench_query.load_cases(args.data, dataset, limit)
             index = bench_query.load_bench_index(args.data, dataset, args.embedder, args.cache)
             query_result = bench_query.run_query_bench(
-                index, index_embedder(index.embedder_name), cases, log=log
+                index, index_embedder(index.embedder_name, named=[args.embedder]), cases, log=log
             )
             query_result["dataset"] = dataset
             results["query"][dataset] = query_result
