@@ -221,4 +221,12 @@ def test_a_long_lived_log_expires_old_rows_on_use_at_most_hourly(tmp_path, trace
     assert [r["id"] for r in log.recent()] == [third]
     with pytest.raises(KeyError):
         log.load(first)
+    # A trace without a time of its own is stamped by the same clock expiry reads.
+    untimed = log.record(dataclasses.replace(trace, created_at=""))
+    stamped = (
+        sqlite3.connect(log.path)
+        .execute("SELECT created_at FROM query WHERE id = ?", (untimed,))
+        .fetchone()[0]
+    )
+    assert stamped == now[0].isoformat(timespec="seconds")
     log.close()

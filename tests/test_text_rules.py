@@ -205,6 +205,11 @@ def test_numbering_families_and_ranks() -> None:
     chapters = ("Chapter 3", "Chapter IV", "Chapter 12", "Appendix A", "Appendix C")
     values = [heading_numbering(c).values for c in chapters]
     assert values == sorted(values)  # appendices follow the chapters
+    # One letter is a lettered chapter (C is the third, not roman 100); I, V, X stay roman.
+    lettered = [heading_numbering(f"Chapter {c}").values for c in "ABCDEM"]
+    assert lettered == [(1,), (2,), (3,), (4,), (5,), (13,)]
+    assert heading_numbering("Chapter I").values == (1,)
+    assert heading_numbering("Chapter LX").values == (60,)
     for plain in (
         "2FA debugging",
         "1-to-1",

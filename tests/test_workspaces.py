@@ -43,7 +43,10 @@ def test_too_many_files_in_one_drop_is_refused():
 def test_bytes_per_session_cap_is_refused_before_indexing():
     docs = [SourceDocument("a.md", "# A\n\n" + "word " * 300)]
     check_sources(docs, SETTINGS, WorkspaceLimits(max_bytes=10_000))
-    with pytest.raises(WorkspaceLimitError, match=r"MB of text; the limit per session"):
+    # Sizes in the unit that reads (never "0.0 MB" for a small cap).
+    with pytest.raises(
+        WorkspaceLimitError, match=r"3\.0 KB of text; the limit per session is 2\.0 KB"
+    ):
         check_sources(docs * 2, SETTINGS, WorkspaceLimits(max_bytes=2_000))
 
 

@@ -153,7 +153,7 @@ class AuditLog:
         self._expire_due()
         rec = audit_record(trace, flags)
         locate = trace.locate
-        created = trace.created_at or datetime.now(UTC).isoformat(timespec="seconds")
+        created = trace.created_at or self._clock().isoformat(timespec="seconds")
         with self._lock, self._conn:
             cur = self._conn.execute(
                 "INSERT INTO query (created_at, workspace, corpus, question, strategy, locator,"

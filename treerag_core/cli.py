@@ -424,7 +424,7 @@ def _changes_line(previous, index, embedder, output: Path) -> str:
     updated = [n for n in after if n in before and after[n].sha256 != before[n].sha256]
     same = [n for n in after if n in before and after[n].sha256 == before[n].sha256]
     removed = sorted(n for n in before if n not in after)
-    reused = sum(_vectors_reused(previous, index, embedder, n) for n in same)
+    reused = _vectors_reused(previous, index, embedder, same)
     parts = [f"{len(added)} added", f"{len(updated)} updated"]
     if reused == len(same):
         parts.append(f"{len(same)} unchanged (vectors reused)")
@@ -437,15 +437,22 @@ def _changes_line(previous, index, embedder, output: Path) -> str:
     return f"changes against the previous index in {output}: " + ", ".join(parts)
 
 
-def _vectors_reused(previous, index, embedder, name: str) -> bool:
-    """True when build_index took the document's vectors from the previous index (its own
-    rule: same embedder, same chunking, same chunk texts)."""
+def _vectors_reused(previous, index, embedder, names: list[str]) -> int:
+    """How many of the documents `names` build_index gave the previous index's vectors (its
+    own rule: same embedder, same chunking, same chunk texts); one pass over the chunks."""
     from treerag_core.index import reusable_embeddings
 
-    doc = next(d for d in index.documents if d.name == name)
-    cached = reusable_embeddings(previous, index.settings, embedder).get(doc.sha256)
-    texts = [c.text for c in index.chunks if c.doc_id == doc.doc_id]
-    return cached is not None and cached[0] == texts
+    cached = reusable_embeddings(previous, index.settings, embedder)
+    texts: dict[str, list[str]] = {}
+    for chunk in index.chunks:
+        texts.setdefault(chunk.doc_id, []).append(chunk.text)
+    docs = {d.name: d for d in index.documents}
+    return sum(
+        1
+        for name in names
+        if (hit := cached.get(docs[name].sha256)) is not None
+        and hit[0] == texts.get(docs[name].doc_id, [])
+    )
 
 
 def cmd_qdrant_push(args: argparse.Namespace) -> int:

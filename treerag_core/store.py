@@ -22,7 +22,14 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from treerag_core.artifacts import is_finite_number, read_json, read_jsonl, read_npy, typed_row
+from treerag_core.artifacts import (
+    is_finite_number,
+    is_whole_number,
+    read_json,
+    read_jsonl,
+    read_npy,
+    typed_row,
+)
 from treerag_core.chunking import CHUNKER_VERSION
 from treerag_core.config import IndexSettings
 from treerag_core.embedders import PROBE_TEXT, Embedder, embedder_fingerprint
@@ -243,7 +250,7 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def save_index(index: CorpusIndex, folder: str | Path, lock_timeout: float = LOCK_TIMEOUT) -> Path:
+def save_index(index: CorpusIndex, folder: str | Path, lock_timeout: float | None = None) -> Path:
     """Write the index to `folder` under its writer lock, so a loadable index is always there.
 
     The index is written into `.name.tmp-*` beside the folder, then swapped in with one atomic
@@ -293,7 +300,7 @@ def swap_in(tmp: Path, target: Path) -> None:
 
 
 def write_folder(
-    folder: str | Path, write: Callable[[Path], None], lock_timeout: float = LOCK_TIMEOUT
+    folder: str | Path, write: Callable[[Path], None], lock_timeout: float | None = None
 ) -> Path:
     """Write a folder of artifacts (e.g. an index's `hirag/`) as an index is written: `write`
     fills a `.name.tmp-*` side folder, swapped in under the folder's writer lock (`swap_in`).
@@ -466,7 +473,7 @@ def _manifest_parts(manifest: dict[str, Any], where: Path, hint: str) -> _Head:
     name, dim = info.get("name"), info.get("dim")
     if not isinstance(name, str) or not name:
         raise bad(f"embedder name {name!r} is not a name")
-    if not isinstance(dim, int) or isinstance(dim, bool) or not 0 < dim <= MAX_DIM:
+    if not is_whole_number(dim) or not 0 < dim <= MAX_DIM:
         raise bad(f"embedder dim {dim!r} is not a whole number from 1 to {MAX_DIM}")
     fingerprint = info.get("fingerprint", [])
     if not isinstance(fingerprint, list) or not all(is_finite_number(x) for x in fingerprint):

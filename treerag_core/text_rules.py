@@ -271,11 +271,13 @@ def _chapter(m: re.Match[str]) -> Numbering | None:
         if not numeral.isdigit() and len(numeral) > 1:
             return None
         return Numbering("chapter", 1, (_APPENDIX_BASE + value,), m.group())
+    # One letter is a lettered chapter ("Chapter C" is the third, not the hundredth), except
+    # I, V and X, which open roman sequences far more often ("Chapter I", "Chapter II").
+    if len(numeral) == 1 and numeral.isalpha() and numeral not in "IVX":
+        return Numbering("chapter", 1, (ord(numeral) - ord("A") + 1,), m.group())
     value = _number(numeral)
-    if value is None:  # "Chapter A": a lettered chapter
-        if len(numeral) > 1:
-            return None
-        value = ord(numeral) - ord("A") + 1
+    if value is None:
+        return None
     return Numbering("chapter", 1, (value,), m.group())
 
 

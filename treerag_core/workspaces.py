@@ -22,6 +22,7 @@ from treerag_core.errors import (
     WorkspaceUnreadableError,
 )
 from treerag_core.index import CorpusIndex, SourceDocument
+from treerag_core.loading import size_text
 from treerag_core.parsing import parse_document
 from treerag_core.store import MANIFEST, load_index, read_manifest, save_index
 
@@ -117,8 +118,8 @@ def check_sources(
     size = source_bytes(sources)
     if size > limits.max_bytes:
         raise WorkspaceLimitError(
-            f"your workspace would hold {size / MB:.1f} MB of text; the limit per session is "
-            f"{limits.max_bytes / MB:.1f} MB: remove documents or upload fewer"
+            f"your workspace would hold {size_text(size)} of text; the limit per session is "
+            f"{size_text(limits.max_bytes)}: remove documents or upload fewer"
         )
     chunks = count_chunks(sources, settings)
     if chunks > limits.max_chunks:
