@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 
@@ -169,6 +170,7 @@ def wrap_lines(text: str, first_line_used: int = 0, width: int = LABEL_LINE_UNIT
     return lines
 
 
+@functools.lru_cache(maxsize=4096)  # headings do not change between reruns; jieba is slow
 def wrap_label(text: str, first_line_used: int = 0) -> str:
     """A heading as at most LABEL_LINES lines of LABEL_LINE_UNITS units, cut with "…".
 
