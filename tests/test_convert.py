@@ -284,7 +284,9 @@ def test_filing_items_and_a_bracketed_title() -> None:
     eight_k = structural_numbering("Item 5.07. Submission of Matters to a Vote")
     assert eight_k is not None and eight_k.label == "Item 5.07."
     assert structural_numbering("Item 5.07.").values < structural_numbering("Item 8.01.").values
-    assert structural_numbering("ITEM 6. [RESERVED]") is not None
+    reserved = structural_numbering("ITEM 6. [RESERVED]")
+    assert reserved is not None and reserved.label == "ITEM 6." and reserved.family == "filing"
+    assert reserved.values == structural_numbering("Item 6. Selected Data").values
 
 
 def test_list_numbering_nests_inside_an_item_and_the_next_item_closes_it() -> None:
