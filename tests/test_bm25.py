@@ -141,9 +141,16 @@ def test_agrees_with_rank_bm25_okapi_on_a_large_leaf(eval_dir: Path) -> None:
         )
 
 
-@pytest.mark.parametrize(("k1", "b"), [(-0.1, 0.75), (1.5, 1.1), (1.5, -0.2)])
-def test_bad_parameters(k1: float, b: float) -> None:
-    with pytest.raises(ValueError):
+@pytest.mark.parametrize(
+    ("k1", "b", "message"),
+    [
+        (-0.1, 0.75, r"k1 must be >= 0, but got -0\.1"),
+        (1.5, 1.1, r"b must be in \[0, 1\], but got 1\.1"),
+        (1.5, -0.2, r"b must be in \[0, 1\], but got -0\.2"),
+    ],
+)
+def test_bad_parameters(k1: float, b: float, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
         LeafBM25.from_tokens(DOC, STATS, k1=k1, b=b)
 
 
