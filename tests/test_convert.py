@@ -67,9 +67,13 @@ def test_pdf_chunks_get_page_spans_and_exact_offsets() -> None:
     assert index.documents[0].page_starts == sources[0].page_starts
     for chunk in index.chunks:
         assert text[chunk.start : chunk.end] == chunk.text
-        assert chunk.page_start is not None and chunk.page_end is not None
-        assert f"on page {chunk.page_start}" in chunk.text or "|" in chunk.text
-    assert {c.page_start for c in index.chunks} == {1, 2, 3, 4}
+    # Each page gives its body text, then its table, both on that page alone.
+    assert [(c.page_start, c.page_end) for c in index.chunks] == [
+        (p, p) for p in (1, 1, 2, 2, 3, 3, 4, 4)
+    ]
+    for body, table in zip(index.chunks[::2], index.chunks[1::2], strict=True):
+        assert f"on page {body.page_start} about revenue" in body.text
+        assert table.text == "Revenue | 1,234 | 5,678\nNet income | 321 | 876"
 
 
 def test_scanned_pdf_needs_ocr() -> None:
