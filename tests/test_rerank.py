@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.conftest import EVAL_DIR
 from treerag_core.errors import EmbedderError
 from treerag_core.rerank import (
     BUNDLED_EN,
@@ -25,8 +26,6 @@ from treerag_core.rerank import (
     rerank_chunks,
 )
 from treerag_core.types import Chunk, RetrievedChunk
-
-EVAL_DIR = Path(__file__).resolve().parents[2] / "shared" / "eval"
 
 ROUTER_Q = "How does the router choose which expert processes a token?"
 ROUTER_YES = (

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import EVAL_DIR
 from treerag_core.parsing import parse_document
 from treerag_core.summaries import content_key, first_sentence, summarize_tree
 from treerag_core.types import TreeNode
 
 SAMPLE_DIR = Path(__file__).resolve().parents[1] / "sample_docs"
-EVAL_DIR = Path(__file__).resolve().parents[2] / "shared" / "eval"
 
 
 def summarized(text: str, name: str = "doc.md", **kwargs) -> dict[str, TreeNode]:
