@@ -112,8 +112,15 @@ def test_report_round_trips_and_prints(report, tmp_path):
     path = tmp_path / "r.json"
     write_report(path, report)
     assert load_report(path, roots=[tmp_path]) == json.loads(json.dumps(report))
-    table = markdown_table(report)
-    assert table.count("\n") >= 5 and "treerag" in table
+    lines = markdown_table(report).splitlines()
+    # A header, its rule, then one row per strategy with its 3 questions and none left out.
+    assert lines[0].startswith("| strategy | n | left out | ") and len(lines) == 2 + 3
+    rows = [line.split(" | ")[:3] for line in lines[2:]]
+    assert rows == [
+        ["| treerag", "3", "0"],
+        ["| flat-hybrid", "3", "0"],
+        ["| oracle-sections", "3", "0"],
+    ]
 
 
 def test_ctrl_c_leaves_a_partial_valid_report(eval_dir, tmp_path):
