@@ -78,6 +78,12 @@ def test_old_log_without_workspace_column_is_upgraded(tmp_path, trace):
     log = AuditLog(path)
     query_id = log.record(trace, workspace="w")
     assert log.load(query_id) == trace
+    # The column was added, and what was recorded in it reads back per workspace.
+    with sqlite3.connect(path) as conn:
+        columns = [row[1] for row in conn.execute("PRAGMA table_info(query)")]
+    assert "workspace" in columns
+    assert [r["id"] for r in log.recent(workspace="w")] == [query_id]
+    assert log.recent(workspace="other") == []
 
 
 def test_workspace_is_recorded_and_history_shows_only_its_rows(tmp_path, trace):

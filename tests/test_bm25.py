@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import time
 from pathlib import Path
 
 import numpy as np
@@ -105,8 +104,7 @@ def test_formula_by_hand() -> None:
 def _leaf_chunk_tokens(eval_dir: Path) -> tuple[list[list[str]], list[list[str]]]:
     """Token lists of the longest section of a QASPER paper, and of the whole paper."""
     path = eval_dir / "qasper" / "docs" / "1602.07563.md"
-    if not path.is_file():
-        pytest.skip(f"{path.name} not in the evaluation set")
+    assert path.is_file(), f"{path.name} left the QASPER dev set: pick another long paper"
     text = path.read_text(encoding="utf-8")
     heads = [i for i in range(len(text)) if text.startswith("\n## ", i)] + [len(text)]
     doc_tokens, best = [], []
@@ -143,28 +141,38 @@ def test_agrees_with_rank_bm25_okapi_on_a_large_leaf(eval_dir: Path) -> None:
         )
 
 
-@pytest.mark.parametrize(("k1", "b"), [(-0.1, 0.75), (1.5, 1.1), (1.5, -0.2)])
-def test_bad_parameters(k1: float, b: float) -> None:
-    with pytest.raises(ValueError):
+@pytest.mark.parametrize(
+    ("k1", "b", "message"),
+    [
+        (-0.1, 0.75, r"k1 must be >= 0, but got -0\.1"),
+        (1.5, 1.1, r"b must be in \[0, 1\], but got 1\.1"),
+        (1.5, -0.2, r"b must be in \[0, 1\], but got -0\.2"),
+    ],
+)
+def test_bad_parameters(k1: float, b: float, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
         LeafBM25.from_tokens(DOC, STATS, k1=k1, b=b)
 
 
-def test_scoring_a_5000_chunk_corpus_takes_milliseconds(eval_dir: Path) -> None:
+def test_a_5000_chunk_corpus_scores_every_copy_of_a_chunk_alike(eval_dir: Path) -> None:
+    # Query speed at scale is a benchmark's business (benchmarks/bench_scale.py); here the
+    # postings must still score by content alone: every copy of a chunk alike, and a chunk
+    # above zero exactly when it holds a query term.
     _, paper = _leaf_chunk_tokens(eval_dir)
-    corpus = (paper * (5000 // len(paper) + 1))[:5000]
+    copies = 5000 // len(paper) + 1
+    corpus = paper * copies
     scorer = LeafBM25.from_tokens(corpus, BM25Stats.from_tokens(corpus))
-    queries = [
-        tokenize(q)
-        for q in (
-            "What is the inter-annotator agreement of the sentiment datasets?",
-            "Which classification models were compared on the Twitter data?",
-            "How large is the training set for each language?",
+    assert len(scorer) >= 5000
+    for question in (
+        "What is the inter-annotator agreement of the sentiment datasets?",
+        "Which classification models were compared on the Twitter data?",
+        "How large is the training set for each language?",
+    ):
+        query = tokenize(question)
+        got = scorer.scores(query)
+        assert got.max() > 0
+        np.testing.assert_array_equal(
+            got.reshape(copies, len(paper)), np.tile(got[: len(paper)], (copies, 1))
         )
-    ]
-    scorer.scores(queries[0])
-    start = time.perf_counter()
-    for _ in range(10):
-        for query in queries:
-            assert scorer.scores(query).max() > 0
-    per_query_ms = (time.perf_counter() - start) * 1000 / 30
-    assert per_query_ms < 20, per_query_ms  # ~0.3 ms measured; loose for slow CI machines
+        matched = np.array([any(t in set(c) for t in query) for c in corpus])
+        assert np.array_equal(got > 0, matched)

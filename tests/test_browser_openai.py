@@ -62,6 +62,11 @@ def test_ask_streams_the_answer_from_an_openai_compatible_server(openai_app):
         browser.close()
     paths = [r.path for r in server.requests]
     assert paths and all(p.endswith("/chat/completions") for p in paths)
-    assert len(paths) >= 2  # the locate call and the streamed answer
+    # The locate call, then the answer, both streamed from the named local model.
+    locate, answer = [r.body for r in server.requests]
+    assert locate["model"] == answer["model"] == "llama3.2"
+    assert locate["stream"] is True and answer["stream"] is True
+    assert "document retrieval expert" in locate["messages"][0]["content"]
+    assert "Fifty epochs, from the local model" in body
     # The fake's locate reply is prose, not JSON: the local locator took over, and says why.
     assert "local locator" in body, body[:3000]

@@ -10,40 +10,15 @@ from pathlib import Path
 import pytest
 
 from treerag_core.chunking import chunk_leaf, paragraph_spans, paragraph_units
+from treerag_core.parsing import parse_document
 from treerag_core.types import Chunk, TreeNode
 
 CHUNK_SIZE, OVERLAP, MIN_CHARS = 200, 50, 20
 SLACK = min(MIN_CHARS, CHUNK_SIZE // 10)  # the last window of a paragraph may absorb a tail
 
 
-def simple_leaves(text: str, doc_id: str) -> list[TreeNode]:
-    """One leaf per heading (any level), its content up to the next heading."""
-    heads = list(re.finditer(r"^#{1,6} .*$", text, re.M))
-    out = []
-    for i, match in enumerate(heads):
-        start = match.end()
-        end = heads[i + 1].start() if i + 1 < len(heads) else len(text)
-        out.append(
-            TreeNode(
-                node_id=f"{i + 1:04d}",
-                doc_id=doc_id,
-                heading=match.group().lstrip("# "),
-                level=1,
-                content=text[start:end],
-                start=start,
-                end=end,
-                heading_path=match.group().lstrip("# "),
-            )
-        )
-    return out
-
-
 def doc_leaves(text: str, doc_id: str) -> list[TreeNode]:
-    """Leaves from the real parser when it is importable, else from `simple_leaves`."""
-    try:
-        from treerag_core.parsing import parse_document
-    except ImportError:
-        return simple_leaves(text, doc_id)
+    """The real parser's leaves of a document."""
     return [n for n in parse_document(text, doc_id=doc_id, name=doc_id) if n.is_leaf]
 
 
@@ -268,8 +243,6 @@ def iter_windows(text: str) -> Iterator[str]:  # keeps the sample below readable
 
 def test_sample_paper_reads_naturally() -> None:
     sample = Path(__file__).resolve().parents[1] / "sample_docs" / "test_paper.md"
-    if not sample.is_file():
-        pytest.skip(f"{sample.name} not found in sample_docs/")
     text = sample.read_text(encoding="utf-8")
     chunks = [c for node in doc_leaves(text, "test_paper.md") for c in chunk_leaf(node, text)]
     assert chunks

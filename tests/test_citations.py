@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import EVAL_DIR
 from treerag_core.citations import parse_citations
 from treerag_core.evaluation.metrics import section_path_ends_with
 from treerag_core.parsing import parse_document
 from treerag_core.types import Chunk, RetrievedChunk
 
 SAMPLES = Path(__file__).resolve().parents[1] / "sample_docs"
-EVAL_DIR = Path(__file__).resolve().parents[2] / "shared" / "eval"
 
 
 def tree_paths(name: str) -> dict[str, str]:

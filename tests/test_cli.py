@@ -200,7 +200,10 @@ def test_interactive_loop_with_history_and_quit(index_dir):
 
 def test_interactive_ends_cleanly_on_eof(index_dir):
     result = cli("interactive", "--index", str(index_dir), "--mock", stdin="")
-    assert result.returncode == 0
+    assert result.returncode == 0 and result.stderr == ""  # no traceback, no error line
+    # One prompt, then a clean line for the terminal (Ctrl-D leaves the cursor after it).
+    assert result.stdout.startswith("TreeRAG interactive: ask a question;")
+    assert result.stdout.endswith("treerag> \n") and result.stdout.count("treerag> ") == 1
 
 
 def test_index_refuses_to_replace_a_folder_that_is_not_an_index(tmp_path):

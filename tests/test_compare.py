@@ -6,6 +6,7 @@ import pytest
 
 from treerag_core.compare import compare_strategies
 from treerag_core.embedders import get_embedder
+from treerag_core.errors import QueryError
 from treerag_core.pipeline import Engine, run
 from treerag_core.settings import QuerySettings
 from treerag_core.strategies import strategy_names
@@ -31,8 +32,9 @@ def test_every_runnable_strategy_runs_without_the_llm_and_reuses_step_1(engine):
             assert r.trace is None and "rebuild it to add graphs" in r.error
             continue
         assert r.trace is not None, r.error
+        assert r.error == "" and r.trace.strategy == r.strategy
         assert r.trace.provider["llm"] is False and not r.trace.answer
-        assert all(h.chunk.doc_id == "test_paper.md" for h in r.trace.reranked)
+        assert r.trace.reranked and all(h.chunk.doc_id == "test_paper.md" for h in r.trace.reranked)
     own = next(r for r in results if r.strategy == first.strategy)
     assert own.trace.locate is first.locate  # the stored step 1 held
 
@@ -41,5 +43,7 @@ def test_a_failing_strategy_is_reported_and_the_others_still_run(engine):
     results = compare_strategies(
         engine, QUESTION, QuerySettings(), strategies=["flat-bm25", "oracle-sections"]
     )
-    assert results[0].trace is not None
-    assert results[1].trace is None and results[1].error
+    ran, failed = results
+    assert ran.error == "" and ran.trace.strategy == "flat-bm25" and ran.trace.reranked
+    assert failed.trace is None and isinstance(failed.failure, QueryError)
+    assert failed.error == "oracle-sections needs the gold leaves (evaluation only)"

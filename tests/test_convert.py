@@ -67,9 +67,13 @@ def test_pdf_chunks_get_page_spans_and_exact_offsets() -> None:
     assert index.documents[0].page_starts == sources[0].page_starts
     for chunk in index.chunks:
         assert text[chunk.start : chunk.end] == chunk.text
-        assert chunk.page_start is not None and chunk.page_end is not None
-        assert f"on page {chunk.page_start}" in chunk.text or "|" in chunk.text
-    assert {c.page_start for c in index.chunks} == {1, 2, 3, 4}
+    # Each page gives its body text, then its table, both on that page alone.
+    assert [(c.page_start, c.page_end) for c in index.chunks] == [
+        (p, p) for p in (1, 1, 2, 2, 3, 3, 4, 4)
+    ]
+    for body, table in zip(index.chunks[::2], index.chunks[1::2], strict=True):
+        assert f"on page {body.page_start} about revenue" in body.text
+        assert table.text == "Revenue | 1,234 | 5,678\nNet income | 321 | 876"
 
 
 def test_scanned_pdf_needs_ocr() -> None:
@@ -284,7 +288,9 @@ def test_filing_items_and_a_bracketed_title() -> None:
     eight_k = structural_numbering("Item 5.07. Submission of Matters to a Vote")
     assert eight_k is not None and eight_k.label == "Item 5.07."
     assert structural_numbering("Item 5.07.").values < structural_numbering("Item 8.01.").values
-    assert structural_numbering("ITEM 6. [RESERVED]") is not None
+    reserved = structural_numbering("ITEM 6. [RESERVED]")
+    assert reserved is not None and reserved.label == "ITEM 6." and reserved.family == "filing"
+    assert reserved.values == structural_numbering("Item 6. Selected Data").values
 
 
 def test_list_numbering_nests_inside_an_item_and_the_next_item_closes_it() -> None:

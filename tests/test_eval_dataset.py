@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import EVAL_DIR
 from treerag_core.evaluation.dataset import (
     NO_EVIDENCE,
     UNANSWERABLE,
@@ -15,8 +16,6 @@ from treerag_core.evaluation.dataset import (
     EvalDataset,
     load_dataset,
 )
-
-EVAL_DIR = Path(__file__).resolve().parents[2] / "shared" / "eval"
 
 # Measured on the dev split (independently of this loader, with a plain str.find loop).
 # name: (docs, questions, usable, unanswerable, no evidence, evidences found, missing)

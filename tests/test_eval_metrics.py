@@ -294,7 +294,7 @@ def test_percentile_interpolates_linearly() -> None:
     assert percentile(values, 50) == 30.0
     assert percentile(values, 95) == pytest.approx(48.0)  # position 3.8: 40 + 0.8 * 10
     assert percentile([7.0], 95) == 7.0
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="percentile of no values"):
         percentile([], 50)
 
 
@@ -370,7 +370,7 @@ def test_report_round_trip_leaves_no_temp_file(tmp_path: Path) -> None:
 def test_write_report_keeps_the_old_file_when_serialising_fails(tmp_path: Path) -> None:
     path = tmp_path / "r.json"
     write_report(path, {"chinese": "民法典"})
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="not JSON compliant: nan"):
         write_report(path, {"bad": float("nan")})
     assert json.loads(path.read_text(encoding="utf-8")) == {"chinese": "民法典"}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]

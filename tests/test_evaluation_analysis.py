@@ -85,7 +85,7 @@ def test_unreadable_saved_settings_are_named_not_replaced_by_defaults(settings, 
         else:
             report_index_settings(report, "hashing")
     if what == "query":
-        with pytest.raises(EvalDataError):
+        with pytest.raises(EvalDataError, match="saved query settings cannot be read"):
             rerank_was_on(report)
 
 

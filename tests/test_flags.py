@@ -74,7 +74,8 @@ def test_question_flags_of_a_trace(hashing_index):
     trace = run(engine, "What is the API key of the router?", settings, synthesize=False)
     flags = question_flags(trace)
     assert flags.sensitive == ("credentials",) and flags.to_dict()["is_sensitive"]
-    assert flags.evidence["top_dense"] is not None
+    # the best raw cosine over the pooled candidates, which the weak verdict reads
+    assert flags.evidence["top_dense"] == max(h.dense for h in trace.candidates)
 
 
 def test_stopword_only_question_keeps_its_clear_refusal(hashing_index):

@@ -139,7 +139,7 @@ def test_permuting_chunks_permutes_scores(method: str) -> None:
 
 def test_results_are_read_only() -> None:
     result = fuse(DENSE, BM25, "weighted", 0.5)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="read-only"):
         result.fused[0] = 1.0
 
 

@@ -41,7 +41,7 @@ def test_prompt_follows_the_seed_shape_in_the_text_language():
     assert zh.startswith("从文本中提取实体和关系。") and '("relationship", "源实体"' in zh
     en = build_graph_prompt("The encoder reads trees.", "en")
     assert en.startswith("Extract entities and relationships") and en.endswith("reads trees.\n")
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="needs non-empty text"):
         build_graph_prompt("  ", "en")
 
 

@@ -78,7 +78,9 @@ def test_an_index_without_graphs_asks_for_a_rebuild(law):
     )
     with pytest.raises(IndexFormatError, match="rebuild it to add graphs"):
         search_leaves(bare, [], QUESTION, embedder.embed_query, tokenize)
-    assert index.graphs is not None
+    # The same law indexed with graphs answers the same call (nothing located: no results).
+    assert bare.graphs is None and index.graphs
+    assert search_leaves(index, [], QUESTION, embedder.embed_query, tokenize).results == {}
 
 
 def test_sections_give_paths_with_evidence_and_a_stage_record(law):

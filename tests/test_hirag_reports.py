@@ -98,5 +98,5 @@ def test_prompt_and_parse():
     assert got == {"L0-0": {"title": "X", "summary": "", "findings": ["one"]}}
     with pytest.raises(LLMError):
         parse_report_response("no json here", ["L0-0"])
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="needs at least one community"):
         build_report_prompt([], "en")

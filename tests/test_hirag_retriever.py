@@ -56,7 +56,12 @@ def test_local_finds_entities_relations_and_units():
     assert got.entities[0].entity.key == "a3" and len(got.entities) == 2
     kinds = [s.kind for s in got.sections]
     assert kinds == ["entities", "relations"]
-    assert all("a3" in (r.source, r.target) or "a" in r.source for r in got.relations)
+    # The relations are the two found entities' edges, each once: a3's five in its clique
+    # (one is a0), a0's other four and a0's bridge to the other clique (b0).
+    edges = {frozenset((r.source, r.target)) for r in got.relations}
+    assert len(edges) == len(got.relations) == 10
+    a3_a0 = {frozenset(("a3", x)) for x in ("a0", "a1", "a2", "a4", "a5")}
+    assert edges == a3_a0 | {frozenset(("a0", x)) for x in ("a1", "a2", "a4", "a5", "b0")}
     assert got.unit_ids[0] == "a-chunk"
 
 

@@ -178,7 +178,7 @@ def test_embedder_mismatch_is_an_error(saved):
 
 def test_pickled_embeddings_are_refused(saved):
     np.save(saved / "embeddings.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
-    with pytest.raises(IndexFormatError):
+    with pytest.raises(IndexFormatError, match=r"embeddings\.npy has shape \(1,\) object"):
         load_index(saved)
 
 

@@ -79,7 +79,7 @@ def test_prompt_and_parse():
     }
     with pytest.raises(LLMError, match="no JSON"):
         parse_ktype_response("sorry", ["k1"])
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="needs at least one document"):
         build_ktype_prompt([], "en")
 
 

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import EVAL_DIR
 from treerag_core.errors import InputDocumentError
 from treerag_core.loading import collect_inputs, decode_document, read_document
 
-EVAL_DIR = Path(__file__).resolve().parents[2] / "shared" / "eval"
 MB = 1024 * 1024
 
 

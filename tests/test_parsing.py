@@ -8,13 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import EVAL_DIR
 from treerag_core.parsing import parse_document, scan_headings
 from treerag_core.text_rules import detect_language
 from treerag_core.types import TreeNode
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE_DIR = REPO / "sample_docs"
-EVAL_DIR = Path(__file__).resolve().parents[2] / "shared" / "eval"
+
 EVAL_SETS = ("qasper", "lecoqa_laws", "gitlab_handbook")
 ATX_LINE = re.compile(r"^ {0,3}#{1,6}[ \t]+\S")
 

@@ -380,7 +380,7 @@ def test_summary_prompt_lists_sections_and_keys() -> None:
     assert prompt.startswith("请为下面每个文档章节写一句话摘要")
     assert '{"0003": "一句话摘要", "0004": "一句话摘要"}' in prompt
     assert prompt.endswith("章节:\n[0003]\n第一条 为了保护民事主体……\n\n[0004]\nx")
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="needs at least one"):
         build_summary_prompt([], "en")
 
 

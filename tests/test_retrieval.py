@@ -50,7 +50,13 @@ def test_a_chunk_found_by_two_groups_is_pooled_once_with_its_better_copy():
     pooled = pool(
         [group("A", weak), group("B", strong, hit("b", "B", 0.5, 1.0, 0.5, 2))], RetrieveSettings()
     )
-    assert [h.chunk.chunk_id for h in pooled].count("same") == 1
+    same = [h for h in pooled if h.chunk.chunk_id == "same"]
+    assert len(same) == 1 and same[0].fused == 0.9  # group B's copy, not A's 0.2
+    # Listing the groups the other way round keeps the same copy.
+    swapped = pool(
+        [group("B", strong, hit("b", "B", 0.5, 1.0, 0.5, 2)), group("A", weak)], RetrieveSettings()
+    )
+    assert [h.fused for h in swapped if h.chunk.chunk_id == "same"] == [0.9]
 
 
 def test_empty_pool():

@@ -123,13 +123,13 @@ def test_trace_records_the_query_params_and_the_answer_cites_the_graph(hashing_i
 
 
 @pytest.mark.parametrize(
-    ("name", "options"),
+    ("name", "options", "units"),
     [
-        ("hirag-naive", HiragOptions(naive_text_unit_tokens=100)),
-        ("hirag", HiragOptions(text_unit_tokens=100)),
+        ("hirag-naive", HiragOptions(naive_text_unit_tokens=100), 2),
+        ("hirag", HiragOptions(text_unit_tokens=100), 1),
     ],
 )
-def test_a_tiny_unit_set_reports_forced_min_max_in_the_trace(hashing_index, name, options):
+def test_a_tiny_unit_set_reports_forced_min_max_in_the_trace(hashing_index, name, options, units):
     from treerag_core.pipeline import Engine
     from treerag_core.pipeline import run as run_pipeline
     from treerag_core.record import stage_hits
@@ -141,7 +141,9 @@ def test_a_tiny_unit_set_reports_forced_min_max_in_the_trace(hashing_index, name
         .set("llm.enabled", False)
     )
     trace = run_pipeline(Engine(hashing_index, get_embedder("hashing")), QUESTION, settings)
-    assert 0 < len(trace.candidates) <= 2  # a 100-token budget keeps one or two units
+    # A 100-token budget keeps one or two units (the hashing index's are fixed).
+    assert len(trace.candidates) == units
+    assert [c.minmax_forced for c in trace.candidates] == [True] + [False] * (units - 1)
     assert trace.candidates[0].minmax_forced  # the best unit's 1.0 comes from min-max alone
     fusion_hits = [c for c in stage_hits(trace) if c.stage == "fusion"]
     assert fusion_hits[0].score_details["minmax_forced"] is True  # the audit record says so

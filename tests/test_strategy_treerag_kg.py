@@ -13,6 +13,7 @@ from treerag_core.index import build_index
 from treerag_core.prompts import estimate_tokens
 from treerag_core.settings import QuerySettings
 from treerag_core.strategies import QueryContext, get_strategy
+from treerag_core.strategies.structured import StructureOptions
 from treerag_core.text import tokenize
 from treerag_core.types import LocatedLeaf, LocateResult
 
@@ -159,4 +160,15 @@ def test_local_locate_reads_treerags_structure_options(ctx_for):
         "treerag-kg", GraphSearchOptions(graph_weight=0.5)
     )
     inputs = get_strategy("treerag-kg").locate_inputs(settings, "local")
-    assert inputs["route_documents"] == 2 and "section_weight" in inputs
+    assert inputs["route_documents"] == 2 and inputs["section_weight"] == 0.0  # the defaults
+    # Moving treerag's own structure options moves treerag-kg's step 1 inputs with them.
+    moved = settings.with_option(
+        "treerag", StructureOptions(section_weight=0.3, route_documents=1, route_check=False)
+    )
+    inputs = get_strategy("treerag-kg").locate_inputs(moved, "local")
+    assert (inputs["section_weight"], inputs["route_documents"], inputs["route_check"]) == (
+        0.3,
+        1,
+        False,
+    )
+    assert inputs == get_strategy("treerag").locate_inputs(moved.with_(strategy="treerag"), "local")

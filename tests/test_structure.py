@@ -27,7 +27,7 @@ def _heading_only_term(index, doc_id):
         for term in tokenize(leaf.heading_path):
             if term not in body and len(index.leaf_rows(leaf.node_id)):
                 return leaf, term
-    pytest.skip("every heading word also appears in the body")
+    pytest.fail(f"every heading word of {doc_id} also appears in its body: pick another sample")
 
 
 def test_a_heading_word_reaches_its_sections_passages(hashing_index):

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import EVAL_DIR
 from treerag_core.parsing import parse_document
 from treerag_core.summaries import content_key, first_sentence, summarize_tree
 from treerag_core.types import TreeNode
 
 SAMPLE_DIR = Path(__file__).resolve().parents[1] / "sample_docs"
-EVAL_DIR = Path(__file__).resolve().parents[2] / "shared" / "eval"
 
 
 def summarized(text: str, name: str = "doc.md", **kwargs) -> dict[str, TreeNode]:
@@ -109,7 +109,10 @@ def test_overrides_replace_summaries_and_feed_the_parent() -> None:
     assert by["Encoder"].summary == "LLM says: encoder."
     assert by["Methods"].summary == "Covers Encoder, Router. LLM says: encoder."
     assert all(n.summary == "" for n in nodes)  # inputs untouched, copies returned
-    assert summarize_tree(nodes) == summarize_tree(nodes)
+    # Without overrides the extractive summaries come back: nothing of the LLM's lingers.
+    plain = {n.heading: n.summary for n in summarize_tree(nodes)}
+    assert plain["Encoder"] == "The encoder has four layers in total."
+    assert plain["Methods"] == "Covers Encoder, Router. The encoder has four layers in total."
 
 
 def test_content_key_is_sha256_of_heading_and_content() -> None:

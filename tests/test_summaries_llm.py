@@ -70,5 +70,8 @@ def test_cache_is_not_reused_when_the_option_is_off(server):
     embedder = get_embedder("hashing")
     summarize = make_llm_summarizer(client(server), "claude-haiku-4-5", {})
     first = build_index(sources, SETTINGS, embedder, summarizer=summarize)
+    assert any(n.summary.startswith("LLM summary") for n in first.leaves())  # a cache to reuse
     local = build_index(sources, IndexSettings(embedder="hashing"), embedder, previous=first)
     assert not any(n.summary.startswith("LLM summary") for n in local.leaves())
+    plain = build_index(sources, IndexSettings(embedder="hashing"), embedder)
+    assert [n.summary for n in local.leaves()] == [n.summary for n in plain.leaves()]

@@ -22,7 +22,7 @@ def test_query_vector_cache_is_a_bounded_lru():
     cache.get("ccc", embed)  # evicts bb
     assert len(cache) == 2 and "a" in cache and "bb" not in cache
     assert calls == ["a", "bb", "ccc"]
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="read-only"):
         cache.get("a", embed)[0] = 9.0  # shared vectors are read-only
     with pytest.raises(ValueError, match="maxsize"):
         QueryVectorCache(0)

@@ -135,7 +135,9 @@ def load_dataset(
 
     questions_path = folder / QUESTIONS_FILE
     docs_dir = folder / DOCS_DIR
-    if not questions_path.is_file():
+    # Only a missing file is "no questions"; a FIFO or folder in its place is refused by the
+    # checked read below with its own message ("is a FIFO ..., not a regular file").
+    if not questions_path.exists():
         raise EvalDataError(f"No {QUESTIONS_FILE} in {folder}: is this an eval dataset folder?")
     if not docs_dir.is_dir() and (folder / PDFS_DIR).is_dir():
         return replace(_load_pdf_dataset(folder, questions_path, folder / PDFS_DIR, read), **kept)
