@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from app_server import serve_app
 
+from tests.conftest import skip_unless_ci
 from tests.test_browser import ARGS, CHROMIUM, _free_port, _require_chromium
 from treerag_core.workspaces import STAMP
 
@@ -128,9 +129,7 @@ def _require_idle_machine(wait_s: float = 180.0) -> None:
     if load <= 4 * cores:
         return
     reason = f"the machine's load is {load:.0f} on {cores} cores"
-    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-        pytest.fail(f"CI is set and the load test cannot run meaningfully: {reason}")
-    pytest.skip(f"LOAD TEST SKIPPED — {reason}. Under CI=true this fails instead.")
+    skip_unless_ci("load test", reason)
 
 
 def test_eight_concurrent_sessions_upload_and_ask_without_leaks(server, tmp_path):

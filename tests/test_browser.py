@@ -17,6 +17,8 @@ import pytest
 from app_server import serve_app
 from fake_anthropic import FakeAnthropicServer, reply
 
+from tests.conftest import skip_unless_ci
+
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[1]
@@ -98,9 +100,7 @@ def _require_chromium() -> None:
     if CHROMIUM.exists():
         return
     reason = f"{CHROMIUM} is missing (apt-get install -y chromium); never `playwright install`"
-    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-        pytest.fail(f"CI is set and the browser test cannot run: {reason}")
-    pytest.skip(f"BROWSER TEST SKIPPED — {reason}. Under CI=true this fails instead.")
+    skip_unless_ci("browser test", reason)
 
 
 def handbook_markdown(chapters: int = 12, sections: int = 6, items: int = 3) -> str:
