@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
+from tests.app_helpers import graph_data
 from ui.graph_view import FONT_PX, build_view
 
 APP = Path(__file__).parent / "apps" / "leaf_graph_app.py"
 
 
 def _graph_data(at: AppTest) -> dict:
-    (element,) = [e for e in at.get("component_instance")]
-    return json.loads(json.loads(element.proto.json_args)["data"])
+    (element,) = at.get("component_instance")
+    return graph_data(element)
 
 
 def test_question_concepts_paths_and_edges_are_lit():
