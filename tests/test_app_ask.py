@@ -809,3 +809,40 @@ def test_a_workspace_index_naming_a_model_folder_is_refused_not_loaded(
     said = error.value.replace("\\", "")  # shown as plain text: Markdown escapes
     assert "cannot choose" in said and f"TREERAG_EMBEDDER={model_trap.name}" in said
     assert model_trap.made == []
+
+
+def test_the_per_leaf_top_k_slider_cuts_each_searched_leafs_table_under_treerag_kg(app_data):
+    """treerag-kg reads `top_k_per_leaf` (each searched graph's table keeps its leaf's top k):
+    moving the slider re-runs step 2 and every leaf's table holds that many passages, while
+    the scope-wide window is not its control."""
+    from tests.conftest import sample_sources
+    from treerag_core.config import IndexSettings
+    from treerag_core.embedders import get_embedder
+    from treerag_core.index import build_index
+    from treerag_core.store import save_index
+
+    ws_id = "cd" * 16  # the workspace a reload finds: the paper indexed with leaf graphs
+    settings = IndexSettings(embedder="hashing", graph_min_leaf_chars=400)
+    index = build_index(sample_sources(["test_paper.md"]), settings, get_embedder("hashing"))
+    save_index(index, app_data / "workspaces" / ws_id / "index")
+    at = open_app(ws=ws_id)
+    assert at.radio(key="qs_corpus").value == "uploads"
+    at.selectbox(key="qs_strategy").set_value("treerag-kg").run()
+    slider = at.slider(key="qs_top_k_per_leaf")
+    assert not slider.disabled and slider.value == 8
+    ask(at, PAPER_QUESTION)
+    before = at.session_state["ask_trace"]
+    sizes = {leaf: len(frame) for leaf, frame in leaf_tables(at).items() if leaf != "scope"}
+    assert sizes and max(sizes.values()) > 2, sizes  # a leaf with more than 2 passages
+    scope_rows = len(leaf_tables(at)["scope"])
+
+    at.slider(key="qs_top_k_per_leaf").set_value(2).run()
+    assert not at.exception, at.exception
+    after = at.session_state["ask_trace"]
+    assert after is not before and after.settings["retrieve"]["top_k_per_leaf"] == 2
+    assert after.locate.leaves == before.locate.leaves  # step 1 kept: same leaves searched
+    tables_now = leaf_tables(at)
+    assert {k: len(f) for k, f in tables_now.items() if k != "scope"} == {
+        leaf: min(n, 2) for leaf, n in sizes.items()
+    }
+    assert len(tables_now["scope"]) == scope_rows
