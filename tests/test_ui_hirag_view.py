@@ -83,30 +83,35 @@ def test_is_hirag_trace():
     assert is_hirag_trace(_sections()) and not is_hirag_trace([])
 
 
-def test_graph_store_for_an_index_without_a_graph_says_why_and_never_builds(
-    hashing_index, monkeypatch
-):
+def _paper_index():
+    """A fresh in-memory index (no folder): the session's shared indexes may have been saved
+    to a folder, and a HiRAG graph built there, by other tests."""
+    from conftest import sample_sources
+
+    from treerag_core.config import IndexSettings
+    from treerag_core.embedders import get_embedder
+    from treerag_core.index import build_index
+
+    embedder = get_embedder("hashing")
+    settings = IndexSettings(embedder="hashing")
+    return build_index(sample_sources(["test_paper.md"]), settings, embedder), embedder
+
+
+def test_graph_store_for_an_index_without_a_graph_says_why_and_never_builds(monkeypatch):
     from treerag_core.hirag import build as hirag_build
 
     monkeypatch.setattr(hirag_build, "_CACHE", {})  # no graph another test built in memory
-    store, why = graph_store_for(hashing_index)
+    index, _ = _paper_index()
+    store, why = graph_store_for(index)
     assert store is None and "this index has no HiRAG graph" in why
     assert hirag_build._CACHE == {}  # nothing was built
 
 
 def test_graph_store_for_an_index_with_a_graph_returns_its_store(monkeypatch):
-    from conftest import sample_sources
-
-    from treerag_core.config import IndexSettings
-    from treerag_core.embedders import get_embedder
     from treerag_core.hirag import build as hirag_build
-    from treerag_core.index import build_index
 
     monkeypatch.setattr(hirag_build, "_CACHE", {})
-    embedder = get_embedder("hashing")
-    index = build_index(
-        sample_sources(["test_paper.md"]), IndexSettings(embedder="hashing"), embedder
-    )
+    index, embedder = _paper_index()
     built = hirag_build.hirag_for(index, embedder=embedder)  # in memory: the index has no folder
     store, why = graph_store_for(index)
     assert why == "" and store is built.store
