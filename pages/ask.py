@@ -16,13 +16,14 @@ from treerag_core.settings import QuerySettings
 from treerag_core.types import Trace
 from ui import ask_story as story
 from ui import query_controls as qc
+from ui.corpora import EVAL, SAMPLES, UPLOADS, corpus_kind_of, key_label
 from ui.graph_guidance import warn_if_missing
 from ui.query_log import record
-from ui.resources import EVAL, SAMPLES, UPLOADS, Corpus, engine_for, warm_reranker
+from ui.resources import Corpus, engine_for, warm_reranker
 from ui.session import AskState, WorkspaceState, require_app
-from ui.stored_view import corpus_name, stored_result
+from ui.stored_view import stored_result
 from ui.text_safety import plain, show_error
-from ui.workspace import corpus_kind_of, current_corpus, sync_workspace
+from ui.workspace import current_corpus, sync_workspace
 
 require_app("pages/ask.py")
 ss = st.session_state
@@ -240,9 +241,10 @@ def _stored(trace: Trace, kind: str, can_ask: bool) -> None:
 
     Shown in full when it belongs here (opened from History, or the workspace changed under
     it); behind a toggle when the user chose another corpus on purpose."""
-    here = ask.origin == "history" or corpus_kind_of(ask.trace_corpus or "") == kind
+    here = ask.origin == "history" or corpus_kind_of(ask.trace_corpus) == kind
     if not here and not st.toggle(
-        f"Show the stored result of your last question (on {corpus_name(ask.trace_corpus)})",
+        "Show the stored result of your last question "
+        f"(on {key_label(ask.trace_corpus, 'phrase')})",
         key="ask_show_stored",
     ):
         return

@@ -8,11 +8,12 @@ import streamlit as st
 from treerag_core.config import IndexSettings
 from treerag_core.errors import TreeRAGError
 from treerag_core.index import corpus_stats
+from ui.corpora import SAMPLES, UPLOADS, corpus_label
 from ui.hirag_build import hirag_panel
 from ui.inspector import inspector, node_picker
 from ui.ktype_card import document_ktype
 from ui.leaf_graph_panel import graph_stats, inspected_leaf_graph
-from ui.resources import EMBEDDER_CHOICES, SAMPLES, UPLOADS, sample_corpus, sample_paths
+from ui.resources import EMBEDDER_CHOICES, sample_corpus, sample_paths
 from ui.score_tables import outline_frame
 from ui.session import DocsState, WorkspaceState, require_app
 from ui.text_safety import plain, show_error
@@ -217,9 +218,9 @@ def _preview() -> None:
     st.subheader("Tree preview")
     choices = {}
     if WorkspaceState().index is not None:
-        choices[UPLOADS] = "My workspace"
+        choices[UPLOADS] = corpus_label(UPLOADS)
     if sample_paths():
-        choices[SAMPLES] = "Sample documents"
+        choices[SAMPLES] = corpus_label(SAMPLES)
     if not choices:
         st.info("No documents yet.")
         return

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from ui.corpora import key_label
 from ui.query_log import open_from_history, recent
 from ui.session import HistoryState, require_app
 from ui.text_safety import plain, show_error
@@ -11,7 +12,6 @@ from ui.workspace import sync_workspace
 
 require_app("pages/history.py")
 hist = HistoryState()
-CORPUS_LABELS = {"samples": "samples", "ws": "my uploads", "eval": "eval set"}
 
 
 def _open(query_id: int) -> None:
@@ -40,7 +40,7 @@ def main() -> None:
         return
     st.caption(f"{len(entries)} question(s), newest first.")
     for e in entries:
-        corpus = CORPUS_LABELS.get(str(e["corpus"] or "").split(":")[0], "?")
+        corpus = key_label(e["corpus"])
         c1, c2, c3 = st.columns([6, 2.4, 1.4], vertical_alignment="center")  # "Open" whole
         c1.markdown(f"`#{e['id']}` {plain(e['question'])}")
         c2.caption(

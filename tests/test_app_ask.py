@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 from fake_anthropic import FakeAnthropicServer, reply
 from streamlit.testing.v1 import AppTest
 
+from tests import app_helpers as app
+from tests.app_helpers import APP, ask, open_app, page_text
 from tests.conftest import keyless_app
 from treerag_core.strategies import strategy_names
 from ui.tree_graph import PALETTE
 
-APP = Path(__file__).resolve().parents[1] / "app.py"
 PAPER_QUESTION = "How many epochs was the model trained for?"
 
 
@@ -29,31 +29,13 @@ def app_env(app_data):
         yield data
 
 
-def new_app() -> AppTest:
-    at = AppTest.from_file(str(APP), default_timeout=90)
-    at.run()
-    assert not at.exception, at.exception
-    return at
-
-
 def graph_nodes(at: AppTest) -> dict[str, dict]:
-    """The node dicts handed to the graph component, by id."""
-    [element] = at.get("component_instance")
-    args = json.loads(element.proto.json_args)
-    assert args["key"] == at.session_state["ask_graph_key"]
-    return {n["id"]: n for n in json.loads(args["data"])["nodes"]}
+    """The node dicts handed to the Ask page's tree graph, by id."""
+    return app.graph_nodes(at, key=at.session_state["ask_graph_key"])
 
 
 def background(at: AppTest) -> dict[str, str]:
     return {i: n["color"]["background"] for i, n in graph_nodes(at).items()}
-
-
-def ask(at: AppTest, question: str) -> AppTest:
-    at.text_input(key="ask_question").input(question)
-    at.button[0].click()  # the form's Ask button comes first on the page
-    at.run()
-    assert not at.exception, at.exception
-    return at
 
 
 # AppTest dataframes carry no key, so tables are told apart by their columns and order.
@@ -90,16 +72,8 @@ def final_ranks(frame) -> list[int]:
     return [int(v) for v in frame["final"] if v]
 
 
-def texts(at: AppTest) -> str:
-    parts = [m.value for m in at.markdown] + [c.value for c in at.caption]
-    parts += (
-        [w.value for w in at.warning] + [e.value for e in at.error] + [i.value for i in at.info]
-    )
-    return "\n".join(parts)
-
-
 def test_default_page_shows_samples_tree_and_examples_without_a_key():
-    at = new_app()
+    at = open_app()
     assert at.title[0].value == "TreeRAG Explorer"
     labels = [b.label for b in at.button]
     assert "AdaRouter使用什么算法？" in labels  # the seed's questions are offered
@@ -109,7 +83,7 @@ def test_default_page_shows_samples_tree_and_examples_without_a_key():
     # No question yet: nothing is picked, and the first sample's sections are open.
     assert PALETTE["picked"] not in background(at).values()
     assert any("Methods" in n["label"] for n in nodes.values())
-    assert "Off: this server has no ANTHROPIC_API_KEY" in texts(at)  # the LLM panel
+    assert "Off: this server has no ANTHROPIC_API_KEY" in page_text(at)  # the LLM panel
     assert at.toggle(key="qs_llm_enabled").value is False
     assert at.selectbox(key="qs_llm_provider").value == "anthropic"
     assert not at.error
@@ -117,12 +91,12 @@ def test_default_page_shows_samples_tree_and_examples_without_a_key():
 
 def test_graph_nodes_never_carry_a_title():
     """The component writes `title` into innerHTML and opens it as a URL on double-click."""
-    at = new_app()
+    at = open_app()
     assert all("title" not in n for n in graph_nodes(at).values())
 
 
 def test_question_colours_picked_leaves_and_their_path():
-    at = ask(new_app(), PAPER_QUESTION)
+    at = ask(open_app(), PAPER_QUESTION)
     trace = at.session_state["ask_trace"]
     picked = [leaf.node_id for leaf in trace.locate.leaves]
     assert picked, "step 1 picked nothing"
@@ -144,9 +118,9 @@ def test_question_colours_picked_leaves_and_their_path():
 
 
 def test_answer_fallback_tables_and_costs_are_shown():
-    at = ask(new_app(), PAPER_QUESTION)
+    at = ask(open_app(), PAPER_QUESTION)
     trace = at.session_state["ask_trace"]
-    shown = texts(at)
+    shown = page_text(at)
     assert "LLM switched off: local locator" in shown.replace("\\", "")  # off: no key
     assert "50" in trace.answer and "[Source:" in trace.answer
     assert any("50" in m.value for m in at.markdown)  # the answer is on the page
@@ -168,7 +142,7 @@ def test_answer_fallback_tables_and_costs_are_shown():
 
 
 def test_moving_a_slider_reruns_steps_2_3_from_the_stored_step_1():
-    at = ask(new_app(), PAPER_QUESTION)
+    at = ask(open_app(), PAPER_QUESTION)
     before = at.session_state["ask_trace"]
     first_group = next(iter(leaf_tables(at)))  # a picked leaf, or the scope it searched
     fused_before = leaf_tables(at)[first_group]["fused"].tolist()
@@ -184,7 +158,7 @@ def test_moving_a_slider_reruns_steps_2_3_from_the_stored_step_1():
     # With all weight on dense, fused equals the normalised dense score.
     assert frame["fused"].tolist() == pytest.approx(frame["dense_norm"].tolist())
     assert at.session_state["ask_rerun_ms"] is not None
-    assert "Re-ran with the new settings" in texts(at)
+    assert "Re-ran with the new settings" in page_text(at)
     # RRF: another fusion method, other fused values.
     at.selectbox(key="qs_fusion").set_value("rrf").run()
     rrf = [v for frame in leaf_tables(at).values() for v in frame["fused"].tolist()]
@@ -199,13 +173,13 @@ def test_moving_a_slider_reruns_steps_2_3_from_the_stored_step_1():
 
 
 def test_top_k_slider_changes_table_length():
-    at = ask(new_app(), PAPER_QUESTION)
+    at = ask(open_app(), PAPER_QUESTION)
     at.slider(key="qs_final_top_k").set_value(2).run()
     assert at.session_state["ask_trace"].settings["answer"]["final_top_k"] == 2
     assert final_ranks(table(at, "rerank")) == [1, 2]
     # What the move changed is said at the top of the answer and in the Evidence heading,
     # and the rows that moved are tinted in the table.
-    said = texts(at).replace("\\", "")
+    said = page_text(at, plain=True)
     assert "Final top-k: 5 → 2" in said and "3 dropped out" in said, said
     assert any("② Evidence" in h.value and "3 dropped out" in h.value for h in at.subheader)
     [styled] = [d for d in at.dataframe if "since last" in d.value.columns]
@@ -216,20 +190,20 @@ def test_top_k_slider_changes_table_length():
 
 
 def test_a_strategy_change_waits_for_ask_and_never_claims_a_rewrite():
-    at = ask(new_app(), PAPER_QUESTION)
+    at = ask(open_app(), PAPER_QUESTION)
     first = at.session_state["ask_trace"]
     assert first.strategy == "treerag"
     at.selectbox(key="qs_strategy").set_value("drilldown").run()
     assert not at.exception, at.exception
     # Nothing re-ran under the old strategy; the page says what waits for Ask.
     assert at.session_state["ask_trace"] is first
-    shown = texts(at).replace("\\", "")
+    shown = page_text(at, plain=True)
     assert "Not applied yet: Strategy: treerag → drilldown" in shown, shown
     assert "None" not in shown and "rewritten" not in shown
     # A slider moved meanwhile waits too: nothing is half applied.
     at.slider(key="qs_final_top_k").set_value(2).run()
     assert at.session_state["ask_trace"] is first
-    assert "Final top-k: 5 → 2" in texts(at).replace("\\", "")
+    assert "Final top-k: 5 → 2" in page_text(at, plain=True)
     # An override meanwhile keeps the trace's strategy and step 1: the change stays pending.
     target = first.locate.leaves[-1].node_id
     at.session_state[at.session_state["ask_graph_key"]] = target  # the component's click
@@ -238,9 +212,9 @@ def test_a_strategy_change_waits_for_ask_and_never_claims_a_rewrite():
     assert not at.exception, at.exception
     overridden = at.session_state["ask_trace"]
     assert overridden.strategy == "treerag" and overridden is not first
-    assert "Not applied yet: Strategy: treerag → drilldown" in texts(at).replace("\\", "")
+    assert "Not applied yet: Strategy: treerag → drilldown" in page_text(at, plain=True)
     at.selectbox(key="qs_strategy").set_value("treerag").run()  # back: nothing waits or reruns
-    assert at.session_state["ask_trace"] is overridden and "Not applied" not in texts(at)
+    assert at.session_state["ask_trace"] is overridden and "Not applied" not in page_text(at)
     at.selectbox(key="qs_strategy").set_value("drilldown").run()
     # One click asks again with everything that waited.
     at.button(key="apply_pending").click().run()
@@ -248,19 +222,19 @@ def test_a_strategy_change_waits_for_ask_and_never_claims_a_rewrite():
     new = at.session_state["ask_trace"]
     assert new.strategy == "drilldown" and new.settings["answer"]["final_top_k"] == 2
     assert new.question == PAPER_QUESTION
-    assert "Not applied yet" not in texts(at)
+    assert "Not applied yet" not in page_text(at)
     # Back to treerag: pending again (treerag's step 1 is not the drill-down's).
     at.selectbox(key="qs_strategy").set_value("treerag").run()
     assert at.session_state["ask_trace"] is new
-    assert "Strategy: drilldown → treerag" in texts(at).replace("\\", "")
+    assert "Strategy: drilldown → treerag" in page_text(at, plain=True)
 
 
 def test_a_scope_change_waits_for_ask():
-    at = ask(new_app(), PAPER_QUESTION)
+    at = ask(open_app(), PAPER_QUESTION)
     first = at.session_state["ask_trace"]
     at.multiselect(key="qs_scope_samples").set_value(["test_paper.md"]).run()
     assert at.session_state["ask_trace"] is first
-    assert "Not applied yet: Document scope" in texts(at)
+    assert "Not applied yet: Document scope" in page_text(at)
 
 
 def test_describe_moves_never_shows_a_raw_none():
@@ -279,30 +253,30 @@ def test_describe_moves_never_shows_a_raw_none():
 
 
 def test_slider_steps_are_compared_with_the_last_full_run_not_with_each_step():
-    at = ask(new_app(), PAPER_QUESTION)
+    at = ask(open_app(), PAPER_QUESTION)
     for k in (4, 3, 2):  # arrow keys: one rerun per step
         at.slider(key="qs_final_top_k").set_value(k).run()
-    said = texts(at).replace("\\", "")
+    said = page_text(at, plain=True)
     assert "Final top-k: 5 → 2" in said and "3 dropped out" in said, said
     assert "Final top-k: 3 → 2" not in said
     # Another control adds to the list; both still against the last full run.
     at.slider(key="qs_dense_weight").set_value(0.7).run()
-    said = texts(at).replace("\\", "")
+    said = page_text(at, plain=True)
     assert "Dense weight: 0.5 → 0.7, Final top-k: 5 → 2" in said, said
     # Back where the question ran: nothing is reported as moved.
     at.slider(key="qs_final_top_k").set_value(5).run()
     at.slider(key="qs_dense_weight").set_value(0.5).run()
-    assert "Since the last full run" not in texts(at)
+    assert "Since the last full run" not in page_text(at)
     # A new Ask is the new baseline.
     at.slider(key="qs_final_top_k").set_value(3).run()
     ask(at, PAPER_QUESTION)
     at.slider(key="qs_final_top_k").set_value(2).run()
-    said = texts(at).replace("\\", "")
+    said = page_text(at, plain=True)
     assert "Final top-k: 3 → 2" in said and "1 dropped out" in said, said
 
 
 def test_clicking_a_node_opens_the_inspector_and_override_reruns():
-    at = new_app()
+    at = open_app()
     at.slider(key="qs_max_leaves").set_value(3)  # leave room to add a leaf by hand
     at = ask(at, PAPER_QUESTION)
     trace = at.session_state["ask_trace"]
@@ -341,7 +315,7 @@ def test_clicking_a_node_opens_the_inspector_and_override_reruns():
 
 
 def test_citation_chip_selects_its_node():
-    at = ask(new_app(), PAPER_QUESTION)
+    at = ask(open_app(), PAPER_QUESTION)
     chips = [b for b in at.button if b.key and b.key.startswith("cite_")]
     assert chips, "no citation chips"
     chips[0].click().run()
@@ -368,7 +342,7 @@ def in_page_order(at: AppTest) -> list:
 
 
 def test_a_citation_opens_the_inspector_above_the_evidence_and_scrolls_to_it_once():
-    at = ask(new_app(), PAPER_QUESTION)
+    at = ask(open_app(), PAPER_QUESTION)
     assert not [h for h in at.get("html") if "scrollIntoView" in h.proto.body]  # nothing open
     next(b for b in at.button if b.key and b.key.startswith("cite_")).click().run()
     order = in_page_order(at)
@@ -387,7 +361,7 @@ def test_a_citation_opens_the_inspector_above_the_evidence_and_scrolls_to_it_onc
 
 
 def test_heading_search_marks_matches():
-    at = new_app()
+    at = open_app()
     at.text_input(key="ask_find").input("Router").run()
     colours = background(at)
     matches = [i for i, c in colours.items() if c == PALETTE["match"]]
@@ -400,7 +374,7 @@ def test_heading_search_marks_matches():
     [("   ", "the question is empty"), ("the of and?", "no searchable words")],
 )
 def test_bad_questions_give_an_error_not_a_traceback(question, message):
-    at = ask(new_app(), question)
+    at = ask(open_app(), question)
     assert any(message in e.value for e in at.error)
     assert at.session_state["ask_trace"] is None
 
@@ -410,13 +384,13 @@ def test_bad_questions_give_an_error_not_a_traceback(question, message):
     [("", "the question is empty"), ("the of and?", "no searchable words")],
 )
 def test_a_bad_question_after_an_answer_keeps_the_answer_on_screen(question, message):
-    at = ask(new_app(), PAPER_QUESTION)
+    at = ask(open_app(), PAPER_QUESTION)
     trace = at.session_state["ask_trace"]
     answer_shown = [m.value for m in at.markdown if "[Source:" in m.value]
     assert answer_shown
     assert not any("Showing the previous" in i.value for i in at.info)
     ask(at, question)
-    assert any(message in e.value for e in at.error), texts(at)
+    assert any(message in e.value for e in at.error), page_text(at)
     # What stays below is labelled as the earlier run, naming its question.
     [note] = [i.value for i in at.info if "Showing the previous question" in i.value]
     assert PAPER_QUESTION in note.replace("\\", "")
@@ -430,33 +404,33 @@ def test_a_question_over_the_limit_is_refused_in_words_and_kept_in_the_box():
     from treerag_core.settings import QuerySettings
 
     limit = QuerySettings().max_question_chars
-    at = new_app()
+    at = open_app()
     box = at.text_input(key="ask_question")
     # No max_chars: a browser drops a longer paste without a word.
     assert not box.max_chars and f"Up to {limit:,} characters" in box.help
     too_long = "x " * limit
     at = ask(at, too_long)
-    assert f"the limit is {limit}" in texts(at)
+    assert f"the limit is {limit}" in page_text(at)
     assert at.text_input(key="ask_question").value == too_long
 
 
 def test_setting_moves_are_named_by_their_on_screen_labels():
-    at = ask(new_app(), PAPER_QUESTION)
+    at = ask(open_app(), PAPER_QUESTION)
     at.toggle(key="qs_rerank_chinese").set_value(True).run()
-    said = texts(at).replace("\\", "")
+    said = page_text(at, plain=True)
     assert "Rerank Chinese questions too: off → on" in said, said
     # An English question's evidence does not move: the note does not claim new evidence.
     assert "the same passages in the same order" in said
     assert "answer written again from the same evidence" in said
     assert "rewritten from the new evidence" not in said
     at.toggle(key="qs_rerank").set_value(False).run()
-    said = texts(at).replace("\\", "")
+    said = page_text(at, plain=True)
     assert "Rerank (cross-encoder): on → off" in said, said
     assert "chinese" not in said and "enabled" not in said
 
 
 def test_the_answer_context_budget_fills_to_n_characters_instead_of_top_k():
-    at = ask(new_app(), PAPER_QUESTION)
+    at = ask(open_app(), PAPER_QUESTION)
     first = at.session_state["ask_trace"]
     assert first.settings["answer"]["context_chars"] == 0 and len(first.reranked) == 5
     assert any(c.value.startswith("Answer context: 5 passages") for c in at.caption)
@@ -470,7 +444,7 @@ def test_the_answer_context_budget_fills_to_n_characters_instead_of_top_k():
     used = sum(len(h.chunk.text) for h in trace.reranked)
     assert 1 <= len(trace.reranked) < len(first.reranked) and used <= max(budget, sizes[0])
     assert final_ranks(table(at, "rerank")) == list(range(1, len(trace.reranked) + 1))
-    said = texts(at).replace("\\", "")
+    said = page_text(at, plain=True)
     assert f"Answer context budget (characters): off → {budget}" in said, said
     assert f"{used:,} characters (filled to a budget of {budget:,} characters)" in said, said
     assert at.slider(key="qs_final_top_k").disabled  # not read while a budget is set
@@ -480,7 +454,7 @@ def test_the_answer_context_budget_fills_to_n_characters_instead_of_top_k():
 
 
 def test_flat_strategy_and_compare():
-    at = ask(new_app(), PAPER_QUESTION)
+    at = ask(open_app(), PAPER_QUESTION)
     at.button(key="compare_run").click().run()
     assert not at.exception, at.exception
     compared = [c.value for c in at.caption if "shared with" in c.value]
@@ -495,12 +469,12 @@ def test_flat_strategy_and_compare():
         for m in at.markdown
     )
     at.selectbox(key="qs_strategy").set_value("flat-hybrid").run()
-    assert "Not applied yet: Strategy: treerag → flat-hybrid" in texts(at).replace("\\", "")
+    assert "Not applied yet: Strategy: treerag → flat-hybrid" in page_text(at, plain=True)
     ask(at, PAPER_QUESTION)
     trace = at.session_state["ask_trace"]
     assert trace.strategy == "flat-hybrid"
     assert PALETTE["picked"] not in background(at).values()
-    assert "no locating, every chunk in scope is searched" in texts(at).replace("\\", "")
+    assert "no locating, every chunk in scope is searched" in page_text(at, plain=True)
 
 
 def test_compare_scores_each_strategy_on_a_dev_set_question_with_gold():
@@ -509,7 +483,7 @@ def test_compare_scores_each_strategy_on_a_dev_set_question_with_gold():
 
     if not dev_set_folder("qasper").is_dir():
         pytest.skip("the qasper dev set is not beside the repo")
-    at = new_app()
+    at = open_app()
     gold_buttons = [b for b in at.button if (b.key or "").startswith("gold_example_")]
     assert gold_buttons, "no dev-set example questions on the first screen"
     gold_buttons[0].click().run()  # the example asks at once
@@ -535,7 +509,7 @@ def test_compare_scores_each_strategy_on_a_dev_set_question_with_gold():
         assert float(row[label]) == pytest.approx(value, abs=0.005)
     # The ids sit in code spans, literal: no Markdown escapes ("lecoqa\\-371") inside them.
     line = f"this is question `{gold.question.id}` of the `{gold.dataset}` dev set"
-    assert line in texts(at), texts(at)
+    assert line in page_text(at), page_text(at)
 
 
 def test_compare_names_a_dev_set_it_cannot_read(tmp_path, monkeypatch):
@@ -543,7 +517,7 @@ def test_compare_names_a_dev_set_it_cannot_read(tmp_path, monkeypatch):
     (tmp_path / "qasper").mkdir()
     (tmp_path / "qasper" / "questions.jsonl").write_text("not json\n", encoding="utf-8")
     monkeypatch.setenv("TREERAG_EVAL_DIRS", str(tmp_path))
-    at = new_app()
+    at = open_app()
     gold_buttons = [b for b in at.button if (b.key or "").startswith("gold_example_")]
     gold_buttons[0].click().run()
     at.run()
@@ -555,7 +529,7 @@ def test_compare_names_a_dev_set_it_cannot_read(tmp_path, monkeypatch):
 
 
 def test_no_gold_no_metrics_table():
-    at = ask(new_app(), PAPER_QUESTION)
+    at = ask(open_app(), PAPER_QUESTION)
     at.button(key="compare_run").click().run()
     assert not [d for d in at.dataframe if "Recall@1000c" in d.value.columns]
 
@@ -585,7 +559,7 @@ def test_llm_path_then_slider_makes_no_new_llm_call(monkeypatch):
     with FakeAnthropicServer(responder=_llm_responder) as server:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
         monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
-        at = new_app()
+        at = open_app()
         at.multiselect(key="qs_scope_samples").set_value(["test_paper.md"]).run()
         ask(at, PAPER_QUESTION)
         trace = at.session_state["ask_trace"]
@@ -615,7 +589,7 @@ def test_a_typed_endpoint_gets_only_a_typed_key_never_the_servers(monkeypatch):
     secret = "sk-ant-SERVER-SECRET"
     monkeypatch.setenv("ANTHROPIC_API_KEY", secret)
     with FakeAnthropicServer(responder=_llm_responder) as server:
-        at = new_app()
+        at = open_app()
         at.multiselect(key="qs_scope_samples").set_value(["test_paper.md"]).run()
         at.text_input(key="qs_llm_base_url_anthropic").input(server.base_url).run()
         assert any("needs a key typed with it" in e.value for e in at.sidebar.error)
@@ -635,17 +609,17 @@ def test_llm_error_falls_back_and_says_so(monkeypatch):
     with FakeAnthropicServer(default=status(401)) as server:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
         monkeypatch.setenv("ANTHROPIC_API_KEY", "bad-key")
-        at = ask(new_app(), PAPER_QUESTION)
+        at = ask(open_app(), PAPER_QUESTION)
         trace = at.session_state["ask_trace"]
         assert trace.locate.locator == "local"
         assert [f.stage for f in trace.fallbacks][:1] == ["locate"]
         assert at.warning, "the fallback is not shown"
         assert not at.error
-        assert "bad-key" not in texts(at)
+        assert "bad-key" not in page_text(at)
 
 
 def test_llm_on_without_a_key_says_the_answer_is_extractive():
-    at = new_app()
+    at = open_app()
     at.toggle(key="qs_llm_enabled").set_value(True).run()
     ask(at, PAPER_QUESTION)
     trace = at.session_state["ask_trace"]
@@ -675,13 +649,13 @@ def test_ask_through_an_openai_compatible_server(monkeypatch):
         return stream(["Fifty ", "epochs [Source: 3 Methods > 3.3 Training Procedure]."])
 
     with FakeOpenAIServer(responder=responder) as fake:
-        at = new_app()
+        at = open_app()
         at.multiselect(key="qs_scope_samples").set_value(["test_paper.md"]).run()
         at.selectbox(key="qs_llm_provider").set_value("openai").run()
         at.text_input(key="qs_llm_base_url_openai").input(fake.base_url).run()
         at.text_input(key="qs_llm_locate_model_openai").input("llama3.2").run()
         at.text_input(key="qs_llm_answer_model_openai").input("llama3.2").run()
-        assert f"Using {fake.base_url} with no key" in texts(at)
+        assert f"Using {fake.base_url} with no key" in page_text(at)
         ask(at, PAPER_QUESTION)
         bodies = fake.bodies
     trace = at.session_state["ask_trace"]
@@ -693,12 +667,12 @@ def test_ask_through_an_openai_compatible_server(monkeypatch):
 
 
 def test_an_off_topic_question_is_flagged_out_of_scope_beside_the_answer():
-    at = ask(new_app(), "What is the capital of France?")
-    assert any("Out of scope?" in w.value for w in at.warning), texts(at)
-    on_topic = ask(new_app(), PAPER_QUESTION)
+    at = ask(open_app(), "What is the capital of France?")
+    assert any("Out of scope?" in w.value for w in at.warning), page_text(at)
+    on_topic = ask(open_app(), PAPER_QUESTION)
     assert not any("Out of scope?" in w.value for w in on_topic.warning)
     assert not any("Sensitive question" in w.value for w in on_topic.warning)
-    secret = ask(new_app(), "What API key did the model training use?")
+    secret = ask(open_app(), "What API key did the model training use?")
     assert any("Sensitive question" in w.value and "credentials" in w.value for w in secret.warning)
 
 
@@ -706,7 +680,7 @@ def test_section_scores_and_routed_documents_are_shown():
     """A structure-aware trace: the rerank table gets a section column, step 1 its documents."""
     from dataclasses import replace
 
-    at = ask(new_app(), PAPER_QUESTION)
+    at = ask(open_app(), PAPER_QUESTION)
     trace = at.session_state["ask_trace"]
     priors = {h.chunk.chunk_id: round(0.1 * (i % 10), 1) for i, h in enumerate(trace.candidates)}
 
@@ -723,7 +697,7 @@ def test_section_scores_and_routed_documents_are_shown():
     assert not at.exception, at.exception
     frame = table(at, "rerank")
     assert frame["section"].tolist() == pytest.approx([priors[c] for c in frame["chunk"]])
-    assert "Routed to 1 document(s): test_paper.md" in texts(at).replace("\\", "")
+    assert "Routed to 1 document(s): test_paper.md" in page_text(at, plain=True)
 
 
 def _kg_app() -> None:
@@ -763,13 +737,13 @@ def test_treerag_kg_traces_show_their_leaf_graphs(monkeypatch):
 
 
 def test_drilldown_traces_show_the_ktype_card_and_the_layers():
-    at = new_app()
+    at = open_app()
     at.selectbox(key="qs_strategy").set_value("drilldown").run()
     ask(at, PAPER_QUESTION)
     assert at.session_state["ask_trace"].strategy == "drilldown"
     assert any(h.value.startswith("Drill-down: document") for h in at.subheader)
     assert at.metric, "no K-Type card"
-    shown = texts(at)
+    shown = page_text(at)
     assert all(f"{n}. " in shown for n in (1, 2, 3)), shown  # the three layers
     # Step 1 shows the document-routing table: every document in scope, kept or cut.
     routing = [e for e in at.expander if e.label.startswith("Document routing")]
@@ -795,7 +769,7 @@ def test_drilldown_traces_show_the_ktype_card_and_the_layers():
 
 
 def test_hirag_traces_show_their_graph_neighbourhood():
-    at = new_app()
+    at = open_app()
     at.selectbox(key="qs_strategy").set_value("hirag-local").run()
     ask(at, PAPER_QUESTION)
     assert at.session_state["ask_trace"].strategy == "hirag-local"
@@ -804,7 +778,7 @@ def test_hirag_traces_show_their_graph_neighbourhood():
 
 
 def test_ask_keeps_the_workspace_in_the_url_and_a_reload_restores_it(app_data):
-    at = new_app()
+    at = open_app()
     ws_id = at.session_state["ws_id"]
     assert at.query_params["ws"] == ws_id
     # A visit writes nothing, so it leaves no workspace folder; the first question does.
@@ -812,10 +786,7 @@ def test_ask_keeps_the_workspace_in_the_url_and_a_reload_restores_it(app_data):
     assert not folder.exists()
     ask(at, PAPER_QUESTION)
     assert folder.is_dir()
-    again = AppTest.from_file(str(APP), default_timeout=90)
-    again.query_params["ws"] = ws_id
-    again.run()
-    assert not again.exception, again.exception
+    again = open_app(ws=ws_id)
     assert again.session_state["ws_id"] == ws_id
 
 
@@ -838,3 +809,40 @@ def test_a_workspace_index_naming_a_model_folder_is_refused_not_loaded(
     said = error.value.replace("\\", "")  # shown as plain text: Markdown escapes
     assert "cannot choose" in said and f"TREERAG_EMBEDDER={model_trap.name}" in said
     assert model_trap.made == []
+
+
+def test_the_per_leaf_top_k_slider_cuts_each_searched_leafs_table_under_treerag_kg(app_data):
+    """treerag-kg reads `top_k_per_leaf` (each searched graph's table keeps its leaf's top k):
+    moving the slider re-runs step 2 and every leaf's table holds that many passages, while
+    the scope-wide window is not its control."""
+    from tests.conftest import sample_sources
+    from treerag_core.config import IndexSettings
+    from treerag_core.embedders import get_embedder
+    from treerag_core.index import build_index
+    from treerag_core.store import save_index
+
+    ws_id = "cd" * 16  # the workspace a reload finds: the paper indexed with leaf graphs
+    settings = IndexSettings(embedder="hashing", graph_min_leaf_chars=400)
+    index = build_index(sample_sources(["test_paper.md"]), settings, get_embedder("hashing"))
+    save_index(index, app_data / "workspaces" / ws_id / "index")
+    at = open_app(ws=ws_id)
+    assert at.radio(key="qs_corpus").value == "uploads"
+    at.selectbox(key="qs_strategy").set_value("treerag-kg").run()
+    slider = at.slider(key="qs_top_k_per_leaf")
+    assert not slider.disabled and slider.value == 8
+    ask(at, PAPER_QUESTION)
+    before = at.session_state["ask_trace"]
+    sizes = {leaf: len(frame) for leaf, frame in leaf_tables(at).items() if leaf != "scope"}
+    assert sizes and max(sizes.values()) > 2, sizes  # a leaf with more than 2 passages
+    scope_rows = len(leaf_tables(at)["scope"])
+
+    at.slider(key="qs_top_k_per_leaf").set_value(2).run()
+    assert not at.exception, at.exception
+    after = at.session_state["ask_trace"]
+    assert after is not before and after.settings["retrieve"]["top_k_per_leaf"] == 2
+    assert after.locate.leaves == before.locate.leaves  # step 1 kept: same leaves searched
+    tables_now = leaf_tables(at)
+    assert {k: len(f) for k, f in tables_now.items() if k != "scope"} == {
+        leaf: min(n, 2) for leaf, n in sizes.items()
+    }
+    assert len(tables_now["scope"]) == scope_rows

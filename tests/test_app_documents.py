@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.app_helpers import ask, graph_nodes, open_app, page_text, unescape
 from tests.conftest import keyless_app
 
 REPO = Path(__file__).resolve().parents[1]
-APP = REPO / "app.py"
 PAPER = (REPO / "sample_docs" / "test_paper.md").read_bytes()
 HOSTILE = (
     "# Notes\n\n## <img src=x onerror=alert(1)> **bold** [link](http://evil.example)\n\n"
@@ -30,27 +30,13 @@ def app_env(tmp_path_factory):
 
 
 def documents_page() -> AppTest:
-    at = AppTest.from_file(str(APP), default_timeout=90)
-    at.run()
-    at.switch_page("pages/documents.py").run()
-    assert not at.exception, at.exception
-    return at
+    return open_app("pages/documents.py")
 
 
 def upload(at: AppTest, *files: tuple[str, bytes]) -> AppTest:
     at.file_uploader[0].set_value([(name, data, "text/markdown") for name, data in files]).run()
     assert not at.exception, at.exception
     return at
-
-
-def unescape(text: str) -> str:
-    """Page text without the Markdown escapes the app adds around document text."""
-    return re.sub(r"\\(.)", r"\1", text)
-
-
-def graph_nodes(at: AppTest) -> dict[str, dict]:
-    [element] = at.get("component_instance")
-    return {n["id"]: n for n in json.loads(json.loads(element.proto.json_args)["data"])["nodes"]}
 
 
 def outline(at: AppTest):
@@ -67,7 +53,7 @@ def test_good_files_go_in_and_bad_files_are_reported(app_env):
     )
     index = at.session_state["ws_index"]
     assert [d.doc_id for d in index.documents] == ["paper.md"]
-    errors = unescape(" ".join(e.value for e in at.error))
+    errors = page_text(at, "error", sep=" ", plain=True)
     assert "empty.md" in errors and "empty" in errors
     assert "binary.txt" in errors and "binary" in errors
     assert any("paper.md" in unescape(s.value) for s in at.success)
@@ -124,10 +110,10 @@ def test_remove_and_rebuild():
     assert not at.exception, at.exception
     # Nothing is removed before it is confirmed; Cancel keeps everything.
     assert len(at.session_state["ws_index"].documents) == 2
-    assert "notes.md" in unescape(" ".join(w.value for w in at.warning))
+    assert "notes.md" in page_text(at, "warning", sep=" ", plain=True)
     at.button(key="ws_remove_no").click().run()
     assert len(at.session_state["ws_index"].documents) == 2
-    assert "notes.md" not in unescape(" ".join(w.value for w in at.warning))
+    assert "notes.md" not in page_text(at, "warning", sep=" ", plain=True)
     at.button(key="ws_remove_go").click().run()
     at.button(key="ws_remove_yes").click().run()
     assert not at.exception, at.exception
@@ -166,10 +152,7 @@ def test_uploaded_corpus_is_queryable_on_the_ask_page():
     at = upload(documents_page(), ("paper.md", PAPER))
     at.switch_page("pages/ask.py").run()
     at.radio(key="qs_corpus").set_value("uploads").run()
-    at.text_input(key="ask_question").input("How many epochs was the model trained for?")
-    at.button[0].click()
-    at.run()
-    assert not at.exception, at.exception
+    ask(at, "How many epochs was the model trained for?")
     trace = at.session_state["ask_trace"]
     index = at.session_state["ws_index"]
     assert all(leaf.node_id in index.nodes for leaf in trace.locate.leaves)
@@ -177,8 +160,7 @@ def test_uploaded_corpus_is_queryable_on_the_ask_page():
 
 
 def test_after_an_upload_ask_uses_my_uploads_unless_the_user_chose_otherwise():
-    at = AppTest.from_file(str(APP), default_timeout=90)
-    at.run()
+    at = open_app()
     assert at.radio(key="qs_corpus").value == "samples"  # nothing uploaded yet
     at.switch_page("pages/documents.py").run()
     upload(at, ("paper.md", PAPER))
@@ -192,10 +174,7 @@ def test_after_an_upload_ask_uses_my_uploads_unless_the_user_chose_otherwise():
     at.switch_page("pages/ask.py").run()
     assert at.radio(key="qs_corpus").value == "samples"
     # A reload restores the workspace from ?ws=, and Ask opens on its uploads.
-    reloaded = AppTest.from_file(str(APP), default_timeout=90)
-    reloaded.query_params["ws"] = at.session_state["ws_id"]
-    reloaded.run()
-    assert not reloaded.exception, reloaded.exception
+    reloaded = open_app(ws=at.session_state["ws_id"])
     assert reloaded.radio(key="qs_corpus").value == "uploads"
     assert any(c.value.startswith("My uploads: 1 of 1") for c in reloaded.caption)
 
@@ -268,31 +247,23 @@ def test_workspace_caps_are_refused_with_a_message(monkeypatch):
     monkeypatch.setenv("TREERAG_WS_MAX_FILES", "1")
     at = upload(documents_page(), ("a.md", PAPER), ("b.md", HOSTILE.encode()))
     assert at.session_state["ws_index"] is None
-    assert "limit is 1" in unescape(" ".join(e.value for e in at.error))
+    assert "limit is 1" in page_text(at, "error", sep=" ", plain=True)
     monkeypatch.setenv("TREERAG_WS_MAX_FILES", "20")
     monkeypatch.setenv("TREERAG_WS_MAX_CHUNKS", "2")
     at = upload(documents_page(), ("paper.md", PAPER))
     assert at.session_state["ws_index"] is None
-    assert "chunks" in unescape(" ".join(e.value for e in at.error))
+    assert "chunks" in page_text(at, "error", sep=" ", plain=True)
 
 
 def test_a_reload_with_the_workspace_id_in_the_url_restores_it():
     first = upload(documents_page(), ("paper.md", PAPER))
     ws_id = first.session_state["ws_id"]
     assert first.query_params["ws"] == ws_id
-    again = AppTest.from_file(str(APP), default_timeout=90)
-    again.query_params["ws"] = ws_id
-    again.run()
-    again.switch_page("pages/documents.py").run()
-    assert not again.exception, again.exception
+    again = open_app("pages/documents.py", ws=ws_id)
     assert again.session_state["ws_id"] == ws_id
     assert [d.doc_id for d in again.session_state["ws_index"].documents] == ["paper.md"]
     # A malformed id starts a fresh, empty workspace with a note.
-    other = AppTest.from_file(str(APP), default_timeout=90)
-    other.query_params["ws"] = "not-a-workspace"
-    other.run()
-    other.switch_page("pages/documents.py").run()
-    assert not other.exception, other.exception
+    other = open_app("pages/documents.py", ws="not-a-workspace")
     assert other.session_state["ws_id"] != "not-a-workspace"
     assert other.session_state["ws_index"] is None
     assert any("not a valid one" in i.value for i in other.info)
@@ -303,11 +274,7 @@ def test_a_link_naming_a_workspace_with_nothing_saved_is_not_adopted():
     # A made-up link (or a reload of a session that saved nothing) names no folder. Adopting
     # it would let whoever sent the link read what is uploaded under it later.
     made_up = "f" * 32
-    at = AppTest.from_file(str(APP), default_timeout=90)
-    at.query_params["ws"] = made_up
-    at.run()
-    at.switch_page("pages/documents.py").run()
-    assert not at.exception, at.exception
+    at = open_app("pages/documents.py", ws=made_up)
     assert at.session_state["ws_id"] != made_up and at.query_params["ws"] != made_up
     assert at.session_state["ws_index"] is None
     said = " ".join(m.value for m in at.info)
@@ -323,11 +290,7 @@ def test_a_reload_naming_an_expired_workspace_says_so(app_env):
     stamp.touch()
     old = 1_000_000_000  # 2001: idle far longer than any limit
     os.utime(stamp, (old, old))
-    at = AppTest.from_file(str(APP), default_timeout=90)
-    at.query_params["ws"] = ws_id
-    at.run()
-    at.switch_page("pages/documents.py").run()
-    assert not at.exception, at.exception
+    at = open_app("pages/documents.py", ws=ws_id)
     assert any("expired" in i.value for i in at.info)
     assert not (app_env / "workspaces" / ws_id).exists()
     assert at.session_state["ws_id"] != ws_id  # a fresh id, not the expired one
@@ -349,12 +312,8 @@ def test_a_reload_naming_an_unreadable_workspace_shows_why_and_keeps_it(app_env)
     )
     spaces.save(ws_id, index)
     (app_env / "workspaces" / ws_id / "index" / "embeddings.npy").write_bytes(b"")
-    at = AppTest.from_file(str(APP), default_timeout=90)
-    at.query_params["ws"] = ws_id
-    at.run()
-    at.switch_page("pages/documents.py").run()
-    assert not at.exception, at.exception
-    shown = unescape(" ".join(e.value for e in at.error))
+    at = open_app("pages/documents.py", ws=ws_id)
+    shown = page_text(at, "error", sep=" ", plain=True)
     assert "could not be opened" in shown and "embeddings.npy" in shown and ws_id in shown
     assert at.session_state["ws_id"] != ws_id and at.session_state["ws_index"] is None
     assert not any("expired" in i.value for i in at.info)
@@ -389,7 +348,7 @@ def test_html_waits_for_its_tree_review_then_goes_in():
 
 
 def _ktype_text(at: AppTest) -> str:
-    return unescape(" ".join(m.value for m in [*at.markdown, *at.caption]))
+    return page_text(at, "markdown", "caption", sep=" ", plain=True)
 
 
 def test_each_document_shows_its_extractive_ktype_card_without_a_key():
@@ -476,11 +435,11 @@ def test_an_over_limit_file_gets_its_own_message_and_the_last_drops_go(monkeypat
     drop's only."""
     monkeypatch.setenv("TREERAG_MAX_FILE_MB", "0.01")  # 10,000 bytes
     at = upload(documents_page(), ("program.md", b"# P\n\x00\x01 binary"))
-    assert "program.md" in unescape(" ".join(e.value for e in at.error))
+    assert "program.md" in page_text(at, "error", sep=" ", plain=True)
     [widget] = at.get("file_uploader")
     assert "up to 0.01 MB each" in widget.proto.label
     assert widget.proto.max_upload_size_mb * 1024 * 1024 > 10_000
     upload(at, ("big.md", b"# Big\n\n" + b"word " * 4000))
-    errors = unescape(" ".join(e.value for e in at.error))
+    errors = page_text(at, "error", sep=" ", plain=True)
     assert "big.md" in errors and "larger than the limit of 10,000 bytes" in errors
     assert "program.md" not in errors

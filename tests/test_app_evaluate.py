@@ -13,6 +13,7 @@ import pytest
 from streamlit.dataframe_util import convert_arrow_bytes_to_pandas_df
 from streamlit.testing.v1 import AppTest
 
+from tests.app_helpers import graph_nodes, open_app, page_text
 from tests.conftest import keyless_app
 from treerag_core.config import IndexSettings
 from treerag_core.evaluation.dataset import load_dataset
@@ -20,7 +21,6 @@ from treerag_core.evaluation.harness import dataset_index, oracle_leaves
 from treerag_core.evaluation.report import load_report, write_report
 from ui.tree_graph import PALETTE
 
-APP = Path(__file__).resolve().parents[1] / "app.py"
 QASPER = Path(__file__).resolve().parents[2] / "shared" / "eval" / "qasper"
 STRATEGIES = ["treerag", "flat-hybrid"]
 LIMIT = 4
@@ -41,11 +41,7 @@ def qasper() -> Path:
 
 
 def evaluate_page() -> AppTest:
-    at = AppTest.from_file(str(APP), default_timeout=120)
-    at.run()
-    at.switch_page("pages/evaluate.py").run()
-    assert not at.exception, at.exception
-    return at
+    return open_app("pages/evaluate.py", timeout=120)
 
 
 @pytest.fixture(scope="module")
@@ -78,16 +74,6 @@ def table(at: AppTest, column: str) -> pd.DataFrame:
     found = [d.value for d in at.dataframe if column in d.value.columns]
     assert len(found) == 1, f"{len(found)} tables with a {column!r} column"
     return found[0]
-
-
-def errors(at: AppTest) -> str:
-    """The error messages as a user reads them (without the Markdown escapes)."""
-    return "\n".join(e.value for e in at.error).replace("\\", "")
-
-
-def graph_nodes(at: AppTest) -> dict[str, dict]:
-    [element] = at.get("component_instance")
-    return {n["id"]: n for n in json.loads(json.loads(element.proto.json_args)["data"])["nodes"]}
 
 
 def hit(record: dict) -> bool:
@@ -278,7 +264,7 @@ def test_a_saved_report_renders_the_same_table(ran, saved_report, app_env):
     show(ran, "Metrics")
     expected = table(ran, "recall@1000c")
     at = load_from_path(saved_report)
-    assert not at.error, errors(at)
+    assert not at.error, page_text(at, "error", plain=True)
     pd.testing.assert_frame_equal(table(at, "recall@1000c"), expected)
     assert any("loaded from qasper-run.json" in c.value.replace("\\", "") for c in at.caption)
     # An uploaded copy renders the same table.
@@ -304,7 +290,7 @@ def test_a_report_with_unreadable_settings_keeps_its_metrics_and_replays_nothing
     path = app_env / "my-reports" / "bad-settings.json"
     write_report(path, report)
     at = load_from_path(path)
-    assert "saved query settings cannot be read" in errors(at)
+    assert "saved query settings cannot be read" in page_text(at, "error", plain=True)
     assert any("rerank unknown" in c.value for c in at.caption)
     assert len(table(at, "recall@1000c")) == len(STRATEGIES)  # the metrics stand
     show(at, "Questions")
@@ -312,18 +298,18 @@ def test_a_report_with_unreadable_settings_keeps_its_metrics_and_replays_nothing
     at.button(key="ev_open_button").click().run()
     assert not at.exception, at.exception
     assert at.title[0].value == "Evaluate" and at.session_state["ask_trace"] is None
-    assert "saved query settings cannot be read" in errors(at)
+    assert "saved query settings cannot be read" in page_text(at, "error", plain=True)
 
 
 def test_a_missing_folder_shows_an_error_and_runs_nothing(app_env):
     at = evaluate_page()
     at.selectbox(key="ev_dataset").set_value("other").run()
     at.text_input(key="ev_folder").input(str(app_env / "no-such-set")).run()
-    assert "No questions.jsonl" in errors(at)
-    assert "Pick one of the dev sets" in errors(at)
+    assert "No questions.jsonl" in page_text(at, "error", plain=True)
+    assert "Pick one of the dev sets" in page_text(at, "error", plain=True)
     at.button(key="ev_run").click().run()
     assert not at.exception, at.exception
-    assert "Nothing was run" in errors(at)
+    assert "Nothing was run" in page_text(at, "error", plain=True)
     assert at.session_state["ev_report"] is None
 
 
@@ -340,13 +326,13 @@ def test_bad_report_files_show_an_error(app_env):
         (tmp_path / "missing.json", "No eval report at"),
     ):
         at = load_from_path(path)
-        assert message in errors(at), path.name
-        assert "Run button" in errors(at)  # what to do next
+        assert message in page_text(at, "error", plain=True), path.name
+        assert "Run button" in page_text(at, "error", plain=True)  # what to do next
         assert at.session_state["ev_report"] is None
     at = evaluate_page()
     at.file_uploader[0].set_value([("bad.json", b"\xff\xfe", "application/json")]).run()
     assert not at.exception, at.exception
-    assert "not valid UTF-8 JSON" in errors(at)
+    assert "not valid UTF-8 JSON" in page_text(at, "error", plain=True)
 
 
 @pytest.mark.parametrize("typed", ["/etc", "/dev", "../../../tmp"])
@@ -354,16 +340,16 @@ def test_a_dataset_folder_outside_the_allowed_roots_is_refused(typed):
     at = evaluate_page()
     at.selectbox(key="ev_dataset").set_value("other").run()
     at.text_input(key="ev_folder").input(typed).run()
-    assert "outside the folders this app reads from" in errors(at)
+    assert "outside the folders this app reads from" in page_text(at, "error", plain=True)
     at.button(key="ev_run").click().run()
     assert not at.exception, at.exception
-    assert "Nothing was run" in errors(at)
+    assert "Nothing was run" in page_text(at, "error", plain=True)
     assert at.session_state["ev_report"] is None
 
 
 @pytest.mark.parametrize("typed", ["/dev/zero", "/etc/hostname", "../../../etc/passwd"])
 def test_report_path_outside_the_app_folders_is_refused(typed):
     at = load_from_path(typed)
-    errors = " ".join(e.value for e in at.error).replace("\\", "")
+    errors = page_text(at, "error", sep=" ", plain=True)
     assert "outside the folders this app reads from" in errors
     assert at.session_state["ev_report"] is None

@@ -8,9 +8,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.app_helpers import ask, open_app, page_text
 from tests.conftest import keyless_app
-
-APP = Path(__file__).resolve().parents[1] / "app.py"
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -19,24 +18,13 @@ def app_env(tmp_path_factory):
         yield data
 
 
-def ask(at: AppTest, question: str) -> None:
-    at.text_input(key="ask_question").input(question)
-    at.button[0].click()
-    at.run()
-    assert not at.exception, at.exception
-
-
 def test_empty_history_page():
-    at = AppTest.from_file(str(APP), default_timeout=90)
-    at.run()
-    at.switch_page("pages/history.py").run()
-    assert not at.exception, at.exception
+    at = open_app("pages/history.py")
     assert any("No questions yet" in i.value for i in at.info)
 
 
 def test_queries_are_logged_listed_and_reopened_with_their_settings(app_env):
-    at = AppTest.from_file(str(APP), default_timeout=90)
-    at.run()
+    at = open_app()
     at.slider(key="qs_dense_weight").set_value(0.7).run()
     ask(at, "How many epochs was the model trained for?")
     first = at.session_state["ask_trace"]
@@ -78,28 +66,20 @@ def test_queries_are_logged_listed_and_reopened_with_their_settings(app_env):
 
 
 def test_history_is_per_session():
-    first = AppTest.from_file(str(APP), default_timeout=90)
-    first.run()
+    first = open_app()
     ask(first, "How many epochs was the model trained for?")
-    second = AppTest.from_file(str(APP), default_timeout=90)
-    second.run()
-    second.switch_page("pages/history.py").run()
+    second = open_app("pages/history.py")
     assert any("No questions yet" in i.value for i in second.info)
 
 
 def test_a_reload_with_the_workspace_in_the_url_lists_its_queries():
-    at = AppTest.from_file(str(APP), default_timeout=90)
-    at.run()
+    at = open_app()
     ask(at, "How many epochs was the model trained for?")
     at.switch_page("pages/history.py").run()
     assert not at.exception, at.exception
     workspace = at.session_state["ws_id"]
     assert at.query_params["ws"] == workspace
-    reloaded = AppTest.from_file(str(APP), default_timeout=90)
-    reloaded.query_params["ws"] = workspace
-    reloaded.run()
-    reloaded.switch_page("pages/history.py").run()
-    assert not reloaded.exception, reloaded.exception
+    reloaded = open_app("pages/history.py", ws=workspace)
     assert reloaded.session_state["ws_id"] == workspace
     assert any("How many epochs" in m.value for m in reloaded.markdown)
 
@@ -107,13 +87,10 @@ def test_a_reload_with_the_workspace_in_the_url_lists_its_queries():
 def test_reopening_after_a_reload_on_history_raises_no_change_banner():
     """A reload straight onto History (the Ask sidebar not drawn yet in that session): the
     reopened run matches the controls, so nothing reads as changed or pending."""
-    at = AppTest.from_file(str(APP), default_timeout=90)
-    at.run()
+    at = open_app()
     ask(at, "How many epochs was the model trained for?")
     query_id = at.session_state["ask_trace_id"]
-    reloaded = AppTest.from_file(str(APP), default_timeout=90)
-    reloaded.query_params["ws"] = at.session_state["ws_id"]
-    reloaded.run()
+    reloaded = open_app(ws=at.session_state["ws_id"])
     # A browser reload on /history?ws= never draws the Ask sidebar; AppTest's first run is
     # Ask, so the LLM panel's record is taken away again to stand for that.
     del reloaded.session_state["qs_llm_settings"]
@@ -122,12 +99,12 @@ def test_reopening_after_a_reload_on_history_raises_no_change_banner():
     assert not reloaded.exception, reloaded.exception
     assert reloaded.title[0].value == "TreeRAG Explorer"
     assert not [w.value for w in reloaded.warning if "Not applied" in w.value]
-    assert "Since the last full run" not in shown(reloaded)
+    assert "Since the last full run" not in page_text(reloaded)
     # A move after that is named by its label, against the reopened run.
     reloaded.switch_page("pages/ask.py").run()  # AppTest stays on History after a switch_page
     assert not [w.value for w in reloaded.warning if "Not applied" in w.value]
     reloaded.toggle(key="qs_rerank_chinese").set_value(True).run()
-    text = shown(reloaded).replace("\\", "")
+    text = page_text(reloaded, plain=True)
     assert "Rerank Chinese questions too: off → on" in text, text
     assert "Use an LLM" not in text and "enabled" not in text
 
@@ -144,18 +121,12 @@ def upload(at: AppTest, name: str, data: bytes) -> None:
 
 def asked_on_an_upload() -> AppTest:
     """A session that uploaded the paper and asked one question of it on Ask."""
-    at = AppTest.from_file(str(APP), default_timeout=90)
-    at.run()
+    at = open_app()
     upload(at, "paper.md", PAPER)
     at.switch_page("pages/ask.py").run()
     at.radio(key="qs_corpus").set_value("uploads").run()
     ask(at, "How many epochs was the model trained for?")
     return at
-
-
-def shown(at: AppTest) -> str:
-    parts = [m.value for m in at.markdown] + [c.value for c in at.caption]
-    return "\n".join(parts + [i.value for i in at.info] + [e.value for e in at.error])
 
 
 def test_an_upload_question_reopens_as_a_stored_result_after_the_workspace_changed():
@@ -167,7 +138,7 @@ def test_an_upload_question_reopens_as_a_stored_result_after_the_workspace_chang
     at.button(key=f"open_{first_id}").click().run()
     assert not at.exception, at.exception
     # The stored answer, citations and step tables, read-only and labelled so.
-    text = shown(at)
+    text = page_text(at)
     assert "Stored result" in text and f"#{first_id} in History" in text, text
     assert any(h.value == "③ Answer (stored)" for h in at.subheader)
     assert any(first.answer.splitlines()[0][:30] in m.value for m in at.markdown)
@@ -177,7 +148,7 @@ def test_an_upload_question_reopens_as_a_stored_result_after_the_workspace_chang
     at.switch_page("pages/ask.py").run()  # AppTest stays on History after a switch_page
     ask(at, "   ")
     assert any("the question is empty" in e.value for e in at.error)
-    assert "Stored result" in shown(at)
+    assert "Stored result" in page_text(at)
     # Ask again: the question runs on the workspace as it is now.
     at.button(key="stored_ask_again").click().run()
     assert not at.exception, at.exception
@@ -186,16 +157,16 @@ def test_an_upload_question_reopens_as_a_stored_result_after_the_workspace_chang
     assert at.session_state["ask_trace_corpus"] == f"ws:{at.session_state['ws_id']}:" + str(
         at.session_state["ws_version"]
     )
-    assert "Stored result" not in shown(at)
+    assert "Stored result" not in page_text(at)
 
 
 def test_after_choosing_another_corpus_the_last_result_is_one_toggle_away():
     at = asked_on_an_upload()
     at.radio(key="qs_corpus").set_value("samples").run()
     assert not at.exception, at.exception
-    assert "Stored result" not in shown(at)  # a deliberate switch: the samples' own view
+    assert "Stored result" not in page_text(at)  # a deliberate switch: the samples' own view
     at.toggle(key="ask_show_stored").set_value(True).run()
-    assert "Stored result" in shown(at) and "your uploads as they were then" in shown(at)
+    assert "Stored result" in page_text(at) and "your uploads as they were then" in page_text(at)
     assert any(b.key == "stored_ask_again" for b in at.button)
 
 
@@ -208,7 +179,7 @@ def test_with_every_upload_removed_the_last_result_stays_readable():
     assert not at.exception, at.exception
     at.switch_page("pages/ask.py").run()
     assert not at.exception, at.exception
-    text = shown(at)
+    text = page_text(at)
     assert "Stored result" in text and "upload documents first" in text, text
     assert any(h.value == "③ Answer (stored)" for h in at.subheader)
     assert not [b for b in at.button if b.key == "stored_ask_again"]  # nothing to ask on

@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
+from tests.app_helpers import ask, open_app
 from tests.conftest import keyless_app
 from treerag_core.compare import Compared
 from treerag_core.strategies import strategy_names
 from ui.compare_view import summary_frame
 
-APP = Path(__file__).resolve().parents[1] / "app.py"
 QUESTION = "How many epochs was the model trained for?"
 
 
@@ -25,10 +23,7 @@ def app_env(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def compared():
-    at = AppTest.from_file(str(APP), default_timeout=120)
-    at.run()
-    at.text_input(key="ask_question").input(QUESTION)
-    at.button[0].click().run()
+    at = ask(open_app(timeout=120), QUESTION)
     at.button(key="compare_run").click().run()
     assert not at.exception, at.exception
     return at
@@ -86,3 +81,24 @@ def test_top_sections_name_each_section_once_in_order(compared):
     for path in dict.fromkeys(paths):
         n = paths.count(path)
         assert shown.count(path) == 1 and ((f"{path} ×{n}" in shown) == (n > 1))
+
+
+def test_a_rerun_shows_the_stored_summary_without_recomputing_it(compared, monkeypatch):
+    """The table is made once per compare (kept with its results in session state): a rerun
+    for anything else, here presentation mode, reads it (the script shares this process's
+    modules, so a patched summary_frame counts the calls)."""
+    from ui import compare_view
+    from ui.ask_story import PRESENT
+
+    made: list[int] = []
+    real = compare_view.summary_frame
+    monkeypatch.setattr(compare_view, "summary_frame", lambda *a: made.append(1) or real(*a))
+    before = next(d.value for d in compared.dataframe if "top sections" in d.value.columns)
+    compared.toggle(key=PRESENT).set_value(True).run()
+    compared.run()
+    assert not compared.exception, compared.exception
+    assert made == []
+    after = next(d.value for d in compared.dataframe if "top sections" in d.value.columns)
+    assert after.equals(before)
+    assert compared.session_state["ask_compare"]["summary"].equals(before)
+    compared.toggle(key=PRESENT).set_value(False).run()  # the fixture as the others left it

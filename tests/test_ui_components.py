@@ -308,11 +308,15 @@ def test_every_offered_gold_example_has_its_gold_in_the_samples():
 def test_presentation_mode_scales_the_graph_labels_and_fits_keep_a_margin(big_index):
     leaf = next(n for n in big_index.leaves() if n.heading == "Item 7.2.1").node_id
     view = w.graph_view(big_index, ["handbook.md"], w.GraphMarks(picked=frozenset({leaf})))
-    plain, present = w.focus_spec(view), w.focus_spec(view, scale=1.25)
+    plain, present = w.focus_spec(view), w.focus_spec(view, scale=w.PRESENT_SCALE)
     assert plain["max_zoom"] == 1.0 and plain["min_label_px"] == w.MIN_LABEL_PX
-    assert present["max_zoom"] == 1.25 and present["min_label_px"] == w.MIN_LABEL_PX * 1.25
+    # From the back of a room: labels never below 24 px, twice the desk's floor.
+    assert present["min_label_px"] == w.PRESENT_LABEL_PX == 2 * w.MIN_LABEL_PX
+    assert present["max_zoom"] == w.PRESENT_SCALE == 2.0
+    assert present["min_label_px"] / present["font_px"] > 1  # a fit above the desk's 100 %
     assert 0.8 <= plain["margin"] < 1  # a fitted node never touches the edge
-    assert w.graph_height(view, scale=1.25) >= w.graph_height(view)
+    present_px = w.graph_height(view, scale=w.PRESENT_SCALE)
+    assert w.graph_height(view) <= present_px <= w.MAX_GRAPH_HEIGHT_PX  # within a 720 px screen
 
 
 def test_view_names_the_inspected_node_for_the_component_to_keep_in_view(big_index):

@@ -3,27 +3,18 @@
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
-
 import pytest
-from streamlit.testing.v1 import AppTest
 
+from tests.app_helpers import ask, open_app, page_text
 from tests.conftest import keyless_app
 from treerag_core.errors import IndexFormatError, MissingGraphsError
 from ui.graph_guidance import documents_note, missing_graphs_message
-
-APP = Path(__file__).resolve().parents[1] / "app.py"
 
 
 @pytest.fixture(scope="module", autouse=True)
 def app_env(tmp_path_factory):
     with keyless_app(tmp_path_factory.mktemp("guidance_data")) as data:
         yield data
-
-
-def text(elements) -> str:
-    return re.sub(r"\\(.)", r"\1", " ".join(e.value for e in elements))
 
 
 def test_the_engine_error_is_named_and_still_an_index_format_error():
@@ -40,17 +31,13 @@ def test_each_corpus_kind_gets_explorer_steps_not_the_cli_flag():
 
 
 def test_treerag_kg_on_the_samples_warns_at_once_and_stops_with_the_explorer_steps():
-    at = AppTest.from_file(str(APP), default_timeout=90)
-    at.run()
-    assert not at.exception, at.exception
-    assert "treerag-kg" not in text(at.warning)
+    at = open_app()
+    assert "treerag-kg" not in page_text(at, "warning", sep=" ", plain=True)
     at.selectbox(key="qs_strategy").set_value("treerag-kg").run()
     assert not at.exception, at.exception
     assert missing_graphs_message("samples") in [w.value for w in at.warning]
-    at.text_input(key="ask_question").input("How many epochs was the model trained for?")
-    at.button[0].click().run()
-    assert not at.exception, at.exception
-    errors = text(at.error)
+    ask(at, "How many epochs was the model trained for?")
+    errors = page_text(at, "error", sep=" ", plain=True)
     assert "Rebuild with other settings" in errors
     assert "--graph-min-leaf-chars" not in errors and "python -m" not in errors
 

@@ -3,10 +3,9 @@ lit, and one table per context section (AppTest over a small script)."""
 
 from __future__ import annotations
 
-import json
-
 from streamlit.testing.v1 import AppTest
 
+from tests.app_helpers import graph_data
 from treerag_core.types import ContextSection
 from ui.hirag_view import (
     MAX_NODES,
@@ -72,7 +71,7 @@ def test_app_renders_graph_and_tables():
     assert len(frames) == 4  # entities, relations, reports, path
     assert "entity" in frames[0].columns and "title" in frames[2].columns
     graph = next(el for el in at.get("component_instance"))
-    nodes = json.loads(json.loads(graph.proto.json_args)["data"])["nodes"]
+    nodes = graph_data(graph)["nodes"]
     assert 0 < len(nodes) <= MAX_NODES
     assert any(n["color"]["background"] == PALETTE["entity"] for n in nodes)
     at.selectbox[0].select("hirag-naive").run()
@@ -80,12 +79,43 @@ def test_app_renders_graph_and_tables():
     assert "no graph context" in at.info[0].value
 
 
-def test_helpers_for_wiring(hashing_index):
+def test_is_hirag_trace():
     assert is_hirag_trace(_sections()) and not is_hirag_trace([])
-    store, why = graph_store_for(hashing_index)  # built by other tests, or None: never builds
-    assert (store is None and "HiRAG" in why) or (
-        why == "" and store.has_node(next(iter(store.nx_graph.nodes)))
-    )
+
+
+def _paper_index():
+    """A fresh in-memory index (no folder): the session's shared indexes may have been saved
+    to a folder, and a HiRAG graph built there, by other tests."""
+    from conftest import sample_sources
+
+    from treerag_core.config import IndexSettings
+    from treerag_core.embedders import get_embedder
+    from treerag_core.index import build_index
+
+    embedder = get_embedder("hashing")
+    settings = IndexSettings(embedder="hashing")
+    return build_index(sample_sources(["test_paper.md"]), settings, embedder), embedder
+
+
+def test_graph_store_for_an_index_without_a_graph_says_why_and_never_builds(monkeypatch):
+    from treerag_core.hirag import build as hirag_build
+
+    monkeypatch.setattr(hirag_build, "_CACHE", {})  # no graph another test built in memory
+    index, _ = _paper_index()
+    store, why = graph_store_for(index)
+    assert store is None and "this index has no HiRAG graph" in why
+    assert hirag_build._CACHE == {}  # nothing was built
+
+
+def test_graph_store_for_an_index_with_a_graph_returns_its_store(monkeypatch):
+    from treerag_core.hirag import build as hirag_build
+
+    monkeypatch.setattr(hirag_build, "_CACHE", {})
+    index, embedder = _paper_index()
+    built = hirag_build.hirag_for(index, embedder=embedder)  # in memory: the index has no folder
+    store, why = graph_store_for(index)
+    assert why == "" and store is built.store
+    assert store.has_node(next(iter(store.nx_graph.nodes)))
 
 
 def test_a_corrupt_hirag_build_is_named_not_shown_as_missing(tmp_path):

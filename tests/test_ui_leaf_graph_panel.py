@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 from conftest import sample_sources
 from streamlit.testing.v1 import AppTest
 
+from tests.app_helpers import graph_data, open_app
 from treerag_core.config import IndexSettings
 from treerag_core.embedders import get_embedder
 from treerag_core.graph.search import search_graph
@@ -79,7 +79,7 @@ def test_traced_result_replays_step_2s_search_and_lights_the_tables(law):
 
 def _leaf_graph_data(at: AppTest) -> dict | None:
     for element in at.get("component_instance"):
-        data = json.loads(json.loads(element.proto.json_args)["data"])
+        data = graph_data(element)
         if data["nodes"] and "role" in data["nodes"][0]:
             return data
     return None
@@ -90,9 +90,7 @@ def test_documents_inspector_shows_the_leaf_graph_lit_by_the_last_question(monke
     monkeypatch.setenv("TREERAG_DATA_DIR", str(tmp_path))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=120)
-    at.run()
-    at.switch_page("pages/documents.py").run()
+    at = open_app("pages/documents.py", timeout=120)
     law_bytes = (REPO / "sample_docs" / LAW).read_bytes()
     at.file_uploader[0].set_value([(LAW, law_bytes, "text/markdown")]).run()
     assert not at.exception, at.exception

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 
 class TreeRAGError(Exception):
     """Base class: an expected failure with a message a user can act on."""
+
+    # The fix, named for front ends that word it their own way (the message gives the CLI's
+    # steps: a flag the explorer has no box for); None: the message is right everywhere.
+    remedy: ClassVar[str | None] = None
 
 
 class InputDocumentError(TreeRAGError):
@@ -17,6 +23,8 @@ class IndexFormatError(TreeRAGError):
 
 class MissingGraphsError(IndexFormatError):
     """An index built without leaf knowledge graphs, asked to search them (treerag-kg)."""
+
+    remedy = "leaf-graphs"  # rebuild with graphs: --graph-min-leaf-chars on the CLI
 
 
 class EmbedderError(TreeRAGError):

@@ -21,11 +21,17 @@ from ui.resources import Corpus
 from ui.score_tables import rank_moves
 from ui.session import AskState
 from ui.text_safety import plain, safe_answer, safe_answer_stream
-from ui.tree_graph import GraphMarks, TreeGraph, graph_legend, graph_view, heading_matches
+from ui.tree_graph import (
+    PRESENT_SCALE,
+    GraphMarks,
+    TreeGraph,
+    graph_legend,
+    graph_view,
+    heading_matches,
+)
 
 GRAPH = TreeGraph("ask_graph")
 PRESENT = "ask_present"  # the presentation-mode toggle's key
-PRESENT_GRAPH_SCALE = 1.25  # graph labels grow with presentation mode's text (1.25rem)
 PRESENT_CSS = """
 <style>
 [data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"] { display: none; }
@@ -157,9 +163,7 @@ def locate_step(corpus: Corpus, doc_ids: Sequence[str], trace: Trace | None) -> 
     c3.toggle("All documents", key="ask_all_docs", help="Draw every document in scope.")
     view = graph_view(index, docs, marks, full=bool(st.session_state.get("ask_full")))
     st.session_state.ask_graph_view = view  # tests read what was drawn
-    GRAPH.draw(
-        index, view, state, scale=PRESENT_GRAPH_SCALE if st.session_state.get(PRESENT) else 1
-    )
+    GRAPH.draw(index, view, state, scale=PRESENT_SCALE if st.session_state.get(PRESENT) else 1)
     graph_legend(view, query_marks=trace is not None)
     if len(docs) < len(doc_ids):
         st.caption(

@@ -99,11 +99,16 @@ def compare_panel(
         "trace's own strategy reuses its step 1)."
     )
     stamp = (trace.created_at, trace.question, repr(settings.to_dict()))
+    base = [h.chunk.chunk_id for h in trace.reranked]
     if st.button("Compare strategies", icon=":material/compare_arrows:", key="compare_run"):
         results = _run(engine, trace, settings, scope)
         with st.spinner("Looking for this question's gold evidence in the dev sets…"):
             lookup = gold_for(trace.question, engine.index)
-        state.compare = {"stamp": stamp, "results": results, "gold": lookup}
+        gold = lookup.gold if lookup is not None else None
+        # The table is made once per compare, kept with its results: every other rerun
+        # (a toggle, an inspected node, an open card) reads it, never recomputes the metrics.
+        frame = summary_frame(results, base, trace.strategy, gold)
+        state.compare = {"stamp": stamp, "results": results, "gold": lookup, "summary": frame}
     data = state.compare
     if not data or data["stamp"] != stamp:
         return
@@ -113,8 +118,7 @@ def compare_panel(
     for problem in lookup.problems if lookup is not None else ():
         # Metrics are missing for a reason the user can fix.
         st.warning(f"No gold metrics from a dev set: {plain(problem)}", icon=":material/error:")
-    base = [h.chunk.chunk_id for h in trace.reranked]
-    _summary(results, base, trace.strategy, gold, kind)
+    _summary(results, data["summary"], trace.strategy, gold, kind)
     st.markdown("**Each strategy's passages** (open one to read them)")
     for item in results:
         _card(item, set(base), trace.strategy)
@@ -122,7 +126,7 @@ def compare_panel(
 
 def _summary(
     results: Sequence[Compared],
-    base: list[str],
+    frame: pd.DataFrame,
     own: str,
     gold: Gold | None,
     kind: str | None,
@@ -132,7 +136,6 @@ def _summary(
             f"**Against the gold evidence** · this is question {code(gold.question.id)} of the "
             f"{code(gold.dataset)} dev set"
         )
-    frame = summary_frame(results, base, own, gold)
     if not frame.empty:
         st.dataframe(
             frame,

@@ -22,7 +22,8 @@ from treerag_core.index import CorpusIndex
 from treerag_core.pipeline import Engine, run
 from treerag_core.safepaths import allowed_roots, resolve_inside
 from treerag_core.types import Trace
-from ui.resources import EVAL, Corpus, cached_embedder
+from ui.corpora import EVAL, corpus_key, corpus_label
+from ui.resources import Corpus, cached_embedder
 
 DEV_SETS = ("qasper", "lecoqa_laws", "gitlab_handbook")
 OTHER = "other"  # the dataset choice that reads a typed folder
@@ -119,8 +120,8 @@ def _eval_set(
     # new server process (or the CLI) loads it instead of embedding again.
     index = dataset_index(data, settings, cache_dir())
     engine = Engine(index=index, embedder=cached_embedder(index.embedder_name))
-    key = f"{EVAL}:{index_cache_key(data, settings)}"
-    corpus = Corpus(key, EVAL, f"Eval set: {data.name}", engine)
+    key = corpus_key(EVAL, index_cache_key(data, settings))
+    corpus = Corpus(key, EVAL, corpus_label(EVAL, name=data.name), engine)
     return EvalSet(Path(folder), data, corpus, {q.id: q for q in data.questions})
 
 

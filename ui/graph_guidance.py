@@ -7,7 +7,7 @@ import streamlit as st
 from treerag_core.config import GRAPH_LEAF_CHARS
 from treerag_core.index import CorpusIndex
 from treerag_core.strategies.treerag_kg import TreeRAGKG
-from ui.resources import EVAL, SAMPLES, UPLOADS
+from ui.corpora import EVAL, SAMPLES, UPLOADS
 
 # The explorer's own steps (the engine's error names the CLI's flag, for the CLI).
 SETTING = (

@@ -13,8 +13,8 @@ from treerag_core.names import Fusion, Locator
 from treerag_core.settings import LLMSettings, QuerySettings
 from treerag_core.strategies import all_strategies
 from treerag_core.types import Trace
+from ui.corpora import EVAL, SAMPLES, UPLOADS, corpus_label
 from ui.llm_panel import llm_panel
-from ui.resources import EVAL, SAMPLES, UPLOADS
 
 KEEP = "session"  # sidebar values survive a visit to another page
 QUESTION = "ask_question"  # the question box's widget key
@@ -202,7 +202,7 @@ def changed_settings(trace: Trace, settings: QuerySettings, paths: Sequence[str]
 
 def corpus_radio(eval_label: str | None) -> None:
     """The corpus choice (also drawn alone when the chosen corpus cannot be opened)."""
-    labels = {SAMPLES: "Sample documents", UPLOADS: "My uploads"}
+    labels = {kind: corpus_label(kind) for kind in (SAMPLES, UPLOADS)}
     if eval_label is not None:
         labels[EVAL] = eval_label
     st.sidebar.radio(

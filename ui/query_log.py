@@ -10,10 +10,10 @@ import streamlit as st
 
 from treerag_core.types import Trace
 from treerag_core.workspaces import Workspaces
+from ui.corpora import corpus_kind_of
 from ui.query_controls import QUESTION, apply_settings, choose_corpus
 from ui.resources import Corpus, audit_log
 from ui.session import AskState, WorkspaceState
-from ui.workspace import corpus_kind_of
 
 
 def record(trace: Trace, corpus_key: str, scope: Sequence[str] | None) -> int | None:

@@ -19,12 +19,12 @@ from treerag_core.index import CorpusIndex, build_index
 from treerag_core.names import EmbedderName
 from treerag_core.pipeline import Engine
 from treerag_core.store import load_index, save_index
+from ui.corpora import SAMPLES, corpus_key, corpus_label
 from ui.examples import EXAMPLES
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE_DIR = REPO / "sample_docs"
 EMBEDDER_CHOICES = tuple(EmbedderName.values())
-SAMPLES, UPLOADS, EVAL = "samples", "uploads", "eval"  # corpus kinds
 
 
 @dataclass(frozen=True, eq=False)
@@ -85,8 +85,8 @@ def _sample_corpus(embedder_name: str, fingerprint: str) -> Corpus:
     index = build_index(sources, settings, embedder, previous=previous)
     with contextlib.suppress(OSError):  # a read-only data dir only costs a re-embed next time
         save_index(index, folder)
-    key = f"samples:{embedder_name}:{fingerprint}"
-    return Corpus(key, SAMPLES, "Sample documents", Engine(index=index, embedder=embedder))
+    key = corpus_key(SAMPLES, embedder_name, fingerprint)
+    return Corpus(key, SAMPLES, corpus_label(SAMPLES), Engine(index=index, embedder=embedder))
 
 
 def sample_corpus() -> Corpus | None:

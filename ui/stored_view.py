@@ -9,18 +9,8 @@ import streamlit as st
 from treerag_core.types import Trace
 from ui import trace_panels
 from ui.ask_story import context_used
+from ui.corpora import key_label
 from ui.text_safety import plain, safe_answer
-
-CORPUS_NAMES = {
-    "samples": "the sample documents",
-    "ws": "your uploads as they were then",
-    "eval": "an eval set",
-}
-
-
-def corpus_name(corpus_key: str | None) -> str:
-    """What a corpus key names, in words (keys start with samples:, ws: or eval:)."""
-    return CORPUS_NAMES.get(str(corpus_key or "").split(":")[0], "another corpus")
 
 
 def stored_result(
@@ -38,9 +28,9 @@ def stored_result(
     logged = f" · #{query_id} in History" if query_id is not None else ""
     st.info(
         f"**Stored result**{logged} · asked {plain(when) or 'earlier'} on "
-        f"{corpus_name(corpus_key)} with **{plain(trace.strategy)}**. The index it ran on is "
-        "not the one open now (your workspace changed since, or another corpus is chosen), so "
-        "it is shown read-only as it was logged."
+        f"{key_label(corpus_key, 'phrase')} with **{plain(trace.strategy)}**. The index it "
+        "ran on is not the one open now (your workspace changed since, or another corpus is "
+        "chosen), so it is shown read-only as it was logged."
         + (" Ask again to run it on the documents open now." if ask_again else ""),
         icon=":material/inventory_2:",
     )

@@ -7,9 +7,9 @@ from collections.abc import Iterable, Iterator
 
 import streamlit as st
 
-from treerag_core.errors import MissingGraphsError, TreeRAGError
+from treerag_core.errors import TreeRAGError
 from treerag_core.text_rules import one_line
-from ui.graph_guidance import missing_graphs_message
+from ui.remedies import explorer_message
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:=^])")
 
@@ -57,19 +57,20 @@ def safe_answer(text: str) -> str:
 def error_markdown(exc: Exception, kind: str | None = None) -> str:
     """An expected failure as Markdown for the page.
 
-    The one place an engine error becomes the explorer's message: where the engine's advice
-    is for the CLI (a flag to pass), the explorer's own steps are given instead, for the
-    corpus `kind` asked on (None: steps for any).
+    The one place an engine error becomes the explorer's message: an error whose advice is
+    for the CLI (a flag to pass) names its `remedy`, and the explorer's own steps for it are
+    given instead (`ui.remedies`), for the corpus `kind` asked on (None: steps for any).
     """
-    if isinstance(exc, MissingGraphsError):
-        return missing_graphs_message(kind)
+    own = explorer_message(exc, kind)
+    if own is not None:
+        return own
     message = str(exc) if isinstance(exc, TreeRAGError | ValueError | KeyError) else repr(exc)
     return plain(message)  # it may quote a file name or a question: text, not Markdown
 
 
 def show_error(exc: Exception, what_next: str = "", kind: str | None = None) -> None:
     """An expected failure as a message with the next step; never a traceback."""
-    if isinstance(exc, MissingGraphsError):
-        what_next = ""  # its message says what to do
+    if explorer_message(exc, kind) is not None:
+        what_next = ""  # the explorer's own steps already say what to do
     message = error_markdown(exc, kind)
     st.error(message + (f"\n\n{what_next}" if what_next else ""), icon=":material/error:")

@@ -36,6 +36,12 @@ SIBLING_CAP = 6  # an open node with more children shows the focused ones and a 
 MORE_PREFIX = "more:"  # id prefix of the "+N more" placeholder nodes
 FONT_PX = 18  # in graph units; the browser test measures what this becomes on screen
 MIN_LABEL_PX = 12  # the component zooms to the picked path when a whole view would go below
+# Presentation mode: labels read from the back of a room, at least 24 px on screen (twice the
+# desk floor, above its 20 px text; 1.25 × gave 18.75 px at 1280, barely more than the desk's
+# 18). Every zoom scales by it; the canvas grows no taller than a 720 px screen shows.
+PRESENT_LABEL_PX = 24
+PRESENT_SCALE = PRESENT_LABEL_PX / MIN_LABEL_PX
+MAX_GRAPH_HEIGHT_PX = 700
 FIT_MARGIN = 0.9  # a fitted view leaves 5 % each side: a picked node's border was cut at the edge
 COMPONENT_DIR = Path(__file__).with_name("tree_graph_component")  # vis-network 10.1.5, vendored
 
@@ -374,7 +380,7 @@ def graph_height(view: GraphView, canvas_px: int = 900, scale: float = 1.0) -> i
     width = (max(n["x"] for n in view.nodes) + SLOT_PX) * 1.1
     depth = max(n["y"] for n in view.nodes) + LEVEL_PX * 0.6
     zoom = max(min(scale, canvas_px / width), scale * MIN_LABEL_PX / FONT_PX)
-    return int(max(340, min(560 * scale, depth * 1.15 * zoom + 110)))
+    return int(max(340, min(560 * scale, MAX_GRAPH_HEIGHT_PX, depth * 1.15 * zoom + 110)))
 
 
 def graph_key(base: str, view: GraphView) -> str:

@@ -16,9 +16,9 @@ from treerag_core.ingest import Converted, Rejected, convert_upload, to_source
 from treerag_core.ktype import KTypeLLM, make_ktype_summarizer
 from treerag_core.tree_edits import load_edits, save_edits
 from treerag_core.workspaces import WorkspaceLimits, check_drop, check_sources
+from ui.corpora import UPLOADS
 from ui.llm_panel import session_client
 from ui.query_controls import LLM_PREFIX
-from ui.resources import UPLOADS
 from ui.session import DocsState, WorkspaceState
 from ui.text_safety import plain, show_error
 from ui.tree_editor import tree_editor

@@ -14,10 +14,8 @@ from treerag_core.ktype import KTypeLLM
 from treerag_core.pipeline import Engine
 from treerag_core.store import save_index
 from treerag_core.workspaces import STAMP, Workspaces, is_workspace_id, remove_folder
+from ui.corpora import EVAL, UPLOADS, corpus_key, corpus_label
 from ui.resources import (
-    EVAL,
-    SAMPLES,
-    UPLOADS,
     Corpus,
     audit_log,
     cached_embedder,
@@ -102,18 +100,13 @@ def workspace_corpus() -> Corpus | None:
         return None
     if ws.engine is None or ws.engine.index is not ws.index:
         ws.engine = Engine(index=ws.index, embedder=cached_embedder(ws.index.embedder_name))
-    return Corpus(f"ws:{ws.id}:{ws.version}", UPLOADS, "My uploads", ws.engine)
+    return Corpus(corpus_key(UPLOADS, ws.id, ws.version), UPLOADS, corpus_label(UPLOADS), ws.engine)
 
 
 def current_corpus(kind: str) -> Corpus | None:
     if kind == EVAL:
         return AskState().eval_corpus
     return workspace_corpus() if kind == UPLOADS else sample_corpus()
-
-
-def corpus_kind_of(key: str) -> str:
-    """The corpus kind a corpus key names (keys start with samples:, ws: or eval:)."""
-    return UPLOADS if key.startswith("ws:") else EVAL if key.startswith(f"{EVAL}:") else SAMPLES
 
 
 def sources_of(index: CorpusIndex | None) -> list[SourceDocument]:
