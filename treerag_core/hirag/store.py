@@ -206,10 +206,10 @@ def read_llm_reports(path: Path, hint: str = "") -> tuple[dict[str, CommunityRep
         return {}, 0
     rows = read_json(path, list, hint)
     out, bad = {}, 0
-    for row in rows:
+    for i, row in enumerate(rows):
         try:
-            report = CommunityReport.from_dict(row)
-        except (ValueError, KeyError, TypeError, AttributeError):
+            report = CommunityReport.from_dict(row, f"{path}: row {i + 1}")
+        except IndexFormatError:
             bad += 1
             continue
         if report.source == "llm" and report.content_key:
@@ -261,30 +261,33 @@ def load_hirag(
             f"{folder} has HiRAG schema {meta.get('schema_version')}, this TreeRAG reads "
             f"{SCHEMA_VERSION}; {BUILD_HINT}"
         )
-    current = "graph.json"
-    try:
-        graph = CorpusGraph.from_dict(read_json(folder / current, dict, BUILD_HINT))
-        current = "communities.json"
-        communities = tuple(
-            Community.from_dict(c) for c in read_json(folder / current, list, BUILD_HINT)
+    # Each row's JSON types are checked by `artifacts.typed_row` (the one rule for rows).
+    path = folder / "graph.json"
+    graph = CorpusGraph.from_dict(read_json(path, dict, BUILD_HINT), str(path), BUILD_HINT)
+    path = folder / "communities.json"
+    communities = tuple(
+        Community.from_dict(row, f"{path}: row {i + 1}", BUILD_HINT)
+        for i, row in enumerate(read_json(path, list, BUILD_HINT))
+    )
+    path = folder / "reports.json"
+    reports = {
+        r.community_id: r
+        for r in (
+            CommunityReport.from_dict(row, f"{path}: row {i + 1}", BUILD_HINT)
+            for i, row in enumerate(read_json(path, list, BUILD_HINT))
         )
-        current = "reports.json"
-        rows = read_json(folder / current, list, BUILD_HINT)
-        reports = {r.community_id: r for r in (CommunityReport.from_dict(x) for x in rows)}
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise IndexFormatError(f"{folder / current} is corrupt ({exc!r}); {BUILD_HINT}") from exc
+    }
     keys = {e.key for e in graph.entities}
     if any(r.source not in keys or r.target not in keys for r in graph.relations):
         raise IndexFormatError(
             f"{folder / 'graph.json'} is corrupt (a relation names a missing entity); {BUILD_HINT}"
         )
+    ids = {c.community_id for c in communities}
     for c in communities:
-        if not all(isinstance(k, str) and k in keys for k in c.entity_keys) or not (
-            c.parent is None or isinstance(c.parent, str)
-        ):
+        if not all(k in keys for k in c.entity_keys) or not (c.parent is None or c.parent in ids):
             raise IndexFormatError(
                 f"{folder / 'communities.json'} is corrupt (community {c.community_id} names "
-                f"missing entities or a bad parent); {BUILD_HINT}"
+                f"missing entities or a missing parent); {BUILD_HINT}"
             )
     known = _index_chunk_ids(Path(index_folder)) if chunk_ids is None else chunk_ids
     _check_chunk_ids(folder, graph, communities, known)
