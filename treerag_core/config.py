@@ -38,6 +38,25 @@ def env_positive(name: str, default: float, unit: str = "") -> float:
     return value
 
 
+def env_positive_int(name: str, default: int) -> int:
+    """A positive whole number from the environment variable `name` (a count: files, chunks),
+    or `default` when unset; "2.5" is refused, not truncated to 2.
+
+    Raises:
+        ValueError: the variable is set but not a positive whole number (named, with its value).
+    """
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise ValueError(f"{name} must be a positive whole number, but got {raw!r}")
+    return value
+
+
 def max_file_bytes() -> int:
     """The per-document size cap: TREERAG_MAX_FILE_MB (a positive number of MB, 10^6 bytes)
     or 20 MB.
