@@ -13,8 +13,12 @@ from typing import Any
 
 from treerag_core.names import EmbedderName
 
-# Decimal megabytes, as Streamlit's uploader counts them (server.maxUploadSize): the app's
-# own limit and the uploader's then agree, and both messages speak the same MB.
+# The one unit of every size a user sets or reads (TREERAG_MAX_FILE_MB, TREERAG_WS_MAX_MB,
+# the explorer's and the CLI's messages): decimal megabytes. Streamlit counts
+# server.maxUploadSize differently by side: its uploader in Linux and macOS browsers turns it
+# into bytes with 10^6, in Windows browsers and on its server with 2^20. The smaller, 10^6,
+# is the one every side honours, so the explorer states the uploader's limit in this MB too
+# (`ui.upload.upload_limits`).
 MB = 1_000_000
 DEFAULT_MAX_FILE_BYTES = 20 * MB
 
