@@ -233,3 +233,18 @@ def test_an_offline_build_keeps_the_paid_reports_for_a_later_llm_build(folder):
         again = build_into_folder(index, folder, settings, client=client(fake))
     assert len(fake.requests) == sent
     assert again.meta["report_cached"] == paid.meta["counts"]["llm_reports"]
+
+
+def test_a_query_replacing_a_stale_llm_build_keeps_its_paid_reports(folder):
+    index, settings = load_index(folder), HiragBuildSettings(llm_reports=True)
+    with FakeAnthropicServer(responder=report_reply, api_key=KEY) as fake:
+        paid = build_into_folder(index, folder, settings, client=client(fake))
+        hirag_build._CACHE.clear()
+        # Asked for other settings, a query rebuilds offline over the LLM build.
+        other, rebuilt = load_or_build(index, settings=HiragBuildSettings(max_cluster_size=5))
+        assert rebuilt and other.meta["counts"]["llm_reports"] == 0
+        assert any("kept in .hirag-reports-partial.json" in n for n in other.meta["notes"])
+        sent = len(fake.requests)
+        again = build_into_folder(index, folder, settings, client=client(fake))
+    assert len(fake.requests) == sent
+    assert again.meta["report_cached"] == paid.meta["counts"]["llm_reports"]

@@ -332,7 +332,7 @@ def load_or_build(
             cached = _CACHE.get(key)  # built by another thread while this one waited
         if cached is not None:
             return cached, False
-        hindex, built = None, False
+        hindex, built, stored = None, False, None
         if folder and has_hirag(folder):
             stored = load_hirag(folder, index.dim, {c.chunk_id for c in index.chunks})
             if serves(stored, index, settings):
@@ -349,12 +349,46 @@ def load_or_build(
                 from treerag_core.embedders import index_embedder
 
                 embedder = index_embedder(index.embedder_name)
-            hindex, built = build_hirag(index, embedder, wanted, folder=folder), True
+            paid, notes = _paid_reports_to_keep(folder, stored)
+            hindex = build_hirag(index, embedder, wanted, folder=folder, notes=notes)
+            built = True
             if folder:
+                if paid:
+                    save_partial_reports(folder, paid)
                 save_hirag(hindex, folder)
         with _LOCK:
             _remember(key, hindex)
         return hindex, built
+
+
+def _paid_reports_to_keep(
+    folder: str | Path | None, stored: HiragIndex | None
+) -> tuple[dict[str, CommunityReport], tuple[str, ...]]:
+    """The LLM reports of a stale build a query is about to replace offline, merged with the
+    folder's checkpoint (to be written back, for a later build with LLM reports), and the
+    build's note saying so. A damaged checkpoint is left alone: the replaced reports.json is
+    kept aside instead (`store.keep_aside`), and the note says where."""
+    paid = {
+        r.content_key: r for r in (stored.reports if stored else {}).values() if r.source == "llm"
+    }
+    if not folder or not paid:
+        return {}, ()
+    try:
+        paid = {**paid, **load_partial_reports(folder)}
+    except IndexFormatError as exc:
+        kept = keep_aside(stored_reports_path(folder), folder)
+        return {}, (
+            f"the replaced build's {len(paid)} LLM reports are kept at {kept} in the index "
+            f"folder (the checkpoint they would join cannot be read: {exc})",
+        )
+    return paid, (_kept_note(folder, len(paid)),)
+
+
+def _kept_note(folder: str | Path, count: int) -> str:
+    return (
+        f"{count} LLM reports of earlier builds are kept in {partial_reports_path(folder).name} "
+        "for a later build with LLM reports"
+    )
 
 
 def _remember(key: tuple[str, str], hindex: HiragIndex) -> None:
@@ -441,10 +475,7 @@ def build_into_folder(
     if use_llm:
         report_cache = {**previous.reports, **(report_cache or {})}
     elif previous.reports:
-        notes += (
-            f"{len(previous.reports)} LLM reports of earlier builds are kept in "
-            f"{partial_reports_path(folder).name} for a later build with LLM reports",
-        )
+        notes += (_kept_note(folder, len(previous.reports)),)
     hindex = build_hirag(
         index,
         embedder or index_embedder(index.embedder_name),
