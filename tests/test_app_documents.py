@@ -443,3 +443,18 @@ def test_an_over_limit_file_gets_its_own_message_and_the_last_drops_go(monkeypat
     errors = page_text(at, "error", sep=" ", plain=True)
     assert "big.md" in errors and "larger than the limit of 10,000 bytes" in errors
     assert "program.md" not in errors
+
+
+def test_the_stated_limit_is_one_every_side_enforces(monkeypatch):
+    """An app limit above the uploader's: the page states the uploader's, in config.MB
+    (10^6 bytes, what Linux and macOS browsers refuse above), and ingest enforces that."""
+    from treerag_core.config import MB
+    from ui.upload import upload_limits
+
+    assert upload_limits(250 * MB, 100) == (100 * MB, 100)
+    assert upload_limits(20 * MB, 100) == (20 * MB, 100)
+    monkeypatch.setenv("TREERAG_MAX_FILE_MB", "100000")
+    at = documents_page().run()
+    [widget] = at.get("file_uploader")
+    server_mb = widget.proto.max_upload_size_mb
+    assert f"up to {server_mb} MB each" in widget.proto.label

@@ -124,3 +124,15 @@ def test_index_hirag_llm_fails_midway_resumes_and_queries_use_it(tmp_path):
     assert "graph_built" not in {f["reason"] for f in trace["fallbacks"]}
     (entities,) = [s for s in trace["sections"] if s["kind"] == "entities"]
     assert {r["kind"] for r in entities["rows"]} == {"主体"}
+
+
+def test_reindex_says_when_the_previous_reports_cannot_be_read(tmp_path):
+    folder = tmp_path / "index"
+    args = ("index", "--input", str(SAMPLES / "zh_sample.md"), "--output", str(folder))
+    assert cli(*args, "--mock", "--hirag").returncode == 0
+    (folder / "hirag" / "reports.json").write_text("[{", encoding="utf-8")
+    again = cli(*args, "--mock", "--hirag")
+    assert again.returncode == 0, again.stderr
+    assert "note: the previous HiRAG build's LLM reports could not be read" in again.stderr
+    assert "reports.json is corrupt" in again.stderr and ".hirag-unreadable" in again.stderr
+    assert [p.read_text("utf-8") for p in (folder / ".hirag-unreadable").iterdir()] == ["[{"]

@@ -140,3 +140,32 @@ def test_a_question_with_no_signal_scores_zero_on_both_signals(hashing_index):
     assert [c.item_id for c in docs] == [d.doc_id for d in hashing_index.documents]
     parents = parent_scores(hashing_index, qvec, [], [LAW], signal="both")
     assert parents and all(c.score == 0.0 for c in parents)
+
+
+class LeakyStore(QdrantStore):
+    """A store that ignores the document filter (a bug, or a collection's stale payload)."""
+
+    def search(self, query):
+        return super().search(replace(query, doc_ids=None))
+
+
+def test_the_hybrid_pass_checks_its_hits_without_listing_the_scope(hashing_index, monkeypatch):
+    from treerag_core.drilldown import best_passages
+
+    store = QdrantStore.in_memory(hashing_index.dim)
+    store.upsert(layer_points(hashing_index))
+    qvec, tokens = _q(QUESTION)
+    whole = best_passages(hashing_index, qvec, tokens, FuseParams(), None, store)
+
+    def every_chunk_listed(scope):
+        raise AssertionError("a query listed every chunk of its scope")
+
+    monkeypatch.setattr(hashing_index, "scope_rows", every_chunk_listed)
+    assert best_passages(hashing_index, qvec, tokens, FuseParams(), None, store) == whole
+    by_doc, _ = best_passages(hashing_index, qvec, tokens, FuseParams(), [LAW], store)
+    assert set(by_doc) == {LAW}
+    leaky = LeakyStore.in_memory(hashing_index.dim)
+    leaky.upsert(layer_points(hashing_index))
+    other = next(d.doc_id for d in hashing_index.documents if d.doc_id != LAW)
+    with pytest.raises(VectorStoreError, match=r"answered with child '.*pushed from another"):
+        best_passages(hashing_index, qvec, tokens, FuseParams(), [other], leaky)

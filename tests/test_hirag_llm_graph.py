@@ -14,9 +14,11 @@ from fake_anthropic import FakeAnthropicServer, reply, status
 from tests.conftest import sample_sources
 from treerag_core.config import IndexSettings
 from treerag_core.embedders import get_embedder
+from treerag_core.errors import IndexFormatError
 from treerag_core.hirag import build as hirag_build
 from treerag_core.hirag.build import HiragBuildSettings, build_into_folder, load_or_build
 from treerag_core.hirag.llm_graph import CACHE_FILE, load_graph_cache
+from treerag_core.hirag.store import load_hirag
 from treerag_core.index import build_index
 from treerag_core.llm import AnthropicClient
 from treerag_core.store import load_index, save_index
@@ -176,3 +178,73 @@ def test_an_oversized_graph_cache_is_a_clear_error(tmp_path, monkeypatch):
     monkeypatch.setattr(artifacts, "MAX_JSON_BYTES", 100)
     with pytest.raises(IndexFormatError, match=re.escape(CACHE_FILE) + ".*more than the 100"):
         load_graph_cache(tmp_path)
+
+
+def report_reply(body) -> object:
+    ids = re.findall(r"## (L\d+-\d+)", json.dumps(body, ensure_ascii=False))
+    return reply(json.dumps({i: {"title": f"T {i}", "summary": "S"} for i in ids}))
+
+
+def test_a_graph_failing_its_load_checks_still_lends_its_paid_reports(folder):
+    index, settings = load_index(folder), HiragBuildSettings(llm_reports=True)
+    with FakeAnthropicServer(responder=report_reply, api_key=KEY) as fake:
+        first = build_into_folder(index, folder, settings, client=client(fake))
+        paid = first.meta["counts"]["llm_reports"]
+        assert paid > 0
+        # An older TreeRAG's graph, refused by today's checks (one token list too few).
+        tokens = folder / "hirag" / "entity_tokens.json"
+        tokens.write_text(json.dumps(json.loads(tokens.read_text("utf-8"))[1:]), "utf-8")
+        with pytest.raises(IndexFormatError):
+            load_hirag(folder)
+        sent = len(fake.requests)
+        second = build_into_folder(index, folder, settings, client=client(fake))
+        assert len(fake.requests) == sent and second.meta["report_cached"] == paid
+    assert second.meta["notes"] == []  # nothing was lost, so nothing to say
+
+
+def test_unreadable_reports_are_said_and_kept_aside(folder):
+    index, settings = load_index(folder), HiragBuildSettings(llm_reports=True)
+    with FakeAnthropicServer(responder=report_reply, api_key=KEY) as fake:
+        build_into_folder(index, folder, settings, client=client(fake))
+        damaged = b'[{"community_id": "L0-0", "tit'
+        (folder / "hirag" / "reports.json").write_bytes(damaged)
+        again = build_into_folder(index, folder, settings, client=client(fake))
+    (note,) = [n for n in again.meta["notes"] if "could not be read" in n]
+    assert "reports.json is corrupt (Unterminated string" in note  # the file and why
+    (kept,) = (folder / ".hirag-unreadable").iterdir()
+    assert kept.read_bytes() == damaged and str(kept.relative_to(folder)) in note
+    assert load_hirag(folder).meta["notes"][0] == note  # in the manifest the explorer shows
+    save_index(load_index(folder), folder)  # a re-index keeps the copy
+    assert (folder / ".hirag-unreadable" / kept.name).read_bytes() == damaged
+    # Reading the same damaged file again keeps one copy, not one per read.
+    (folder / "hirag" / "reports.json").write_bytes(damaged)
+    hirag_build.previous_llm_reports(folder)
+    assert len(list((folder / ".hirag-unreadable").iterdir())) == 1
+
+
+def test_an_offline_build_keeps_the_paid_reports_for_a_later_llm_build(folder):
+    index, settings = load_index(folder), HiragBuildSettings(llm_reports=True)
+    with FakeAnthropicServer(responder=report_reply, api_key=KEY) as fake:
+        paid = build_into_folder(index, folder, settings, client=client(fake))
+        offline = build_into_folder(index, folder, HiragBuildSettings())
+        assert offline.meta["counts"]["llm_reports"] == 0
+        assert any("kept in .hirag-reports-partial.json" in n for n in offline.meta["notes"])
+        sent = len(fake.requests)
+        again = build_into_folder(index, folder, settings, client=client(fake))
+    assert len(fake.requests) == sent
+    assert again.meta["report_cached"] == paid.meta["counts"]["llm_reports"]
+
+
+def test_a_query_replacing_a_stale_llm_build_keeps_its_paid_reports(folder):
+    index, settings = load_index(folder), HiragBuildSettings(llm_reports=True)
+    with FakeAnthropicServer(responder=report_reply, api_key=KEY) as fake:
+        paid = build_into_folder(index, folder, settings, client=client(fake))
+        hirag_build._CACHE.clear()
+        # Asked for other settings, a query rebuilds offline over the LLM build.
+        other, rebuilt = load_or_build(index, settings=HiragBuildSettings(max_cluster_size=5))
+        assert rebuilt and other.meta["counts"]["llm_reports"] == 0
+        assert any("kept in .hirag-reports-partial.json" in n for n in other.meta["notes"])
+        sent = len(fake.requests)
+        again = build_into_folder(index, folder, settings, client=client(fake))
+    assert len(fake.requests) == sent
+    assert again.meta["report_cached"] == paid.meta["counts"]["llm_reports"]

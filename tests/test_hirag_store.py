@@ -122,7 +122,7 @@ def _first_with_chunks(rows):
         (
             "graph.json",
             lambda g: g["entities"][0].update(chunk_ids=[5]),
-            r"graph\.json is corrupt .*chunk_ids of entity .* must be a list of strings",
+            r"graph\.json: entities\[0\]: field 'chunk_ids' is \[5\] \(list\), expected tuple",
         ),
         (
             "communities.json",
@@ -132,17 +132,38 @@ def _first_with_chunks(rows):
         (
             "communities.json",
             lambda cs: cs[0].update(chunk_ids="0_chunk_0"),
-            r"communities\.json is corrupt .*chunk_ids of community .* list of strings",
+            r"communities\.json: row 1: field 'chunk_ids' is '0_chunk_0' \(str\)",
         ),
         (
             "communities.json",
             lambda cs: cs[0].update(children=[1, 2]),
-            r"communities\.json is corrupt .*children of community",
+            r"communities\.json: row 1: field 'children' is \[1, 2\]",
         ),
         (
             "communities.json",
             lambda cs: cs[0].update(level="0"),
-            r"communities\.json is corrupt .*level of community",
+            r"communities\.json: row 1: field 'level' is '0' \(str\), expected int",
+        ),
+        # Once coerced without a word (str(5), float("3"), tuple("abc")): now refused.
+        (
+            "graph.json",
+            lambda g: g["entities"][0].update(name=5),
+            r"graph\.json: entities\[0\]: field 'name' is 5 \(int\), expected str",
+        ),
+        (
+            "graph.json",
+            lambda g: g["relations"][0].update(weight="3"),
+            r"graph\.json: relations\[0\]: field 'weight' is '3' \(str\), expected float",
+        ),
+        (
+            "reports.json",
+            lambda rs: rs[0].update(findings="abc"),
+            r"reports\.json: row 1: field 'findings' is 'abc' \(str\)",
+        ),
+        (
+            "communities.json",
+            lambda cs: cs[-1].update(parent="L9-9"),
+            r"communities\.json is corrupt \(community .* a missing parent",
         ),
     ],
 )

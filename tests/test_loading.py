@@ -131,17 +131,17 @@ def test_symlink_loop_is_reported(tmp_path):
 
 
 def test_the_uploader_lets_an_over_limit_file_reach_the_app():
-    """Streamlit's upload cap (server.maxUploadSize, MiB) sits above the engine's per-file
+    """Streamlit's upload cap (server.maxUploadSize, in config.MB) sits above the per-file
     limit, so a file over the limit reaches the app and is refused with a message naming it
     and the limit (the browser's own refusal is only a mark on the file's chip)."""
     import tomllib
     from pathlib import Path
 
-    from treerag_core.config import DEFAULT_MAX_FILE_BYTES
+    from treerag_core.config import DEFAULT_MAX_FILE_BYTES, MB
     from treerag_core.loading import too_large
 
     config = Path(__file__).resolve().parents[1] / ".streamlit" / "config.toml"
     upload_mb = tomllib.loads(config.read_text(encoding="utf-8"))["server"]["maxUploadSize"]
-    assert upload_mb * 1024 * 1024 > 2 * DEFAULT_MAX_FILE_BYTES == 40_000_000
+    assert upload_mb * MB > 2 * DEFAULT_MAX_FILE_BYTES == 40_000_000
     message = str(too_large("big.pdf", 20_689_890, DEFAULT_MAX_FILE_BYTES))
     assert "(20.7 MB)" in message and "(20.0 MB)" in message

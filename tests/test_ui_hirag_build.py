@@ -82,3 +82,17 @@ def test_summary_of_an_old_manifest_has_zeros():
     frame = build_summary({"counts": {"entities": 3}, "seconds": {}})
     assert list(frame["step"]) == ["graph (offline)", "communities (Leiden)", "reports"]
     assert frame["tokens in"].sum() == 0
+
+
+def test_reports_the_build_could_not_read_are_shown(folder, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "")
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    at.button(key="hirag_build").click().run()
+    (folder / "hirag" / "reports.json").write_text("[{", encoding="utf-8")
+    at.button(key="hirag_build").click().run()
+    assert not at.exception
+    (warning,) = [w.value for w in at.warning if "could not be read" in w.value]
+    assert "reports.json is corrupt" in warning and ".hirag-unreadable" in warning

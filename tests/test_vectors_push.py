@@ -120,3 +120,63 @@ def test_a_collection_with_this_index_names_but_other_vectors_is_refused(hashing
     with pytest.raises(VectorStoreError, match=r"vector for .* is not this index's"):
         attach_checked(hashing_index, store)
     assert store_for(hashing_index) is None
+
+
+class ApproximateStore(QdrantStore):
+    """A server collection under HNSW: a search may miss a point it holds."""
+
+    def search(self, query):
+        return super().search(query)[:-1]
+
+
+def test_the_attach_check_lists_documents_exactly_not_by_search(hashing_index):
+    from qdrant_client import QdrantClient
+
+    from treerag_core.vectors.attach import attach_checked, attach_store, store_for
+
+    store = ApproximateStore(QdrantClient(":memory:"), hashing_index.dim, payload_indexes=False)
+    push_index(hashing_index, store)
+    attach_checked(hashing_index, store)  # a good collection, whatever the search misses
+    try:
+        assert store_for(hashing_index) is store
+    finally:
+        attach_store(hashing_index, None)
+
+
+def test_the_same_vector_bound_is_the_measured_float32_round_trip(hashing_index):
+    import json
+
+    import numpy as np
+
+    from treerag_core.errors import VectorStoreError
+    from treerag_core.layers import ensure_layers, layer_points
+    from treerag_core.vectors.attach import SAME_VECTOR_ATOL, attach_checked, store_for
+    from treerag_core.vectors.base import unit_rows
+
+    # The in-process client, on this index's document vectors.
+    store = QdrantStore.in_memory(hashing_index.dim)
+    push_index(hashing_index, store)
+    layers = ensure_layers(hashing_index)
+    own = unit_rows(layers.doc_vectors(layers.doc_ids))
+    stored = store.stored_vectors("document")
+    roots = [hashing_index.document(d).root_id for d in layers.doc_ids]
+    back = np.stack([stored[(d, r)] for d, r in zip(layers.doc_ids, roots, strict=True)])
+    errors = [np.abs(back - own).max()]
+    # A server: it re-normalises the unit float32 rows in float32 and answers in JSON.
+    rng = np.random.default_rng(0)
+    for dim in (256, 384, 1024, 4096):
+        rows = unit_rows(rng.standard_normal((200, dim)) * rng.uniform(1e-3, 1e3, (200, 1)))
+        server = rows / np.linalg.norm(rows, axis=1, keepdims=True).astype(np.float32)
+        answer = np.asarray(json.loads(json.dumps(server.tolist())), dtype=np.float32)
+        errors.append(np.abs(answer - rows).max())
+    assert max(errors) <= 3e-8 < SAME_VECTOR_ATOL / 10  # the comment's figure, with margin
+    # A vector the old cosine bound (0.999) let through: same names, cosine ~0.9995.
+    docs = [p for p in layer_points(hashing_index) if p.kind == "document"]
+    noise = rng.standard_normal(hashing_index.dim).astype(np.float32)
+    near = [replace(p, vector=unit_rows(p.vector)[0] + 0.03 * unit_rows(noise)[0]) for p in docs]
+    cosine = float(unit_rows(near[0].vector)[0] @ unit_rows(docs[0].vector)[0])
+    assert 0.999 < cosine < 1 - 1e-6
+    store.upsert(near)
+    with pytest.raises(VectorStoreError, match=r"is not this index's \(cosine 0\.99"):
+        attach_checked(hashing_index, store)
+    assert store_for(hashing_index) is None

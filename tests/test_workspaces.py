@@ -186,6 +186,16 @@ def test_workspace_limits_from_the_environment(monkeypatch):
         WorkspaceLimits.from_env()
 
 
+@pytest.mark.parametrize("name", ["TREERAG_WS_MAX_FILES", "TREERAG_WS_MAX_CHUNKS"])
+@pytest.mark.parametrize("raw", ["2.5", "1e3", "0", "five"])
+def test_a_count_limit_must_be_a_whole_number(monkeypatch, name, raw):
+    monkeypatch.setenv(name, raw)
+    with pytest.raises(
+        ValueError, match=f"^{name} must be a positive whole number, but got '{raw}'$"
+    ):
+        WorkspaceLimits.from_env()
+
+
 def test_a_workspace_folder_is_made_on_its_first_write_only(tmp_path, paper_index):
     spaces = Workspaces(tmp_path / "ws", WorkspaceLimits())
     ws = new_workspace_id()

@@ -166,12 +166,6 @@ def _llm_summarizer(settings: IndexSettings, previous, args: argparse.Namespace)
     return make_llm_summarizer(client, llm.locate_model, cache)
 
 
-def _previous_hirag_reports(output: Path) -> dict:
-    from treerag_core.hirag.build import previous_llm_reports
-
-    return previous_llm_reports(output) if (output / "manifest.json").is_file() else {}
-
-
 def _hirag_llm_flags(args: argparse.Namespace) -> tuple[bool, bool]:
     """(LLM graph, LLM reports) asked for: --hirag-llm is both."""
     return (
@@ -188,7 +182,7 @@ def _hirag_client(args: argparse.Namespace) -> tuple[LLMClient | None, str]:
     return client, llm.locate_model
 
 
-def _index_hirag(index, output: Path, args: argparse.Namespace, cache: dict, llm, embedder) -> None:
+def _index_hirag(index, output: Path, args: argparse.Namespace, llm, embedder) -> None:
     """`--hirag`: the corpus graph, communities, reports and entity vectors, in the folder."""
     from treerag_core.hirag.build import HiragBuildSettings, build_into_folder
 
@@ -207,7 +201,6 @@ def _index_hirag(index, output: Path, args: argparse.Namespace, cache: dict, llm
             output,
             settings,
             client=client,
-            report_cache=cache,
             progress=update,
             embedder=embedder,
         )
@@ -376,11 +369,10 @@ def _index_locked(args: argparse.Namespace, output: Path) -> int:
             )
     finally:
         close()
-    # save_index replaces the folder: read earlier LLM reports first, so they are reused.
-    hirag_cache = _previous_hirag_reports(output) if args.hirag else {}
+    # save_index keeps hirag/ and its checkpoint: the build reuses their LLM reports.
     save_index(index, output)
     if args.hirag:
-        _index_hirag(index, output, args, hirag_cache, hirag_llm, embedder)
+        _index_hirag(index, output, args, hirag_llm, embedder)
     for note in index.layers.notes if index.layers is not None else ():
         print(f"note: {note}", file=sys.stderr)
     stats = corpus_stats(index)

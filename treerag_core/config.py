@@ -13,8 +13,12 @@ from typing import Any
 
 from treerag_core.names import EmbedderName
 
-# Decimal megabytes, as Streamlit's uploader counts them (server.maxUploadSize): the app's
-# own limit and the uploader's then agree, and both messages speak the same MB.
+# The one unit of every size a user sets or reads (TREERAG_MAX_FILE_MB, TREERAG_WS_MAX_MB,
+# the explorer's and the CLI's messages): decimal megabytes. Streamlit counts
+# server.maxUploadSize differently by side: its uploader in Linux and macOS browsers turns it
+# into bytes with 10^6, in Windows browsers and on its server with 2^20. The smaller, 10^6,
+# is the one every side honours, so the explorer states the uploader's limit in this MB too
+# (`ui.upload.upload_limits`).
 MB = 1_000_000
 DEFAULT_MAX_FILE_BYTES = 20 * MB
 
@@ -35,6 +39,25 @@ def env_positive(name: str, default: float, unit: str = "") -> float:
     if not (math.isfinite(value) and value > 0):
         what = f"a positive number of {unit}" if unit else "a positive number"
         raise ValueError(f"{name} must be {what}, but got {raw!r}")
+    return value
+
+
+def env_positive_int(name: str, default: int) -> int:
+    """A positive whole number from the environment variable `name` (a count: files, chunks),
+    or `default` when unset; "2.5" is refused, not truncated to 2.
+
+    Raises:
+        ValueError: the variable is set but not a positive whole number (named, with its value).
+    """
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise ValueError(f"{name} must be a positive whole number, but got {raw!r}")
     return value
 
 

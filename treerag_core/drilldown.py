@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 import numpy as np
 
@@ -146,11 +146,27 @@ def _known(kind: Kind, got: Iterable[str], ids: Iterable[str]) -> None:
     """Refuse a store's answer naming an item this index does not have (a foreign collection)."""
     unknown = set(got) - set(ids)
     if unknown:
-        raise VectorStoreError(
-            f"the vector store answered with {kind} {sorted(unknown)[0]!r}, which this index "
-            "does not have: the collection was pushed from another index; run "
-            "`qdrant-push --index` with this index"
-        )
+        _foreign(kind, sorted(unknown)[0])
+
+
+def _known_chunks(index: CorpusIndex, got: Iterable[str], scope: Sequence[str] | None) -> None:
+    """`_known` for passages of a whole scope: each id is looked up in the index's chunk map
+    (built once when the index is loaded), so a query costs its hits, not the corpus."""
+    docs = None if scope is None else frozenset(scope)
+    for chunk_id in sorted(got):
+        try:
+            row = index.chunk_row(chunk_id)
+        except KeyError:
+            _foreign("child", chunk_id)
+        if docs is not None and index.chunks[row].doc_id not in docs:
+            _foreign("child", chunk_id)
+
+
+def _foreign(kind: Kind, item: str) -> NoReturn:
+    raise VectorStoreError(
+        f"the vector store answered with {kind} {item!r}, which this index does not have: "
+        "the collection was pushed from another index; run `qdrant-push --index` with this index"
+    )
 
 
 def _bm25(layers: Layers, texts: Sequence[str], q_tokens: Sequence[str]) -> np.ndarray:
@@ -158,10 +174,6 @@ def _bm25(layers: Layers, texts: Sequence[str], q_tokens: Sequence[str]) -> np.n
     token_lists = [layers.tokens(t) for t in texts]
     scorer = LeafBM25.from_tokens(token_lists, BM25Stats.from_tokens(token_lists))
     return scorer.scores(list(q_tokens)).astype(np.float32)
-
-
-def _chunk_ids(index: CorpusIndex, scope: Sequence[str] | None) -> list[str]:
-    return [index.chunks[r].chunk_id for r in index.scope_rows(scope).tolist()]
 
 
 def best_passages(
@@ -183,7 +195,7 @@ def best_passages(
         by_doc_s: dict[str, float] = {}
         by_leaf_s: dict[str, float] = {}
         hits = store.search(query)
-        _known("child", [h.item_id for h in hits], _chunk_ids(index, scope))
+        _known_chunks(index, [h.item_id for h in hits], scope)
         for hit in hits:
             by_doc_s[hit.doc_id] = max(by_doc_s.get(hit.doc_id, 0.0), hit.score)
             leaf = hit.parent_id or ""

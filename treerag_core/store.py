@@ -51,6 +51,7 @@ KEPT_ON_REBUILD = (
     "hirag",
     ".hirag-graphs-cache.jsonl",
     ".hirag-reports-partial.json",
+    ".hirag-unreadable",  # artifacts a build could not read, kept for the user (hirag.store)
 )
 REBUILD_HINT = "rebuild it with `python -m treerag_core index --input DOCS --output {path}`"
 LOCK_TIMEOUT = 30.0  # seconds a second writer waits for the first before giving up

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from treerag_core.chunking import CHUNKER_VERSION, chunk_leaf
-from treerag_core.config import MB, IndexSettings, data_dir, env_positive
+from treerag_core.config import MB, IndexSettings, data_dir, env_positive, env_positive_int
 from treerag_core.embedders import Embedder
 from treerag_core.errors import (
     IndexFormatError,
@@ -52,13 +52,14 @@ class WorkspaceLimits:
         """TREERAG_WS_MAX_FILES, TREERAG_WS_MAX_MB, TREERAG_WS_MAX_CHUNKS, TREERAG_WS_IDLE_HOURS.
 
         Raises:
-            ValueError: a variable is set but not a positive number.
+            ValueError: a variable is set but not a positive number (a whole one for the
+                counts: files and chunks).
         """
         d = cls()
         return cls(
-            files_per_drop=int(env_positive("TREERAG_WS_MAX_FILES", d.files_per_drop)),
+            files_per_drop=env_positive_int("TREERAG_WS_MAX_FILES", d.files_per_drop),
             max_bytes=int(env_positive("TREERAG_WS_MAX_MB", d.max_bytes / MB) * MB),
-            max_chunks=int(env_positive("TREERAG_WS_MAX_CHUNKS", d.max_chunks)),
+            max_chunks=env_positive_int("TREERAG_WS_MAX_CHUNKS", d.max_chunks),
             idle_hours=env_positive("TREERAG_WS_IDLE_HOURS", d.idle_hours),
         )
 

@@ -15,7 +15,6 @@ from treerag_core.hirag.build import (
     HiragBuildSettings,
     build_into_folder,
     corpus_fingerprint,
-    previous_llm_reports,
 )
 from treerag_core.hirag.store import FOLDER
 from treerag_core.index import CorpusIndex
@@ -121,7 +120,6 @@ def _build(index: CorpusIndex, folder: Path, client: Any, model: str) -> None:
             folder,
             settings,
             client=client,
-            report_cache=previous_llm_reports(folder) if llm else None,
             progress=update,
         )
     except (TreeRAGError, OSError, ValueError) as exc:

@@ -223,14 +223,15 @@ def show_report() -> None:
 def upload_limits(app_limit: int, server_mb: int) -> tuple[int, int]:
     """(the per-file limit users are told, in bytes; the uploader's own limit, in MB).
 
-    The uploader's limit is the server's (`server.maxUploadSize`, in MiB), kept above the
-    app's: a file over the app's limit still reaches the app and gets a message naming it
-    and the limit, where the browser's own refusal is only a red mark on the file's chip.
-    An app limit above the server's cannot be honoured (the server refuses the body), so
-    the smaller one is the one users are told.
+    The uploader's limit is the server's (`server.maxUploadSize`), kept above the app's: a
+    file over the app's limit still reaches the app and gets a message naming it and the
+    limit, where the browser's own refusal is only a red mark on the file's chip. An app
+    limit above the uploader's cannot be honoured, so the smaller one is the one users are
+    told, and `ingest` enforces exactly that one. The uploader's MB is read as `config.MB`
+    (10^6 bytes: what Linux and macOS browsers refuse above; Windows browsers and the
+    server allow 2^20, more), so a file within the stated limit is never refused anywhere.
     """
-    server_bytes = server_mb * 1024 * 1024
-    return min(app_limit, server_bytes), server_mb
+    return min(app_limit, server_mb * MB), server_mb
 
 
 def uploader() -> None:

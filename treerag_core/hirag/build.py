@@ -9,7 +9,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,13 +25,17 @@ from treerag_core.hirag.corpus_graph import Extractor, build_corpus_graph
 from treerag_core.hirag.reports import CommunityReport, build_reports
 from treerag_core.hirag.store import (
     BUILD_HINT,
+    PARTIAL_HINT,
     HiragIndex,
     has_hirag,
+    keep_aside,
     load_hirag,
     load_partial_reports,
     partial_reports_path,
+    read_llm_reports,
     save_hirag,
     save_partial_reports,
+    stored_reports_path,
 )
 from treerag_core.text import tokenize
 from treerag_core.types import Usage
@@ -122,8 +126,12 @@ def build_hirag(
     graph_cache: dict[str, LeafGraph] | None = None,
     graph_block_chars: int | None = None,
     progress: ProgressFn | None = None,
+    notes: tuple[str, ...] = (),
 ) -> HiragIndex:
     """Extract, merge, cluster, report and embed; times (and LLM tokens) go into `meta`.
+
+    `notes` are the caller's notes from before the build (e.g. earlier reports that could
+    not be read); they lead the build's own in `meta["notes"]`.
 
     With a `client`, `settings.llm_graph` extracts the graph with the LLM, one call per
     batch of ~`graph_block_chars` characters of consecutive leaves (batches in
@@ -221,7 +229,11 @@ def build_hirag(
         "graph_offline_batches": (
             len(extraction.fallback_batches) if extraction is not None else 0
         ),
-        "notes": [*(extraction.notes if extraction is not None else ()), *built.notes],
+        "notes": [
+            *notes,
+            *(extraction.notes if extraction is not None else ()),
+            *built.notes,
+        ],
     }
     notify("done", 1, 1)
     return HiragIndex(
@@ -320,7 +332,7 @@ def load_or_build(
             cached = _CACHE.get(key)  # built by another thread while this one waited
         if cached is not None:
             return cached, False
-        hindex, built = None, False
+        hindex, built, stored = None, False, None
         if folder and has_hirag(folder):
             stored = load_hirag(folder, index.dim, {c.chunk_id for c in index.chunks})
             if serves(stored, index, settings):
@@ -337,12 +349,46 @@ def load_or_build(
                 from treerag_core.embedders import index_embedder
 
                 embedder = index_embedder(index.embedder_name)
-            hindex, built = build_hirag(index, embedder, wanted, folder=folder), True
+            paid, notes = _paid_reports_to_keep(folder, stored)
+            hindex = build_hirag(index, embedder, wanted, folder=folder, notes=notes)
+            built = True
             if folder:
+                if paid:
+                    save_partial_reports(folder, paid)
                 save_hirag(hindex, folder)
         with _LOCK:
             _remember(key, hindex)
         return hindex, built
+
+
+def _paid_reports_to_keep(
+    folder: str | Path | None, stored: HiragIndex | None
+) -> tuple[dict[str, CommunityReport], tuple[str, ...]]:
+    """The LLM reports of a stale build a query is about to replace offline, merged with the
+    folder's checkpoint (to be written back, for a later build with LLM reports), and the
+    build's note saying so. A damaged checkpoint is left alone: the replaced reports.json is
+    kept aside instead (`store.keep_aside`), and the note says where."""
+    paid = {
+        r.content_key: r for r in (stored.reports if stored else {}).values() if r.source == "llm"
+    }
+    if not folder or not paid:
+        return {}, ()
+    try:
+        paid = {**paid, **load_partial_reports(folder)}
+    except IndexFormatError as exc:
+        kept = keep_aside(stored_reports_path(folder), folder)
+        return {}, (
+            f"the replaced build's {len(paid)} LLM reports are kept at {kept} in the index "
+            f"folder (the checkpoint they would join cannot be read: {exc})",
+        )
+    return paid, (_kept_note(folder, len(paid)),)
+
+
+def _kept_note(folder: str | Path, count: int) -> str:
+    return (
+        f"{count} LLM reports of earlier builds are kept in {partial_reports_path(folder).name} "
+        "for a later build with LLM reports"
+    )
 
 
 def _remember(key: tuple[str, str], hindex: HiragIndex) -> None:
@@ -351,19 +397,55 @@ def _remember(key: tuple[str, str], hindex: HiragIndex) -> None:
     _CACHE[key] = hindex
 
 
-def previous_llm_reports(folder: str | Path) -> dict[str, CommunityReport]:
-    """Content key -> LLM report of a folder's current HiRAG build and of an interrupted one:
-    read before an index is rewritten, so unchanged communities are never asked for again."""
+@dataclass(frozen=True)
+class PreviousReports:
+    """The LLM reports earlier builds paid for, and what could not be read of them (the
+    build's notes: the CLI prints them, the explorer's build panel shows them)."""
+
+    reports: dict[str, CommunityReport] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+
+def previous_llm_reports(folder: str | Path) -> PreviousReports:
+    """Content key -> LLM report of a folder's current HiRAG build and of an interrupted one,
+    so unchanged communities are never asked for again.
+
+    The current build's reports.json is read alone: a graph that fails the load checks
+    (built from other documents, or by an older TreeRAG) still lends its paid reports. A
+    reports.json that cannot be read is noted with the reason and copied aside
+    (`store.keep_aside`) before the build replaces it; unreadable entries are counted.
+
+    Raises:
+        IndexFormatError: the interrupted build's checkpoint is damaged (see
+            `store.load_partial_reports`).
+    """
     out: dict[str, CommunityReport] = {}
+    notes: list[str] = []
     if has_hirag(folder):
+        stored = stored_reports_path(folder)
         try:
-            stored = load_hirag(folder)
-        except IndexFormatError:
-            stored = None
-        if stored is not None:
-            out.update({r.content_key: r for r in stored.reports.values() if r.source == "llm"})
-    out.update(load_partial_reports(folder))
-    return out
+            got, bad = read_llm_reports(stored)
+        except IndexFormatError as exc:
+            kept = keep_aside(stored, folder)
+            notes.append(
+                f"the previous HiRAG build's LLM reports could not be read ({exc}); a copy is "
+                f"kept at {kept} in the index folder, and this build writes them again"
+            )
+        else:
+            out.update(got)
+            if bad:
+                notes.append(
+                    f"{bad} entries of the previous HiRAG build's {stored.name} could not be "
+                    "read; their reports are written again"
+                )
+    checkpoint, bad = read_llm_reports(partial_reports_path(folder), PARTIAL_HINT)
+    out.update(checkpoint)
+    if bad:
+        notes.append(
+            f"{bad} entries of the interrupted build's {partial_reports_path(folder).name} "
+            "could not be read; their reports are written again"
+        )
+    return PreviousReports(out, tuple(notes))
 
 
 def build_into_folder(
@@ -385,8 +467,15 @@ def build_into_folder(
     from treerag_core.embedders import index_embedder
 
     settings = settings or HiragBuildSettings()
-    if settings.llm_reports and client is not None:  # the folder's earlier LLM reports too
-        report_cache = {**previous_llm_reports(folder), **(report_cache or {})}
+    use_llm = settings.llm_reports and client is not None
+    # Read also for an offline build: it replaces reports.json, so what cannot be read is
+    # kept aside and said, and paid reports wait in the checkpoint for a later LLM build.
+    previous = previous_llm_reports(folder)
+    notes = previous.notes
+    if use_llm:
+        report_cache = {**previous.reports, **(report_cache or {})}
+    elif previous.reports:
+        notes += (_kept_note(folder, len(previous.reports)),)
     hindex = build_hirag(
         index,
         embedder or index_embedder(index.embedder_name),
@@ -397,10 +486,14 @@ def build_into_folder(
         graph_cache=graph_cache,
         graph_block_chars=graph_block_chars,
         progress=progress,
+        notes=notes,
     )
     with _INDEX_LOCKS.hold(_folder_key(folder)):  # not while a query reads or saves it
+        if not use_llm and previous.reports:
+            save_partial_reports(folder, previous.reports)
         save_hirag(hindex, folder)
-        partial_reports_path(folder).unlink(missing_ok=True)  # the build finished
+        if use_llm:  # the build finished: its reports.json holds what the checkpoint held
+            partial_reports_path(folder).unlink(missing_ok=True)
         with _LOCK:
             _remember((_folder_key(folder), hindex.fingerprint), hindex)
             _remember((_folder_key(folder), corpus_fingerprint(index)), hindex)

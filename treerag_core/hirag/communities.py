@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import graspologic_native as gn
 
-from treerag_core.hirag.corpus_graph import CorpusGraph, str_list, str_value
+from treerag_core.artifacts import typed_row
+from treerag_core.hirag.corpus_graph import CorpusGraph
 
 DEFAULT_SEED = 0xDEADBEEF  # the seed HiRAG (and GraphRAG) use
 DEFAULT_MAX_CLUSTER_SIZE = 10
@@ -38,28 +38,14 @@ class Community:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Community:
-        """Types checked, not coerced: `communities.json` may come from anyone.
+    def from_dict(cls, data: Any, where: str = "community", hint: str = "") -> Community:
+        """Types checked, not coerced (`artifacts.typed_row`): communities.json may come
+        from anyone.
 
         Raises:
-            TypeError: an id, a list of ids or the level has the wrong JSON type.
+            IndexFormatError: a field of the wrong JSON type (or missing), naming `where`.
         """
-        cid = str_value(data["community_id"], "community_id")
-        level = data["level"]
-        if not isinstance(level, int) or isinstance(level, bool):
-            raise TypeError(f"the level of community {cid!r} must be an integer")
-        parent = data.get("parent")
-        if parent is not None:
-            parent = str_value(parent, f"the parent of community {cid!r}")
-        return cls(
-            community_id=cid,
-            level=level,
-            entity_keys=str_list(data["entity_keys"], f"entity_keys of community {cid!r}"),
-            parent=parent,
-            children=str_list(data.get("children", []), f"children of community {cid!r}"),
-            chunk_ids=str_list(data.get("chunk_ids", []), f"chunk_ids of community {cid!r}"),
-            relation_count=int(data.get("relation_count", 0)),
-        )
+        return typed_row(cls, data, where, hint)
 
 
 def detect_communities(

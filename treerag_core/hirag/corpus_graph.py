@@ -8,6 +8,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from treerag_core.artifacts import typed_row
+from treerag_core.errors import IndexFormatError
 from treerag_core.types import Chunk, Language
 
 MAX_DESCRIPTIONS = 4  # distinct descriptions kept per merged entity or relation
@@ -40,24 +42,6 @@ Extractor = Callable[[Sequence[Chunk], Language], tuple[Sequence[Any], Sequence[
 
 _SPACE = re.compile(r"\s+")
 _EDGE_PUNCT = " \t\"'`.,;:!?()[]{}<>“”‘’「」『』《》（），。；：！？、"
-
-
-def str_list(value: Any, what: str) -> tuple[str, ...]:
-    """A JSON list of strings as a tuple; anything else (a bare string, numbers) is refused.
-
-    Raises:
-        TypeError: `value` is not a list of strings; the message names `what`.
-    """
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise TypeError(f"{what} must be a list of strings, got {type(value).__name__}")
-    return tuple(value)
-
-
-def str_value(value: Any, what: str) -> str:
-    """A JSON string as is; a number or an object where an id belongs is refused."""
-    if not isinstance(value, str):
-        raise TypeError(f"{what} must be a string, got {type(value).__name__}")
-    return value
 
 
 def normalise_name(name: str) -> str:
@@ -124,30 +108,32 @@ class CorpusGraph:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> CorpusGraph:
-        entities = tuple(
-            Entity(
-                key=str_value(e["key"], "an entity key"),
-                name=str(e["name"]),
-                kind=str(e.get("kind", "")),
-                description=str(e.get("description", "")),
-                chunk_ids=str_list(e.get("chunk_ids", []), f"chunk_ids of entity {e['key']!r}"),
-            )
-            for e in data["entities"]
+    def from_dict(
+        cls, data: Mapping[str, Any], where: str = "graph", hint: str = ""
+    ) -> CorpusGraph:
+        """Every row's JSON types checked, nothing coerced (`artifacts.typed_row`): a graph.json
+        may come from anyone.
+
+        Raises:
+            IndexFormatError: a row or field of the wrong type, naming `where`, row and field.
+        """
+        return cls(
+            tuple(
+                typed_row(Entity, row, f"{where}: entities[{i}]", hint)
+                for i, row in enumerate(_rows(data, "entities", where, hint))
+            ),
+            tuple(
+                typed_row(Relation, row, f"{where}: relations[{i}]", hint)
+                for i, row in enumerate(_rows(data, "relations", where, hint))
+            ),
         )
-        relations = tuple(
-            Relation(
-                source=str_value(r["source"], "a relation source"),
-                target=str_value(r["target"], "a relation target"),
-                weight=float(r["weight"]),
-                description=str(r.get("description", "")),
-                chunk_ids=str_list(
-                    r.get("chunk_ids", []), f"chunk_ids of relation {r['source']!r}-{r['target']!r}"
-                ),
-            )
-            for r in data["relations"]
-        )
-        return cls(entities, relations)
+
+
+def _rows(data: Mapping[str, Any], key: str, where: str, hint: str) -> list[Any]:
+    rows = data.get(key)
+    if not isinstance(rows, list):
+        raise IndexFormatError(f"{where}: {key!r} is not a JSON array{'; ' + hint if hint else ''}")
+    return rows
 
 
 @dataclass

@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from treerag_core.artifacts import typed_row
 from treerag_core.errors import LLMError
 from treerag_core.hirag.communities import Community
 from treerag_core.hirag.corpus_graph import CorpusGraph, Entity, Relation
@@ -48,15 +49,13 @@ class CommunityReport:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> CommunityReport:
-        return cls(
-            community_id=str(data["community_id"]),
-            title=str(data["title"]),
-            summary=str(data.get("summary", "")),
-            findings=tuple(str(f) for f in data.get("findings", ())),
-            source=str(data.get("source", "extractive")),
-            content_key=str(data.get("content_key", "")),
-        )
+    def from_dict(cls, data: Any, where: str = "report", hint: str = "") -> CommunityReport:
+        """Types checked, not coerced (`artifacts.typed_row`): reports.json may come from anyone.
+
+        Raises:
+            IndexFormatError: a field of the wrong JSON type (or missing), naming `where`.
+        """
+        return typed_row(cls, data, where, hint)
 
 
 @dataclass(frozen=True)

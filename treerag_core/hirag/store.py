@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import shutil
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +30,8 @@ FILES = (
     "entity_vectors.npy",
     "entity_tokens.json",
 )
+UNREADABLE = ".hirag-unreadable"  # beside hirag/, kept across re-index (store.KEPT_ON_REBUILD)
+PARTIAL_HINT = "move it away to write the reports again (their LLM calls are paid again)"
 BUILD_HINT = "build it with `python -m treerag_core index --hirag ...` (or query once to build it)"
 
 
@@ -177,23 +182,57 @@ def load_partial_reports(index_folder: str | Path) -> dict[str, CommunityReport]
 
     As for the LLM graph cache (`llm_graph.load_graph_cache`): a damaged or oversized file is
     an IndexFormatError the caller shows, rather than silently paying for every report
-    again; a single bad entry is skipped (it only costs asking for that report again).
+    again; a single bad entry is skipped (it only costs asking for that report again;
+    `build.previous_llm_reports` counts them in the build's notes).
     """
-    path = partial_reports_path(index_folder)
+    return read_llm_reports(partial_reports_path(index_folder), PARTIAL_HINT)[0]
+
+
+def stored_reports_path(index_folder: str | Path) -> Path:
+    """`<index>/hirag/reports.json`: the finished build's reports (LLM ones are paid for)."""
+    return _graph_folder(index_folder) / "reports.json"
+
+
+def read_llm_reports(path: Path, hint: str = "") -> tuple[dict[str, CommunityReport], int]:
+    """(content key -> LLM report, number of entries that could not be read) in a reports
+    file (the checkpoint or a build's reports.json; empty when it does not exist). Read
+    alone, without the graph: a report is keyed by what it was written from, so it serves
+    any later build whose community has that content.
+
+    Raises:
+        IndexFormatError: the file is damaged or oversized.
+    """
     if not path.is_file():
-        return {}
-    rows = read_json(
-        path, list, "move it away to write the reports again (their LLM calls are paid again)"
-    )
-    out = {}
-    for row in rows:
+        return {}, 0
+    rows = read_json(path, list, hint)
+    out, bad = {}, 0
+    for i, row in enumerate(rows):
         try:
-            report = CommunityReport.from_dict(row)
-        except (ValueError, KeyError, TypeError, AttributeError):
+            report = CommunityReport.from_dict(row, f"{path}: row {i + 1}")
+        except IndexFormatError:
+            bad += 1
             continue
-        if report.content_key:
+        if report.source == "llm" and report.content_key:
             out[report.content_key] = report
-    return out
+    return out, bad
+
+
+def keep_aside(path: Path, index_folder: str | Path) -> Path:
+    """Keep a copy of an artifact that could not be read in `<index>/.hirag-unreadable/`
+    before a build replaces it: it may hold paid LLM output a person can still recover. The
+    copy is named by its content hash, so reading the same file twice keeps one copy.
+    Returns the copy's path relative to the index folder."""
+    root = Path(index_folder)
+    (root / UNREADABLE).mkdir(exist_ok=True)
+    with path.open("rb") as fh:
+        digest = hashlib.file_digest(fh, "sha256").hexdigest()[:16]
+    name = Path(UNREADABLE) / f"{path.stem}-{digest}{path.suffix}"
+    if not (root / name).exists():
+        try:  # the build replaces files, never writes them in place: a hard link is a copy
+            os.link(path, root / name)
+        except OSError:
+            shutil.copy2(path, root / name)
+    return name
 
 
 def has_hirag(index_folder: str | Path) -> bool:
@@ -222,30 +261,33 @@ def load_hirag(
             f"{folder} has HiRAG schema {meta.get('schema_version')}, this TreeRAG reads "
             f"{SCHEMA_VERSION}; {BUILD_HINT}"
         )
-    current = "graph.json"
-    try:
-        graph = CorpusGraph.from_dict(read_json(folder / current, dict, BUILD_HINT))
-        current = "communities.json"
-        communities = tuple(
-            Community.from_dict(c) for c in read_json(folder / current, list, BUILD_HINT)
+    # Each row's JSON types are checked by `artifacts.typed_row` (the one rule for rows).
+    path = folder / "graph.json"
+    graph = CorpusGraph.from_dict(read_json(path, dict, BUILD_HINT), str(path), BUILD_HINT)
+    path = folder / "communities.json"
+    communities = tuple(
+        Community.from_dict(row, f"{path}: row {i + 1}", BUILD_HINT)
+        for i, row in enumerate(read_json(path, list, BUILD_HINT))
+    )
+    path = folder / "reports.json"
+    reports = {
+        r.community_id: r
+        for r in (
+            CommunityReport.from_dict(row, f"{path}: row {i + 1}", BUILD_HINT)
+            for i, row in enumerate(read_json(path, list, BUILD_HINT))
         )
-        current = "reports.json"
-        rows = read_json(folder / current, list, BUILD_HINT)
-        reports = {r.community_id: r for r in (CommunityReport.from_dict(x) for x in rows)}
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise IndexFormatError(f"{folder / current} is corrupt ({exc!r}); {BUILD_HINT}") from exc
+    }
     keys = {e.key for e in graph.entities}
     if any(r.source not in keys or r.target not in keys for r in graph.relations):
         raise IndexFormatError(
             f"{folder / 'graph.json'} is corrupt (a relation names a missing entity); {BUILD_HINT}"
         )
+    ids = {c.community_id for c in communities}
     for c in communities:
-        if not all(isinstance(k, str) and k in keys for k in c.entity_keys) or not (
-            c.parent is None or isinstance(c.parent, str)
-        ):
+        if not all(k in keys for k in c.entity_keys) or not (c.parent is None or c.parent in ids):
             raise IndexFormatError(
                 f"{folder / 'communities.json'} is corrupt (community {c.community_id} names "
-                f"missing entities or a bad parent); {BUILD_HINT}"
+                f"missing entities or a missing parent); {BUILD_HINT}"
             )
     known = _index_chunk_ids(Path(index_folder)) if chunk_ids is None else chunk_ids
     _check_chunk_ids(folder, graph, communities, known)

@@ -10,9 +10,14 @@ import numpy as np
 
 from treerag_core.errors import VectorStoreError
 from treerag_core.layers import Layers, ensure_layers
-from treerag_core.vectors.base import VectorQuery, VectorStore
+from treerag_core.vectors.base import VectorStore, unit_rows
 
-SAME_VECTOR = 0.999  # cosine of a stored float32 vector with its source (rounding only)
+# A pushed vector comes back as the unit float32 row we sent, re-normalised in float32 by
+# Qdrant (cosine collections): each component moves by about one ulp. Measured on 256- to
+# 4096-d rows (tests/test_vectors_push.py): at most 3e-8 (cosine deficit ~1e-15); 1e-6 is a
+# few ulps at 1.0 (ulp 1.2e-7) and nothing more, where any other embedding of the same text
+# moves components by orders of magnitude more.
+SAME_VECTOR_ATOL = 1e-6
 
 _STORES: dict[int, VectorStore] = {}
 _LOCK = threading.Lock()
@@ -62,27 +67,33 @@ def attach_checked(index: Any, store: VectorStore) -> None:
 
 
 def _check_documents(index: Any, layers: Layers, store: VectorStore, push: str) -> None:
-    """The collection's document points are this index's documents, with the same vectors."""
-    vectors = layers.doc_vectors(layers.doc_ids)
-    norms = np.linalg.norm(vectors, axis=1)
-    row = int(np.argmax(norms))  # a zero vector (an empty summary) has no cosine to compare
-    hits = store.search(VectorQuery(vectors[row], "document", limit=len(layers.doc_ids)))
-    stored = {(h.doc_id, h.item_id) for h in hits}
-    own = {(d, index.document(d).root_id) for d in layers.doc_ids}
-    if stored != own:
-        foreign, missing = _names(stored - own), _names(own - stored)
+    """The collection's document points are this index's documents, with the same vectors:
+    every one listed exactly (`stored_vectors`, a scroll), never found by a search."""
+    stored = store.stored_vectors("document")
+    own = {(d, index.document(d).root_id): row for row, d in enumerate(layers.doc_ids)}
+    if stored.keys() != own.keys():
+        foreign, missing = _names(stored.keys() - own.keys()), _names(own.keys() - stored.keys())
         detail = f"it holds {foreign}, not in this index" if foreign else f"it lacks {missing}"
         raise VectorStoreError(f"the collection belongs to another index ({detail}): {push}")
-    if norms[row] == 0:
-        return
-    doc = layers.doc_ids[row]
-    hit = store.search(VectorQuery(vectors[row], "document", limit=1, doc_ids=(doc,)))
-    if not hit or hit[0].score < SAME_VECTOR:
-        score = f"{hit[0].score:.3f}" if hit else "none"
+    vectors = unit_rows(layers.doc_vectors(layers.doc_ids))
+    for key, row in own.items():
+        theirs = stored[key]
+        if theirs.shape == vectors[row].shape and (
+            np.max(np.abs(theirs - vectors[row]), initial=0.0) <= SAME_VECTOR_ATOL
+        ):
+            continue
         raise VectorStoreError(
-            f"the collection's vector for {doc!r} is not this index's (cosine {score}): "
-            f"it was embedded by another model or from other summaries; {push}"
+            f"the collection's vector for {key[0]!r} is not this index's (cosine "
+            f"{_cosine(theirs, vectors[row])}): it was embedded by another model or from "
+            f"other summaries; {push}"
         )
+
+
+def _cosine(a: np.ndarray, b: np.ndarray) -> str:
+    if a.shape != b.shape:
+        return f"none: {a.size} dimensions, not {b.size}"
+    norms = float(np.linalg.norm(a) * np.linalg.norm(b))
+    return f"{float(a @ b) / norms:.6f}" if norms else "none: a zero vector"
 
 
 def _names(pairs: set[tuple[str, str]]) -> str:

@@ -102,6 +102,11 @@ class VectorStore(Protocol):
         """How many points (of one kind) are stored."""
         ...
 
+    def stored_vectors(self, kind: Kind) -> dict[tuple[str, str], np.ndarray]:
+        """Every point of `kind`: (doc_id, item_id) -> its vector as the store compares it
+        (unit length), read exactly (a scroll), never through an approximate search."""
+        ...
+
 
 def unit_rows(vectors: np.ndarray) -> np.ndarray:
     """Float32 rows scaled to unit length (zero rows stay zero): inner product is cosine."""

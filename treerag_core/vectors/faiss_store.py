@@ -65,6 +65,14 @@ class FaissStore:
     def count(self, kind: Kind | None = None) -> int:
         return sum(1 for p in self._points.values() if kind is None or p.kind == kind)
 
+    def stored_vectors(self, kind: Kind) -> dict[tuple[str, str], np.ndarray]:
+        with self._lock:
+            members = [p for p in self._points.values() if p.kind == kind]
+        if not members:
+            return {}
+        rows = unit_rows(np.stack([p.vector for p in members]))
+        return {(p.doc_id, p.item_id): rows[i] for i, p in enumerate(members)}
+
     def _group(self, query: VectorQuery) -> tuple[list[VectorPoint], FlatGroup]:
         docs = None if query.doc_ids is None else frozenset(query.doc_ids)
         parents = None if query.parent_ids is None else frozenset(query.parent_ids)

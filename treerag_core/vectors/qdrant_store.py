@@ -180,6 +180,36 @@ class QdrantStore:
         with self._errors("count points"):
             return int(self.client.count(self.collection, count_filter=flt, exact=True).count)
 
+    def stored_vectors(self, kind: Kind) -> dict[tuple[str, str], np.ndarray]:
+        """Every point of `kind` with its dense vector, by scrolling the collection (exact,
+        page by page): a search would go through HNSW on a server, which may miss points."""
+        flt = models.Filter(
+            must=[models.FieldCondition(key="type", match=models.MatchValue(value=kind))]
+        )
+        out: dict[tuple[str, str], np.ndarray] = {}
+        offset = None
+        with self._errors("list points"):
+            while True:
+                records, offset = self.client.scroll(
+                    self.collection,
+                    scroll_filter=flt,
+                    limit=BATCH,
+                    offset=offset,
+                    with_payload=_PAYLOAD,
+                    with_vectors=[DENSE],
+                )
+                for record in records:
+                    hit = self._hit(record)
+                    vector = record.vector.get(DENSE) if isinstance(record.vector, dict) else None
+                    if vector is None:
+                        raise VectorStoreError(
+                            f"collection {self.collection!r} holds point {record.id} without "
+                            "a dense vector: it was not pushed by `qdrant-push`"
+                        )
+                    out[(hit.doc_id, hit.item_id)] = np.asarray(vector, dtype=np.float32)
+                if offset is None:
+                    return out
+
     def search(self, query: VectorQuery) -> list[VectorHit]:
         """Dense search; with `query.tokens`, dense and sparse prefetched and fused by RRF."""
         flt = query_filter(query)
@@ -213,8 +243,9 @@ class QdrantStore:
                 )
         return [self._hit(p) for p in response.points]
 
-    def _hit(self, point: models.ScoredPoint) -> VectorHit:
-        """A hit from its payload; a point `upsert` did not write is named, not a KeyError."""
+    def _hit(self, point: models.ScoredPoint | models.Record) -> VectorHit:
+        """A hit from its payload; a point `upsert` did not write is named, not a KeyError.
+        A scrolled record has no score (0.0)."""
         payload = point.payload or {}
         kind, doc_id, item_id = payload.get("type"), payload.get("doc_id"), payload.get("item_id")
         parent_id, heading = payload.get("parent_id"), payload.get("heading_path", "")
@@ -230,4 +261,5 @@ class QdrantStore:
                 f"payload (type {kind!r}, doc_id {doc_id!r}, item_id {item_id!r}): it was "
                 "not pushed by `qdrant-push`; push with another --collection"
             )
-        return VectorHit(kind, doc_id, item_id, float(point.score), parent_id, heading)
+        score = float(getattr(point, "score", 0.0))
+        return VectorHit(kind, doc_id, item_id, score, parent_id, heading)
