@@ -321,14 +321,18 @@ def test_a_reload_naming_an_unreadable_workspace_shows_why_and_keeps_it(app_env)
 
 
 def test_idle_workspaces_expire_when_a_session_starts(app_env):
-    stale = app_env / "workspaces" / ("a" * 32)
-    (stale / "index").mkdir(parents=True)
-    stamp = stale / ".last-used"
-    stamp.touch()
+    from treerag_core.workspaces import STAMP
+
+    stale, fresh = (app_env / "workspaces" / (c * 32) for c in "ab")
+    for folder in (stale, fresh):
+        (folder / "index").mkdir(parents=True)
+        (folder / STAMP).touch()  # used now
     old = 1_000_000_000  # 2001: far beyond the idle limit
-    os.utime(stamp, (old, old))
+    os.utime(stale / STAMP, (old, old))
     documents_page()
     assert not stale.exists()
+    # Only the idle one goes: a workspace used just now keeps its folder.
+    assert (fresh / "index").is_dir() and (fresh / STAMP).is_file()
 
 
 def test_html_waits_for_its_tree_review_then_goes_in():
