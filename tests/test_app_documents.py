@@ -447,3 +447,19 @@ def test_an_over_limit_file_gets_its_own_message_and_the_last_drops_go(monkeypat
     errors = page_text(at, "error", sep=" ", plain=True)
     assert "big.md" in errors and "larger than the limit of 10,000 bytes" in errors
     assert "program.md" not in errors
+
+
+def test_switching_corpus_closes_the_inspected_node_of_the_other_one():
+    """Node ids are per corpus: "0012" of an upload must not reopen the samples' "0012"."""
+    at = upload(documents_page(), ("mine.md", PAPER.replace(b"Router Design", b"Gate Design")))
+    at.switch_page("pages/ask.py").run()
+    assert at.radio(key="qs_corpus").value == "uploads"
+    at.session_state[at.session_state["ask_graph_key"]] = "0012"  # the component's click
+    at.run()
+    assert at.session_state["ask_inspect"] == "0012"
+    assert "**3.2.2 Gate Design** `0012`" in page_text(at, "markdown", plain=True)
+    at.radio(key="qs_corpus").set_value("samples").run()
+    assert not at.exception, at.exception
+    assert at.session_state["ask_inspect"] is None and at.session_state["ask_highlight"] is None
+    shown = page_text(at, "markdown", plain=True)
+    assert "`0012`" not in shown  # neither node is open in the inspector

@@ -261,6 +261,7 @@ def test_opening_a_question_lands_on_ask_with_its_trace(saved_report):
     at.radio(key="qs_corpus").set_value("samples").run()
     assert not at.exception, at.exception
     assert at.session_state["qs_corpus"] == "samples"
+    assert at.session_state["ask_inspect"] is None  # an eval node id means nothing here
     docs = len(sample_sources())
     assert f"Sample documents: {docs} of {docs} document(s) in scope" in page_text(at, plain=True)
     # The graph is the samples' tree, as a fresh session first draws it; the eval corpus is
