@@ -1,6 +1,7 @@
 """The explorer in real Chromium: cold first render (and its parts: imports, model load, sample
 indexing, timed alone), warm first render, question to first answer token and to the finished
-answer, with the load average; screenshots at 1600×1000 and 1280×720."""
+answer, the whole tree of two uploads (300+ nodes) drawn and collapsed again, with the load
+average; screenshots at 1600×1000 and 1280×720."""
 
 from __future__ import annotations
 
@@ -109,6 +110,72 @@ def ask(page, question: str) -> tuple[float, float]:
     return first or float("nan"), time.perf_counter() - started
 
 
+# The tree component keeps its vis Network on window.__net: how many nodes it has positioned.
+DRAWN_NODES = "() => window.__net ? Object.keys(window.__net.getPositions()).length : 0"
+
+
+def handbook_markdown(chapters: int = 12, sections: int = 6, items: int = 3) -> str:
+    """A handbook of 300+ heading nodes (the same shape as tests/test_browser.py uploads)."""
+    parts = ["# Handbook\n"]
+    for c in range(1, chapters + 1):
+        parts.append(f"## Chapter {c}\n\nChapter {c} covers policy area {c}.\n")
+        for s in range(1, sections + 1):
+            parts.append(f"### Section {c}.{s}\n\nSection {c}.{s} explains rule {c}-{s}.\n")
+            for i in range(1, items + 1):
+                parts.append(f"#### Item {c}.{s}.{i}\n\nItem {c}.{s}.{i}: one more detail.\n")
+    return "\n".join(parts)
+
+
+def drawn_nodes(page, at_least: int = 0, at_most: int | None = None, timeout: float = 120) -> int:
+    """The tree's positioned node count, once it is within [at_least, at_most]."""
+    from playwright.sync_api import Error as PlaywrightError
+
+    deadline = time.perf_counter() + timeout
+    while time.perf_counter() < deadline:
+        for frame in page.frames:
+            if "tree_graph" not in (frame.url or ""):
+                continue
+            try:
+                count = frame.evaluate(DRAWN_NODES)
+            except PlaywrightError:  # the frame went away during a rerun: look again
+                continue
+            if count >= at_least and (at_most is None or count <= at_most):
+                return count
+        time.sleep(0.05)
+    raise TimeoutError(f"no tree with {at_least}..{at_most} nodes within {timeout} s")
+
+
+def whole_tree(page, url: str, folder: Path) -> dict[str, float]:
+    """Upload the test paper and a 300-node handbook, ask on them, then time the "Whole tree"
+    toggle to every node drawn, and back to the collapsed view (as tests/test_browser.py does)."""
+    handbook = folder / "handbook.md"
+    handbook.write_text(handbook_markdown(), encoding="utf-8")
+    page.goto(f"{url}/documents")
+    page.get_by_text("Add documents to your workspace").wait_for()
+    paper = REPO / "sample_docs" / "test_paper.md"
+    page.locator('input[type="file"]').set_input_files([str(paper), str(handbook)])
+    page.get_by_text("added 2").wait_for(timeout=600_000)
+    page.get_by_role("link", name="Ask").click()
+    page.get_by_text("My uploads: 2 of 2 document(s)", exact=False).wait_for()
+    ask(page, QUESTIONS[1])
+    page.get_by_text("All documents").click()
+    drawn_nodes(page, at_least=10)
+    started = time.perf_counter()
+    page.get_by_text("Whole tree").click()
+    whole = drawn_nodes(page, at_least=300)
+    whole_s = time.perf_counter() - started
+    started = time.perf_counter()
+    page.get_by_text("Whole tree").click()
+    collapsed = drawn_nodes(page, at_least=3, at_most=299)
+    collapsed_s = time.perf_counter() - started
+    return {
+        "whole_tree_nodes": whole,
+        "whole_tree_render_s": round(whole_s, 2),
+        "collapsed_nodes": collapsed,
+        "collapsed_render_s": round(collapsed_s, 2),
+    }
+
+
 PARTS = """
 import json, sys, time
 QUESTIONS = sys.argv[1:]
@@ -192,6 +259,9 @@ def main() -> int:
             first, done = ask(warm, QUESTIONS[1])
             result["second_question_first_token_s"] = round(first, 2)
             result["second_question_done_s"] = round(done, 2)
+            uploads = browser.new_page(viewport={"width": 1600, "height": 1000})  # own session
+            result["whole_tree"] = whole_tree(uploads, url, data)
+            uploads.close()
             result["load_after"] = os.getloadavg()[0]
             print(json.dumps(result), flush=True)
             if args.shots:

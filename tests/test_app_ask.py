@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+import sqlite3
+import time
 
 import pytest
 from fake_anthropic import FakeAnthropicServer, reply
@@ -11,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 from tests import app_helpers as app
 from tests.app_helpers import APP, ask, open_app, page_text
-from tests.conftest import keyless_app
+from tests.conftest import SAMPLES, keyless_app
 from treerag_core.strategies import strategy_names
 from ui.tree_graph import PALETTE
 
@@ -110,14 +113,19 @@ def test_question_colours_picked_leaves_and_their_path():
     path_nodes = {i for i, c in colours.items() if c == PALETTE["path"]}
     assert path_nodes, "no ancestor emphasised"
     assert all(i not in picked for i in path_nodes)
-    # The supported citations are marked on the tree.
+    # The supported citations are marked on the tree: the local answer cites its evidence,
+    # every cited node is drawn, and nothing is open in the inspector, so the border is green.
     cited = {i for c in trace.citations if c.supported for i in c.node_ids}
-    for node_id in cited & set(nodes):
-        assert nodes[node_id]["color"]["border"] in (PALETTE["cited"], PALETTE["selected"])
+    assert cited, trace.answer
+    assert cited <= set(nodes), cited - set(nodes)
+    assert at.session_state["ask_inspect"] is None
+    for node_id in cited:
+        assert nodes[node_id]["color"]["border"] == PALETTE["cited"]
         assert nodes[node_id]["label"].startswith("✓")
+    assert {i for i, n in nodes.items() if n["color"]["border"] == PALETTE["cited"]} == cited
 
 
-def test_answer_fallback_tables_and_costs_are_shown():
+def test_answer_fallback_tables_and_costs_are_shown(app_data):
     at = ask(open_app(), PAPER_QUESTION)
     trace = at.session_state["ask_trace"]
     shown = page_text(at)
@@ -138,27 +146,50 @@ def test_answer_fallback_tables_and_costs_are_shown():
     assert final_ranks(rerank) == list(range(1, len(trace.reranked) + 1))
     assert "None" not in rerank.astype(str).to_numpy()  # dropped rows show an empty rank
     assert at.get("download_button"), "no trace download"
-    assert at.session_state["ask_trace_id"] is not None  # logged in the audit log
+    # Logged in the audit log (the app's own SQLite file): this question, this session.
+    query_id = at.session_state["ask_trace_id"]
+    assert isinstance(query_id, int)
+    with contextlib.closing(sqlite3.connect(app_data / "audit.sqlite")) as db:
+        row = db.execute(
+            "SELECT question, workspace, strategy, answer FROM query WHERE id = ?", (query_id,)
+        ).fetchone()
+    assert row == (PAPER_QUESTION, at.session_state["ws_id"], trace.strategy, trace.answer)
 
 
 def test_moving_a_slider_reruns_steps_2_3_from_the_stored_step_1():
     at = ask(open_app(), PAPER_QUESTION)
     before = at.session_state["ask_trace"]
-    first_group = next(iter(leaf_tables(at)))  # a picked leaf, or the scope it searched
-    fused_before = leaf_tables(at)[first_group]["fused"].tolist()
+    # treerag searches its scope as one window: one group, the same before and after.
+    [(first_group, frame_before)] = leaf_tables(at).items()
+    assert first_group == "scope"
     assert before.settings["retrieve"]["dense_weight"] == 0.5
+    # Half and half: fused is the mean of the two normalised scores.
+    mix = (frame_before["dense_norm"] + frame_before["bm25_norm"]) / 2
+    assert frame_before["fused"].tolist() == pytest.approx(mix.tolist())
+    started = time.perf_counter()
     at.slider(key="qs_dense_weight").set_value(1.0).run()
+    elapsed_ms = (time.perf_counter() - started) * 1000
     assert not at.exception, at.exception
     after = at.session_state["ask_trace"]
     assert after is not before
     # The local locator reads the fusion weights: the engine redid step 1, locally.
     assert after.locate.locator == "local" and after.settings["retrieve"]["dense_weight"] == 1.0
-    group, frame = next(iter(leaf_tables(at).items()))
-    assert frame["fused"].tolist() != fused_before or group != first_group
-    # With all weight on dense, fused equals the normalised dense score.
+    [(group, frame)] = leaf_tables(at).items()
+    assert group == first_group
+    # With all weight on dense, fused equals the normalised dense score: every passage shown
+    # before whose two scores differ has moved to its dense score.
     assert frame["fused"].tolist() == pytest.approx(frame["dense_norm"].tolist())
-    assert at.session_state["ask_rerun_ms"] is not None
-    assert "Re-ran with the new settings" in page_text(at)
+    was = dict(zip(frame_before["chunk"], frame_before["fused"], strict=True))
+    now = dict(zip(frame["chunk"], frame["fused"], strict=True))
+    scores = frame_before[["chunk", "dense_norm", "bm25_norm"]].itertuples(index=False)
+    differ = {c for c, dense, bm25 in scores if dense != pytest.approx(bm25)}
+    kept = [c for c in now if c in was]
+    assert set(kept) & differ, (was, now)  # the same passages, with other scores
+    for chunk in kept:
+        assert (now[chunk] != pytest.approx(was[chunk])) == (chunk in differ), chunk
+    rerun_ms = at.session_state["ask_rerun_ms"]
+    assert isinstance(rerun_ms, float) and 0 < rerun_ms <= elapsed_ms  # timed inside that run
+    assert f"Re-ran with the new settings in {rerun_ms:.0f} ms" in page_text(at)
     # RRF: another fusion method, other fused values.
     at.selectbox(key="qs_fusion").set_value("rrf").run()
     rrf = [v for frame in leaf_tables(at).values() for v in frame["fused"].tolist()]
@@ -321,11 +352,14 @@ def test_citation_chip_selects_its_node():
     chips[0].click().run()
     target = at.session_state["ask_inspect"]
     trace = at.session_state["ask_trace"]
-    assert target in {i for c in trace.citations for i in c.node_ids}
+    first = trace.citations[0]  # the first chip: the local answer cites its own evidence
+    assert first.supported and target in first.node_ids
     node = graph_nodes(at)[target]  # inspected: a blue halo; the cited green border stays
     assert node["shadow"]["color"] == PALETTE["selected"]
-    assert node["color"]["border"] in (PALETTE["cited"], PALETTE["selected"])
-    assert at.session_state["ask_highlight"] is not None  # the cited passage is marked
+    assert node["color"]["border"] == PALETTE["cited"]
+    # The cited passage marked is the node's first passage in the evidence.
+    passage = next(h.chunk for h in trace.reranked if h.chunk.source_node_id == target)
+    assert at.session_state["ask_highlight"] == (passage.start, passage.end)
 
 
 def in_page_order(at: AppTest) -> list:
@@ -365,8 +399,18 @@ def test_heading_search_marks_matches():
     at.text_input(key="ask_find").input("Router").run()
     colours = background(at)
     matches = [i for i, c in colours.items() if c == PALETTE["match"]]
-    assert matches
-    assert all("Router" in graph_nodes(at)[i]["label"] for i in matches)
+    # The samples have one heading with "router" in it (any case): "### 3.2.2 Router Design".
+    headings = [
+        line
+        for path in sorted(SAMPLES.glob("*.md"))
+        if path.name != "README.md"
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line.startswith("#") and "router" in line.casefold()
+    ]
+    assert headings == ["### 3.2.2 Router Design"]
+    assert [graph_nodes(at)[i]["label"] for i in matches] == [
+        f"{matches[0]} · 3.2.2\nRouter Design"
+    ]
 
 
 @pytest.mark.parametrize(
@@ -531,6 +575,16 @@ def test_compare_names_a_dev_set_it_cannot_read(tmp_path, monkeypatch):
 def test_no_gold_no_metrics_table():
     at = ask(open_app(), PAPER_QUESTION)
     at.button(key="compare_run").click().run()
+    assert not at.exception, at.exception
+    # The compare ran and its summary is shown, one row per strategy that ran ...
+    compare = at.session_state["ask_compare"]
+    assert compare["gold"].gold is None and compare["gold"].problems == ()  # no dev set asks it
+    ran = [r.strategy for r in compare["results"] if r.trace is not None]
+    assert "treerag" in ran and "flat-hybrid" in ran
+    [summary] = [d.value for d in at.dataframe if "top sections" in d.value.columns]
+    assert list(summary["strategy"]) == ran
+    # ... without the gold metrics.
+    assert not [c for c in summary.columns if c.startswith(("Recall@", "Hit@", "Section hit"))]
     assert not [d for d in at.dataframe if "Recall@1000c" in d.value.columns]
 
 

@@ -321,14 +321,18 @@ def test_a_reload_naming_an_unreadable_workspace_shows_why_and_keeps_it(app_env)
 
 
 def test_idle_workspaces_expire_when_a_session_starts(app_env):
-    stale = app_env / "workspaces" / ("a" * 32)
-    (stale / "index").mkdir(parents=True)
-    stamp = stale / ".last-used"
-    stamp.touch()
+    from treerag_core.workspaces import STAMP
+
+    stale, fresh = (app_env / "workspaces" / (c * 32) for c in "ab")
+    for folder in (stale, fresh):
+        (folder / "index").mkdir(parents=True)
+        (folder / STAMP).touch()  # used now
     old = 1_000_000_000  # 2001: far beyond the idle limit
-    os.utime(stamp, (old, old))
+    os.utime(stale / STAMP, (old, old))
     documents_page()
     assert not stale.exists()
+    # Only the idle one goes: a workspace used just now keeps its folder.
+    assert (fresh / "index").is_dir() and (fresh / STAMP).is_file()
 
 
 def test_html_waits_for_its_tree_review_then_goes_in():
@@ -458,3 +462,19 @@ def test_the_stated_limit_is_one_every_side_enforces(monkeypatch):
     [widget] = at.get("file_uploader")
     server_mb = widget.proto.max_upload_size_mb
     assert f"up to {server_mb} MB each" in widget.proto.label
+
+
+def test_switching_corpus_closes_the_inspected_node_of_the_other_one():
+    """Node ids are per corpus: "0012" of an upload must not reopen the samples' "0012"."""
+    at = upload(documents_page(), ("mine.md", PAPER.replace(b"Router Design", b"Gate Design")))
+    at.switch_page("pages/ask.py").run()
+    assert at.radio(key="qs_corpus").value == "uploads"
+    at.session_state[at.session_state["ask_graph_key"]] = "0012"  # the component's click
+    at.run()
+    assert at.session_state["ask_inspect"] == "0012"
+    assert "**3.2.2 Gate Design** `0012`" in page_text(at, "markdown", plain=True)
+    at.radio(key="qs_corpus").set_value("samples").run()
+    assert not at.exception, at.exception
+    assert at.session_state["ask_inspect"] is None and at.session_state["ask_highlight"] is None
+    shown = page_text(at, "markdown", plain=True)
+    assert "`0012`" not in shown  # neither node is open in the inspector

@@ -14,7 +14,7 @@ from streamlit.dataframe_util import convert_arrow_bytes_to_pandas_df
 from streamlit.testing.v1 import AppTest
 
 from tests.app_helpers import graph_nodes, open_app, page_text
-from tests.conftest import keyless_app
+from tests.conftest import keyless_app, sample_sources
 from treerag_core.config import IndexSettings
 from treerag_core.evaluation.dataset import load_dataset
 from treerag_core.evaluation.harness import dataset_index, oracle_leaves
@@ -254,10 +254,22 @@ def test_opening_a_question_lands_on_ask_with_its_trace(saved_report):
     assert drawn_picked
     assert all(nodes[i]["color"]["background"] == PALETTE["picked"] for i in drawn_picked)
     assert at.session_state["ask_inspect"] in index.nodes
-    # The samples are one click away again.
+    # The samples are one click away again. (AppTest reruns the page it was put on, not the
+    # one the app switched to: put it on Ask, as the browser is.)
+    at.switch_page("pages/ask.py").run()
+    assert at.session_state["qs_corpus"] == "eval" and graph_nodes(at) == nodes
     at.radio(key="qs_corpus").set_value("samples").run()
     assert not at.exception, at.exception
-    assert at.session_state["ask_eval_corpus"] is not None
+    assert at.session_state["qs_corpus"] == "samples"
+    assert at.session_state["ask_inspect"] is None  # an eval node id means nothing here
+    docs = len(sample_sources())
+    assert f"Sample documents: {docs} of {docs} document(s) in scope" in page_text(at, plain=True)
+    # The graph is the samples' tree, as a fresh session first draws it; the eval corpus is
+    # kept for the way back.
+    assert {i: n["label"] for i, n in graph_nodes(at).items()} == {
+        i: n["label"] for i, n in graph_nodes(open_app()).items()
+    }
+    assert at.session_state["ask_eval_corpus"].index is index
 
 
 def test_a_saved_report_renders_the_same_table(ran, saved_report, app_env):

@@ -68,8 +68,19 @@ def test_queries_are_logged_listed_and_reopened_with_their_settings(app_env):
 def test_history_is_per_session():
     first = open_app()
     ask(first, "How many epochs was the model trained for?")
+    query_id = first.session_state["ask_trace_id"]
     second = open_app("pages/history.py")
+    assert second.session_state["ws_id"] != first.session_state["ws_id"]
     assert any("No questions yet" in i.value for i in second.info)
+    assert not any("How many epochs" in m.value for m in second.markdown)
+    # The session that asked lists its question, with the button that reopens it.
+    first.switch_page("pages/history.py").run()
+    assert not first.exception, first.exception
+    assert not any("No questions yet" in i.value for i in first.info)
+    assert any("How many epochs" in m.value for m in first.markdown)
+    assert [b.key for b in first.button if (b.key or "").startswith("open_")] == [
+        f"open_{query_id}"
+    ]
 
 
 def test_a_reload_with_the_workspace_in_the_url_lists_its_queries():

@@ -318,7 +318,8 @@ def test_upload_ask_graph_click_inspector_and_streamed_answer(page, app_url, fak
 
 
 def test_render_time_of_a_300_node_tree(page, app_url):
-    """Both uploaded documents drawn whole (300+ nodes): time from the toggle to a drawn tree."""
+    """Both uploaded documents drawn whole (300+ nodes) and collapsed again; the time from the
+    toggle to the drawn tree is reported (benchmarks/bench_ui.py is where it is judged)."""
     page.get_by_text("All documents").click()
     graph_nodes(page, expect_at_least=10)
     started = time.perf_counter()
@@ -341,10 +342,11 @@ def test_render_time_of_a_300_node_tree(page, app_url):
         "collapsed_render_s": round(collapsed_s, 3),
     }
     (RESULTS / "browser-render.json").write_text(json.dumps(result, indent=2))
+    # Printed, not asserted: a wall-clock target fails on a loaded machine, not on a slow
+    # app. benchmarks/bench_ui.py measures the same figure ("whole_tree").
     print("\nrender timing:", result)
     assert len(nodes) >= 300
     assert len(collapsed) < 60
-    assert whole_s < 20, result  # a rerun, the graph args and the vis draw together
 
 
 def test_arrow_keys_on_a_slider_are_reported_against_the_view_they_started_from(page):

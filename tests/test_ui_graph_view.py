@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
@@ -24,13 +25,16 @@ def test_question_concepts_paths_and_edges_are_lit():
     roles = {n["id"]: n["role"] for n in data["nodes"]}
     # A fixed leaf, question and offline extractor: the question's concepts are matched, the
     # paths between them and the ranked neighbours lit, the busiest others drawn plain.
-    assert set(roles.values()) == {"match", "path", "ranked", "plain"}
-    assert all(n["font"]["size"] >= 18 >= 0 for n in data["nodes"]) and FONT_PX >= 18
+    assert Counter(roles.values()) == {"match": 8, "path": 3, "ranked": 12, "plain": 17}
+    matched = {n["label"] for n in data["nodes"] if n["role"] == "match"}
+    assert {"用人单位", "竞业", "违约金"} <= matched
+    # One legible size for every node (a projector needs >= 18 px).
+    assert FONT_PX == 20 and {n["font"]["size"] for n in data["nodes"]} == {FONT_PX}
     used = [e for e in data["edges"] if e["used"]]
-    assert used and all(e["width"] > 1 for e in used)
+    assert len(used) == 11 and all(e["width"] > 1 for e in used)
     assert all(roles.get(e["from"]) and roles.get(e["to"]) for e in data["edges"])
     paths = at.dataframe[0].value
-    assert list(paths.columns[:2]) == ["path", "hops"] and len(paths) > 0
+    assert list(paths.columns[:2]) == ["path", "hops"] and len(paths) == 8
     assert paths["path"].str.contains("—co-occurs with→").all()
     concepts = at.dataframe[1].value
     assert "用人单位" in set(concepts["concept"])

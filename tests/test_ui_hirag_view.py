@@ -72,8 +72,12 @@ def test_app_renders_graph_and_tables():
     assert "entity" in frames[0].columns and "title" in frames[2].columns
     graph = next(el for el in at.get("component_instance"))
     nodes = graph_data(graph)["nodes"]
-    assert 0 < len(nodes) <= MAX_NODES
-    assert any(n["color"]["background"] == PALETTE["entity"] for n in nodes)
+    # The neighbourhood fills the cap (64 found, 4 left out, and the page says so) ...
+    assert len(nodes) == MAX_NODES == 60
+    assert any("4 more nodes not drawn" in c.value for c in at.caption)
+    # ... and every one of the question's top entities is drawn, lit.
+    lit = [n for n in nodes if n["color"]["background"] == PALETTE["entity"]]
+    assert len(lit) == len(frames[0]) == 20
     at.selectbox[0].select("hirag-naive").run()
     assert not at.exception and not at.dataframe
     assert "no graph context" in at.info[0].value

@@ -15,6 +15,7 @@ from treerag_core.strategies import all_strategies
 from treerag_core.types import Trace
 from ui.corpora import EVAL, SAMPLES, UPLOADS, corpus_label
 from ui.llm_panel import llm_panel
+from ui.session import AskState
 
 KEEP = "session"  # sidebar values survive a visit to another page
 QUESTION = "ask_question"  # the question box's widget key
@@ -151,6 +152,19 @@ def choose_corpus(kind: str | None = None) -> None:
     st.session_state[CORPUS_CHOSEN] = True
 
 
+def _close_inspector() -> None:
+    # Node ids are per corpus ("0012" is in every one): an open node (and its marked passage)
+    # would reopen an unrelated node of the corpus switched to.
+    ask = AskState()
+    ask.inspect, ask.highlight = None, None
+
+
+def _corpus_switched() -> None:
+    """The radio moved: the user's own pick, and nothing of the other corpus stays open."""
+    choose_corpus()
+    _close_inspector()
+
+
 def default_corpus(has_uploads: bool) -> None:
     """Until the user picks one: "My uploads" once the workspace has documents (after an
     upload, or a reload that restored them from `?ws=`). Never back on its own: with every
@@ -158,6 +172,7 @@ def default_corpus(has_uploads: bool) -> None:
     ss = st.session_state
     if has_uploads and not ss.get(CORPUS_CHOSEN) and ss.get("qs_corpus") == SAMPLES:
         ss.qs_corpus = UPLOADS
+        _close_inspector()
 
 
 def query_settings() -> QuerySettings:
@@ -207,7 +222,7 @@ def corpus_radio(eval_label: str | None) -> None:
         labels[EVAL] = eval_label
     st.sidebar.radio(
         "Corpus", list(labels), key="qs_corpus", persist_state=KEEP, format_func=labels.get,
-        horizontal=True, on_change=choose_corpus,
+        horizontal=True, on_change=_corpus_switched,
     )  # fmt: skip
 
 
