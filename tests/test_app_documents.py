@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.app_helpers import ask, graph_nodes, open_app, page_text, unescape
+from tests.app_helpers import APP, ask, graph_nodes, open_app, page_text, unescape
 from tests.conftest import keyless_app
 
 REPO = Path(__file__).resolve().parents[1]
@@ -173,10 +173,39 @@ def test_after_an_upload_ask_uses_my_uploads_unless_the_user_chose_otherwise():
     at.switch_page("pages/documents.py").run()
     at.switch_page("pages/ask.py").run()
     assert at.radio(key="qs_corpus").value == "samples"
-    # A reload restores the workspace from ?ws=, and Ask opens on its uploads.
+    assert link_corpus(at) == "samples"  # the link remembers the pick
+    # A link with the workspace alone (shared, or from before the pick) opens its uploads.
     reloaded = open_app(ws=at.session_state["ws_id"])
     assert reloaded.radio(key="qs_corpus").value == "uploads"
     assert any(c.value.startswith("My uploads: 1 of 1") for c in reloaded.caption)
+
+
+def link_corpus(at: AppTest) -> str | None:
+    """The `?corpus=` of the page's URL (AppTest lists a value the app set)."""
+    value = at.query_params.get("corpus")
+    return value[0] if isinstance(value, list) else value
+
+
+def test_a_reload_keeps_the_corpus_the_user_picked():
+    at = open_app("pages/documents.py")
+    upload(at, ("paper.md", PAPER))
+    ws_id = at.session_state["ws_id"]
+
+    def reload(corpus: str) -> AppTest:
+        again = AppTest.from_file(APP, default_timeout=90)
+        again.query_params["ws"], again.query_params["corpus"] = ws_id, corpus
+        again.run()
+        assert not again.exception, again.exception
+        return again
+
+    kept = reload("samples")
+    assert kept.radio(key="qs_corpus").value == "samples"
+    assert link_corpus(kept) == "samples"
+    # Only a corpus every session can open is taken from a link; anything else is dropped.
+    for bad in ("eval", "../uploads", "x" * 5000):
+        other = reload(bad)
+        assert other.radio(key="qs_corpus").value == "uploads"  # the default with uploads
+        assert link_corpus(other) is None
 
 
 def test_copy_the_samples_into_the_workspace():

@@ -88,6 +88,8 @@ SETTING_LABELS: dict[str, str] = {
 }
 CONTEXT_MAX_CHARS = 8000  # the budget slider's top; 0 = off (the answer reads Final top-k)
 CORPUS_CHOSEN = "qs_corpus_chosen"  # set once the user picks a corpus (radio, History, Eval)
+CORPUS_PARAM = "corpus"  # the link's memory of a picked corpus, so a reload keeps it
+LINKABLE = (SAMPLES, UPLOADS)  # corpora every session can open (an eval set is opened on Evaluate)
 FUSION_LABELS = {
     # Short enough for the sidebar's select box at 1440 px (the help text says the rest).
     "weighted": "weighted (min-max)",
@@ -150,6 +152,22 @@ def choose_corpus(kind: str | None = None) -> None:
     if kind is not None:
         st.session_state.qs_corpus = kind
     st.session_state[CORPUS_CHOSEN] = True
+
+
+def sync_corpus_choice() -> None:
+    """A reload keeps the corpus the user picked: the link's `?corpus=` is read once (only a
+    kind every session can open; anything else is ignored), then kept equal to the pick."""
+    ss = st.session_state
+    wanted = st.query_params.get(CORPUS_PARAM)
+    if not ss.get(CORPUS_CHOSEN) and wanted in LINKABLE:
+        ss.qs_corpus = wanted
+        ss[CORPUS_CHOSEN] = True
+    picked = ss.get("qs_corpus") if ss.get(CORPUS_CHOSEN) else None
+    if picked in LINKABLE:
+        if wanted != picked:
+            st.query_params[CORPUS_PARAM] = picked
+    elif CORPUS_PARAM in st.query_params:
+        del st.query_params[CORPUS_PARAM]
 
 
 def _close_inspector() -> None:
