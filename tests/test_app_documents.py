@@ -502,8 +502,10 @@ def test_switching_corpus_closes_the_inspected_node_of_the_other_one():
     at.run()
     assert at.session_state["ask_inspect"] == "0012"
     assert "**3.2.2 Gate Design** `0012`" in page_text(at, "markdown", plain=True)
+    at.session_state["ask_expanded"] = {"0012"}  # a section opened in the uploads' tree
     at.radio(key="qs_corpus").set_value("samples").run()
     assert not at.exception, at.exception
     assert at.session_state["ask_inspect"] is None and at.session_state["ask_highlight"] is None
+    assert at.session_state["ask_expanded"] == set()
     shown = page_text(at, "markdown", plain=True)
     assert "`0012`" not in shown  # neither node is open in the inspector

@@ -170,17 +170,10 @@ def sync_corpus_choice() -> None:
         del st.query_params[CORPUS_PARAM]
 
 
-def _close_inspector() -> None:
-    # Node ids are per corpus ("0012" is in every one): an open node (and its marked passage)
-    # would reopen an unrelated node of the corpus switched to.
-    ask = AskState()
-    ask.inspect, ask.highlight = None, None
-
-
 def _corpus_switched() -> None:
     """The radio moved: the user's own pick, and nothing of the other corpus stays open."""
     choose_corpus()
-    _close_inspector()
+    AskState().forget_nodes()
 
 
 def default_corpus(has_uploads: bool) -> None:
@@ -190,7 +183,7 @@ def default_corpus(has_uploads: bool) -> None:
     ss = st.session_state
     if has_uploads and not ss.get(CORPUS_CHOSEN) and ss.get("qs_corpus") == SAMPLES:
         ss.qs_corpus = UPLOADS
-        _close_inspector()
+        AskState().forget_nodes()
 
 
 def query_settings() -> QuerySettings:

@@ -62,7 +62,7 @@ def open_from_history(query_id: int) -> Trace:
     # applied): the LLM panel may not have been drawn yet in a reloaded session, and its
     # defaults then would read as a change nobody made ("Use an LLM: on → off").
     ask.controls = None
-    ask.inspect = None
+    ask.forget_nodes()  # the trace may be on another corpus
     _show_on_ask(trace, corpus_key, corpus_kind_of(corpus_key), trace.scope)
     return trace
 
@@ -79,6 +79,5 @@ def open_trace(
     ask.eval_corpus = corpus
     ask.set_trace(trace, corpus.key, scope, None, origin="eval")
     ask.controls = None  # set by the Ask page from the sidebar as it finds it
-    ask.inspect = inspect
-    ask.expanded = set()
+    ask.forget_nodes(inspect)
     _show_on_ask(trace, corpus.key, corpus.kind, scope)

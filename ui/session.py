@@ -110,6 +110,12 @@ class AskState(PageState):
         self.stale_answer = None
         self.origin = origin
 
+    def forget_nodes(self, inspect: str | None = None) -> None:
+        """Close what is open in the tree (the inspected node, its marked passage, expanded
+        sections), opening `inspect` instead: node ids are per corpus ("0012" is in every
+        one), so after a corpus change they would open unrelated nodes."""
+        self.inspect, self.highlight, self.expanded = inspect, None, set()
+
 
 class DocsState(PageState):
     """The Documents page: the previewed document, its inspected node, the last upload."""
