@@ -14,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 from tests import app_helpers as app
 from tests.app_helpers import APP, ask, open_app, page_text
-from tests.conftest import SAMPLES, keyless_app
+from tests.conftest import SAMPLES, keyless_app, skip_unless_ci
 from treerag_core.strategies import strategy_names
 from ui.tree_graph import PALETTE
 
@@ -526,7 +526,7 @@ def test_compare_scores_each_strategy_on_a_dev_set_question_with_gold():
     from ui.gold import SHOWN, strategy_metrics
 
     if not dev_set_folder("qasper").is_dir():
-        pytest.skip("the qasper dev set is not beside the repo")
+        skip_unless_ci("eval-data test", "the qasper dev set is not beside the repo")
     at = open_app()
     gold_buttons = [b for b in at.button if (b.key or "").startswith("gold_example_")]
     assert gold_buttons, "no dev-set example questions on the first screen"

@@ -14,7 +14,7 @@ from streamlit.dataframe_util import convert_arrow_bytes_to_pandas_df
 from streamlit.testing.v1 import AppTest
 
 from tests.app_helpers import graph_nodes, open_app, page_text
-from tests.conftest import keyless_app, sample_sources
+from tests.conftest import keyless_app, sample_sources, skip_unless_ci
 from treerag_core.config import IndexSettings
 from treerag_core.evaluation.dataset import load_dataset
 from treerag_core.evaluation.harness import dataset_index, oracle_leaves
@@ -36,7 +36,7 @@ def app_env(tmp_path_factory):
 @pytest.fixture(scope="module")
 def qasper() -> Path:
     if not (QASPER / "questions.jsonl").is_file():
-        pytest.skip(f"eval data not found beside the repo ({QASPER} missing)")
+        skip_unless_ci("eval-data test", f"eval data not found beside the repo ({QASPER} missing)")
     return QASPER
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import EVAL_DIR
+from tests.conftest import EVAL_DIR, skip_unless_ci
 from treerag_core.citations import parse_citations
 from treerag_core.evaluation.metrics import section_path_ends_with
 from treerag_core.parsing import parse_document
@@ -199,7 +199,7 @@ def test_lenient_matching_finds_every_gold_section_the_metric_finds() -> None:
     for dataset in ("qasper", "lecoqa_laws"):
         questions = EVAL_DIR / dataset / "questions.jsonl"
         if not questions.is_file():
-            pytest.skip(f"eval data not found at {questions}")
+            skip_unless_ci("eval-data test", f"eval data not found at {questions}")
         trees: dict[str, dict[str, str]] = {}
         for line in questions.read_text(encoding="utf-8").splitlines()[:40]:
             question = json.loads(line)

@@ -89,7 +89,7 @@ GRAPH_LEAF_CHARS = 2000
 @pytest.fixture(scope="module")
 def graph_index():
     """The samples with knowledge graphs on their long leaves (hashing embedder)."""
-    from conftest import sample_sources
+    from tests.conftest import sample_sources
 
     settings = IndexSettings(embedder="hashing", graph_min_leaf_chars=GRAPH_LEAF_CHARS)
     return build_index(sample_sources(), settings, get_embedder("hashing"))

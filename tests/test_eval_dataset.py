@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import EVAL_DIR
+from tests.conftest import EVAL_DIR, skip_unless_ci
 from treerag_core.evaluation.dataset import (
     NO_EVIDENCE,
     UNANSWERABLE,
@@ -30,7 +30,7 @@ REAL_COUNTS = {
 def real(request: pytest.FixtureRequest) -> EvalDataset:
     folder = EVAL_DIR / request.param
     if not folder.is_dir():
-        pytest.skip(f"eval data not found at {folder}")
+        skip_unless_ci("eval-data test", f"eval data not found at {folder}")
     return load_dataset(folder)
 
 
@@ -73,7 +73,7 @@ def test_real_rows_match_the_file(real: EvalDataset) -> None:
 def test_lecoqa_keeps_en_spaces_in_gold_sections() -> None:
     folder = EVAL_DIR / "lecoqa_laws"
     if not folder.is_dir():
-        pytest.skip(f"eval data not found at {folder}")
+        skip_unless_ci("eval-data test", f"eval data not found at {folder}")
     ds = load_dataset(folder)
     paths = {p for q in ds.questions for p in q.evidence_sections}
     assert "物权编 > 第二分编\u2002\u2002所有权 > 第七章\u2002\u2002相邻关系" in paths

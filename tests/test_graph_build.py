@@ -6,8 +6,8 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from conftest import sample_sources
 
+from tests.conftest import sample_sources
 from treerag_core.config import IndexSettings
 from treerag_core.embedders import get_embedder
 from treerag_core.errors import IndexFormatError

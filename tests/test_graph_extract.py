@@ -117,6 +117,6 @@ def test_graph_is_deterministic_and_stats_count_degree():
 
 
 def open_sample(name: str) -> str:
-    from conftest import SAMPLES
+    from tests.conftest import SAMPLES
 
     return (SAMPLES / name).read_text(encoding="utf-8")

@@ -7,8 +7,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import sample_sources
 
+from tests.conftest import sample_sources
 from treerag_core.chunking import chunk_leaf
 from treerag_core.config import IndexSettings
 from treerag_core.embedders import get_embedder

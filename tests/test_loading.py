@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import EVAL_DIR
+from tests.conftest import EVAL_DIR, skip_unless_ci
 from treerag_core.errors import InputDocumentError
 from treerag_core.loading import collect_inputs, decode_document, read_document
 
@@ -83,7 +83,7 @@ def test_read_document_errors(tmp_path: Path) -> None:
 def test_eval_docs_read_exactly_like_read_text() -> None:
     docs = sorted(EVAL_DIR.glob("*/docs/*.md"))
     if not docs:
-        pytest.skip(f"eval docs not found under {EVAL_DIR}")
+        skip_unless_ci("eval-data test", f"eval docs not found under {EVAL_DIR}")
     for doc in docs:
         assert read_document(doc, 20 * MB) == doc.read_text(encoding="utf-8"), doc.name
 

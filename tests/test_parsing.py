@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import EVAL_DIR
+from tests.conftest import EVAL_DIR, skip_unless_ci
 from treerag_core.parsing import parse_document, scan_headings
 from treerag_core.text_rules import detect_language
 from treerag_core.types import TreeNode
@@ -258,7 +258,7 @@ def test_numbered_list_restarting_under_more_hashes_nests() -> None:
 
 def test_eval_gold_section_paths_are_node_paths() -> None:
     if not EVAL_DIR.exists():
-        pytest.skip(f"eval data not found at {EVAL_DIR}")
+        skip_unless_ci("eval-data test", f"eval data not found at {EVAL_DIR}")
     for name in ("qasper", "lecoqa_laws", "gitlab_handbook"):
         node_paths: dict[str, set[str]] = {}
         for doc in (EVAL_DIR / name / "docs").glob("*.md"):
@@ -433,7 +433,7 @@ def test_sample_docs_cover_every_character(doc: Path) -> None:
 def test_eval_docs_cover_every_character(dataset: str) -> None:
     docs = sorted((EVAL_DIR / dataset / "docs").glob("*.md"))
     if not docs:
-        pytest.skip(f"eval docs not found under {EVAL_DIR / dataset}")
+        skip_unless_ci("eval-data test", f"eval docs not found under {EVAL_DIR / dataset}")
     for doc in docs:
         text = doc.read_text(encoding="utf-8")
         for depth in (2, 3):

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import EVAL_DIR
+from tests.conftest import EVAL_DIR, skip_unless_ci
 from treerag_core.errors import EmbedderError
 from treerag_core.rerank import (
     BUNDLED_EN,
@@ -150,7 +150,7 @@ def test_bundled_ranks_qasper_gold_evidence_above_other_paragraphs(
 ) -> None:
     questions_file = EVAL_DIR / "qasper" / "questions.jsonl"
     if not questions_file.is_file():
-        pytest.skip(f"eval data not found at {questions_file}")
+        skip_unless_ci("eval-data test", f"eval data not found at {questions_file}")
     ranks: list[int] = []
     for line in questions_file.read_text(encoding="utf-8").splitlines():
         question = json.loads(line)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from conftest import sample_sources
 
+from tests.conftest import sample_sources
 from treerag_core.config import IndexSettings
 from treerag_core.embedders import get_embedder
 from treerag_core.errors import IndexFormatError

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import EVAL_DIR
+from tests.conftest import EVAL_DIR, skip_unless_ci
 from treerag_core.parsing import parse_document
 from treerag_core.summaries import content_key, first_sentence, summarize_tree
 from treerag_core.types import TreeNode
@@ -132,7 +132,7 @@ def test_max_chars_is_validated_and_respected() -> None:
 def test_every_eval_node_gets_a_bounded_summary() -> None:
     docs = sorted(EVAL_DIR.glob("*/docs/*.md"))
     if not docs:
-        pytest.skip(f"eval docs not found under {EVAL_DIR}")
+        skip_unless_ci("eval-data test", f"eval docs not found under {EVAL_DIR}")
     for doc in docs:
         nodes = summarize_tree(parse_document(doc.read_text(encoding="utf-8"), doc.name, doc.name))
         for node in nodes:

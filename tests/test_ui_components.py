@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from tests.conftest import skip_unless_ci
 from treerag_core.config import IndexSettings
 from treerag_core.embedders import get_embedder
 from treerag_core.index import SourceDocument, build_index
@@ -231,7 +232,7 @@ def test_gold_needs_the_same_question_and_the_same_document_text():
     from ui.eval_data import dev_set_folder
 
     if not dev_set_folder("qasper").is_dir():
-        pytest.skip("the qasper dev set is not beside the repo")
+        skip_unless_ci("eval-data test", "the qasper dev set is not beside the repo")
     name = "1908.10461.md"
     text = (resources.SAMPLE_DIR / name).read_text(encoding="utf-8")
     settings = IndexSettings(embedder="hashing")
@@ -256,7 +257,7 @@ def test_dev_sets_come_from_treerag_eval_dirs_and_a_broken_one_is_named(tmp_path
 
     real = dev_set_folder("qasper")
     if not real.is_dir():
-        pytest.skip("the qasper dev set is not beside the repo")
+        skip_unless_ci("eval-data test", "the qasper dev set is not beside the repo")
     name = "1908.10461.md"
     lines = (real / "questions.jsonl").read_text(encoding="utf-8").splitlines()
     mine = [line for line in lines if f'"doc": "{name}"' in line]
@@ -294,7 +295,7 @@ def test_every_offered_gold_example_has_its_gold_in_the_samples():
     from ui.examples import GOLD_EXAMPLES
 
     if not dev_set_folder("qasper").is_dir() or not dev_set_folder("lecoqa_laws").is_dir():
-        pytest.skip("the dev sets are not beside the repo")
+        skip_unless_ci("eval-data test", "the dev sets are not beside the repo")
     settings = IndexSettings(embedder="hashing")
     for name, questions in GOLD_EXAMPLES.items():
         text = (resources.SAMPLE_DIR / name).read_text(encoding="utf-8")

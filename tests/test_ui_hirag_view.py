@@ -90,8 +90,7 @@ def test_is_hirag_trace():
 def _paper_index():
     """A fresh in-memory index (no folder): the session's shared indexes may have been saved
     to a folder, and a HiRAG graph built there, by other tests."""
-    from conftest import sample_sources
-
+    from tests.conftest import sample_sources
     from treerag_core.config import IndexSettings
     from treerag_core.embedders import get_embedder
     from treerag_core.index import build_index
@@ -123,8 +122,7 @@ def test_graph_store_for_an_index_with_a_graph_returns_its_store(monkeypatch):
 
 
 def test_a_corrupt_hirag_build_is_named_not_shown_as_missing(tmp_path):
-    from conftest import sample_sources
-
+    from tests.conftest import sample_sources
     from treerag_core.config import IndexSettings
     from treerag_core.embedders import get_embedder
     from treerag_core.hirag import build as hirag_build

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import sample_sources
 from streamlit.testing.v1 import AppTest
 
 from tests.app_helpers import graph_data, open_app
+from tests.conftest import sample_sources
 from treerag_core.config import IndexSettings
 from treerag_core.embedders import get_embedder
 from treerag_core.graph.search import search_graph
