@@ -111,6 +111,11 @@ def _reset_peak_rss() -> bool:
     return True
 
 
+def embedding_mb(n_chunks: int, dim: int) -> float:
+    """The index's embedding matrix (float32 rows, one per chunk) in MiB, like the RSS figures."""
+    return round(n_chunks * dim * 4 / 2**20, 1)
+
+
 def _mb(kb: float) -> float:
     return round(kb / 1024, 1)
 
@@ -319,7 +324,7 @@ def run_index_bench(
             ),
             "rss_after_build": _mb(int(first_build_mem["rss_after_kb"])),
             "peak_during_embed_alone": _mb(max(int(m["peak_kb"]) for m in embed_mem)),
-            "embeddings": round(n_chunks * dim * 4 / 2**20, 1),
+            "embeddings": embedding_mb(n_chunks, dim),
             "peak_is_per_pass": bool(first_build_mem["peak_is_per_pass"]),
         },
     }

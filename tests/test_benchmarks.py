@@ -57,10 +57,14 @@ def test_index_bench_reports_rates_ratio_memory_and_stage_split(sources):
     assert all(v >= 0 for v in stages.values()) and stages["tokenise"] > 0
     mem = result["memory_mb"]
     assert mem["peak_during_build"] >= mem["rss_before_build"] > 0
-    # float32 rows of the hashing embedder's 384 dimensions (a few KB here, so 0.0 MB rounded)
-    assert mem["embeddings"] == round(result["chunks"] * 384 * 4 / 2**20, 1)
+    assert mem["embeddings"] == bench_index.embedding_mb(result["chunks"], 384)  # hashing: 384-d
     text = bench_index.to_markdown(result)
     assert "chunks/s" in text and "TARGET" in text and "| tokenise |" in text
+
+
+def test_embedding_mb_counts_float32_rows():
+    assert bench_index.embedding_mb(10_000, 384) == 14.6  # 15,360,000 bytes
+    assert bench_index.embedding_mb(1_000_000, 512) == 1953.1
 
 
 def test_index_verdict_says_a_miss_plainly():
