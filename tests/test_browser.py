@@ -17,23 +17,15 @@ import pytest
 from app_server import serve_app
 from fake_anthropic import FakeAnthropicServer, reply
 
+from benchmarks.bench_ui import ARGS, handbook_markdown
+from benchmarks.bench_ui import CHROMIUM as BENCH_CHROMIUM
 from tests.conftest import skip_unless_ci
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[1]
-CHROMIUM = Path(os.environ.get("TREERAG_CHROMIUM", "/usr/bin/chromium"))  # Debian chromium
+CHROMIUM = Path(BENCH_CHROMIUM)  # Debian's, or TREERAG_CHROMIUM (one rule, in bench_ui)
 RESULTS = REPO / "test-results"
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 CONSOLE_ERRORS: list[str] = []
 MISSING: list[str] = []  # URLs answered 404
 MIN_LABEL_PX = 12  # ui.tree_graph.MIN_LABEL_PX, the smallest label the fitted view draws
@@ -102,18 +94,6 @@ def _require_chromium() -> None:
         return
     reason = f"{CHROMIUM} is missing (apt-get install -y chromium); never `playwright install`"
     skip_unless_ci("browser test", reason)
-
-
-def handbook_markdown(chapters: int = 12, sections: int = 6, items: int = 3) -> str:
-    """A handbook-like document of 300+ heading nodes (the 200+ node legibility case)."""
-    parts = ["# Handbook\n"]
-    for c in range(1, chapters + 1):
-        parts.append(f"## Chapter {c}\n\nChapter {c} covers policy area {c}.\n")
-        for s in range(1, sections + 1):
-            parts.append(f"### Section {c}.{s}\n\nSection {c}.{s} explains rule {c}-{s}.\n")
-            for i in range(1, items + 1):
-                parts.append(f"#### Item {c}.{s}.{i}\n\nItem {c}.{s}.{i}: one more detail.\n")
-    return "\n".join(parts)
 
 
 def _responder(body):
