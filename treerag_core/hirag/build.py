@@ -28,6 +28,7 @@ from treerag_core.hirag.store import (
     MAX_KEPT_REPORTS,
     CheckpointWrite,
     HiragIndex,
+    asked_again,
     drop_partial_reports,
     has_hirag,
     keep_aside,
@@ -443,11 +444,7 @@ def previous_llm_reports(folder: str | Path, use_llm: bool = True) -> PreviousRe
     """
     out: dict[str, CommunityReport] = {}
     notes: list[str] = []
-    again = (
-        "this build asks the LLM for them again"
-        if use_llm
-        else "a later build with LLM reports asks for them again"
-    )
+    again = asked_again(use_llm)
     if has_hirag(folder):
         stored = stored_reports_path(folder)
         try:

@@ -246,6 +246,13 @@ def load_partial_reports(index_folder: str | Path) -> dict[str, CommunityReport]
     return read_llm_reports(partial_reports_path(index_folder), PARTIAL_HINT)[0]
 
 
+def asked_again(use_llm: bool) -> str:
+    """What becomes of reports that could not be read, by whether the build uses the LLM."""
+    if use_llm:
+        return "this build asks the LLM for them again"
+    return "a later build with LLM reports asks for them again"
+
+
 def load_checkpoint(
     index_folder: str | Path, use_llm: bool
 ) -> tuple[dict[str, CommunityReport], tuple[str, ...]]:
@@ -259,11 +266,7 @@ def load_checkpoint(
             `keep_aside`), or the folder's `.hirag-unreadable` is.
     """
     path = partial_reports_path(index_folder)
-    again = (
-        "this build asks the LLM for them again"
-        if use_llm
-        else "a later build with LLM reports asks for them again"
-    )
+    again = asked_again(use_llm)
     with index_lock(Path(index_folder).resolve()):
         try:
             reports, bad = read_llm_reports(path, PARTIAL_HINT)
