@@ -248,3 +248,61 @@ def test_a_query_replacing_a_stale_llm_build_keeps_its_paid_reports(folder):
         again = build_into_folder(index, folder, settings, client=client(fake))
     assert len(fake.requests) == sent
     assert again.meta["report_cached"] == paid.meta["counts"]["llm_reports"]
+
+
+def test_an_llm_build_keeps_the_paid_reports_it_does_not_reuse(folder):
+    index, settings = load_index(folder), HiragBuildSettings(llm_reports=True)
+    partial = folder / ".hirag-reports-partial.json"
+    with FakeAnthropicServer(responder=report_reply, api_key=KEY) as fake:
+        first = build_into_folder(index, folder, settings, client=client(fake))
+        paid = first.meta["counts"]["llm_reports"]
+        build_into_folder(index, folder, HiragBuildSettings())  # keeps them in the checkpoint
+        other = HiragBuildSettings(llm_reports=True, max_cluster_size=3)
+        second = build_into_folder(index, folder, other, client=client(fake))
+        assert second.meta["report_llm_calls"] > 0  # other reports
+        mine = {r.content_key for r in second.reports.values()}
+        left = {row["content_key"] for row in json.loads(partial.read_text("utf-8"))}
+        assert left and not left & mine  # what reports.json lacks stays, nothing else
+        (note,) = [n for n in second.meta["notes"] if "kept in" in n]
+        assert note.startswith(f"{len(left)} LLM reports of earlier builds are kept")
+        sent = len(fake.requests)
+        again = build_into_folder(index, folder, settings, client=client(fake))
+    assert len(fake.requests) == sent  # back to the first settings: nothing paid again
+    assert again.meta["report_cached"] == paid
+
+
+def test_a_damaged_checkpoint_is_set_aside_and_an_offline_build_goes_on(folder):
+    index = load_index(folder)
+    partial = folder / ".hirag-reports-partial.json"
+    partial.write_text("[{", encoding="utf-8")
+    built = build_into_folder(index, folder, HiragBuildSettings())
+    (note,) = [n for n in built.meta["notes"] if "could not be read" in n]
+    (kept,) = (folder / ".hirag-unreadable").iterdir()
+    assert kept.read_text("utf-8") == "[{" and str(kept.relative_to(folder)) in note
+    assert "a later build with LLM reports asks for them again" in note  # not "this build"
+    assert not partial.exists()
+
+
+def test_a_query_rebuild_sets_a_damaged_checkpoint_aside_and_keeps_the_paid_reports(folder):
+    index, settings = load_index(folder), HiragBuildSettings(llm_reports=True)
+    partial = folder / ".hirag-reports-partial.json"
+    with FakeAnthropicServer(responder=report_reply, api_key=KEY) as fake:
+        paid = build_into_folder(index, folder, settings, client=client(fake))
+        partial.write_text("[{", encoding="utf-8")
+        hirag_build._CACHE.clear()
+        other, _ = load_or_build(index, settings=HiragBuildSettings(max_cluster_size=5))
+        assert any(".hirag-unreadable" in n for n in other.meta["notes"])
+        assert any("kept in .hirag-reports-partial.json" in n for n in other.meta["notes"])
+        sent = len(fake.requests)
+        again = build_into_folder(index, folder, settings, client=client(fake))
+    assert len(fake.requests) == sent
+    assert again.meta["report_cached"] == paid.meta["counts"]["llm_reports"]
+
+
+def test_an_offline_build_does_not_say_it_writes_unreadable_reports_again(folder):
+    index = load_index(folder)
+    build_into_folder(index, folder, HiragBuildSettings())
+    (folder / "hirag" / "reports.json").write_text("[{", encoding="utf-8")
+    again = build_into_folder(index, folder, HiragBuildSettings())
+    (note,) = [n for n in again.meta["notes"] if "could not be read" in n]
+    assert "this build" not in note and "a later build with LLM reports" in note

@@ -14,13 +14,15 @@ from tests.conftest import sample_sources
 from treerag_core import store as store_module
 from treerag_core.config import IndexSettings
 from treerag_core.embedders import get_embedder
-from treerag_core.errors import IndexFormatError
+from treerag_core.errors import IndexBusyError, IndexFormatError
 from treerag_core.hirag import build as hirag_build
+from treerag_core.hirag import store as hirag_store
 from treerag_core.hirag.build import build_hirag, load_or_build
 from treerag_core.hirag.reports import CommunityReport
 from treerag_core.hirag.store import (
     NetworkXGraphStore,
     has_hirag,
+    keep_aside,
     load_hirag,
     load_partial_reports,
     partial_reports_path,
@@ -273,3 +275,72 @@ def test_a_graph_save_waits_for_a_reindex_of_its_folder(small_index, built, monk
             save_hirag(built, small_index)
     save_hirag(built, small_index)  # free again
     assert load_hirag(small_index).graph == built.graph
+
+
+def report(n: int) -> CommunityReport:
+    return CommunityReport(f"L0-{n}", f"T{n}", "S", (), "llm", f"key-{n}")
+
+
+def test_checkpoint_writes_merge_and_keep_the_newest_within_the_cap(tmp_path, monkeypatch):
+    save_partial_reports(tmp_path, {"L0-1": report(1)})
+    save_partial_reports(tmp_path, {"L0-2": report(2)})  # a second writer adds, never replaces
+    assert set(load_partial_reports(tmp_path)) == {"key-1", "key-2"}
+    monkeypatch.setattr(hirag_store, "MAX_KEPT_REPORTS", 3)
+    written = save_partial_reports(tmp_path, {"a": report(3), "b": report(4)})
+    assert (written.kept, written.dropped) == (3, 1)  # the oldest went
+    assert list(load_partial_reports(tmp_path)) == ["key-2", "key-3", "key-4"]
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_checkpoint_writes_take_the_folder_lock(tmp_path, monkeypatch):
+    monkeypatch.setattr(store_module, "LOCK_TIMEOUT", 0.2)
+    held, release = threading.Event(), threading.Event()
+
+    def writer() -> None:  # another writer (a query's rebuild saving the graph) holds it
+        with store_module.index_lock(tmp_path.resolve()):
+            held.set()
+            release.wait(5)
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        held.wait(5)
+        with pytest.raises(IndexBusyError):
+            save_partial_reports(tmp_path, {"L0-1": report(1)})
+    finally:
+        release.set()
+        thread.join()
+    save_partial_reports(tmp_path, {"L0-1": report(1)})
+    assert set(load_partial_reports(tmp_path)) == {"key-1"}
+
+
+def test_keep_aside_refuses_symlinks_other_files_and_oversized_ones(tmp_path, monkeypatch):
+    root, outside = tmp_path / "index", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    damaged = root / "reports.json"
+    damaged.write_text("[{", encoding="utf-8")
+    (root / ".hirag-unreadable").symlink_to(outside)  # would write outside the index
+    with pytest.raises(IndexFormatError, match=r"\.hirag-unreadable in the index folder"):
+        keep_aside(damaged, root)
+    assert list(outside.iterdir()) == []
+    (root / ".hirag-unreadable").unlink()
+    (root / ".hirag-unreadable").write_text("a file", encoding="utf-8")
+    with pytest.raises(IndexFormatError, match=r"\.hirag-unreadable in the index folder"):
+        keep_aside(damaged, root)  # not a raw OSError
+    (root / ".hirag-unreadable").unlink()
+    secret = outside / "secret.txt"
+    secret.write_text("a secret", encoding="utf-8")
+    linked = root / "linked.json"
+    linked.symlink_to(secret)
+    with pytest.raises(IndexFormatError, match=r"linked\.json in the index folder .* symlink"):
+        keep_aside(linked, root)
+    assert not (root / ".hirag-unreadable").exists() or not any(
+        (root / ".hirag-unreadable").iterdir()
+    )
+    monkeypatch.setattr(hirag_store.artifacts, "MAX_JSON_BYTES", 1)
+    with pytest.raises(IndexFormatError, match=r"reports\.json in the index folder .*limit"):
+        keep_aside(damaged, root)
+    monkeypatch.undo()
+    kept = keep_aside(damaged, root)
+    assert (root / kept).read_text("utf-8") == "[{" and not (root / kept).is_symlink()

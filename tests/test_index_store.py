@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import sample_sources
+from treerag_core import artifacts
 from treerag_core.config import IndexSettings
 from treerag_core.embedders import get_embedder
 from treerag_core.errors import EmbedderError, IndexBusyError, IndexFormatError
@@ -556,3 +557,30 @@ def test_a_loop_in_the_tree_is_refused_on_load(saved, change, message):
     with pytest.raises(IndexFormatError, match=message) as info:
         load_index(saved)
     assert str(saved / "nodes.jsonl") in str(info.value)
+
+
+def test_reindex_carries_only_the_index_folders_own_regular_files(
+    saved, hashing_index, tmp_path, monkeypatch
+):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("a secret", encoding="utf-8")
+    kept = saved / ".hirag-unreadable"
+    kept.symlink_to(outside)  # followed, it would carry the secret into the new index
+    with pytest.raises(IndexFormatError, match=r"\.hirag-unreadable in the index folder .*symlink"):
+        save_index(hashing_index, saved)
+    kept.unlink()
+    kept.mkdir()
+    (kept / "reports-1.json").symlink_to(outside / "secret.txt")
+    with pytest.raises(IndexFormatError, match=r"reports-1\.json in the index folder .*symlink"):
+        save_index(hashing_index, saved)
+    (kept / "reports-1.json").unlink()
+    (kept / "reports-2.json").write_text("[{", encoding="utf-8")
+    (saved / "tree_edits.json").write_text("{}", encoding="utf-8")
+    monkeypatch.setattr(artifacts, "MAX_JSON_BYTES", 1)
+    with pytest.raises(IndexFormatError, match=r"tree_edits\.json in the index folder .*more"):
+        save_index(hashing_index, saved)
+    monkeypatch.undo()
+    save_index(hashing_index, saved)  # its own regular files are carried over
+    assert (saved / ".hirag-unreadable" / "reports-2.json").read_text("utf-8") == "[{"
+    assert list(outside.iterdir()) == [outside / "secret.txt"]

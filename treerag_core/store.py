@@ -10,6 +10,7 @@ import json
 import os
 import platform
 import shutil
+import stat
 import tempfile
 import threading
 import time
@@ -22,6 +23,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from treerag_core import artifacts
 from treerag_core.artifacts import (
     is_finite_number,
     is_whole_number,
@@ -33,11 +35,12 @@ from treerag_core.artifacts import (
 from treerag_core.chunking import CHUNKER_VERSION
 from treerag_core.config import IndexSettings
 from treerag_core.embedders import PROBE_TEXT, Embedder, embedder_fingerprint
-from treerag_core.errors import EmbedderError, IndexBusyError, IndexFormatError
+from treerag_core.errors import EmbedderError, IndexBusyError, IndexFormatError, UnsafePathError
 from treerag_core.graph.build import split_vectors
 from treerag_core.graph.store import GRAPHS_FILE, check_graphs, load_graphs, save_graphs
 from treerag_core.index import CorpusIndex
 from treerag_core.layers import load_layers, save_layers
+from treerag_core.safepaths import read_bytes_checked
 from treerag_core.types import Chunk, DocumentInfo, TreeNode
 
 SCHEMA_VERSION = 1
@@ -274,7 +277,7 @@ def save_index(index: CorpusIndex, folder: str | Path, lock_timeout: float | Non
             )
         _write_files(index, tmp)
         for name in KEPT_ON_REBUILD:
-            _carry_over(target / name, tmp / name)
+            _carry_over(target / name, tmp / name, target)
 
     write_folder(target, write, lock_timeout)
     index.folder = str(target)
@@ -322,20 +325,44 @@ def write_folder(
     return target
 
 
-def _carry_over(src: Path, dst: Path) -> None:
-    """Copy a kept file or folder into the new index (folders as hard links where possible:
-    their files are replaced, never written in place)."""
-    if src.is_file():
-        shutil.copy2(src, dst)
-    elif src.is_dir():
-        shutil.copytree(src, dst, copy_function=_link_or_copy)
+def _carry_over(src: Path, dst: Path, root: Path) -> None:
+    """Carry a kept file or folder into the new index (files as hard links where possible:
+    they are replaced, never written in place). The index folder may come from anyone, so
+    only its own regular files and folders are carried, each file within the size an index
+    file may hold: a symlink (which would carry its target in) or a device is refused.
 
-
-def _link_or_copy(src: str, dst: str) -> None:
+    Raises:
+        IndexFormatError: a symlink, device or oversized file, named inside the index.
+    """
     try:
-        os.link(src, dst)
-    except OSError:
-        shutil.copy2(src, dst)
+        info = os.lstat(src)
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(info.st_mode):
+        dst.mkdir()
+        for child in sorted(os.listdir(src)):
+            _carry_over(src / child, dst / child, root)
+        return
+    limit = artifacts.MAX_NPY_BYTES if src.suffix == ".npy" else artifacts.MAX_JSON_BYTES
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+        why = (
+            "is a symlink"
+            if stat.S_ISLNK(info.st_mode)
+            else "is not a regular file"
+            if not stat.S_ISREG(info.st_mode)
+            else f"holds {info.st_size:,} bytes, more than the {limit:,} an index file may hold"
+        )
+        raise IndexFormatError(
+            f"{src.relative_to(root)} in the index folder {root} {why}; "
+            "an index folder keeps only its own regular files: move it away and index again"
+        )
+    try:
+        os.link(src, dst, follow_symlinks=False)
+    except OSError:  # a file system without hard links
+        try:
+            dst.write_bytes(read_bytes_checked(src, limit))
+        except UnsafePathError as exc:  # replaced since the check above
+            raise IndexFormatError(f"{src} changed while it was carried over: {exc}") from exc
 
 
 def _write_files(index: CorpusIndex, tmp: Path) -> None:

@@ -25,10 +25,14 @@ from treerag_core.hirag.corpus_graph import Extractor, build_corpus_graph
 from treerag_core.hirag.reports import CommunityReport, build_reports
 from treerag_core.hirag.store import (
     BUILD_HINT,
-    PARTIAL_HINT,
+    MAX_KEPT_REPORTS,
+    CheckpointWrite,
     HiragIndex,
+    asked_again,
+    drop_partial_reports,
     has_hirag,
     keep_aside,
+    load_checkpoint,
     load_hirag,
     load_partial_reports,
     partial_reports_path,
@@ -183,8 +187,15 @@ def build_hirag(
     t = time.perf_counter()
     use_llm = settings.llm_reports and client is not None
     checkpoint = dict(report_cache or {})
+    checkpoint_notes: tuple[str, ...] = ()
+    dropped: list[int] = []  # earlier builds' reports each checkpoint write dropped (the cap)
     if folder and use_llm:
-        checkpoint.update(load_partial_reports(folder))
+        kept, checkpoint_notes = load_checkpoint(folder, use_llm=True)
+        checkpoint.update(kept)
+
+    def on_batch(reports: dict[str, CommunityReport]) -> None:
+        dropped.append(save_partial_reports(str(folder), reports).dropped)
+
     built = build_reports(
         communities,
         graph,
@@ -192,7 +203,7 @@ def build_hirag(
         client=client if use_llm else None,
         model=settings.report_model,
         cache=checkpoint,
-        on_batch=(lambda r: save_partial_reports(folder, r)) if folder and use_llm else None,
+        on_batch=on_batch if folder and use_llm else None,
     )
     seconds["reports"] = time.perf_counter() - t
     t = time.perf_counter()
@@ -231,8 +242,14 @@ def build_hirag(
         ),
         "notes": [
             *notes,
+            *checkpoint_notes,
             *(extraction.notes if extraction is not None else ()),
             *built.notes,
+            *(
+                (f"{sum(dropped)} of the oldest {_dropped_note(folder or '')}",)
+                if sum(dropped)
+                else ()
+            ),
         ],
     }
     notify("done", 1, 1)
@@ -354,7 +371,8 @@ def load_or_build(
             built = True
             if folder:
                 if paid:
-                    save_partial_reports(folder, paid)
+                    written = save_partial_reports(folder, paid)
+                    hindex.meta["notes"].extend(_kept_notes(folder, written))
                 save_hirag(hindex, folder)
         with _LOCK:
             _remember(key, hindex)
@@ -364,30 +382,34 @@ def load_or_build(
 def _paid_reports_to_keep(
     folder: str | Path | None, stored: HiragIndex | None
 ) -> tuple[dict[str, CommunityReport], tuple[str, ...]]:
-    """The LLM reports of a stale build a query is about to replace offline, merged with the
-    folder's checkpoint (to be written back, for a later build with LLM reports), and the
-    build's note saying so. A damaged checkpoint is left alone: the replaced reports.json is
-    kept aside instead (`store.keep_aside`), and the note says where."""
+    """The LLM reports of a stale build a query is about to replace offline (to be merged
+    into the folder's checkpoint, for a later build with LLM reports), and the notes of
+    reading that checkpoint: a damaged one is set aside (`store.load_checkpoint`)."""
     paid = {
         r.content_key: r for r in (stored.reports if stored else {}).values() if r.source == "llm"
     }
     if not folder or not paid:
         return {}, ()
-    try:
-        paid = {**paid, **load_partial_reports(folder)}
-    except IndexFormatError as exc:
-        kept = keep_aside(stored_reports_path(folder), folder)
-        return {}, (
-            f"the replaced build's {len(paid)} LLM reports are kept at {kept} in the index "
-            f"folder (the checkpoint they would join cannot be read: {exc})",
-        )
-    return paid, (_kept_note(folder, len(paid)),)
+    return paid, load_checkpoint(folder, use_llm=False)[1]
 
 
-def _kept_note(folder: str | Path, count: int) -> str:
+def _kept_notes(folder: str | Path, written: CheckpointWrite) -> tuple[str, ...]:
+    """What a checkpoint write kept (and dropped) of earlier builds' LLM reports."""
+    if not written.kept and not written.dropped:
+        return ()
+    kept = (
+        f"{written.kept} LLM reports of earlier builds are kept in "
+        f"{partial_reports_path(folder).name} for a later build with LLM reports"
+    )
+    dropped = (f"{written.dropped} of the oldest {_dropped_note(folder)}",)
+    return (kept, *(dropped if written.dropped else ()))
+
+
+def _dropped_note(folder: str | Path) -> str:
     return (
-        f"{count} LLM reports of earlier builds are kept in {partial_reports_path(folder).name} "
-        "for a later build with LLM reports"
+        f"were dropped from {partial_reports_path(folder).name} (it keeps at most "
+        f"{MAX_KEPT_REPORTS:,} reports besides the current build's); their LLM calls would be "
+        "paid again"
     )
 
 
@@ -406,21 +428,23 @@ class PreviousReports:
     notes: tuple[str, ...] = ()
 
 
-def previous_llm_reports(folder: str | Path) -> PreviousReports:
-    """Content key -> LLM report of a folder's current HiRAG build and of an interrupted one,
-    so unchanged communities are never asked for again.
+def previous_llm_reports(folder: str | Path, use_llm: bool = True) -> PreviousReports:
+    """Content key -> LLM report of a folder's current HiRAG build and of its checkpoint,
+    so unchanged communities are never asked for again (`use_llm`: whether the coming
+    build asks the LLM, for the notes' wording).
 
     The current build's reports.json is read alone: a graph that fails the load checks
     (built from other documents, or by an older TreeRAG) still lends its paid reports. A
-    reports.json that cannot be read is noted with the reason and copied aside
-    (`store.keep_aside`) before the build replaces it; unreadable entries are counted.
+    reports.json that cannot be read, or a damaged checkpoint, is noted with the reason
+    and copied aside (`store.keep_aside`) before the build replaces it; unreadable entries
+    are counted.
 
     Raises:
-        IndexFormatError: the interrupted build's checkpoint is damaged (see
-            `store.load_partial_reports`).
+        IndexFormatError: a file to keep aside is a symlink or not a regular file.
     """
     out: dict[str, CommunityReport] = {}
     notes: list[str] = []
+    again = asked_again(use_llm)
     if has_hirag(folder):
         stored = stored_reports_path(folder)
         try:
@@ -429,22 +453,18 @@ def previous_llm_reports(folder: str | Path) -> PreviousReports:
             kept = keep_aside(stored, folder)
             notes.append(
                 f"the previous HiRAG build's LLM reports could not be read ({exc}); a copy is "
-                f"kept at {kept} in the index folder, and this build writes them again"
+                f"kept at {kept} in the index folder, and {again}"
             )
         else:
             out.update(got)
             if bad:
                 notes.append(
                     f"{bad} entries of the previous HiRAG build's {stored.name} could not be "
-                    "read; their reports are written again"
+                    f"read; {again}"
                 )
-    checkpoint, bad = read_llm_reports(partial_reports_path(folder), PARTIAL_HINT)
+    checkpoint, checkpoint_notes = load_checkpoint(folder, use_llm)
     out.update(checkpoint)
-    if bad:
-        notes.append(
-            f"{bad} entries of the interrupted build's {partial_reports_path(folder).name} "
-            "could not be read; their reports are written again"
-        )
+    notes.extend(checkpoint_notes)
     return PreviousReports(out, tuple(notes))
 
 
@@ -470,12 +490,9 @@ def build_into_folder(
     use_llm = settings.llm_reports and client is not None
     # Read also for an offline build: it replaces reports.json, so what cannot be read is
     # kept aside and said, and paid reports wait in the checkpoint for a later LLM build.
-    previous = previous_llm_reports(folder)
-    notes = previous.notes
+    previous = previous_llm_reports(folder, use_llm)
     if use_llm:
         report_cache = {**previous.reports, **(report_cache or {})}
-    elif previous.reports:
-        notes += (_kept_note(folder, len(previous.reports)),)
     hindex = build_hirag(
         index,
         embedder or index_embedder(index.embedder_name),
@@ -486,14 +503,21 @@ def build_into_folder(
         graph_cache=graph_cache,
         graph_block_chars=graph_block_chars,
         progress=progress,
-        notes=notes,
+        notes=previous.notes,
     )
+    # This build's reports.json replaces the previous one: every paid report it does not
+    # hold (the previous build's, the checkpoint's) stays in the checkpoint.
+    mine = {r.content_key for r in hindex.reports.values() if r.source == "llm"}
+    unused = {k: r for k, r in previous.reports.items() if k not in mine}
     with _INDEX_LOCKS.hold(_folder_key(folder)):  # not while a query reads or saves it
-        if not use_llm and previous.reports:
-            save_partial_reports(folder, previous.reports)
+        written = save_partial_reports(folder, unused) if unused else CheckpointWrite(0, 0)
+        if use_llm:  # what stays once this build's own reports leave the checkpoint
+            left = len(set(load_partial_reports(folder)) - mine)
+            written = CheckpointWrite(left, written.dropped)
+        hindex.meta["notes"].extend(_kept_notes(folder, written))
         save_hirag(hindex, folder)
-        if use_llm:  # the build finished: its reports.json holds what the checkpoint held
-            partial_reports_path(folder).unlink(missing_ok=True)
+        if use_llm:  # the build finished: its reports.json holds its own reports
+            drop_partial_reports(folder, mine)
         with _LOCK:
             _remember((_folder_key(folder), hindex.fingerprint), hindex)
             _remember((_folder_key(folder), corpus_fingerprint(index)), hindex)

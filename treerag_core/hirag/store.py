@@ -5,7 +5,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
+import stat
+import tempfile
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,11 +15,13 @@ from typing import Any, Protocol
 import networkx as nx
 import numpy as np
 
+from treerag_core import artifacts
 from treerag_core.artifacts import read_json, read_jsonl, read_npy
-from treerag_core.errors import IndexFormatError
+from treerag_core.errors import IndexFormatError, UnsafePathError
 from treerag_core.hirag.communities import Community
 from treerag_core.hirag.corpus_graph import CorpusGraph, Entity, Relation
 from treerag_core.hirag.reports import CommunityReport
+from treerag_core.safepaths import read_bytes_checked
 from treerag_core.store import index_lock, recover_index, write_folder
 
 SCHEMA_VERSION = 1
@@ -168,24 +171,115 @@ def partial_reports_path(index_folder: str | Path) -> Path:
     return Path(index_folder) / f".{FOLDER}-reports-partial.json"
 
 
-def save_partial_reports(index_folder: str | Path, reports: dict[str, CommunityReport]) -> None:
-    """Checkpoint LLM reports during a build, so an interrupted build resumes without re-asking
-    (written beside and renamed into place: a crash mid-write never tears the checkpoint)."""
+MAX_KEPT_REPORTS = 5_000  # earlier builds' LLM reports a checkpoint keeps (~1 KB each)
+
+
+@dataclass(frozen=True)
+class CheckpointWrite:
+    """What a checkpoint write left in the file: its LLM reports, and how many of earlier
+    builds' were dropped (the oldest, beyond `MAX_KEPT_REPORTS`)."""
+
+    kept: int
+    dropped: int
+
+
+def save_partial_reports(
+    index_folder: str | Path, reports: dict[str, CommunityReport]
+) -> CheckpointWrite:
+    """Add LLM reports to the checkpoint, so an interrupted build resumes without re-asking
+    and reports no build uses now wait for a later LLM build.
+
+    Merged by content key (`reports` win and go last), under the index folder's writer lock
+    (a query's rebuild and an LLM build may both write it), written to a unique temporary
+    file and renamed into place, so a crash mid-write never tears it. `reports` are all
+    kept; of the earlier entries the newest `MAX_KEPT_REPORTS - len(reports)` are.
+
+    Raises:
+        IndexFormatError: the checkpoint is damaged (`load_checkpoint` sets it aside first).
+        IndexBusyError: another process holds the folder's writer lock too long.
+    """
+    new = {r.content_key: r for r in reports.values() if r.source == "llm" and r.content_key}
+    with index_lock(Path(index_folder).resolve()):
+        earlier = [(k, r) for k, r in load_partial_reports(index_folder).items() if k not in new]
+        room = max(0, MAX_KEPT_REPORTS - len(new))
+        kept = dict(earlier[len(earlier) - room :] if room else [])
+        kept.update(new)
+        _write_checkpoint(index_folder, kept)
+    return CheckpointWrite(len(kept), len(earlier) - (len(kept) - len(new)))
+
+
+def drop_partial_reports(index_folder: str | Path, keys: Collection[str]) -> int:
+    """Remove from the checkpoint the reports a finished build's reports.json now holds
+    (by content key); the rest stay for a later LLM build. Returns how many stay.
+
+    Raises:
+        IndexFormatError: the checkpoint is damaged.
+    """
+    with index_lock(Path(index_folder).resolve()):
+        left = {k: r for k, r in load_partial_reports(index_folder).items() if k not in keys}
+        if left:
+            _write_checkpoint(index_folder, left)
+        else:
+            partial_reports_path(index_folder).unlink(missing_ok=True)
+    return len(left)
+
+
+def _write_checkpoint(index_folder: str | Path, reports: dict[str, CommunityReport]) -> None:
     path = partial_reports_path(index_folder)
-    tmp = path.with_name(path.name + ".tmp")
-    _write(tmp, [r.to_dict() for r in reports.values() if r.source == "llm"])
-    tmp.replace(path)
+    fd, name = tempfile.mkstemp(prefix=f"{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump([r.to_dict() for r in reports.values()], fh, ensure_ascii=False)
+        os.replace(name, path)
+    except BaseException:
+        Path(name).unlink(missing_ok=True)
+        raise
 
 
 def load_partial_reports(index_folder: str | Path) -> dict[str, CommunityReport]:
     """Content key -> LLM report from an interrupted build (empty when there is none).
 
     As for the LLM graph cache (`llm_graph.load_graph_cache`): a damaged or oversized file is
-    an IndexFormatError the caller shows, rather than silently paying for every report
-    again; a single bad entry is skipped (it only costs asking for that report again;
-    `build.previous_llm_reports` counts them in the build's notes).
+    an IndexFormatError; builds read it with `load_checkpoint`, which sets it aside and goes
+    on. A single bad entry is skipped (it only costs asking for that report again).
     """
     return read_llm_reports(partial_reports_path(index_folder), PARTIAL_HINT)[0]
+
+
+def asked_again(use_llm: bool) -> str:
+    """What becomes of reports that could not be read, by whether the build uses the LLM."""
+    if use_llm:
+        return "this build asks the LLM for them again"
+    return "a later build with LLM reports asks for them again"
+
+
+def load_checkpoint(
+    index_folder: str | Path, use_llm: bool
+) -> tuple[dict[str, CommunityReport], tuple[str, ...]]:
+    """The checkpoint's LLM reports and the build's notes about it: the one rule for every
+    build (offline or LLM, the CLI's, the explorer's, a query's). A damaged checkpoint is
+    copied aside (`keep_aside`), removed so a new one can be written, and noted; the build
+    goes on. Unreadable entries are counted in a note.
+
+    Raises:
+        IndexFormatError: the checkpoint is a symlink or not a regular file (see
+            `keep_aside`), or the folder's `.hirag-unreadable` is.
+    """
+    path = partial_reports_path(index_folder)
+    again = asked_again(use_llm)
+    with index_lock(Path(index_folder).resolve()):
+        try:
+            reports, bad = read_llm_reports(path, PARTIAL_HINT)
+        except IndexFormatError as exc:
+            kept = keep_aside(path, index_folder)
+            path.unlink()
+            return {}, (
+                f"the LLM reports checkpoint {path.name} could not be read ({exc}); a copy is "
+                f"kept at {kept} in the index folder, and {again}",
+            )
+    if not bad:
+        return reports, ()
+    return reports, (f"{bad} entries of {path.name} could not be read; {again}",)
 
 
 def stored_reports_path(index_folder: str | Path) -> Path:
@@ -221,18 +315,71 @@ def keep_aside(path: Path, index_folder: str | Path) -> Path:
     """Keep a copy of an artifact that could not be read in `<index>/.hirag-unreadable/`
     before a build replaces it: it may hold paid LLM output a person can still recover. The
     copy is named by its content hash, so reading the same file twice keeps one copy.
-    Returns the copy's path relative to the index folder."""
+    Returns the copy's path relative to the index folder.
+
+    The index folder may come from anyone: `path` must be a regular file (not a symlink) of
+    at most `artifacts.MAX_JSON_BYTES`, and `.hirag-unreadable` a real folder, so nothing
+    is read or written outside the index folder.
+
+    Raises:
+        IndexFormatError: `path` or `.hirag-unreadable` is a symlink, of another kind, or
+            (`path`) too large; the message names it.
+    """
     root = Path(index_folder)
-    (root / UNREADABLE).mkdir(exist_ok=True)
-    with path.open("rb") as fh:
-        digest = hashlib.file_digest(fh, "sha256").hexdigest()[:16]
-    name = Path(UNREADABLE) / f"{path.stem}-{digest}{path.suffix}"
-    if not (root / name).exists():
-        try:  # the build replaces files, never writes them in place: a hard link is a copy
-            os.link(path, root / name)
-        except OSError:
-            shutil.copy2(path, root / name)
-    return name
+    data = read_regular(path, root)
+    aside = root / UNREADABLE
+    try:
+        aside.mkdir(exist_ok=True)
+    except OSError as exc:  # FileExistsError: a file (or a dangling link) has its name
+        raise _not_ours(aside, root, f"cannot be made a folder ({exc.strerror})") from exc
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+    try:
+        dir_fd = os.open(aside, flags)
+    except OSError as exc:  # ELOOP / ENOTDIR: a symlink or not a folder
+        raise _not_ours(aside, root, "is a symlink or not a folder") from exc
+    try:
+        name = f"{path.stem}-{hashlib.sha256(data).hexdigest()[:16]}{path.suffix}"
+        try:
+            fd = os.open(
+                name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=dir_fd
+            )
+        except FileExistsError:
+            if not stat.S_ISREG(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode):
+                raise _not_ours(aside / name, root, "is not a regular file") from None
+        else:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+    finally:
+        os.close(dir_fd)
+    return Path(UNREADABLE) / name
+
+
+def read_regular(path: Path, index_folder: Path, limit: int | None = None) -> bytes:
+    """The bytes of a file in an index folder, refusing a symlink, a device or FIFO, and
+    more than `limit` bytes (`artifacts.MAX_JSON_BYTES` when None).
+
+    Raises:
+        IndexFormatError: naming the file inside the index folder.
+    """
+    limit = artifacts.MAX_JSON_BYTES if limit is None else limit
+    try:
+        return read_bytes_checked(path, limit)
+    except UnsafePathError as exc:
+        why = str(exc).removeprefix(f"{path}: ")
+        if path.is_symlink():
+            why = "is a symlink"
+        raise _not_ours(path, index_folder, why) from exc
+
+
+def _not_ours(path: Path, index_folder: Path, why: str) -> IndexFormatError:
+    try:
+        shown = path.relative_to(index_folder)
+    except ValueError:
+        shown = path
+    return IndexFormatError(
+        f"{shown} in the index folder {index_folder} {why}; an index folder keeps only its "
+        "own regular files: move it away and build again"
+    )
 
 
 def has_hirag(index_folder: str | Path) -> bool:

@@ -45,8 +45,8 @@ def attach_checked(index: Any, store: VectorStore) -> None:
 
     A collection pushed from another index would answer with ids this index does not have,
     and an empty one with nothing: both are named, never served silently. Checked: the count
-    of each kind, the document ids, and that a document's stored vector is the index's own
-    (an index with the same names but another embedder or other summaries is refused too).
+    of each kind, the document ids, and that every document's stored vector is the index's
+    own (an index with the same names but another embedder or other summaries is refused too).
     """
     layers = ensure_layers(index)
     push = "run `qdrant-push --index` with this index first"
