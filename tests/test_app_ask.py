@@ -588,6 +588,82 @@ def test_no_gold_no_metrics_table():
     assert not [d for d in at.dataframe if "Recall@1000c" in d.value.columns]
 
 
+def test_compare_cells_name_last_headings_and_the_table_shows_every_row():
+    at = ask(open_app(), PAPER_QUESTION)
+    at.button(key="compare_run").click().run()
+    [element] = [d for d in at.dataframe if "top sections" in d.value.columns]
+    summary = element.value.set_index("strategy")
+    # Each section by its last heading: full paths all began "3 Methods > …" and read alike.
+    assert not any(" > " in cell for cell in summary["top sections"]), summary["top sections"]
+    tree = next(
+        r.trace for r in at.session_state["ask_compare"]["results"] if r.strategy == "treerag"
+    )
+    first = tree.reranked[0].chunk.heading_path
+    assert summary.loc["treerag", "top sections"].startswith(first.rsplit(" > ", 1)[-1])
+    assert summary.loc["treerag", "picked"] == str(len(tree.locate.leaves))
+    assert summary.loc["flat-hybrid", "picked"] == "—"  # no section pick, not "picked 0"
+
+
+def summary_table(at: AppTest):
+    [frame] = [d.value for d in at.dataframe if "top sections" in d.value.columns]
+    return frame
+
+
+def test_a_slider_move_keeps_the_comparison_on_screen_marked_stale():
+    at = ask(open_app(), PAPER_QUESTION)
+    at.button(key="compare_run").click().run()
+    before = summary_table(at)
+    at.slider(key="qs_final_top_k").set_value(3).run()
+    assert not at.exception, at.exception
+    assert summary_table(at).equals(before)  # the same table, not a silent gap
+    [stale] = [app.unescape(w.value) for w in at.warning if "since this comparison" in w.value]
+    assert "Settings changed since this comparison:** Final top-k: 5 → 3" in stale, stale
+    assert "press **Compare strategies** to refresh it" in stale
+    at.button(key="compare_run").click().run()  # refreshed: current again, no banner
+    assert not [w for w in at.warning if "since this comparison" in w.value]
+    ran = at.session_state["ask_compare"]["controls"]["answer"]["final_top_k"]
+    assert ran == 3
+    # Another question: the old comparison is not about it, so it is not shown.
+    ask(at, "What dataset was used?")
+    assert not [d for d in at.dataframe if "top sections" in d.value.columns]
+
+
+def test_a_reload_offers_the_last_question_and_restores_it_without_running_it(app_data):
+    def logged() -> int:
+        with contextlib.closing(sqlite3.connect(app_data / "audit.sqlite")) as db:
+            return db.execute("SELECT COUNT(*) FROM query").fetchone()[0]
+
+    first = ask(open_app(), PAPER_QUESTION)
+    ws_id = first.session_state["ws_id"]
+    answer = first.session_state["ask_trace"].answer
+    stranger = open_app()  # another workspace: the first one's question is not offered
+    assert not [b for b in stranger.button if b.key == "ask_restore_last"]
+    assert PAPER_QUESTION not in page_text(stranger)
+    reloaded = open_app(ws=ws_id)  # F5: same ?ws=, a new session
+    assert reloaded.session_state["ask_trace"] is None
+    assert reloaded.text_input(key="ask_question").value == ""
+    assert f"“{PAPER_QUESTION}”" in page_text(reloaded, "info", plain=True)
+    count = logged()
+    reloaded.button(key="ask_restore_last").click().run()
+    assert not reloaded.exception, reloaded.exception
+    trace = reloaded.session_state["ask_trace"]
+    assert trace.question == PAPER_QUESTION and trace.answer == answer
+    assert reloaded.text_input(key="ask_question").value == PAPER_QUESTION
+    assert logged() == count  # nothing ran: no new query in the audit log
+    assert not [b for b in reloaded.button if b.key == "ask_restore_last"]  # offered once
+    assert tables(at=reloaded, kind="rerank")  # the evidence is back on screen
+
+
+def test_a_chinese_question_says_why_the_reranker_stayed_off_without_nested_brackets():
+    at = ask(open_app(), "劳动合同的试用期最长是多久？")
+    [said] = [c.value for c in at.caption if "fused order is kept" in c.value]
+    said = app.unescape(said)
+    assert said.startswith("No rerank: the English cross-encoder is not used for Chinese")
+    assert "(" not in said and "Rerank Chinese questions too" in said, said
+    at.toggle(key="qs_rerank").set_value(False).run()
+    assert "Rerank is off. The fused order is kept." in [c.value for c in at.caption]
+
+
 def _llm_responder(body):
     """Locate: pick the leaf named 'Training Procedure'; answer: cite it, plus a bogus path."""
     prompt = json.dumps(body, ensure_ascii=False)
