@@ -133,7 +133,7 @@ def compare_panel(
     if not data or data.get("question") != trace.question:
         return  # another question's comparison: nothing of it applies here
     if data["stamp"] != stamp:
-        _stale(data["controls"], settings)
+        _stale(data["controls"], settings, ran_again=data["stamp"][0] != trace.created_at)
     results: list[Compared] = data["results"]
     lookup = data.get("gold")
     gold = lookup.gold if lookup is not None else None
@@ -156,15 +156,16 @@ def compared_moves(before: Mapping[str, Any], settings: QuerySettings) -> list[s
     return moves
 
 
-def _stale(before: Mapping[str, Any], settings: QuerySettings) -> None:
+def _stale(before: Mapping[str, Any], settings: QuerySettings, ran_again: bool) -> None:
     """The comparison stays on screen, marked: rerunning every strategy on each slider step
     would cost seconds per step (more with real models), and a vanished table reads as lost."""
     moves = compared_moves(before, settings)
-    what = (
-        f"**Settings changed since this comparison:** {plain('; '.join(moves))}."
-        if moves
-        else "**The question ran again since this comparison.**"
-    )
+    if moves:
+        what = f"**Settings changed since this comparison:** {plain('; '.join(moves))}."
+    elif ran_again:  # an override or a regenerated answer: same settings, another run
+        what = "**The question ran again since this comparison.**"
+    else:
+        what = "**Settings changed since this comparison.**"
     st.warning(
         f"{what} The table below is from before: press **Compare strategies** to refresh it.",
         icon=":material/update:",
