@@ -588,46 +588,6 @@ def test_no_gold_no_metrics_table():
     assert not [d for d in at.dataframe if "Recall@1000c" in d.value.columns]
 
 
-def test_compare_cells_name_last_headings_and_the_table_shows_every_row():
-    at = ask(open_app(), PAPER_QUESTION)
-    at.button(key="compare_run").click().run()
-    [element] = [d for d in at.dataframe if "top sections" in d.value.columns]
-    summary = element.value.set_index("strategy")
-    # Each section by its last heading: full paths all began "3 Methods > …" and read alike.
-    assert not any(" > " in cell for cell in summary["top sections"]), summary["top sections"]
-    tree = next(
-        r.trace for r in at.session_state["ask_compare"]["results"] if r.strategy == "treerag"
-    )
-    first = tree.reranked[0].chunk.heading_path
-    assert summary.loc["treerag", "top sections"].startswith(first.rsplit(" > ", 1)[-1])
-    assert summary.loc["treerag", "picked"] == str(len(tree.locate.leaves))
-    assert summary.loc["flat-hybrid", "picked"] == "—"  # no section pick, not "picked 0"
-
-
-def summary_table(at: AppTest):
-    [frame] = [d.value for d in at.dataframe if "top sections" in d.value.columns]
-    return frame
-
-
-def test_a_slider_move_keeps_the_comparison_on_screen_marked_stale():
-    at = ask(open_app(), PAPER_QUESTION)
-    at.button(key="compare_run").click().run()
-    before = summary_table(at)
-    at.slider(key="qs_final_top_k").set_value(3).run()
-    assert not at.exception, at.exception
-    assert summary_table(at).equals(before)  # the same table, not a silent gap
-    [stale] = [app.unescape(w.value) for w in at.warning if "since this comparison" in w.value]
-    assert "Settings changed since this comparison:** Final top-k: 5 → 3" in stale, stale
-    assert "press **Compare strategies** to refresh it" in stale
-    at.button(key="compare_run").click().run()  # refreshed: current again, no banner
-    assert not [w for w in at.warning if "since this comparison" in w.value]
-    ran = at.session_state["ask_compare"]["controls"]["answer"]["final_top_k"]
-    assert ran == 3
-    # Another question: the old comparison is not about it, so it is not shown.
-    ask(at, "What dataset was used?")
-    assert not [d for d in at.dataframe if "top sections" in d.value.columns]
-
-
 def test_a_reload_offers_the_last_question_and_restores_it_without_running_it(app_data):
     def logged() -> int:
         with contextlib.closing(sqlite3.connect(app_data / "audit.sqlite")) as db:
