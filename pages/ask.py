@@ -18,6 +18,7 @@ from ui import ask_story as story
 from ui import query_controls as qc
 from ui.corpora import EVAL, SAMPLES, UPLOADS, corpus_kind_of, key_label
 from ui.graph_guidance import warn_if_missing
+from ui.last_question import offer_last_question
 from ui.query_log import record
 from ui.resources import Corpus, engine_for, warm_reranker
 from ui.session import AskState, WorkspaceState, require_app
@@ -336,6 +337,8 @@ def main() -> None:
         _previous_shown(trace, pending["kind"])
     if ask.trace is not None and trace is None:
         _stored(ask.trace, kind, can_ask=True)
+    if pending is None:
+        offer_last_question()  # a reload: the question and its result, one click away
     if trace is not None and trace.locate is not None:
         waiting = _waiting_for_ask(settings, scope) if ask.controls is not None else []
         if waiting:  # never a rerun under the old strategy presented as the new one

@@ -588,6 +588,42 @@ def test_no_gold_no_metrics_table():
     assert not [d for d in at.dataframe if "Recall@1000c" in d.value.columns]
 
 
+def test_a_reload_offers_the_last_question_and_restores_it_without_running_it(app_data):
+    def logged() -> int:
+        with contextlib.closing(sqlite3.connect(app_data / "audit.sqlite")) as db:
+            return db.execute("SELECT COUNT(*) FROM query").fetchone()[0]
+
+    first = ask(open_app(), PAPER_QUESTION)
+    ws_id = first.session_state["ws_id"]
+    answer = first.session_state["ask_trace"].answer
+    stranger = open_app()  # another workspace: the first one's question is not offered
+    assert not [b for b in stranger.button if b.key == "ask_restore_last"]
+    assert PAPER_QUESTION not in page_text(stranger)
+    reloaded = open_app(ws=ws_id)  # F5: same ?ws=, a new session
+    assert reloaded.session_state["ask_trace"] is None
+    assert reloaded.text_input(key="ask_question").value == ""
+    assert f"“{PAPER_QUESTION}”" in page_text(reloaded, "info", plain=True)
+    count = logged()
+    reloaded.button(key="ask_restore_last").click().run()
+    assert not reloaded.exception, reloaded.exception
+    trace = reloaded.session_state["ask_trace"]
+    assert trace.question == PAPER_QUESTION and trace.answer == answer
+    assert reloaded.text_input(key="ask_question").value == PAPER_QUESTION
+    assert logged() == count  # nothing ran: no new query in the audit log
+    assert not [b for b in reloaded.button if b.key == "ask_restore_last"]  # offered once
+    assert tables(at=reloaded, kind="rerank")  # the evidence is back on screen
+
+
+def test_a_chinese_question_says_why_the_reranker_stayed_off_without_nested_brackets():
+    at = ask(open_app(), "劳动合同的试用期最长是多久？")
+    [said] = [c.value for c in at.caption if "fused order is kept" in c.value]
+    said = app.unescape(said)
+    assert said.startswith("No rerank: the English cross-encoder is not used for Chinese")
+    assert "(" not in said and "Rerank Chinese questions too" in said, said
+    at.toggle(key="qs_rerank").set_value(False).run()
+    assert "Rerank is off. The fused order is kept." in [c.value for c in at.caption]
+
+
 def _llm_responder(body):
     """Locate: pick the leaf named 'Training Procedure'; answer: cite it, plus a bogus path."""
     prompt = json.dumps(body, ensure_ascii=False)

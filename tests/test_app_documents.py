@@ -476,6 +476,9 @@ def test_an_over_limit_file_gets_its_own_message_and_the_last_drops_go(monkeypat
     errors = page_text(at, "error", sep=" ", plain=True)
     assert "big.md" in errors and "larger than the limit of 10,000 bytes" in errors
     assert "program.md" not in errors
+    # A web user cannot pass a CLI flag: the page says who sets the limit, and the setting.
+    assert "set by whoever runs this server (the TREERAG_MAX_FILE_MB setting)" in errors
+    assert "--max-file-mb" not in errors and "raise it" not in errors
 
 
 def test_the_stated_limit_is_one_every_side_enforces(monkeypatch):

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import EVAL_DIR, skip_unless_ci
-from treerag_core.errors import InputDocumentError
+from treerag_core.errors import FileTooLargeError, InputDocumentError
 from treerag_core.loading import collect_inputs, decode_document, read_document
 
 MB = 1024 * 1024
@@ -57,6 +57,13 @@ def test_too_large_names_size_limit_and_how_to_raise_it() -> None:
     assert "1,000 bytes" in message
     assert "TREERAG_MAX_FILE_MB" in message and "--max-file-mb" in message
     assert "\n" not in message
+    # The refusal alone, for a page whose users cannot set the limit themselves.
+    assert isinstance(err.value, FileTooLargeError)
+    assert (
+        err.value.refusal
+        == "big.md: 2,000 bytes (2.0 KB) is larger than the limit of 1,000 bytes (1.0 KB)"
+    )
+    assert message == f"{err.value.refusal}; raise it with TREERAG_MAX_FILE_MB or --max-file-mb"
 
 
 def test_undecodable_lists_the_encodings_tried() -> None:

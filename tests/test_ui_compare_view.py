@@ -6,10 +6,11 @@ import re
 
 import pytest
 
-from tests.app_helpers import ask, open_app
+from tests.app_helpers import ask, open_app, unescape
 from tests.conftest import keyless_app
 from treerag_core.compare import Compared
 from treerag_core.strategies import strategy_names
+from treerag_core.text_rules import path_leaf
 from ui.compare_view import summary_frame
 
 QUESTION = "How many epochs was the model trained for?"
@@ -78,9 +79,14 @@ def test_top_sections_name_each_section_once_in_order(compared):
     hits = compared.session_state["ask_trace"].reranked[:COMPARE_TOP]
     paths = [h.chunk.heading_path for h in hits]
     shown = top_sections(hits)
-    for path in dict.fromkeys(paths):
-        n = paths.count(path)
-        assert shown.count(path) == 1 and ((f"{path} ×{n}" in shown) == (n > 1))
+    # Each by its last heading: full paths share their first ones and a cell cut them alike.
+    assert " > " not in shown
+    names = [path_leaf(p) for p in dict.fromkeys(paths)]
+    assert shown == " · ".join(
+        f"{path_leaf(p)} ×{paths.count(p)}" if paths.count(p) > 1 else path_leaf(p)
+        for p in dict.fromkeys(paths)
+    )
+    assert names and shown.startswith(names[0])
 
 
 def test_a_rerun_shows_the_stored_summary_without_recomputing_it(compared, monkeypatch):
@@ -102,3 +108,35 @@ def test_a_rerun_shows_the_stored_summary_without_recomputing_it(compared, monke
     assert after.equals(before)
     assert compared.session_state["ask_compare"]["summary"].equals(before)
     compared.toggle(key=PRESENT).set_value(False).run()  # the fixture as the others left it
+
+
+def test_the_picked_column_says_dash_for_strategies_that_pick_no_sections(compared):
+    summary = summary_table(compared).set_index("strategy")
+    results = {r.strategy: r.trace for r in compared.session_state["ask_compare"]["results"]}
+    assert summary.loc["treerag", "picked"] == str(len(results["treerag"].locate.leaves))
+    assert summary.loc["flat-hybrid", "picked"] == "—"  # no section pick, not "picked 0"
+    assert not any(" > " in cell for cell in summary["top sections"])
+
+
+def summary_table(at):
+    [frame] = [d.value for d in at.dataframe if "top sections" in d.value.columns]
+    return frame
+
+
+def test_a_slider_move_keeps_the_comparison_on_screen_marked_stale():
+    at = ask(open_app(timeout=120), QUESTION)
+    at.button(key="compare_run").click().run()
+    before = summary_table(at)
+    at.slider(key="qs_final_top_k").set_value(3).run()
+    assert not at.exception, at.exception
+    assert summary_table(at).equals(before)  # the same table, not a silent gap
+    [stale] = [unescape(w.value) for w in at.warning if "since this comparison" in w.value]
+    assert "Settings changed since this comparison:** Final top-k: 5 → 3" in stale, stale
+    assert "press **Compare strategies** to refresh it" in stale
+    at.button(key="compare_run").click().run()  # refreshed: current again, no banner
+    assert not [w for w in at.warning if "since this comparison" in w.value]
+    ran = at.session_state["ask_compare"]["controls"]["answer"]["final_top_k"]
+    assert ran == 3
+    # Another question: the old comparison is not about it, so it is not shown.
+    ask(at, "What dataset was used?")
+    assert not [d for d in at.dataframe if "top sections" in d.value.columns]

@@ -67,6 +67,14 @@ class NeedsOCRError(InputDocumentError):
     """A PDF without a text layer (a scan): it needs OCR before it can be indexed."""
 
 
+class FileTooLargeError(InputDocumentError):
+    """A document over the per-file size limit; `refusal` says so without the CLI's remedy."""
+
+    def __init__(self, message: str, refusal: str) -> None:
+        super().__init__(message)
+        self.refusal = refusal  # "name: N bytes (…) is larger than the limit of M bytes (…)"
+
+
 class TooManyPagesError(InputDocumentError):
     """A PDF with more pages than the configured limit."""
 

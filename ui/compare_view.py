@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -11,10 +12,11 @@ import streamlit as st
 from treerag_core.compare import Compared, compare_strategies
 from treerag_core.pipeline import Engine
 from treerag_core.settings import QuerySettings
-from treerag_core.strategies import strategy_names
-from treerag_core.text_rules import preview
+from treerag_core.strategies import get_strategy, strategy_names
+from treerag_core.text_rules import path_leaf, preview
 from treerag_core.types import RetrievedChunk, Trace
 from ui.gold import SHOWN, Gold, gold_for, strategy_metrics
+from ui.query_controls import ASK_SETTINGS, RERUN_SETTINGS, label_of, setting, shown_value
 from ui.session import AskState
 from ui.text_safety import code, error_markdown, plain
 
@@ -35,9 +37,20 @@ def _top_score(hits: Sequence[RetrievedChunk]) -> str:
 
 
 def top_sections(hits: Sequence[RetrievedChunk]) -> str:
-    """The first passages' sections in order, each once ("×2": it holds two of them)."""
+    """The first passages' sections in order, each once ("×2": it holds two of them), each
+    by its last heading: full paths share their first headings, so a narrow cell cut them
+    all to the same "3 Methods > …" (the full paths are in each strategy's card)."""
     counts = Counter(h.chunk.heading_path or h.chunk.doc_id for h in hits[:COMPARE_TOP])
-    return SECTION_SEP.join(f"{s} ×{n}" if n > 1 else s for s, n in counts.items())
+    return SECTION_SEP.join(
+        f"{path_leaf(s) or s} ×{n}" if n > 1 else path_leaf(s) or s for s, n in counts.items()
+    )
+
+
+def _picked(trace: Trace) -> str:
+    """Sections picked in step 1; "—" for a strategy that picks none by design (flat-*)."""
+    if trace.locate is None or not get_strategy(trace.strategy).locates:
+        return "—"
+    return str(len(trace.locate.leaves))
 
 
 def summary_frame(
@@ -57,7 +70,7 @@ def summary_frame(
             "strategy": item.strategy,
             "top sections": top_sections(hits),
             shared_label: f"{len(set(base) & set(ids))}/{len(ids)}",
-            "picked": len(item.trace.locate.leaves) if item.trace.locate is not None else None,
+            "picked": _picked(item.trace),
             "top score": _top_score(hits),
             "ms": round(item.seconds * 1000),
         }
@@ -108,10 +121,19 @@ def compare_panel(
         # The table is made once per compare, kept with its results: every other rerun
         # (a toggle, an inspected node, an open card) reads it, never recomputes the metrics.
         frame = summary_frame(results, base, trace.strategy, gold)
-        state.compare = {"stamp": stamp, "results": results, "gold": lookup, "summary": frame}
+        state.compare = {
+            "stamp": stamp,
+            "question": trace.question,
+            "controls": settings.to_dict(),
+            "results": results,
+            "gold": lookup,
+            "summary": frame,
+        }
     data = state.compare
-    if not data or data["stamp"] != stamp:
-        return
+    if not data or data.get("question") != trace.question:
+        return  # another question's comparison: nothing of it applies here
+    if data["stamp"] != stamp:
+        _stale(data["controls"], settings, ran_again=data["stamp"][0] != trace.created_at)
     results: list[Compared] = data["results"]
     lookup = data.get("gold")
     gold = lookup.gold if lookup is not None else None
@@ -122,6 +144,32 @@ def compare_panel(
     st.markdown("**Each strategy's passages** (open one to read them)")
     for item in results:
         _card(item, set(base), trace.strategy)
+
+
+def compared_moves(before: Mapping[str, Any], settings: QuerySettings) -> list[str]:
+    """'Final top-k: 5 → 3' for each setting moved since the comparison ran, by its label."""
+    moves = []
+    for path in (*ASK_SETTINGS, *RERUN_SETTINGS):
+        old, new = setting(before, path), setting(settings, path)
+        if old != new and old is not None and new is not None:
+            moves.append(f"{label_of(path)}: {shown_value(path, old)} → {shown_value(path, new)}")
+    return moves
+
+
+def _stale(before: Mapping[str, Any], settings: QuerySettings, ran_again: bool) -> None:
+    """The comparison stays on screen, marked: rerunning every strategy on each slider step
+    would cost seconds per step (more with real models), and a vanished table reads as lost."""
+    moves = compared_moves(before, settings)
+    if moves:
+        what = f"**Settings changed since this comparison:** {plain('; '.join(moves))}."
+    elif ran_again:  # an override or a regenerated answer: same settings, another run
+        what = "**The question ran again since this comparison.**"
+    else:
+        what = "**Settings changed since this comparison.**"
+    st.warning(
+        f"{what} The table below is from before: press **Compare strategies** to refresh it.",
+        icon=":material/update:",
+    )
 
 
 def _summary(
@@ -141,11 +189,19 @@ def _summary(
             frame,
             hide_index=True,
             width="stretch",
+            height="content",  # every strategy's row at once: no scroll inside the table
             key="compare_metrics" if gold is not None else "compare_summary",
             column_config={
-                "top sections": st.column_config.TextColumn("top sections", width="medium"),
-                "picked": st.column_config.NumberColumn(
-                    "picked", help="sections picked in step 1 (empty: the strategy picks none)"
+                "top sections": st.column_config.TextColumn(
+                    "top sections",
+                    width="large",
+                    help="the last heading of the first passages' sections; the full paths "
+                    "are in each strategy's card below",
+                ),
+                "picked": st.column_config.TextColumn(
+                    "picked",
+                    width="small",
+                    help="sections picked in step 1 (—: the strategy picks none)",
                 ),
                 "top score": st.column_config.TextColumn(
                     "top score",

@@ -15,6 +15,7 @@ import streamlit as st
 from treerag_core.flags import question_flags as flags_of
 from treerag_core.index import CorpusIndex
 from treerag_core.llm import format_cost
+from treerag_core.rerank import RERANK_OFF
 from treerag_core.routing import document_rows
 from treerag_core.strategies import get_strategy
 from treerag_core.synthesis import answer_fallbacks
@@ -333,8 +334,10 @@ def rerank(trace: Trace, previous: Mapping[str, int] | None = None) -> None:
             f"{len(reranked)} · {rerank_time(trace.rerank_seconds)}"
         )
     else:
-        reason = next((f.detail for f in trace.fallbacks if f.stage == "rerank"), "rerank off")
-        st.caption(f"No rerank ({plain(reason)}): the fused order is kept.")
+        reason = next((f.detail for f in trace.fallbacks if f.stage == "rerank"), RERANK_OFF)
+        # Plain clauses, never a reason in brackets (it may hold an aside of its own).
+        said = "Rerank is off" if reason == RERANK_OFF else f"No rerank: {reason.rstrip('.')}"
+        st.caption(f"{plain(said)}. The fused order is kept.")
     frame = rerank_frame(reranked, pooled, previous)
     st.dataframe(
         styled_moves(frame),

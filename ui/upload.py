@@ -10,7 +10,12 @@ import streamlit as st
 
 from treerag_core.config import MB, IndexSettings, max_file_bytes
 from treerag_core.convert import SUPPORTED_SUFFIXES
-from treerag_core.errors import InputDocumentError, TreeRAGError, WorkspaceLimitError
+from treerag_core.errors import (
+    FileTooLargeError,
+    InputDocumentError,
+    TreeRAGError,
+    WorkspaceLimitError,
+)
 from treerag_core.index import SourceDocument
 from treerag_core.ingest import Converted, Rejected, convert_upload, to_source
 from treerag_core.ktype import KTypeLLM, make_ktype_summarizer
@@ -36,6 +41,9 @@ REVIEWED = frozenset({"pdf", "docx", "html"})
 HIDE_CAP_CSS = (
     '[class*="st-key-uploader_"] [data-testid="stFileUploaderDropzoneInstructions"] '
     "{ display: none; }"
+)
+WHO_SETS_THE_LIMIT = (
+    "The limit is set by whoever runs this server (the TREERAG_MAX_FILE_MB setting)."
 )
 PENDING = "docs_pending"  # session key: Converted files waiting for their tree review
 STAGES = {
@@ -116,6 +124,9 @@ def ingest(uploads: Sequence[tuple[str, bytes]], limit: int | None = None) -> No
         try:
             cap = settings.max_file_bytes if limit is None else min(limit, settings.max_file_bytes)
             converted = convert_upload(name, data, cap)
+        except FileTooLargeError as exc:  # a web user cannot set the limit: say who can
+            rejected.append(Rejected(name, f"{exc.refusal}. {WHO_SETS_THE_LIMIT}"))
+            continue
         except InputDocumentError as exc:
             rejected.append(Rejected(name, str(exc)))
             continue
