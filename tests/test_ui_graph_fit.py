@@ -108,3 +108,22 @@ def test_when_nothing_fits_the_best_leaf_stays_with_its_parent_or_alone():
         f"F.planView({json.dumps(boxes['leaf'])}, [], 600, 300, {FIT_PAD_PX}, {PRESENT_FLOOR}, 2)"
     )
     assert view["scale"] == pytest.approx(PRESENT_FLOOR)  # never below the floor
+
+
+def test_a_node_off_view_above_or_below_does_not_hold_the_view_through_a_neighbour():
+    """The first view at 1280 cut "Related work" at the left edge: the window can slide right
+    past it, and a node on a row below the view (there another row's wide node sits where the
+    new edge falls) must not stop it."""
+    target = fit(f"F.unionBox({json.dumps([box(300, 0), box(400, 110), box(700, 220)])})")
+    related = box(0, 110, width=200)
+    hidden_below = box(1015, 600, width=170)  # far below, across where the right edge goes
+    width, height = 1120, 560
+    view = fit(
+        f"F.planView({json.dumps(target)}, {json.dumps([related, hidden_below])}, "
+        f"{width}, {height}, {FIT_PAD_PX}, {PRESENT_FLOOR}, {PRESENT_FLOOR})"
+    )
+    cut = fit(
+        f"F.cutBoxes({json.dumps(view)}, {json.dumps([related, hidden_below, target])}, "
+        f"{width}, {height})"
+    )
+    assert cut == []

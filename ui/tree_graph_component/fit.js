@@ -77,14 +77,21 @@ function placeAxis(lo, hi, span, margin, others) {
 // minZoom) until an edge falls between nodes.
 function planView(target, others, width, height, pad, minZoom, maxZoom) {
   const fitted = Math.max(fitScale(target, width, height, pad, maxZoom), minZoom);
+  // One axis at a time, each counting only the boxes the other axis's window crosses (a box
+  // off view above or below is no cut at the left edge); twice round settles it.
   const at = (scale) => {
     const margin = pad / scale;
     const spanX = width / scale;
     const spanY = height / scale;
-    const x0 = placeAxis(target.left, target.right, spanX, margin,
-      others.map((b) => [b.left, b.right]));
-    const y0 = placeAxis(target.top, target.bottom, spanY, margin,
-      others.map((b) => [b.top, b.bottom]));
+    const across = (lo, span, a, b) => b > lo && a < lo + span;
+    let x0 = (target.left + target.right - spanX) / 2;
+    let y0 = (target.top + target.bottom - spanY) / 2;
+    for (let round = 0; round < 2; round++) {
+      y0 = placeAxis(target.top, target.bottom, spanY, margin, others
+        .filter((b) => across(x0, spanX, b.left, b.right)).map((b) => [b.top, b.bottom]));
+      x0 = placeAxis(target.left, target.right, spanX, margin, others
+        .filter((b) => across(y0, spanY, b.top, b.bottom)).map((b) => [b.left, b.right]));
+    }
     return { scale, x: x0 + spanX / 2, y: y0 + spanY / 2 };
   };
   let best = at(fitted);
