@@ -73,8 +73,9 @@ function placeAxis(lo, hi, span, margin, others) {
 
 // The view for a target box: its zoom (the fit, clamped to [minZoom, maxZoom]) and centre,
 // the target whole with `pad` px to spare and as few other nodes cut at the edges as the
-// slack allows; when some would still be cut, the zoom steps down (up to 15 %, never below
-// minZoom) until an edge falls between nodes.
+// slack allows; when some would still be cut, the zoom steps down (2 % a step, up to 30 %,
+// never below minZoom), then zoom and offset are chosen together to put both edges between
+// nodes. A wide row at a high floor can leave no such view: the fewest cut is kept.
 function planView(target, others, width, height, pad, minZoom, maxZoom) {
   const fitted = Math.max(fitScale(target, width, height, pad, maxZoom), minZoom);
   // One axis at a time, each counting only the boxes the other axis's window crosses (a box
@@ -96,14 +97,41 @@ function planView(target, others, width, height, pad, minZoom, maxZoom) {
   };
   let best = at(fitted);
   let bestCut = cutBoxes(best, others, width, height).length;
-  for (let step = 1; step <= 15 && bestCut; step++) {
-    const scale = fitted * (1 - step / 100);
-    if (scale < minZoom - 1e-9) break;
-    const view = at(scale);
+  const consider = (view) => {
+    if (!bestCut) return;
     const cut = cutBoxes(view, others, width, height).length;
-    if (cut < bestCut) {
+    if (cut < bestCut || (cut === bestCut && view.scale > best.scale)) {
       best = view;
       bestCut = cut;
+    }
+  };
+  for (let step = 1; step <= 15 && bestCut; step++) {
+    const scale = fitted * (1 - step / 50);
+    if (scale < minZoom - 1e-9) break;
+    consider(at(scale));
+  }
+  // Still cut: both edges between nodes, zoom and offset chosen together. A left edge just
+  // past a box's right side, a right edge just before a box's left side (or the target's own
+  // margins); the zoom is the window's width over that span, within [minZoom, fitted].
+  if (bestCut) {
+    const reach = width / Math.max(minZoom, 1e-3);
+    const near = others.filter((b) => b.right > target.left - reach && b.left < target.right + reach);
+    const gap = 2;
+    const lefts = near.map((b) => b.right + gap).filter((x) => x < target.left);
+    const rights = near.map((b) => b.left - gap).filter((x) => x > target.right);
+    lefts.sort((a, b) => b - a);
+    rights.sort((a, b) => a - b);
+    for (const left of [target.left - pad / fitted, ...lefts.slice(0, 40)]) {
+      for (const right of [target.right + pad / fitted, ...rights.slice(0, 40)]) {
+        const scale = width / (right - left);
+        if (scale < minZoom - 1e-9 || scale > fitted + 1e-9) continue;
+        const margin = pad / scale;
+        if (left > target.left - margin || right < target.right + margin) continue;
+        const spanY = height / scale;
+        const y0 = placeAxis(target.top, target.bottom, spanY, margin, others
+          .filter((b) => b.right > left && b.left < right).map((b) => [b.top, b.bottom]));
+        consider({ scale, x: (left + right) / 2, y: y0 + spanY / 2 });
+      }
     }
   }
   return best;

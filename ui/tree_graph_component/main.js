@@ -82,6 +82,9 @@ function fitTo(ids, minZoom) {
   const view = TreeFit.planView(target, others, box.clientWidth, box.clientHeight,
     focusSpec.pad_px, minZoom || 0, focusSpec.max_zoom);
   net.moveTo({ position: { x: view.x, y: view.y }, scale: view.scale, animation: false });
+  // What was fitted and how many other nodes the planner could not keep off the edges.
+  window.__plan = { fitted: [...wanted], cut: TreeFit.cutBoxes(view, others, box.clientWidth,
+    box.clientHeight).length };  // tests read it
 }
 
 // Whether `ids` fit the canvas whole at the readable zoom.
