@@ -94,6 +94,7 @@ CUT_NODES = """
   });
 }
 """
+MAIN = '[data-testid="stMainBlockContainer"]'
 SCROLL_TOP = "() => (document.querySelector('[data-testid=stMain]') || document.body).scrollTop"
 NODE_POINT = """
 (id) => {
@@ -453,9 +454,13 @@ def test_graph_refits_on_resize_wheel_scrolls_the_page_and_a_citation_focuses(pa
             page.set_viewport_size({"width": width, "height": height})
             measured[f"presentation_{width}"] = present_views(page, width, height)
         table = page.locator('[data-testid="stDataFrame"]').first
-        measured["table_zoom"] = table.evaluate("(e) => getComputedStyle(e).zoom")
+        measured["table_zoom"] = table.evaluate(
+            "(e) => getComputedStyle(e.closest('[data-testid=stElementContainer]')).zoom"
+        )
         table.scroll_into_view_if_needed()
         table.screenshot(path=str(RESULTS / "browser-presentation-table.png"))
+        grid, main = table.bounding_box(), page.locator(MAIN).bounding_box()
+        measured["table_inside_column"] = grid["x"] + grid["width"] <= main["x"] + main["width"] + 2
         measured["table_height_px"] = [table_before["height"], table.bounding_box()["height"]]
         measured["url_has_present"] = "present=1" in page.url
         (RESULTS / "browser-presentation.json").write_text(json.dumps(measured, indent=2))
@@ -482,6 +487,7 @@ def test_graph_refits_on_resize_wheel_scrolls_the_page_and_a_citation_focuses(pa
             > measured["presentation_1280"]["graph_height"]
         )
         assert float(measured["table_zoom"]) > 1.3  # the canvas grid enlarged whole
+        assert measured["table_inside_column"], measured  # and not cut at the right
         # A reload keeps the mode (?present=1); turning it off takes it out of the link.
         assert measured["url_has_present"]
         page.reload()
@@ -520,7 +526,7 @@ def present_views(page, width: int, height: int) -> dict:
         page.screenshot(path=str(RESULTS / f"browser-presentation-{width}-{name}.png"))
     frame.evaluate("() => document.getElementById('fit-focus').click()")
     box = element.bounding_box()
-    main = page.locator('[data-testid="stMainBlockContainer"]').bounding_box()
+    main = page.locator(MAIN).bounding_box()
     out["graph_height"] = round(box["height"])
     out["graph_full_width"] = box["width"] >= 0.9 * main["width"] - 64
     out["graph_in_window"] = box["height"] <= height and box["x"] + box["width"] <= width

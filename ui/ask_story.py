@@ -39,12 +39,15 @@ PRESENT_HELP = (
     "off to get the sidebar back. Kept across a reload (the page's link ends in ?present=1)."
 )
 # Score tables are canvas grids (glide-data-grid): they draw with their own JS theme and
-# honour no CSS font size, so the grid is enlarged whole with CSS zoom (text, rows, columns;
-# Chrome maps clicks through it), to the body text's 1.25 × ratio.
+# honour no CSS font size, so the grid's container is enlarged whole with CSS zoom (text,
+# rows, columns; Chrome maps clicks through it), its width divided by the zoom so the grid
+# still ends at the column's edge.
 PRESENT_CSS = """
 <style>
 [data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"] { display: none; }
-.stMainBlockContainer [data-testid="stDataFrame"] { zoom: 1.45; }
+.stMainBlockContainer [data-testid="stElementContainer"]:has([data-testid="stDataFrame"]):not(
+  :has([data-testid="stElementContainer"])) {
+  zoom: 1.45; width: calc(100% / 1.45) !important; }
 .stMainBlockContainer p, .stMainBlockContainer li { font-size: 1.25rem; line-height: 1.5; }
 .stMainBlockContainer h1 { font-size: 2.2rem; }
 .stMainBlockContainer h2, .stMainBlockContainer h3 { font-size: 1.7rem; }
