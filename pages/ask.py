@@ -211,7 +211,10 @@ def _render(trace, corpus, doc_ids, engine, settings, live: Iterator[str] | None
     """The story below the question; with `live`, the answer streams in beside the graph."""
     if trace is None:
         story.welcome(doc_ids, _ask_example)
-    graph_col, answer_col = st.columns([3, 2], gap="medium")
+    if ss.get(story.PRESENT):  # the graph takes the full width, the answer goes below it
+        graph_col, answer_col = st.container(), st.container()
+    else:
+        graph_col, answer_col = st.columns([3, 2], gap="medium")
     with graph_col:
         story.locate_step(corpus, doc_ids, trace)
     if trace is None:
@@ -295,7 +298,8 @@ def main() -> None:
     llm, typed_key = qc.sidebar(doc_options, scope_key, eval_corpus.label if eval_corpus else None)
     head, mode = st.columns([4, 1.6], vertical_alignment="bottom")  # the toggle's label whole
     head.title("TreeRAG Explorer")
-    mode.toggle("Presentation mode", key=story.PRESENT, help="Larger type, fewer controls.")
+    story.sync_present()  # ?present=1 of a reload
+    mode.toggle("Presentation mode", key=story.PRESENT, help=story.PRESENT_HELP)
     if ss.get(story.PRESENT):
         st.html(story.PRESENT_CSS)
     if corpus is None:

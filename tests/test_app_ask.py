@@ -936,3 +936,34 @@ def test_the_per_leaf_top_k_slider_cuts_each_searched_leafs_table_under_treerag_
         leaf: min(n, 2) for leaf, n in sizes.items()
     }
     assert len(tables_now["scope"]) == scope_rows
+
+
+def _present_link(at: AppTest) -> str | None:
+    value = at.query_params.get("present")
+    return value[0] if isinstance(value, list) else value
+
+
+def test_presentation_mode_is_kept_across_a_reload_as_present_1_in_the_link():
+    def reload(present: str) -> AppTest:
+        again = AppTest.from_file(str(APP), default_timeout=90)
+        again.query_params["present"] = present
+        again.run()
+        assert not again.exception, again.exception
+        return again
+
+    at = open_app()
+    assert not at.toggle(key="ask_present").value and _present_link(at) is None
+    at.toggle(key="ask_present").set_value(True).run()
+    assert _present_link(at) == "1"  # the link a reload opens
+    kept = reload("1")
+    assert kept.toggle(key="ask_present").value
+    assert any("stDataFrame" in h.proto.body for h in kept.get("html"))  # the mode's CSS
+    assert "sidebar" in kept.toggle(key="ask_present").help  # how to get the sidebar back
+    # Read once: turning the mode off removes it from the link, and it stays off.
+    kept.toggle(key="ask_present").set_value(False).run()
+    assert _present_link(kept) is None
+    kept.run()
+    assert not kept.toggle(key="ask_present").value
+    for bad in ("0", "true", "1 ", "x" * 500):  # only "1" is accepted, the rest is dropped
+        other = reload(bad)
+        assert not other.toggle(key="ask_present").value and _present_link(other) is None

@@ -315,7 +315,8 @@ def test_presentation_mode_scales_the_graph_labels_and_fits_keep_a_margin(big_in
     assert present["min_label_px"] == w.PRESENT_LABEL_PX == 2 * w.MIN_LABEL_PX
     assert present["max_zoom"] == w.PRESENT_SCALE == 2.0
     assert present["min_label_px"] / present["font_px"] > 1  # a fit above the desk's 100 %
-    assert 0.8 <= plain["margin"] < 1  # a fitted node never touches the edge
+    assert plain["pad_px"] >= 8  # a fitted node's whole box stays clear of the edge
+    assert not plain["present"] and present["present"]  # the floor holds in every fit
     present_px = w.graph_height(view, scale=w.PRESENT_SCALE)
     assert w.graph_height(view) <= present_px <= w.MAX_GRAPH_HEIGHT_PX  # within a 720 px screen
 

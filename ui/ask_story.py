@@ -32,9 +32,22 @@ from ui.tree_graph import (
 
 GRAPH = TreeGraph("ask_graph")
 PRESENT = "ask_present"  # the presentation-mode toggle's key
+PRESENT_PARAM = "present"  # ?present=1 keeps the mode across a reload
+PRESENT_READ = "ask_present_read"  # the link's ?present= is read once per session
+PRESENT_HELP = (
+    "Larger type and graph, fewer controls. The sidebar is hidden while it is on: turn it "
+    "off to get the sidebar back. Kept across a reload (the page's link ends in ?present=1)."
+)
+# Score tables are canvas grids (glide-data-grid): they draw with their own JS theme and
+# honour no CSS font size, so the grid's container is enlarged whole with CSS zoom (text,
+# rows, columns; Chrome maps clicks through it), its width divided by the zoom so the grid
+# still ends at the column's edge.
 PRESENT_CSS = """
 <style>
 [data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"] { display: none; }
+.stMainBlockContainer [data-testid="stElementContainer"]:has([data-testid="stDataFrame"]):not(
+  :has([data-testid="stElementContainer"])) {
+  zoom: 1.45; width: calc(100% / 1.45) !important; }
 .stMainBlockContainer p, .stMainBlockContainer li { font-size: 1.25rem; line-height: 1.5; }
 .stMainBlockContainer h1 { font-size: 2.2rem; }
 .stMainBlockContainer h2, .stMainBlockContainer h3 { font-size: 1.7rem; }
@@ -49,6 +62,22 @@ PRESENT_CSS = """
 .st-key-ask_present [data-testid="stCheckbox"] p { font-size: 1.1rem; }
 </style>
 """
+
+
+def sync_present() -> None:
+    """A reload keeps presentation mode: the link's `?present=1` is read once per session (only
+    "1" turns it on), then the link follows the toggle (removed when the mode is off)."""
+    ss = st.session_state
+    wanted = st.query_params.get(PRESENT_PARAM)
+    if not ss.get(PRESENT_READ):
+        ss[PRESENT_READ] = True
+        if wanted == "1":
+            ss[PRESENT] = True
+    if ss.get(PRESENT):
+        if wanted != "1":
+            st.query_params[PRESENT_PARAM] = "1"
+    elif PRESENT_PARAM in st.query_params:
+        del st.query_params[PRESENT_PARAM]
 
 
 NOT_USED = "(not used)"  # a setting the other side's strategy does not read

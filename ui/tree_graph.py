@@ -42,7 +42,10 @@ MIN_LABEL_PX = 12  # the component zooms to the picked path when a whole view wo
 PRESENT_LABEL_PX = 24
 PRESENT_SCALE = PRESENT_LABEL_PX / MIN_LABEL_PX
 MAX_GRAPH_HEIGHT_PX = 700
-FIT_MARGIN = 0.9  # a fitted view leaves 5 % each side: a picked node's border was cut at the edge
+# A fitted view keeps every fitted node's whole box (label included) this many screen px
+# inside the canvas, and moves within its slack so no other node is cut at an edge (a left
+# leaf showed as "ed"); the arithmetic is ui/tree_graph_component/fit.js.
+FIT_PAD_PX = 16
 COMPONENT_DIR = Path(__file__).with_name("tree_graph_component")  # vis-network 10.1.5, vendored
 
 
@@ -395,9 +398,9 @@ def graph_key(base: str, view: GraphView) -> str:
 
 
 def focus_spec(view: GraphView, scale: float = 1.0) -> dict[str, Any]:
-    """What the component fits its view to, and the zooms it keeps to (`scale` > 1: labels
-    grow with presentation mode's larger text, and must stay that much larger to count as
-    readable)."""
+    """What the component fits its view to, and the zooms it keeps to (`scale` > 1, the
+    presentation mode: labels grow with its larger text, and must stay that much larger in
+    every fitted view)."""
     return {
         "leaves": view.focus,
         "paths": view.focus_paths,
@@ -405,7 +408,10 @@ def focus_spec(view: GraphView, scale: float = 1.0) -> dict[str, Any]:
         "min_label_px": MIN_LABEL_PX * scale,
         "font_px": FONT_PX,
         "max_zoom": scale,
-        "margin": FIT_MARGIN,
+        "pad_px": FIT_PAD_PX,
+        # Presentation mode: the floor holds for every fitted view (All picked, Whole view
+        # too), the graph fills the window's height and its buttons grow.
+        "present": scale > 1,
     }
 
 

@@ -16,7 +16,8 @@ let nodes = null;
 let edges = null;
 let drawnIds = "";
 let focusSpec = {
-  leaves: [], paths: {}, selected: null, min_label_px: 12, font_px: 18, max_zoom: 1, margin: 0.9,
+  leaves: [], paths: {}, selected: null, min_label_px: 12, font_px: 18, max_zoom: 1, pad_px: 16,
+  present: false,
 };
 let focusKey = "";
 let selectedKey = null;
@@ -39,67 +40,130 @@ function inView(id) {
   return a.x >= -1 && a.y >= -1 && z.x <= box.clientWidth + 1 && z.y <= box.clientHeight + 1;
 }
 
+// Presentation mode: the graph takes the window's height less room for its buttons' row,
+// note and the page's heading (taller at 1080 than at 720, inside the window either way).
+const WINDOW_CHROME_PX = 170;
+let requestedHeight = 520;
+function windowHeight() {
+  try {
+    return window.parent.innerHeight;
+  } catch (e) {  // a cross-origin parent: the height Python asked for
+    return 0;
+  }
+}
+function graphHeight() {
+  const tall = windowHeight() - WINDOW_CHROME_PX;
+  return focusSpec.present && tall > 0 ? Math.max(340, tall) : requestedHeight;
+}
+
 function sizeFrame() {
   post("streamlit:setFrameHeight", { height: document.body.scrollHeight + 2 });
 }
 
-// Fit the view to `ids` (all drawn nodes when null) with a margin: vis-network fits the box
-// edge to edge, which cut a picked node's border. Never above max_zoom; with `minZoom`, never
-// below it (the centre stays on the nodes).
+const PAD_GROW = 4;  // graph units around a node's box: its border and selection halo
+function boxOf(id) {
+  const b = net.getBoundingBox(id);
+  if (!b) return null;
+  return { left: b.left - PAD_GROW, right: b.right + PAD_GROW, top: b.top - PAD_GROW,
+           bottom: b.bottom + PAD_GROW };
+}
+const floorZoom = () => focusSpec.min_label_px / focusSpec.font_px;
+const drawnIdsList = () => Object.keys(net.getPositions());
+
+// Zoom and centre on `ids` (all drawn nodes when null): their boxes whole (labels included)
+// with pad px to spare, never above max_zoom nor below `minZoom`, and no other node cut at
+// an edge when the slack allows (TreeFit in fit.js).
 function fitTo(ids, minZoom) {
-  const options = { animation: false, maxZoomLevel: focusSpec.max_zoom };
-  if (ids) options.nodes = ids;
-  net.fit(options);
-  let scale = net.getScale();
-  if (scale < focusSpec.max_zoom - 1e-6) scale *= focusSpec.margin;
-  if (minZoom) scale = Math.max(scale, minZoom);
-  net.moveTo({ scale, animation: false });
+  const all = drawnIdsList();
+  const wanted = new Set(ids || all);
+  const target = TreeFit.unionBox([...wanted].map(boxOf));
+  if (!target) return;
+  const others = all.filter((id) => !wanted.has(id)).map(boxOf).filter(Boolean);
+  const view = TreeFit.planView(target, others, box.clientWidth, box.clientHeight,
+    focusSpec.pad_px, minZoom || 0, focusSpec.max_zoom);
+  net.moveTo({ position: { x: view.x, y: view.y }, scale: view.scale, animation: false });
+  // What was fitted and how many other nodes the planner could not keep off the edges.
+  window.__plan = { fitted: [...wanted], cut: TreeFit.cutBoxes(view, others, box.clientWidth,
+    box.clientHeight).length };  // tests read it
 }
 
+// Whether `ids` fit the canvas whole at the readable zoom.
+function fitsReadable(ids) {
+  const target = TreeFit.unionBox(ids.map(boxOf));
+  return target !== null && TreeFit.fitScale(target, box.clientWidth, box.clientHeight,
+    focusSpec.pad_px, Infinity) >= floorZoom() - 1e-9;
+}
+
+function offViewNote(what, outside, button) {
+  if (!outside) return;
+  note.textContent = `${outside} ${what} off view` + (button ? `: “${button}” shows them` : "");
+  note.title = note.textContent;
+}
+
+function finish(mode) {
+  record(mode);
+  lastFit = mode;
+  fittedSize = `${box.clientWidth}x${box.clientHeight}`;
+}
+
+// The whole drawn tree; in presentation mode never below the label floor: then as much of
+// the tree's top (around its root) as fits at the floor, with the rest counted.
 function fitAll() {
   note.textContent = "";
-  fitTo(null);
-  record("all");
-  lastFit = "all";
-  fittedSize = `${box.clientWidth}x${box.clientHeight}`;
+  const all = drawnIdsList();
+  if (!focusSpec.present || fitsReadable(all)) {
+    fitTo(null);
+  } else {
+    const pos = net.getPositions();
+    const top = Math.min(...all.map((id) => pos[id].y));
+    const rootX = all.filter((id) => pos[id].y === top).map((id) => pos[id].x)[0] || 0;
+    const order = all.slice().sort((a, b) => pos[a].y - pos[b].y
+      || Math.abs(pos[a].x - rootX) - Math.abs(pos[b].x - rootX));
+    const chosen = TreeFit.chooseLeaves(order, {}, boxOf, box.clientWidth, box.clientHeight,
+      focusSpec.pad_px, floorZoom());
+    fitTo(chosen, floorZoom());
+    const outside = all.filter((id) => !inView(id)).length;
+    offViewNote(`node${outside > 1 ? "s" : ""} (presentation size)`, outside, "");
+    if (outside) note.textContent += ": drag to pan, or turn Presentation mode off";
+  }
+  finish("all");
 }
 
-// Every picked leaf with its path to the root, whatever the zoom (the "All picked" button).
+// The picked leaves with their paths to the root (the "All picked" button): every one,
+// however small; in presentation mode as many as the label floor allows, cited first.
 function fitPicked() {
   note.textContent = "";
-  fitTo([...new Set(focusSpec.leaves.flatMap((leaf) => focusSpec.paths[leaf] || [leaf]))]);
-  record("picked");
-  lastFit = "picked";
-  fittedSize = `${box.clientWidth}x${box.clientHeight}`;
+  const paths = focusSpec.leaves.map((leaf) => focusSpec.paths[leaf] || [leaf]);
+  if (!focusSpec.present) {
+    fitTo([...new Set(paths.flat())]);
+  } else {
+    fitTo(TreeFit.chooseLeaves(focusSpec.leaves, focusSpec.paths, boxOf, box.clientWidth,
+      box.clientHeight, focusSpec.pad_px, floorZoom()), floorZoom());
+    const outside = focusSpec.leaves.filter((leaf) => !inView(leaf)).length;
+    offViewNote(`picked section${outside > 1 ? "s" : ""} (presentation size)`, outside, "");
+  }
+  finish("picked");
 }
 
 // The whole tree when its labels stay readable; else every picked path (root to leaf) when
 // they fit at a readable zoom; else as many as fit, best leaf first (a leaf that does not fit
 // is skipped, not the end), at least the best leaf with its parent; a note counts the rest.
 function fitFocus() {
-  const minZoom = focusSpec.min_label_px / focusSpec.font_px;
-  const readable = () => net.getScale() >= minZoom - 1e-6;
-  fitAll();
-  lastFit = "path";
+  note.textContent = "";
   pickedButton.hidden = true;
-  if (readable() || !focusSpec.leaves.length) return;
-  let chosen = [];
-  for (const leaf of focusSpec.leaves) {
-    const trial = [...new Set(chosen.concat(focusSpec.paths[leaf] || [leaf]))];
-    fitTo(trial);
-    if (readable()) chosen = trial;
+  const all = drawnIdsList();
+  if (fitsReadable(all) || !focusSpec.leaves.length) {
+    fitAll();
+    lastFit = "path";
+    return;
   }
-  if (!chosen.length) {
-    const best = focusSpec.paths[focusSpec.leaves[0]] || [focusSpec.leaves[0]];
-    chosen = best.slice(-2);  // the leaf and its parent
-  }
-  fitTo(chosen, minZoom);
-  record("path");
+  const chosen = TreeFit.chooseLeaves(focusSpec.leaves, focusSpec.paths, boxOf,
+    box.clientWidth, box.clientHeight, focusSpec.pad_px, floorZoom());
+  fitTo(chosen, floorZoom());
+  finish("path");
   const outside = focusSpec.leaves.filter((leaf) => !inView(leaf)).length;
   if (outside) {
-    const sections = `section${outside > 1 ? "s" : ""}`;
-    note.textContent = `${outside} more picked ${sections} off view: “All picked” shows them`;
-    note.title = note.textContent;
+    offViewNote(`more picked section${outside > 1 ? "s" : ""}`, outside, "All picked");
     pickedButton.hidden = false;
   }
 }
@@ -192,10 +256,14 @@ function render(args) {
   focusButton.hidden = !focusSpec.leaves.length;
   hint.textContent = HINT;
   hint.title = HINT_TITLE;
+  document.body.classList.toggle("present", Boolean(focusSpec.present));
+  requestedHeight = parseInt(options.height, 10) || 520;
+  options.height = `${graphHeight()}px`;
   box.style.height = options.height;
   const ids = data.nodes.map((n) => n.id).join("\u001f");
   // Presentation mode changes the zooms: that re-fits too.
-  const newFocus = JSON.stringify([focusSpec.leaves, focusSpec.min_label_px, focusSpec.max_zoom]);
+  const newFocus = JSON.stringify(
+    [focusSpec.leaves, focusSpec.min_label_px, focusSpec.max_zoom, focusSpec.present]);
   if (net === null) {
     create(data, options);
   } else if (ids !== drawnIds) {
@@ -210,6 +278,7 @@ function render(args) {
     edges.add(data.edges);
   }
   if (ids !== drawnIds || newFocus !== focusKey) {
+    net.setSize("100%", options.height);  // presentation mode's height, before the fit
     net.redraw();
     fitFocus();
   }
@@ -229,6 +298,17 @@ box.addEventListener("pointerleave", () => { wheelArmed = false; });
 document.getElementById("fit-all").addEventListener("click", () => fitAll());
 document.getElementById("zoom-in").addEventListener("click", () => zoomBy(1.25));
 document.getElementById("zoom-out").addEventListener("click", () => zoomBy(0.8));
+window.addEventListener("resize", () => {  // the parent's height changes this frame's too
+  if (net && focusSpec.present) box.style.height = `${graphHeight()}px`;
+});
+try {
+  window.parent.addEventListener("resize", () => {
+    if (net && focusSpec.present) {
+      box.style.height = `${graphHeight()}px`;
+      sizeFrame();
+    }
+  });
+} catch (e) { /* a cross-origin parent: keep the height Python asked for */ }
 window.addEventListener("message", (event) => {
   if (event.data && event.data.type === "streamlit:render") render(event.data.args);
 });

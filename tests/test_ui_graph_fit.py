@@ -1,0 +1,150 @@
+"""The tree graph's fit arithmetic (ui/tree_graph_component/fit.js), run in Node: whole node
+boxes with a margin, the label floor, and no node cut at an edge."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import skip_unless_ci
+from ui.tree_graph import FIT_PAD_PX, FONT_PX, MIN_LABEL_PX, PRESENT_LABEL_PX
+
+FIT_JS = Path(__file__).resolve().parents[1] / "ui" / "tree_graph_component" / "fit.js"
+NODE = shutil.which("node") or shutil.which("nodejs")
+PRESENT_FLOOR = PRESENT_LABEL_PX / FONT_PX  # the zoom that draws labels at 24 px
+DESK_FLOOR = MIN_LABEL_PX / FONT_PX
+
+
+def fit(call: str):
+    """The JSON value of `call` (an expression over F, the fit module) evaluated in Node."""
+    if NODE is None:
+        skip_unless_ci("graph fit test", "node is missing (apt-get install -y nodejs)")
+    script = f"const F = require({json.dumps(str(FIT_JS))}); console.log(JSON.stringify({call}));"
+    done = subprocess.run([NODE, "-e", script], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def box(x: float, y: float, width: float = 140, height: float = 40) -> dict:
+    """A node's box around its centre, in graph units (labels ~140 wide at 18 px)."""
+    return {
+        "left": x - width / 2,
+        "right": x + width / 2,
+        "top": y - height / 2,
+        "bottom": y + height / 2,
+    }
+
+
+def row(n: int, y: float = 110, slot: float = 170) -> list[dict]:
+    return [box(i * slot, y) for i in range(n)]
+
+
+def test_a_fit_keeps_every_node_box_whole_with_its_margin():
+    """The first view of a narrow tree at 1280: the edge leaves' labels are inside the canvas
+    (a fit on node centres cut the left leaf to "ed")."""
+    boxes = [box(340, 0), *row(5)]
+    target = fit(f"F.unionBox({json.dumps(boxes)})")
+    width, height = 760, 420
+    view = fit(f"F.planView({json.dumps(target)}, [], {width}, {height}, {FIT_PAD_PX}, 0, 1)")
+    left = view["x"] - width / (2 * view["scale"])
+    right = view["x"] + width / (2 * view["scale"])
+    pad = FIT_PAD_PX / view["scale"]
+    assert left <= target["left"] - pad + 1e-6 and right >= target["right"] + pad - 1e-6
+    assert fit(f"F.cutBoxes({json.dumps(view)}, {json.dumps(boxes)}, {width}, {height})") == []
+
+
+def test_the_view_moves_within_its_slack_so_no_neighbour_is_cut():
+    """At the label floor a wide row does not fit: the picked leaf is whole, and the window
+    slides (within what keeps it whole) to an edge between two nodes, not through one."""
+    boxes = row(12)
+    picked = boxes[5]
+    others = boxes[:5] + boxes[6:]
+    width, height = 1180, 500
+    view = fit(
+        f"F.planView({json.dumps(picked)}, {json.dumps(others)}, {width}, {height}, "
+        f"{FIT_PAD_PX}, {PRESENT_FLOOR}, 2)"
+    )
+    # The target alone zooms to max_zoom; the zoom steps down a little to put both edges
+    # between nodes, never below the floor.
+    assert PRESENT_FLOOR <= view["scale"] <= 2.0 and view["scale"] >= 0.7 * 2.0
+    cut = fit(f"F.cutBoxes({json.dumps(view)}, {json.dumps(boxes)}, {width}, {height})")
+    assert cut == []
+    left = view["x"] - width / (2 * view["scale"])
+    assert left <= picked["left"] and view["x"] + width / (2 * view["scale"]) >= picked["right"]
+
+
+def test_leaves_are_chosen_best_first_as_many_as_the_floor_allows():
+    """All picked in presentation mode: cited first, each with its path; one that does not fit
+    at 24 px is skipped (the next may still fit), never drawn below the floor."""
+    root, sec_a, sec_b = box(900, 0), box(300, 110), box(1500, 110)
+    boxes = {
+        "r": root, "a": sec_a, "b": sec_b,
+        "a1": box(200, 220), "a2": box(400, 220), "b1": box(1500, 220), "far": box(4000, 220),
+    }  # fmt: skip
+    paths = {"a1": ["r", "a", "a1"], "a2": ["r", "a", "a2"], "b1": ["r", "b", "b1"],
+             "far": ["r", "far"]}  # fmt: skip
+    chosen = fit(
+        f"F.chooseLeaves(['a2', 'far', 'a1', 'b1'], {json.dumps(paths)}, "
+        f"(id) => ({json.dumps(boxes)})[id], 1180, 600, {FIT_PAD_PX}, {PRESENT_FLOOR})"
+    )
+    assert chosen[:3] == ["r", "a", "a2"] and "far" not in chosen and "a1" in chosen
+    union = fit(f"F.unionBox({json.dumps([boxes[i] for i in chosen])})")
+    scale = fit(f"F.fitScale({json.dumps(union)}, 1180, 600, {FIT_PAD_PX}, Infinity)")
+    assert scale * FONT_PX >= PRESENT_LABEL_PX
+
+
+def test_when_nothing_fits_the_best_leaf_stays_with_its_parent_or_alone():
+    boxes = {"r": box(0, 0), "p": box(0, 110), "leaf": box(0, 220, width=900)}
+    chosen = fit(
+        f"F.chooseLeaves(['leaf'], {{leaf: ['r', 'p', 'leaf']}}, "
+        f"(id) => ({json.dumps(boxes)})[id], 600, 300, {FIT_PAD_PX}, {DESK_FLOOR})"
+    )
+    assert chosen == ["leaf"]  # its parent with it would drop below the floor
+    view = fit(
+        f"F.planView({json.dumps(boxes['leaf'])}, [], 600, 300, {FIT_PAD_PX}, {PRESENT_FLOOR}, 2)"
+    )
+    assert view["scale"] == pytest.approx(PRESENT_FLOOR)  # never below the floor
+
+
+def test_a_node_off_view_above_or_below_does_not_hold_the_view_through_a_neighbour():
+    """The first view at 1280 cut "Related work" at the left edge: the window can slide right
+    past it, and a node on a row below the view (there another row's wide node sits where the
+    new edge falls) must not stop it."""
+    target = fit(f"F.unionBox({json.dumps([box(300, 0), box(400, 110), box(700, 220)])})")
+    related = box(0, 110, width=200)
+    hidden_below = box(1015, 600, width=170)  # far below, across where the right edge goes
+    width, height = 1120, 560
+    view = fit(
+        f"F.planView({json.dumps(target)}, {json.dumps([related, hidden_below])}, "
+        f"{width}, {height}, {FIT_PAD_PX}, {PRESENT_FLOOR}, {PRESENT_FLOOR})"
+    )
+    cut = fit(
+        f"F.cutBoxes({json.dumps(view)}, {json.dumps([related, hidden_below, target])}, "
+        f"{width}, {height})"
+    )
+    assert cut == []
+
+
+def test_zoom_and_offset_together_put_both_edges_between_nodes():
+    """A row of sections with leaves under one of them: at the fitted zoom every offset that
+    keeps the picked path whole cuts a section at one edge; a zoom chosen with the edges
+    finds a view that cuts none, above the floor."""
+    sections = [box(x, 110, width=150) for x in (0, 180, 360, 540, 720)]
+    leaves = [box(x, 220, width=150) for x in (270, 450)]
+    target = fit(f"F.unionBox({json.dumps([sections[2], leaves[1]])})")
+    others = [b for b in sections + leaves if b not in (sections[2], leaves[1])]
+    width, height = 474, 371
+    stuck = fit(f"F.placeAxis({target['left']}, {target['right']}, {width}, {FIT_PAD_PX}, "
+                f"{json.dumps([[b['left'], b['right']] for b in others])})")  # fmt: skip
+    at_one = {"scale": 1, "x": stuck + width / 2, "y": 110}
+    assert fit(f"F.cutBoxes({json.dumps(at_one)}, {json.dumps(others)}, {width}, {height})")
+    view = fit(
+        f"F.planView({json.dumps(target)}, {json.dumps(others)}, {width}, {height}, "
+        f"{FIT_PAD_PX}, {DESK_FLOOR}, 1)"
+    )
+    assert view["scale"] >= DESK_FLOOR
+    assert fit(f"F.cutBoxes({json.dumps(view)}, {json.dumps(others)}, {width}, {height})") == []

@@ -1,0 +1,153 @@
+// Pure fit arithmetic for the tree graph (no DOM, no vis-network): boxes in graph units,
+// sizes and padding in screen px. main.js draws with it; tests/test_ui_graph_fit.py runs it.
+"use strict";
+
+// The smallest box holding every box (null for none).
+function unionBox(boxes) {
+  const live = boxes.filter(Boolean);
+  if (!live.length) return null;
+  return {
+    left: Math.min(...live.map((b) => b.left)),
+    right: Math.max(...live.map((b) => b.right)),
+    top: Math.min(...live.map((b) => b.top)),
+    bottom: Math.max(...live.map((b) => b.bottom)),
+  };
+}
+
+// The largest zoom at which `box` fits the canvas with `pad` px on every side (labels whole:
+// the box is the node boxes', not their centres'), never above maxZoom.
+function fitScale(box, width, height, pad, maxZoom) {
+  const w = Math.max(box.right - box.left, 1);
+  const h = Math.max(box.bottom - box.top, 1);
+  return Math.min((width - 2 * pad) / w, (height - 2 * pad) / h, maxZoom);
+}
+
+// As many picked leaves (each with its path to the root) as fit at minZoom, in the order
+// given (cited first, then step 1's rank); a leaf that does not fit is skipped, not the end.
+// When none fits, the best leaf with its parent, else the best leaf alone.
+function chooseLeaves(leaves, paths, boxOf, width, height, pad, minZoom) {
+  const fits = (ids) => {
+    const box = unionBox(ids.map(boxOf));
+    return box !== null && fitScale(box, width, height, pad, Infinity) >= minZoom - 1e-9;
+  };
+  let chosen = [];
+  for (const leaf of leaves) {
+    const trial = [...new Set(chosen.concat(paths[leaf] || [leaf]))];
+    if (fits(trial)) chosen = trial;
+  }
+  if (!chosen.length && leaves.length) {
+    const best = paths[leaves[0]] || [leaves[0]];
+    chosen = fits(best.slice(-2)) ? best.slice(-2) : [leaves[0]];
+  }
+  return chosen;
+}
+
+// Where the window's low edge goes on one axis: the target [lo, hi] whole inside a window of
+// `span` (graph units) with `margin` inside each edge, centred when it can be; among the
+// starts that keep the target whole, one that cuts the fewest other boxes at an edge (a box
+// is cut when it is partly in view: "ed" for a leaf named "Related work").
+function placeAxis(lo, hi, span, margin, others) {
+  const first = hi + margin - span;  // lowest start that keeps the target whole
+  const last = lo - margin;  // highest such start
+  const centred = (lo + hi - span) / 2;
+  if (first > last) return centred;  // the target is larger than the window: centre it
+  const candidates = [Math.min(Math.max(centred, first), last)];
+  for (const [a, b] of others) {
+    candidates.push(a - margin, b + margin * 0.5, b + margin - span, a - margin * 0.5 - span);
+  }
+  const cuts = (start) =>
+    others.filter(([a, b]) => (a < start && b > start) || (a < start + span && b > start + span))
+      .length;
+  let best = candidates[0];
+  let bestCuts = cuts(best);
+  for (const c of candidates) {
+    if (c < first - 1e-9 || c > last + 1e-9) continue;
+    const n = cuts(c);
+    if (n < bestCuts || (n === bestCuts && Math.abs(c - centred) < Math.abs(best - centred))) {
+      best = c;
+      bestCuts = n;
+    }
+  }
+  return best;
+}
+
+// The view for a target box: its zoom (the fit, clamped to [minZoom, maxZoom]) and centre,
+// the target whole with `pad` px to spare and as few other nodes cut at the edges as the
+// slack allows; when some would still be cut, the zoom steps down (2 % a step, up to 30 %,
+// never below minZoom), then zoom and offset are chosen together to put both edges between
+// nodes. A wide row at a high floor can leave no such view: the fewest cut is kept.
+function planView(target, others, width, height, pad, minZoom, maxZoom) {
+  const fitted = Math.max(fitScale(target, width, height, pad, maxZoom), minZoom);
+  // One axis at a time, each counting only the boxes the other axis's window crosses (a box
+  // off view above or below is no cut at the left edge); twice round settles it.
+  const at = (scale) => {
+    const margin = pad / scale;
+    const spanX = width / scale;
+    const spanY = height / scale;
+    const across = (lo, span, a, b) => b > lo && a < lo + span;
+    let x0 = (target.left + target.right - spanX) / 2;
+    let y0 = (target.top + target.bottom - spanY) / 2;
+    for (let round = 0; round < 2; round++) {
+      y0 = placeAxis(target.top, target.bottom, spanY, margin, others
+        .filter((b) => across(x0, spanX, b.left, b.right)).map((b) => [b.top, b.bottom]));
+      x0 = placeAxis(target.left, target.right, spanX, margin, others
+        .filter((b) => across(y0, spanY, b.top, b.bottom)).map((b) => [b.left, b.right]));
+    }
+    return { scale, x: x0 + spanX / 2, y: y0 + spanY / 2 };
+  };
+  let best = at(fitted);
+  let bestCut = cutBoxes(best, others, width, height).length;
+  const consider = (view) => {
+    if (!bestCut) return;
+    const cut = cutBoxes(view, others, width, height).length;
+    if (cut < bestCut || (cut === bestCut && view.scale > best.scale)) {
+      best = view;
+      bestCut = cut;
+    }
+  };
+  for (let step = 1; step <= 15 && bestCut; step++) {
+    const scale = fitted * (1 - step / 50);
+    if (scale < minZoom - 1e-9) break;
+    consider(at(scale));
+  }
+  // Still cut: both edges between nodes, zoom and offset chosen together. A left edge just
+  // past a box's right side, a right edge just before a box's left side (or the target's own
+  // margins); the zoom is the window's width over that span, within [minZoom, fitted].
+  if (bestCut) {
+    const reach = width / Math.max(minZoom, 1e-3);
+    const near = others.filter((b) => b.right > target.left - reach && b.left < target.right + reach);
+    const gap = 2;
+    const lefts = near.map((b) => b.right + gap).filter((x) => x < target.left);
+    const rights = near.map((b) => b.left - gap).filter((x) => x > target.right);
+    lefts.sort((a, b) => b - a);
+    rights.sort((a, b) => a - b);
+    for (const left of [target.left - pad / fitted, ...lefts.slice(0, 40)]) {
+      for (const right of [target.right + pad / fitted, ...rights.slice(0, 40)]) {
+        const scale = width / (right - left);
+        if (scale < minZoom - 1e-9 || scale > fitted + 1e-9) continue;
+        const margin = pad / scale;
+        if (left > target.left - margin || right < target.right + margin) continue;
+        const spanY = height / scale;
+        const y0 = placeAxis(target.top, target.bottom, spanY, margin, others
+          .filter((b) => b.right > left && b.left < right).map((b) => [b.top, b.bottom]));
+        consider({ scale, x: (left + right) / 2, y: y0 + spanY / 2 });
+      }
+    }
+  }
+  return best;
+}
+
+// Boxes partly inside the window a view shows (cut at an edge), for tests and the note.
+function cutBoxes(view, boxes, width, height) {
+  const x0 = view.x - width / (2 * view.scale);
+  const x1 = view.x + width / (2 * view.scale);
+  const y0 = view.y - height / (2 * view.scale);
+  const y1 = view.y + height / (2 * view.scale);
+  const inside = (b) => b.left >= x0 && b.right <= x1 && b.top >= y0 && b.bottom <= y1;
+  const outside = (b) => b.right <= x0 || b.left >= x1 || b.bottom <= y0 || b.top >= y1;
+  return boxes.filter((b) => !inside(b) && !outside(b));
+}
+
+const TreeFit = { unionBox, fitScale, chooseLeaves, placeAxis, planView, cutBoxes };
+if (typeof module !== "undefined") module.exports = TreeFit;
+else window.TreeFit = TreeFit;
