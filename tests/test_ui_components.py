@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from benchmarks.bench_ui import handbook_markdown
 from tests.conftest import skip_unless_ci
 from treerag_core.config import IndexSettings
 from treerag_core.embedders import get_embedder
@@ -15,23 +16,13 @@ from ui import resources, score_tables, text_safety, workspace
 from ui import tree_graph as w
 
 
-def big_markdown(chapters: int = 16, sections: int = 5, items: int = 2) -> str:
-    """A handbook-like document: 16 chapters × 5 sections × 2 items (300+ nodes)."""
-    parts = ["# Handbook\n"]
-    for c in range(1, chapters + 1):
-        parts.append(f"## Chapter {c}\n\nChapter {c} covers topic {c}.\n")
-        for s in range(1, sections + 1):
-            parts.append(f"### Section {c}.{s}\n\nSection {c}.{s} explains rule {c}-{s}.\n")
-            for i in range(1, items + 1):
-                parts.append(f"#### Item {c}.{s}.{i}\n\nItem text {c}.{s}.{i} with detail.\n")
-    return "\n".join(parts)
-
-
 @pytest.fixture(scope="module")
 def big_index():
     settings = IndexSettings(embedder="hashing", max_depth=4)
     return build_index(
-        [SourceDocument("handbook.md", big_markdown())], settings, get_embedder("hashing")
+        [SourceDocument("handbook.md", handbook_markdown(chapters=16, sections=5, items=2))],
+        settings,
+        get_embedder("hashing"),
     )
 
 
