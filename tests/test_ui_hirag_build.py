@@ -10,7 +10,7 @@ import pytest
 from fake_anthropic import FakeAnthropicServer, reply
 from streamlit.testing.v1 import AppTest
 
-from tests.conftest import sample_sources
+from tests.conftest import LLM_VARIABLES, sample_sources
 from treerag_core.config import IndexSettings
 from treerag_core.embedders import get_embedder
 from treerag_core.hirag import build as hirag_build
@@ -47,11 +47,14 @@ def folder(tmp_path, monkeypatch):
     return tmp_path / "index"
 
 
+def _without_llm(monkeypatch) -> None:
+    """No key or endpoint from the machine: the panel must offer the offline build only."""
+    for name in LLM_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+
+
 def test_without_an_llm_the_toggle_is_off_and_the_build_is_offline(folder, monkeypatch):
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "")
-    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    _without_llm(monkeypatch)
     at = AppTest.from_file(APP, default_timeout=120).run()
     assert at.toggle(key="hirag_llm").disabled
     assert any("Not built yet" in c.value for c in at.caption)
@@ -85,10 +88,7 @@ def test_summary_of_an_old_manifest_has_zeros():
 
 
 def test_reports_the_build_could_not_read_are_shown(folder, monkeypatch):
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "")
-    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    _without_llm(monkeypatch)
     at = AppTest.from_file(APP, default_timeout=120).run()
     at.button(key="hirag_build").click().run()
     (folder / "hirag" / "reports.json").write_text("[{", encoding="utf-8")
