@@ -132,12 +132,12 @@ def _waiting_for_ask(settings: QuerySettings, scope: Sequence[str] | None) -> li
     """Changes the stored step 1 cannot serve (strategy, locator, LLM, scope): they wait for
     Ask, together with every other change made meanwhile, so nothing is half applied."""
     before = ask.controls or {}
-    step1 = story.describe_moves(before, settings, qc.ASK_SETTINGS)
+    step1 = qc.describe_moves(before, settings, qc.ASK_SETTINGS)
     if _scope_moved(scope):
         step1.append("Document scope")
     if not step1:
         return []
-    return step1 + story.describe_moves(before, settings, qc.RERUN_SETTINGS, skip_new=True)
+    return step1 + qc.describe_moves(before, settings, qc.RERUN_SETTINGS, skip_new=True)
 
 
 def _asked_controls(settings: QuerySettings, trace: Trace) -> dict[str, Any]:
@@ -203,7 +203,7 @@ def _maybe_rerun(trace: Trace, engine: Engine, settings: QuerySettings, corpus: 
     ask.stale_answer = stale
     ask.rerun_ms = (time.perf_counter() - started) * 1000
     ask.previous_ranks = dict(ask.base_ranks)
-    ask.moved = tuple(story.describe_moves(ask.base_controls, settings, qc.RERUN_SETTINGS))
+    ask.moved = tuple(qc.describe_moves(ask.base_controls, settings, qc.RERUN_SETTINGS))
     return new
 
 

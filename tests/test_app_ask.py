@@ -269,7 +269,7 @@ def test_a_scope_change_waits_for_ask():
 
 
 def test_describe_moves_never_shows_a_raw_none():
-    from ui.ask_story import describe_moves
+    from ui.query_controls import describe_moves
 
     before = {"strategy": "treerag", "answer": {"final_top_k": 5}}
     after = {"strategy": "drilldown", "answer": {"final_top_k": 5},

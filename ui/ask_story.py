@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
 
 import streamlit as st
 
 from treerag_core.index import CorpusIndex
 from treerag_core.pipeline import Engine
-from treerag_core.settings import QuerySettings
 from treerag_core.trace_io import trace_to_json
 from treerag_core.types import Trace
 from ui import trace_panels
 from ui.compare_view import compare_panel as compare_panel  # drawn by pages/ask.py
 from ui.examples import examples_for, gold_examples_for
 from ui.inspector import inspector, node_picker
-from ui.query_controls import label_of, setting, shown_value
+from ui.query_controls import setting
 from ui.resources import Corpus
 from ui.score_tables import rank_moves
 from ui.session import AskState
@@ -78,31 +76,6 @@ def sync_present() -> None:
             st.query_params[PRESENT_PARAM] = "1"
     elif PRESENT_PARAM in st.query_params:
         del st.query_params[PRESENT_PARAM]
-
-
-NOT_USED = "(not used)"  # a setting the other side's strategy does not read
-
-
-def _shown(path: str, value: Any) -> str:
-    return NOT_USED if value is None else shown_value(path, value)
-
-
-def describe_moves(
-    before: Mapping[str, Any],
-    after: QuerySettings | Mapping[str, Any],
-    paths: Sequence[str],
-    skip_new: bool = False,
-) -> list[str]:
-    """'Final top-k: 5 → 2' for each setting among `paths` that differs, named by its
-    on-screen label; a setting absent on one side reads "(not used)" (with `skip_new`,
-    settings absent before are left out)."""
-    labels = []
-    for path in paths:
-        old, new = setting(before, path), setting(after, path)
-        if old == new or (skip_new and old is None):
-            continue
-        labels.append(f"{label_of(path)}: {_shown(path, old)} → {_shown(path, new)}")
-    return labels
 
 
 def picked_leaves(trace: Trace | None, index: CorpusIndex) -> list[str]:

@@ -16,7 +16,7 @@ from treerag_core.strategies import get_strategy, strategy_names
 from treerag_core.text_rules import path_leaf, preview
 from treerag_core.types import RetrievedChunk, Trace
 from ui.gold import SHOWN, Gold, gold_for, strategy_metrics
-from ui.query_controls import ASK_SETTINGS, RERUN_SETTINGS, label_of, setting, shown_value
+from ui.query_controls import ASK_SETTINGS, RERUN_SETTINGS, describe_moves
 from ui.session import AskState
 from ui.text_safety import code, error_markdown, plain
 
@@ -124,14 +124,16 @@ def compare_panel(
         state.compare = {
             "stamp": stamp,
             "question": trace.question,
+            "corpus": state.trace_corpus,
+            "base": base,
             "controls": settings.to_dict(),
             "results": results,
             "gold": lookup,
             "summary": frame,
         }
     data = state.compare
-    if not data or data.get("question") != trace.question:
-        return  # another question's comparison: nothing of it applies here
+    if not data or (data["question"], data["corpus"]) != (trace.question, state.trace_corpus):
+        return  # another question's or corpus's comparison: nothing of it applies here
     if data["stamp"] != stamp:
         _stale(data["controls"], settings, ran_again=data["stamp"][0] != trace.created_at)
     results: list[Compared] = data["results"]
@@ -143,23 +145,14 @@ def compare_panel(
     _summary(results, data["summary"], trace.strategy, gold, kind)
     st.markdown("**Each strategy's passages** (open one to read them)")
     for item in results:
-        _card(item, set(base), trace.strategy)
-
-
-def compared_moves(before: Mapping[str, Any], settings: QuerySettings) -> list[str]:
-    """'Final top-k: 5 → 3' for each setting moved since the comparison ran, by its label."""
-    moves = []
-    for path in (*ASK_SETTINGS, *RERUN_SETTINGS):
-        old, new = setting(before, path), setting(settings, path)
-        if old != new and old is not None and new is not None:
-            moves.append(f"{label_of(path)}: {shown_value(path, old)} → {shown_value(path, new)}")
-    return moves
+        _card(item, set(data["base"]), trace.strategy)  # the table's "shared with" base
 
 
 def _stale(before: Mapping[str, Any], settings: QuerySettings, ran_again: bool) -> None:
     """The comparison stays on screen, marked: rerunning every strategy on each slider step
     would cost seconds per step (more with real models), and a vanished table reads as lost."""
-    moves = compared_moves(before, settings)
+    # Only settings the comparison read: one it did not (absent before) is not a change.
+    moves = describe_moves(before, settings, (*ASK_SETTINGS, *RERUN_SETTINGS), skip_new=True)
     if moves:
         what = f"**Settings changed since this comparison:** {plain('; '.join(moves))}."
     elif ran_again:  # an override or a regenerated answer: same settings, another run

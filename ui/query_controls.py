@@ -139,6 +139,31 @@ WIDGET_DEFAULTS: dict[str, Any] = {
 }
 
 
+NOT_USED = "(not used)"  # a setting the other side's strategy does not read
+
+
+def _shown(path: str, value: Any) -> str:
+    return NOT_USED if value is None else shown_value(path, value)
+
+
+def describe_moves(
+    before: Mapping[str, Any],
+    after: QuerySettings | Mapping[str, Any],
+    paths: Sequence[str],
+    skip_new: bool = False,
+) -> list[str]:
+    """'Final top-k: 5 → 2' for each setting among `paths` that differs, named by its
+    on-screen label; a setting absent on one side reads "(not used)" (with `skip_new`,
+    settings absent before are left out)."""
+    labels = []
+    for path in paths:
+        old, new = setting(before, path), setting(after, path)
+        if old == new or (skip_new and old is None):
+            continue
+        labels.append(f"{label_of(path)}: {_shown(path, old)} → {_shown(path, new)}")
+    return labels
+
+
 def runnable_strategies() -> dict[str, str]:
     """Name -> label of the registry's strategies a user can run (oracle needs gold).
 
