@@ -92,6 +92,27 @@ def test_lazy_build_saves_into_the_index_folder(small_index):
     assert hindex.meta["seconds"]["total"] > 0
 
 
+def test_a_graph_of_other_documents_is_out_of_date_not_corrupt(tmp_path):
+    """Re-indexed with other documents, the folder keeps its old hirag/ (a carried-over
+    build): a query rebuilds it offline, and without building it is "out of date"; the old
+    graph cites chunks the index no longer holds, which the full load calls corrupt."""
+    folder = tmp_path / "index"
+    settings, embedder = IndexSettings(embedder="hashing"), get_embedder("hashing")
+    first = build_index(sample_sources(["test_paper.md", "zh_sample.md"]), settings, embedder)
+    save_index(first, folder)
+    load_or_build(load_index(folder))  # the build a query makes
+    save_index(build_index(sample_sources(["test_paper.md"]), settings, embedder), folder)
+    assert has_hirag(folder)  # carried over by the re-index
+    hirag_build._CACHE.clear()
+    index = load_index(folder)
+    with pytest.raises(IndexFormatError, match="is out of date"):
+        load_or_build(index, build_if_missing=False)
+    hindex, rebuilt = load_or_build(index)
+    assert rebuilt
+    assert hindex.meta["corpus_fingerprint"] == hirag_build.corpus_fingerprint(index)
+    assert load_hirag(folder).fingerprint == hindex.fingerprint
+
+
 @pytest.fixture(scope="module")
 def built(small_index):
     return build_hirag(load_index(small_index), get_embedder("hashing"))

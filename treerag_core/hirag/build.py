@@ -7,7 +7,7 @@ import hashlib
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -37,6 +37,7 @@ from treerag_core.hirag.store import (
     load_partial_reports,
     partial_reports_path,
     read_llm_reports,
+    read_manifest,
     save_hirag,
     save_partial_reports,
     stored_reports_path,
@@ -310,14 +311,16 @@ def _folder_key(folder: str | Path | None) -> str:
     return str(Path(folder).resolve()) if folder else ""
 
 
-def serves(stored: HiragIndex, index: CorpusIndex, settings: HiragBuildSettings | None) -> bool:
-    """Whether stored artifacts answer for `index`: with `settings` None, any build of the
-    same documents (whatever HiRAG settings or extractor the user built it with); else
-    only a build of exactly `settings`."""
-    if settings is None and stored.meta.get("corpus_fingerprint"):
-        return stored.meta["corpus_fingerprint"] == corpus_fingerprint(index)
+def serves(
+    meta: Mapping[str, Any], index: CorpusIndex, settings: HiragBuildSettings | None
+) -> bool:
+    """Whether a stored build (its manifest, `meta`) answers for `index`: with `settings`
+    None, any build of the same documents (whatever HiRAG settings or extractor the user
+    built it with); else only a build of exactly `settings`."""
+    if settings is None and meta.get("corpus_fingerprint"):
+        return meta["corpus_fingerprint"] == corpus_fingerprint(index)
     wanted = settings or HiragBuildSettings()
-    return stored.fingerprint == fingerprint(index, wanted, extractor_label(wanted))
+    return meta.get("fingerprint") == fingerprint(index, wanted, extractor_label(wanted))
 
 
 def load_or_build(
@@ -349,11 +352,12 @@ def load_or_build(
             cached = _CACHE.get(key)  # built by another thread while this one waited
         if cached is not None:
             return cached, False
-        hindex, built, stored = None, False, None
+        hindex, built = None, False
         if folder and has_hirag(folder):
-            stored = load_hirag(folder, index.dim, {c.chunk_id for c in index.chunks})
-            if serves(stored, index, settings):
-                hindex = stored
+            # Out of date is decided by the manifest alone: a graph of other documents cites
+            # chunks this index no longer holds, which the full load would call corrupt.
+            if serves(read_manifest(folder), index, settings):
+                hindex = load_hirag(folder, index.dim, {c.chunk_id for c in index.chunks})
             elif not build_if_missing:
                 raise IndexFormatError(
                     f"the HiRAG graph in {folder} is out of date (documents or settings "
@@ -366,7 +370,10 @@ def load_or_build(
                 from treerag_core.embedders import index_embedder
 
                 embedder = index_embedder(index.embedder_name)
-            paid, notes = _paid_reports_to_keep(folder, stored)
+            # The replaced build's paid reports (read from reports.json alone, so a graph of
+            # other documents still lends them) go to the checkpoint for a later LLM build.
+            previous = previous_llm_reports(folder, use_llm=False) if folder else PreviousReports()
+            paid, notes = previous.reports, previous.notes
             hindex = build_hirag(index, embedder, wanted, folder=folder, notes=notes)
             built = True
             if folder:
@@ -377,20 +384,6 @@ def load_or_build(
         with _LOCK:
             _remember(key, hindex)
         return hindex, built
-
-
-def _paid_reports_to_keep(
-    folder: str | Path | None, stored: HiragIndex | None
-) -> tuple[dict[str, CommunityReport], tuple[str, ...]]:
-    """The LLM reports of a stale build a query is about to replace offline (to be merged
-    into the folder's checkpoint, for a later build with LLM reports), and the notes of
-    reading that checkpoint: a damaged one is set aside (`store.load_checkpoint`)."""
-    paid = {
-        r.content_key: r for r in (stored.reports if stored else {}).values() if r.source == "llm"
-    }
-    if not folder or not paid:
-        return {}, ()
-    return paid, load_checkpoint(folder, use_llm=False)[1]
 
 
 def _kept_notes(folder: str | Path, written: CheckpointWrite) -> tuple[str, ...]:

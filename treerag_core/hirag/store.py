@@ -386,6 +386,15 @@ def has_hirag(index_folder: str | Path) -> bool:
     return (_graph_folder(index_folder) / "manifest.json").is_file()
 
 
+def read_manifest(index_folder: str | Path) -> dict[str, Any]:
+    """`<index>/hirag/manifest.json`: what the build was made of (its fingerprints), read
+    without the graph, so a build of other documents is known as out of date, not corrupt."""
+    path = _graph_folder(index_folder) / "manifest.json"
+    if not path.is_file():
+        raise IndexFormatError(f"{Path(index_folder)} has no HiRAG graph; {BUILD_HINT}")
+    return read_json(path, dict, BUILD_HINT)
+
+
 def load_hirag(
     index_folder: str | Path,
     dim: int | None = None,
@@ -400,9 +409,7 @@ def load_hirag(
     would fail.
     """
     folder = _graph_folder(index_folder)
-    if not (folder / "manifest.json").is_file():
-        raise IndexFormatError(f"{Path(index_folder)} has no HiRAG graph; {BUILD_HINT}")
-    meta = read_json(folder / "manifest.json", dict, BUILD_HINT)
+    meta = read_manifest(index_folder)
     if meta.get("schema_version") != SCHEMA_VERSION:
         raise IndexFormatError(
             f"{folder} has HiRAG schema {meta.get('schema_version')}, this TreeRAG reads "
