@@ -7,7 +7,7 @@ import streamlit as st
 from ui.corpora import key_label
 from ui.query_log import open_from_history, recent
 from ui.session import HistoryState, require_app
-from ui.text_safety import plain, show_error
+from ui.text_safety import plain, show_error, shown_time
 from ui.workspace import sync_workspace
 
 require_app("pages/history.py")
@@ -44,7 +44,7 @@ def main() -> None:
         c1, c2, c3 = st.columns([6, 2.4, 1.4], vertical_alignment="center")  # "Open" whole
         c1.markdown(f"`#{e['id']}` {plain(e['question'])}")
         c2.caption(
-            f"{str(e['created_at']).replace('T', ' ')[:16]} · {plain(e['strategy'])} · "
+            f"{shown_time(e['created_at'])} · {plain(e['strategy'])} · "
             f"{plain(e['locator'] or '-')} · {corpus}"
         )
         c3.button(

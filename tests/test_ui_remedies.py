@@ -22,6 +22,20 @@ def test_every_remedy_an_error_names_has_the_explorers_words():
     assert errors.MissingGraphsError.remedy == "leaf-graphs"
 
 
+def test_a_remedy_with_no_wording_yet_keeps_the_errors_own_message():
+    exc = QueryError("rebuild the index")
+    exc.remedy = "not-worded-yet"  # an engine error named a remedy the explorer lacks
+    assert explorer_message(exc) is None  # not a KeyError
+    assert error_markdown(exc) == "rebuild the index"
+
+
+def test_shown_time_is_to_the_minute():
+    from ui.text_safety import shown_time
+
+    assert shown_time("2026-11-22T23:40:17.123+00:00") == "2026-11-22 23:40"
+    assert shown_time(None) == ""
+
+
 def test_an_error_without_a_remedy_keeps_its_own_message():
     assert explorer_message(QueryError("too long")) is None
     assert explorer_message(ValueError("x")) is None

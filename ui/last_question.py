@@ -9,7 +9,7 @@ import streamlit as st
 from ui.corpora import key_label
 from ui.query_log import open_from_history, recent
 from ui.session import AskState
-from ui.text_safety import plain
+from ui.text_safety import plain, shown_time
 
 RESTORE_ERROR = "ask_restore_error"  # session key: why the last restore failed, shown once
 
@@ -17,8 +17,8 @@ RESTORE_ERROR = "ask_restore_error"  # session key: why the last restore failed,
 def _restore(query_id: int) -> None:
     try:
         open_from_history(query_id)
-    except (KeyError, ValueError) as exc:  # forgotten meanwhile (the workspace expired)
-        st.session_state[RESTORE_ERROR] = str(exc)
+    except (KeyError, ValueError, sqlite3.Error) as exc:  # forgotten meanwhile, or the log
+        st.session_state[RESTORE_ERROR] = str(exc)  # is locked or damaged: said, not raised
 
 
 def offer_last_question() -> None:
@@ -42,7 +42,7 @@ def offer_last_question() -> None:
     if not rows:
         return
     last = rows[0]
-    when = str(last["created_at"] or "").replace("T", " ")[:16]
+    when = shown_time(last["created_at"])
     st.info(
         f"**Your last question here** (#{last['id']} in History, asked {plain(when)} on "
         f"{key_label(last['corpus'], 'phrase')}): “{plain(last['question'])}”",

@@ -15,6 +15,9 @@ REMEDIES: dict[str, Callable[[str | None], str]] = {
 
 
 def explorer_message(exc: BaseException, kind: str | None = None) -> str | None:
-    """Markdown the explorer shows instead of the error's own message, or None to show that."""
+    """Markdown the explorer shows instead of the error's own message, or None to show that
+    (also for a remedy the explorer has no wording of yet: the error's own text, never a
+    traceback)."""
     remedy = exc.remedy if isinstance(exc, TreeRAGError) else None
-    return REMEDIES[remedy](kind) if remedy is not None else None
+    words = REMEDIES.get(remedy) if remedy is not None else None
+    return words(kind) if words is not None else None

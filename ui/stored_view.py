@@ -10,7 +10,7 @@ from treerag_core.types import Trace
 from ui import trace_panels
 from ui.ask_story import context_used
 from ui.corpora import key_label
-from ui.text_safety import plain, safe_answer
+from ui.text_safety import plain, safe_answer, shown_time
 
 
 def stored_result(
@@ -24,7 +24,7 @@ def stored_result(
     Nothing here reads the current index: the node ids of the run may not exist in it, so
     citations are listed, not linked, and the tree is not marked.
     """
-    when = (trace.created_at or "").replace("T", " ")[:16]
+    when = shown_time(trace.created_at)
     logged = f" · #{query_id} in History" if query_id is not None else ""
     st.info(
         f"**Stored result**{logged} · asked {plain(when) or 'earlier'} on "

@@ -62,15 +62,23 @@ def error_markdown(exc: Exception, kind: str | None = None) -> str:
     given instead (`ui.remedies`), for the corpus `kind` asked on (None: steps for any).
     """
     own = explorer_message(exc, kind)
-    if own is not None:
-        return own
+    return own if own is not None else _own_text(exc)
+
+
+def _own_text(exc: Exception) -> str:
     message = str(exc) if isinstance(exc, TreeRAGError | ValueError | KeyError) else repr(exc)
     return plain(message)  # it may quote a file name or a question: text, not Markdown
 
 
 def show_error(exc: Exception, what_next: str = "", kind: str | None = None) -> None:
     """An expected failure as a message with the next step; never a traceback."""
-    if explorer_message(exc, kind) is not None:
+    own = explorer_message(exc, kind)
+    if own is not None:
         what_next = ""  # the explorer's own steps already say what to do
-    message = error_markdown(exc, kind)
+    message = own if own is not None else _own_text(exc)
     st.error(message + (f"\n\n{what_next}" if what_next else ""), icon=":material/error:")
+
+
+def shown_time(stamp: object) -> str:
+    """An audit-log or trace time as the pages show it: "2026-11-22 23:40" (to the minute)."""
+    return str(stamp or "").replace("T", " ")[:16]
