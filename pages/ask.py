@@ -273,8 +273,9 @@ def _no_corpus(kind: str) -> None:
 
 def main() -> None:
     sync_workspace()  # the ?ws= workspace of a reload: its uploads and History come back
-    qc.sync_corpus_choice()  # the ?corpus= the user picked before a reload
-    qc.default_corpus(WorkspaceState().index is not None)
+    has_uploads = WorkspaceState().index is not None
+    qc.sync_corpus_choice(has_uploads)  # the ?corpus= the user picked before a reload
+    qc.default_corpus(has_uploads)
     if ss.qs_corpus == EVAL and ask.eval_corpus is None:
         ss.qs_corpus = SAMPLES  # no eval set opened in this session
     kind = ss.qs_corpus

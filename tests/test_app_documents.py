@@ -206,6 +206,14 @@ def test_a_reload_keeps_the_corpus_the_user_picked():
         other = reload(bad)
         assert other.radio(key="qs_corpus").value == "uploads"  # the default with uploads
         assert link_corpus(other) is None
+    # "uploads" from a link whose workspace was not restored (here: none named) would pin
+    # the session to an empty corpus: the samples open instead, and the link drops it.
+    stray = AppTest.from_file(APP, default_timeout=90)
+    stray.query_params["corpus"] = "uploads"
+    stray.run()
+    assert not stray.exception, stray.exception
+    assert stray.radio(key="qs_corpus").value == "samples"
+    assert link_corpus(stray) is None
 
 
 def test_copy_the_samples_into_the_workspace():

@@ -179,11 +179,15 @@ def choose_corpus(kind: str | None = None) -> None:
     st.session_state[CORPUS_CHOSEN] = True
 
 
-def sync_corpus_choice() -> None:
+def sync_corpus_choice(has_uploads: bool) -> None:
     """A reload keeps the corpus the user picked: the link's `?corpus=` is read once (only a
-    kind every session can open; anything else is ignored), then kept equal to the pick."""
+    kind every session can open; anything else is ignored), then kept equal to the pick.
+    "uploads" is taken only when this workspace has documents: a link whose workspace was
+    not restored (expired, made up) would otherwise pin the session to an empty corpus."""
     ss = st.session_state
     wanted = st.query_params.get(CORPUS_PARAM)
+    if wanted == UPLOADS and not has_uploads:
+        wanted = None
     if not ss.get(CORPUS_CHOSEN) and wanted in LINKABLE:
         ss.qs_corpus = wanted
         ss[CORPUS_CHOSEN] = True
