@@ -28,10 +28,11 @@ from dump_window_features import dev_set  # noqa: E402
 from offline_rank import Method, by, col, evaluate, report, total  # noqa: E402
 
 from treerag_core.rerank import BUNDLED_EN, get_reranker  # noqa: E402
+from treerag_core.text_rules import path_leaf  # noqa: E402
 
 # name -> (heading path, passage) -> the text the cross-encoder reads
 PRESENTATIONS: dict[str, Callable[[str, str], str]] = {
-    "leaf title only": lambda path, text: f"{path.split(' > ')[-1]}\n{text}",
+    "leaf title only": lambda path, text: f"{path_leaf(path)}\n{text}",
     "path after the passage": lambda path, text: f"{text}\n{path}",
     "path as a sentence": lambda path, text: f"{path}. {text}",
     "labelled 'Section:'": lambda path, text: f"Section: {path}\n{text}",

@@ -20,6 +20,7 @@ from fake_anthropic import FakeAnthropicServer, reply
 from benchmarks.bench_ui import ARGS, handbook_markdown
 from benchmarks.bench_ui import CHROMIUM as BENCH_CHROMIUM
 from tests.conftest import skip_unless_ci
+from ui.tree_graph import MIN_LABEL_PX, PRESENT_LABEL_PX  # the floors the fitted views keep
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -28,8 +29,6 @@ CHROMIUM = Path(BENCH_CHROMIUM)  # Debian's, or TREERAG_CHROMIUM (one rule, in b
 RESULTS = REPO / "test-results"
 CONSOLE_ERRORS: list[str] = []
 MISSING: list[str] = []  # URLs answered 404
-MIN_LABEL_PX = 12  # ui.tree_graph.MIN_LABEL_PX, the smallest label the fitted view draws
-PRESENT_LABEL_PX = 24  # ui.tree_graph.PRESENT_LABEL_PX, presentation mode's floor
 PICKED = "#EA580C"  # ui.tree_graph.PALETTE["picked"], read here as the browser sees it
 ANSWER = (
     "The model was trained for 50 epochs with early stopping "

@@ -8,7 +8,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.app_helpers import graph_data, open_app
-from tests.conftest import sample_sources
+from tests.conftest import keyless_app, sample_sources
 from treerag_core.config import IndexSettings
 from treerag_core.embedders import get_embedder
 from treerag_core.graph.search import search_graph
@@ -85,11 +85,12 @@ def _leaf_graph_data(at: AppTest) -> dict | None:
     return None
 
 
-def test_documents_inspector_shows_the_leaf_graph_lit_by_the_last_question(monkeypatch, tmp_path):
-    monkeypatch.setenv("TREERAG_EMBEDDER", "hashing")
-    monkeypatch.setenv("TREERAG_DATA_DIR", str(tmp_path))
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+def test_documents_inspector_shows_the_leaf_graph_lit_by_the_last_question(tmp_path):
+    with keyless_app(tmp_path):  # no key or endpoint of the machine's (OpenAI's too)
+        _leaf_graph_lit_by_the_last_question()
+
+
+def _leaf_graph_lit_by_the_last_question() -> None:
     at = open_app("pages/documents.py", timeout=120)
     law_bytes = (REPO / "sample_docs" / LAW).read_bytes()
     at.file_uploader[0].set_value([(LAW, law_bytes, "text/markdown")]).run()
