@@ -38,7 +38,9 @@ FONT_PX = 18  # in graph units; the browser test measures what this becomes on s
 MIN_LABEL_PX = 12  # the component zooms to the picked path when a whole view would go below
 # Presentation mode: labels read from the back of a room, at least 24 px on screen (twice the
 # desk floor, above its 20 px text; 1.25 × gave 18.75 px at 1280, barely more than the desk's
-# 18). Every zoom scales by it; the canvas grows no taller than a 720 px screen shows.
+# 18). Every zoom scales by it. In presentation mode the component sizes its canvas to the
+# window (main.js `graphHeight`); the height asked for here is what it uses otherwise, and
+# when it cannot read the window (a cross-origin parent): then no taller than 700 px.
 PRESENT_LABEL_PX = 24
 PRESENT_SCALE = PRESENT_LABEL_PX / MIN_LABEL_PX
 MAX_GRAPH_HEIGHT_PX = 700
