@@ -545,10 +545,15 @@ def test_chinese_labels_are_wrapped_once_and_boxes_do_not_overlap(page, app_url)
     page.get_by_text("Tree preview").wait_for()
     page.get_by_label("Document", exact=True).click()
     page.get_by_role("option", name=re.compile("劳动合同法")).click()
-    deadline = time.monotonic() + 30
+    from playwright.sync_api import Error as PlaywrightError
+
+    deadline, drawn = time.monotonic() + 30, []
     while time.monotonic() < deadline:
         graph_nodes(page, expect_at_least=5)
-        drawn = page.graph_frame.evaluate(LABEL_BOXES)
+        try:
+            drawn = page.graph_frame.evaluate(LABEL_BOXES)
+        except PlaywrightError:  # the document switch reran the page: its frame was replaced
+            continue
         if any("第三章" in (d["label"] or "") for d in drawn):
             break
         time.sleep(0.2)
