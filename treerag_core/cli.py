@@ -1,4 +1,4 @@
-"""Command line: `python -m treerag_core index|query|interactive|eval|qdrant-push`; exit codes."""
+"""Command line: `python -m treerag_core index|query|interactive|eval|qdrant-push|tune|labels`."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from treerag_core.progress import PlainProgress
 from treerag_core.render import count_noun, terminal_safe
 from treerag_core.settings import LLMSettings, QuerySettings
 from treerag_core.strategies import get_strategy, strategy_names
+from treerag_core.tune_cli import add_commands, add_settings_option, base_settings
 
 if TYPE_CHECKING:
     from treerag_core.llm import LLMClient
@@ -556,7 +557,7 @@ def settings_from_args(args: argparse.Namespace, base: QuerySettings) -> QuerySe
 
 
 def _query_settings(args: argparse.Namespace) -> QuerySettings:
-    return settings_from_args(args, QuerySettings())
+    return settings_from_args(args, base_settings(args))  # --settings FILE, else the defaults
 
 
 def _engine(args: argparse.Namespace):
@@ -763,6 +764,7 @@ def _add_query_options(p: argparse.ArgumentParser) -> None:
         help="serve the drill-down's vector searches from this collection on the Qdrant "
         "server at QDRANT_URL (key: QDRANT_API_KEY), pushed with qdrant-push",
     )
+    add_settings_option(p)
     _add_shared_retrieval_options(p)
 
 
@@ -1100,6 +1102,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("interactive", help="ask questions in a loop (history kept)")
     _add_query_options(p)
     p.set_defaults(func=cmd_interactive)
+
+    add_commands(sub, _add_query_options, settings_from_args)  # tune, labels (tune_cli.py)
 
     return parser
 
