@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from tqdm import tqdm
@@ -17,7 +18,14 @@ from treerag_core.evaluation.labels import (
     import_rows,
     refind,
 )
-from treerag_core.evaluation.tune import DEFAULT_METRIC, Tuner, TuneResult, tune_metrics
+from treerag_core.evaluation.tune import (
+    DEFAULT_METRIC,
+    TUNABLE,
+    SearchSpace,
+    Tuner,
+    TuneResult,
+    tune_metrics,
+)
 from treerag_core.render import terminal_safe
 from treerag_core.settings import QuerySettings
 from treerag_core.settings_file import read_settings, write_settings
@@ -95,7 +103,12 @@ def cmd_tune(args: argparse.Namespace, settings_from_args) -> int:
     current = settings_from_args(args, base_settings(args)).set("llm.enabled", False)
     engine = _engine(args)
     questions = _questions(engine.index, _labels_file(args))
-    tuner = Tuner(engine, questions, current, metric=args.metric, scope=args.scope)
+    space = SearchSpace()
+    if args.strategies:
+        space = replace(space, strategies=tuple(x.strip() for x in args.strategies.split(",")))
+    if not current.rerank.enabled:  # --no-rerank: the search never turns the model on
+        space = replace(space, reranks=("off",))
+    tuner = Tuner(engine, questions, current, args.metric, space, args.scope)
     print(f"estimating: {len(tuner.candidates)} settings x {len(tuner.questions)} questions…",
           file=sys.stderr)  # fmt: skip
     estimate = tuner.estimate()
@@ -166,6 +179,12 @@ def add_commands(sub, add_query_options, settings_from_args) -> None:
         choices=("corpus", "doc"),
         default="corpus",
         help="corpus: every document of the index, as Ask searches; doc: each question's own",
+    )
+    p.add_argument(
+        "--strategies",
+        default=None,
+        help=f"the strategies the search tries, comma-separated (default {','.join(TUNABLE)}); "
+        "--no-rerank keeps the cross-encoder off in every setting tried",
     )
     p.add_argument("--out", default=None, help="write the best settings here (for --settings)")
     add_query_options(p)

@@ -4,7 +4,6 @@ it reports is what to expect on questions the tune never saw."""
 
 from __future__ import annotations
 
-import contextlib
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -19,12 +18,14 @@ from treerag_core.evaluation.metrics import BUDGETS, KS, question_metrics
 from treerag_core.names import Fusion
 from treerag_core.pipeline import Engine, run
 from treerag_core.settings import QuerySettings
+from treerag_core.strategies import get_strategy
 from treerag_core.strategies.structured import StructureOptions
 
 MIN_QUESTIONS = 8  # below this, a held-out fold is one or two questions: no estimate at all
 MAX_FOLDS = 5
 DEFAULT_METRIC = "recall@2000c"  # the README's headline when passage sizes differ
 RUN_TOP_K = 50  # passages kept per run: the budget metrics walk up to 50 (eval README)
+TUNABLE = ("treerag", "flat-structured", "flat-hybrid")  # strategies whose settings the grid moves
 SMALL_N = 20  # below this many questions, every mean is shown with its interval
 
 Progress = Callable[[int, int, str], None]  # (runs done, runs in all, setting being tried)
@@ -89,6 +90,14 @@ class SearchSpace:
     )
     windows: tuple[int, ...] = (20, 40)
     reranks: tuple[str, ...] = ("path", "passage", "off")  # what the cross-encoder reads
+
+    def __post_init__(self) -> None:
+        bad = [s for s in self.strategies if s not in TUNABLE]
+        if bad or not self.strategies:
+            raise TuneError(f"a tune searches {', '.join(TUNABLE)}; not {', '.join(bad) or 'none'}")
+        bad = [r for r in self.reranks if r not in ("path", "passage", "off")]
+        if bad or not self.reranks:
+            raise TuneError(f"rerank readings are path, passage or off; not {bad or 'none'}")
 
     def candidates(self, current: QuerySettings) -> list[Candidate]:
         """`current` first (so a tie keeps it), then the grid, without duplicates."""
@@ -245,25 +254,56 @@ class Tuner:
     def score(self, candidate: Candidate, question: EvalQuestion) -> float:
         return score_question(self.engine, candidate.settings, question, self.metric, self.scope)
 
-    def estimate(self, probe: int = 2) -> float:
-        """Seconds the whole tune should take, measured before it starts: the current
-        setting on `probe` questions cold (model scores computed), then again warm (cached);
-        the first run of each cross-encoder input pays the cold price, the rest the warm."""
-        qs = self.questions[:probe]
-        cold = self._time(self.candidates[0], qs) / len(qs)
-        warm = self._time(self.candidates[0], qs) / len(qs)
-        readers = len(
-            {(c.settings.rerank.enabled, c.settings.rerank.read_path) for c in self.candidates}
-        )
-        n = len(self.questions)
-        return n * (cold * max(1, readers - 1) + warm * len(self.candidates))
+    def estimate(self, probe: int = 2, timed_pairs: int = 8) -> float:
+        """Seconds the whole tune should take, measured before it starts.
 
-    def _time(self, candidate: Candidate, questions: Sequence[EvalQuestion]) -> float:
+        The cross-encoder is nearly all of a tune's cost, once per distinct (question,
+        passage, reading): so on `probe` questions every setting runs without it (cheap) to
+        count the distinct pairs the grid will score and time a run, and `timed_pairs` pairs
+        are scored by the bare model (no cache) to time one pair.
+        """
+        qs = self.questions[:probe]
+        pairs: list[int] = []
+        runs = 0
         started = time.perf_counter()
-        for q in questions:
-            with contextlib.suppress(QueryError):  # counted when the tune itself runs it
-                self.score(candidate, q)
-        return time.perf_counter() - started
+        sample: list[str] = []
+        for q in qs:
+            seen: set[tuple[str, bool]] = set()
+            for cand in self.candidates:
+                plain = cand.settings.set("rerank.enabled", False)
+                where = list(q.docs) if self.scope == "doc" else None
+                try:
+                    trace = run(self.engine, q.question, plain, scope=where, synthesize=False)
+                except QueryError:
+                    continue
+                runs += 1
+                if not cand.settings.rerank.enabled:
+                    continue
+                reads = (
+                    cand.settings.rerank.read_path and get_strategy(cand.strategy).reads_structure
+                )
+                for hit in trace.reranked:
+                    seen.add((hit.chunk.chunk_id, reads))
+                    if len(sample) < timed_pairs:
+                        sample.append(hit.chunk.text)
+            pairs.append(len(seen))
+        per_run = (time.perf_counter() - started) / max(1, runs)
+        per_pair = self._pair_seconds(qs[0].question, sample) if sample and any(pairs) else 0.0
+        mean_pairs = sum(pairs) / max(1, len(pairs))
+        return len(self.questions) * (mean_pairs * per_pair + len(self.candidates) * per_run)
+
+    def _pair_seconds(self, question: str, passages: Sequence[str]) -> float:
+        """One cross-encoder pair's time, on the bare model (a cached score costs nothing)."""
+        model = self.candidates[0].settings.rerank.model
+        try:
+            reranker = self.engine.reranker_factory(model)
+        except TreeRAGError:
+            return 0.0  # the tune's own runs report the load failure
+        bare = getattr(reranker, "inner", reranker)
+        bare.score(question, passages[:1])  # warm: a first call may load the model
+        started = time.perf_counter()
+        bare.score(question, passages)
+        return (time.perf_counter() - started) / len(passages)
 
     def run(
         self,
