@@ -158,3 +158,17 @@ def test_settings_file_round_trip_and_bad_files(tmp_path: Path) -> None:
         read_settings(tmp_path / "bad.json")
     with pytest.raises(SettingsError, match="does not exist"):
         read_settings(tmp_path / "none.json")
+
+
+def test_estimate_counts_cross_encoder_pairs(labelled) -> None:
+    engine, questions = labelled
+    one = SearchSpace(
+        strategies=("flat-structured",),
+        fusions=(("weighted", 0.5),),
+        windows=(5,),
+        reranks=("path",),
+    )
+    tuner = Tuner(engine, questions, NO_RERANK, space=one)
+    without = Tuner(engine, questions, NO_RERANK, space=SMALL).estimate()
+    # The real cross-encoder's pairs dominate: 5 per question, each timed on the bare model.
+    assert tuner.estimate() > 0 and without > 0

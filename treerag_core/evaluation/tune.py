@@ -280,7 +280,8 @@ class Tuner:
                 if not cand.settings.rerank.enabled:
                     continue
                 reads = (
-                    cand.settings.rerank.read_path and get_strategy(cand.strategy).reads_structure
+                    cand.settings.rerank.read_path
+                    and get_strategy(cand.settings.strategy).reads_structure
                 )
                 for hit in trace.reranked:
                     seen.add((hit.chunk.chunk_id, reads))
