@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -69,6 +70,7 @@ def main() -> int:
     current = QuerySettings().set("llm.enabled", False)
     tuner = Tuner(engine, questions, current, metric=args.metric, scope=args.scope)
 
+    print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     started = time.perf_counter()
     estimate = tuner.estimate()
     est_s = time.perf_counter() - started
@@ -83,6 +85,7 @@ def main() -> int:
         f"{total / result.n_questions:.2f} s per labelled question, "
         f"{total / result.tried:.2f} s per setting, {1000 * result.seconds / runs:.1f} ms per run"
     )
+    print(f"load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print(f"metric {result.metric}, {result.n_folds}-fold cross-validation")
     print(f"current  {result.current.label}: {result.current_score.text()}")
     print(f"best     {result.best.label}: in-sample {result.best_in_sample:.3f}")

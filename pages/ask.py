@@ -15,6 +15,7 @@ from treerag_core.pipeline import Engine, Event, rerun, run_stream
 from treerag_core.settings import QuerySettings
 from treerag_core.types import Trace
 from ui import ask_story as story
+from ui import labels_marks
 from ui import query_controls as qc
 from ui.corpora import EVAL, SAMPLES, UPLOADS, corpus_kind_of, key_label
 from ui.graph_guidance import warn_if_missing
@@ -228,7 +229,9 @@ def _render(trace, corpus, doc_ids, engine, settings, live: Iterator[str] | None
     # The inspector next, before the long evidence tables: a citation or node click opens it
     # (and scrolls to it) instead of a screen below them.
     story.inspector_panel(corpus, doc_ids, trace, lambda leaves: _queue("override", leaves=leaves))
+    labels_marks.inspector_marks(trace, corpus, ask.inspect)  # issue 26: mark a span
     story.evidence_step(trace)
+    labels_marks.passage_marks(trace, corpus)  # issue 26: mark the final passages
     story.strategy_views(trace, engine)
     if not ss.get(story.PRESENT):
         left, _ = st.columns([3, 2], gap="medium")
