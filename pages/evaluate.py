@@ -26,6 +26,7 @@ from treerag_core.settings import QuerySettings
 from treerag_core.strategies import strategy_names
 from ui import eval_data as ed
 from ui import eval_panels as panels
+from ui import my_labels
 from ui.query_log import open_trace
 from ui.resources import default_embedder, warm_reranker
 from ui.session import EvalState, require_app
@@ -330,6 +331,7 @@ def main() -> None:
         "Run the retrieval strategies over an eval question set and compare them with the eval "
         "README's metrics; open any question's trace on the Ask view."
     )
+    my_labels.section()  # issue 26: the workspace's own labelled questions, and Tune
     folder = ed.selected_folder(ss.ev_dataset, str(ss.get("ev_folder", "")))
     opening = ev.take("open")
     if opening is not None:

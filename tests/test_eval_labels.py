@@ -142,3 +142,13 @@ def test_import_counts_and_lists_missing_docs_and_unfound_spans(index) -> None:
     assert "absent.md (1)" in result.summary()
     with pytest.raises(LabelsError, match="line 1"):
         import_rows(index, b"not json\n")
+
+
+def test_import_replaces_a_question_with_the_same_text(index, tmp_path: Path) -> None:
+    store = LabelStore.for_workspace(tmp_path)
+    store.mark("How long was training?", mark_from_text(index, "router.md", "12 epochs"))
+    row = {"id": "t1", "doc": "router.md", "question": "How long  was training?",
+           "evidence": ["8 GPUs"]}  # fmt: skip
+    store.merge(import_rows(index, json.dumps(row).encode()).questions)
+    (only,) = store.load()
+    assert only.id == "t1" and [m.text for m in only.evidence] == ["8 GPUs"]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 from tqdm import tqdm
@@ -21,9 +20,9 @@ from treerag_core.evaluation.labels import (
 from treerag_core.evaluation.tune import (
     DEFAULT_METRIC,
     TUNABLE,
-    SearchSpace,
     Tuner,
     TuneResult,
+    space_for,
     tune_metrics,
 )
 from treerag_core.render import terminal_safe
@@ -103,11 +102,8 @@ def cmd_tune(args: argparse.Namespace, settings_from_args) -> int:
     current = settings_from_args(args, base_settings(args)).set("llm.enabled", False)
     engine = _engine(args)
     questions = _questions(engine.index, _labels_file(args))
-    space = SearchSpace()
-    if args.strategies:
-        space = replace(space, strategies=tuple(x.strip() for x in args.strategies.split(",")))
-    if not current.rerank.enabled:  # --no-rerank: the search never turns the model on
-        space = replace(space, reranks=("off",))
+    names = [x.strip() for x in args.strategies.split(",")] if args.strategies else None
+    space = space_for(current, names)  # --no-rerank: the search never turns the model on
     tuner = Tuner(engine, questions, current, args.metric, space, args.scope)
     print(f"estimating: {len(tuner.candidates)} settings x {len(tuner.questions)} questions…",
           file=sys.stderr)  # fmt: skip

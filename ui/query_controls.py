@@ -230,7 +230,9 @@ def query_settings() -> QuerySettings:
         limits = {name: int(st.session_state[key]) for key, name in DRILLDOWN_WIDGETS.items()}
         current = settings.option(DRILLDOWN, DrilldownOptions())
         settings = settings.with_option(DRILLDOWN, replace(current, **limits))
-    return settings
+    from ui.tune_apply import with_tuned  # issue 26: a tune's settings without a widget
+
+    return with_tuned(settings)
 
 
 def apply_settings(settings: Mapping[str, Any]) -> None:
@@ -359,4 +361,7 @@ def sidebar(
         disabled=not ss.qs_rerank,
         help="The bundled cross-encoder is English-only; off by default for Chinese.",
     )
+    from ui.tune_apply import sidebar_note  # issue 26
+
+    sidebar_note(sb)
     return llm, typed

@@ -115,9 +115,13 @@ class ImportResult:
         return "; ".join(parts)
 
 
+def _norm(question: str) -> str:
+    return " ".join(question.split())
+
+
 def question_id(question: str) -> str:
     """A stable id for a question's text (whitespace-normalised), so marks find it again."""
-    norm = " ".join(question.split())
+    norm = _norm(question)
     return "my-" + hashlib.sha1(norm.encode("utf-8")).hexdigest()[:10]
 
 
@@ -335,9 +339,9 @@ class LabelStore:
     def get(self, question: str) -> LabelledQuestion:
         """The stored question with this text (an imported one keeps its own id), or a new
         unlabelled one."""
-        norm = " ".join(question.split())
+        norm = _norm(question)
         for q in self.load():
-            if " ".join(q.question.split()) == norm:
+            if _norm(q.question) == norm:
                 return q
         return LabelledQuestion(question_id(norm), norm)
 
@@ -361,13 +365,16 @@ class LabelStore:
 
     def labelled_texts(self) -> set[str]:
         """The whitespace-normalised texts of the labelled questions (History marks them)."""
-        return {" ".join(q.question.split()) for q in self.load() if q.labelled}
+        return {_norm(q.question) for q in self.load() if q.labelled}
 
     def merge(self, imported: Iterable[LabelledQuestion]) -> int:
-        """Add imported questions; one with the id of a stored question replaces it."""
+        """Add imported questions; one with the id or the text of a stored question
+        replaces it (a question is never in the set twice)."""
         new = list(imported)
         ids = {q.id for q in new}
-        self.save([*(q for q in self.load() if q.id not in ids), *new])
+        texts = {_norm(q.question) for q in new}
+        kept = [q for q in self.load() if q.id not in ids and _norm(q.question) not in texts]
+        self.save([*kept, *new])
         return len(new)
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from treerag_core.errors import QueryError, TreeRAGError
@@ -130,6 +130,18 @@ class SearchSpace:
                                 s = s.set("rerank.read_path", rerank == "path")
                             out.setdefault(label_of(s), Candidate(label_of(s), s))
         return list(out.values())
+
+
+def space_for(current: QuerySettings, strategies: Sequence[str] | None = None) -> SearchSpace:
+    """The grid for a user's settings: `strategies` (default all tunable ones); with the
+    cross-encoder off in `current`, every setting tried keeps it off (on a slow machine,
+    that is what bounds a tune: the model's scores are nearly all of its time)."""
+    space = SearchSpace()
+    if strategies:
+        space = replace(space, strategies=tuple(strategies))
+    if not current.rerank.enabled:
+        space = replace(space, reranks=("off",))
+    return space
 
 
 @dataclass(frozen=True)
