@@ -72,3 +72,7 @@ def test_labels_tune_and_query_settings(workspace: Path, tmp_path: Path, capsys)
     exported = tmp_path / "export"
     assert main(["labels", "export", str(exported), "--index", index]) == 0
     assert len(load_dataset(exported).usable_questions) == 9  # eval --data reads it
+    run = ["eval", "--data", str(exported), "--embedder", "hashing", "--strategy", "flat-hybrid"]
+    assert main([*run, "--no-rerank", "--cache", str(tmp_path / "cache")]) == 0
+    table = capsys.readouterr().out
+    assert "| flat-hybrid | 9 | 0 |" in table  # every exported question scored, none left out

@@ -166,8 +166,10 @@ def inspector_marks(trace: Trace | None, corpus: Corpus | None, node_id: str | N
                              f"lab_ins_{c.chunk_id}")  # fmt: skip
 
 
-# A selection made inside the inspector's box is copied into the span box (the React input
-# needs the native setter plus an input event to see it).
+# A selection made inside the inspector's box is copied into the span box: the value is set
+# through the element's own prototype setter with an input event (what React listens to),
+# then the box is focused and blurred, which commits it to Streamlit. No `//` comments: the
+# script must survive being joined into one line.
 SELECTION_SCRIPT = f"""<script>
 (() => {{
   if (window.__treeragSpan) return;
@@ -180,9 +182,12 @@ SELECTION_SCRIPT = f"""<script>
     if (!box || !box.contains(sel.anchorNode)) return;
     const area = document.querySelector(".st-key-{SPAN_KEY} textarea");
     if (!area) return;
-    const set = Object.getOwnPropertyDescriptor(HTMLTextAreaElement.prototype, "value").set;
-    set.call(area, text);
+    window.__treeragSpanLast = text;
+    const own = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(area), "value");
+    area.focus();
+    if (own && own.set) own.set.call(area, text); else area.value = text;
     area.dispatchEvent(new Event("input", {{ bubbles: true }}));
+    area.blur();
   }});
 }})();
 </script>"""
