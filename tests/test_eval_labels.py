@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from treerag_core.config import IndexSettings
-from treerag_core.embedders import get_embedder
+from treerag_core.base.config import IndexSettings
 from treerag_core.evaluation.dataset import load_dataset
 from treerag_core.evaluation.labels import (
     LabelsError,
@@ -20,7 +19,8 @@ from treerag_core.evaluation.labels import (
     mark_from_text,
     refind,
 )
-from treerag_core.index import SourceDocument, build_index
+from treerag_core.index.corpus import SourceDocument, build_index
+from treerag_core.index.embedders import get_embedder
 
 DOC = """# Router
 

@@ -7,15 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from treerag_core.config import IndexSettings
-from treerag_core.embedders import get_embedder
-from treerag_core.errors import SettingsError
+from treerag_core.base.config import IndexSettings
+from treerag_core.base.errors import SettingsError
+from treerag_core.base.settings import QuerySettings
 from treerag_core.evaluation.labels import (
     LabelledQuestion,
     eval_questions,
     mark_from_text,
     question_id,
 )
+from treerag_core.evaluation.settings_file import read_settings, write_settings
 from treerag_core.evaluation.tune import (
     MIN_QUESTIONS,
     SearchSpace,
@@ -24,10 +25,9 @@ from treerag_core.evaluation.tune import (
     folds_of,
     read_size,
 )
-from treerag_core.index import SourceDocument, build_index
+from treerag_core.index.corpus import SourceDocument, build_index
+from treerag_core.index.embedders import get_embedder
 from treerag_core.pipeline import Engine
-from treerag_core.settings import QuerySettings
-from treerag_core.settings_file import read_settings, write_settings
 
 TOPICS = [
     ("Router", "The router sends each question to two experts chosen by a learned gate."),

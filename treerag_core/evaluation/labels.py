@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from treerag_core.errors import EvalDataError
+from treerag_core.base.errors import EvalDataError
 from treerag_core.evaluation.dataset import (
     DOCS_DIR,
     QUESTIONS_FILE,
@@ -26,7 +26,7 @@ from treerag_core.evaluation.dataset import (
 )
 
 if TYPE_CHECKING:
-    from treerag_core.index import CorpusIndex
+    from treerag_core.index.corpus import CorpusIndex
 
 LABELS_DIR = "labels"  # beside the workspace's `index/` folder
 MAX_LABEL_BYTES = 8 * 1024 * 1024  # an uploaded questions.jsonl

@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from treerag_core.errors import QueryError
+from treerag_core.base.errors import QueryError
+from treerag_core.base.settings import QuerySettings
 from treerag_core.evaluation.dataset import EvalQuestion
 from treerag_core.evaluation.harness import passages_of, picked_paths, question_record
 from treerag_core.evaluation.intervals import Interval, mean_interval
 from treerag_core.evaluation.metrics import question_metrics
 from treerag_core.pipeline import Engine, run
-from treerag_core.settings import QuerySettings
 
 HEADLINE = ("hit@1", "hit@5", "recall@5", "mrr@10", "recall@1000c", "recall@2000c", "hit@2000c")
 

@@ -10,16 +10,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from treerag_core.errors import QueryError, TreeRAGError
+from treerag_core.base.errors import QueryError, TreeRAGError
+from treerag_core.base.names import Fusion
+from treerag_core.base.settings import QuerySettings
 from treerag_core.evaluation.dataset import EvalQuestion
 from treerag_core.evaluation.harness import passages_of, picked_paths
 from treerag_core.evaluation.intervals import Interval, mean_interval, paired_difference_interval
 from treerag_core.evaluation.metrics import BUDGETS, KS, question_metrics
-from treerag_core.names import Fusion
 from treerag_core.pipeline import Engine, run
-from treerag_core.settings import QuerySettings
 from treerag_core.strategies import get_strategy
-from treerag_core.strategies.structured import StructureOptions
+from treerag_core.strategies.treerag.structured import StructureOptions
 
 MIN_QUESTIONS = 8  # below this, a held-out fold is one or two questions: no estimate at all
 MAX_FOLDS = 5
