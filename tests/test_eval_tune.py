@@ -128,6 +128,13 @@ def test_selection_uses_only_the_training_folds(labelled) -> None:
     assert result.folds[0].chosen == tuner.candidates[0].label
     assert result.folds[0].chosen_score == 0.5
     assert result.warning is None or "inside the noise" in result.warning
+    # Setting f is perfect everywhere but on fold f: chosen for fold f, it scores 0 there.
+    # Cross-validation sees through it, and the result says to keep the current settings.
+    overfit = [[0.5] * n] + [[0.0 if i in fold else 1.0 for i in range(n)] for fold in tuner.folds]
+    res = tuner._result(overfit, False, 1.0, 1.0, {})
+    assert res.cross_validated.mean == 0.0 and res.gain.mean == -0.5
+    assert res.best_in_sample > res.current_score.mean  # in-sample, it looked better
+    assert "keep the current settings" in res.warning
     # Equal scores everywhere: no gain, and the warning says it is noise.
     flat = tuner._result([[0.5] * n, [0.5] * n], False, 1.0, 1.0, {})
     assert flat.best.label == tuner.candidates[0].label and "inside the noise" in flat.warning

@@ -180,7 +180,14 @@ class TuneResult:
 
     @property
     def warning(self) -> str | None:
-        """Said whenever the gain could be noise (its interval holds zero)."""
+        """Said whenever the gain could be noise (its interval holds zero), and when the
+        search's choice does worse than the current settings on held-out questions."""
+        if self.gain.high < 0.0:
+            return (
+                f"on questions it did not choose on, the search's pick does worse than the "
+                f"current settings ({self.gain.text()}): it fits these {self.n_questions} "
+                "questions, not new ones; keep the current settings"
+            )
         if self.gain.low <= 0.0 <= self.gain.high:
             return (
                 f"the gain {self.gain.text()} is inside the noise: its 95% interval holds 0 "
