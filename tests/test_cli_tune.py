@@ -43,6 +43,8 @@ def test_labels_tune_and_query_settings(workspace: Path, tmp_path: Path, capsys)
     upload.write_text(_rows(len(QUESTIONS)) + json.dumps(
         {"id": "x", "doc": "gone.md", "question": "Gone?", "evidence": ["x"]}
     ) + "\n")  # fmt: skip
+    assert main(["labels", "import", str(tmp_path / "none.jsonl"), "--index", index]) == 2
+    assert "no questions file at" in capsys.readouterr().err
     assert main(["labels", "import", str(upload), "--index", index]) == 0
     out = capsys.readouterr().out
     assert "9 of 10 question(s) imported" in out and "gone.md (1)" in out

@@ -134,7 +134,10 @@ def cmd_labels(args: argparse.Namespace) -> int:
         n = export_set(engine.index, store.load(), Path(args.path))
         print(f"exported {n} labelled question(s) and their documents to {args.path}")
         return 0
-    result = import_rows(engine.index, Path(args.path).read_bytes(), args.path)
+    source = Path(args.path)
+    if not source.is_file():
+        raise SettingsError(f"no questions file at {source}: give a questions.jsonl to import")
+    result = import_rows(engine.index, source.read_bytes(), args.path)
     store.merge(result.questions)
     print(f"imported into {store.path}: {result.summary()}")
     for qid, start in result.not_verbatim:
