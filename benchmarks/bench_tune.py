@@ -86,6 +86,8 @@ def main() -> int:
         f"{total / result.tried:.2f} s per setting, {1000 * result.seconds / runs:.1f} ms per run"
     )
     print(f"load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    if result.partial:
+        print(f"stopped early (Ctrl-C): {result.tried} of {result.planned} settings kept")
     print(f"metric {result.metric}, {result.n_folds}-fold cross-validation")
     print(f"current  {result.current.label}: {result.current_score.text()}")
     print(f"best     {result.best.label}: in-sample {result.best_in_sample:.3f}")
