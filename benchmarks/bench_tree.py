@@ -232,6 +232,39 @@ def _summaries(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return {f"summary_{k}": summary([r[k] for r in rows]) for k in ("all", "tree")}
 
 
+_ARTICLE_PARAGRAPH = re.compile(r"第[零〇一二三四五六七八九十百千万两\d]+条")
+
+
+def laws(folder: Path, max_depth: int) -> list[dict[str, Any]]:
+    """Per law: paragraphs that open with 第X条 (counted here, independently of the parser)
+    against the article leaves of its tree; they must be equal."""
+    from treerag_core.parsing import parse_document
+
+    rows = []
+    for doc in sorted((folder / "docs").glob("*.md")):
+        text = doc.read_text(encoding="utf-8")
+        paragraphs = [p.strip() for p in re.split(r"\n[ \t]*\n", text)]
+        opened = sum(1 for p in paragraphs if _ARTICLE_PARAGRAPH.match(p))
+        nodes = parse_document(text, doc.name, doc.name, max_depth=max_depth)
+        leaves = [n for n in nodes if not n.children and not n.synthetic]
+        found = sum(1 for n in leaves if _ARTICLE_PARAGRAPH.match(n.heading))
+        rows.append({"doc": doc.name, "paragraphs": opened, "article_leaves": found,
+                     "leaves": len(leaves)})  # fmt: skip
+    return rows
+
+
+def print_laws(rows: list[dict[str, Any]]) -> None:
+    print("\n## Laws: 第X条 paragraphs vs article leaves")
+    print("| law | 第X条 paragraphs | article leaves | leaves | equal |")
+    print("|---|---:|---:|---:|---|")
+    for r in rows:
+        same = "yes" if r["paragraphs"] == r["article_leaves"] else "**no**"
+        print(f"| {r['doc']} | {r['paragraphs']} | {r['article_leaves']} | {r['leaves']} | {same} |")
+    equal = sum(r["paragraphs"] == r["article_leaves"] for r in rows)
+    print(f"| **{equal} of {len(rows)} equal** | {sum(r['paragraphs'] for r in rows)} | "
+          f"{sum(r['article_leaves'] for r in rows)} | | |")  # fmt: skip
+
+
 def _fmt(value: float | None) -> str:
     return "—" if value is None else f"{value:.3f}"
 
@@ -264,12 +297,17 @@ def main() -> int:
     parser.add_argument("--max-depth", type=int, default=3)
     parser.add_argument("--keep-outline", action="store_true", help="convert with the outline")
     parser.add_argument("--skip-chromium", action="store_true")
+    parser.add_argument("--laws-only", action="store_true", help="only the laws' article count")
     parser.add_argument("--only", help="filings whose name contains this")
     parser.add_argument("--verbose", action="store_true", help="list misses and extras")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
 
     out: dict[str, Any] = {"max_depth": args.max_depth, "keep_outline": args.keep_outline}
+    out["laws"] = laws(args.data / "lecoqa_laws", args.max_depth)
+    print_laws(out["laws"])
+    if args.laws_only:
+        return 0
     rows = filings(args.data / "financebench_pdf", args.max_depth, args.keep_outline, args.only)
     out["filings"] = {"rows": rows, **_summaries(rows)}
     print_table("FinanceBench dev filings vs outlines.jsonl", rows)

@@ -150,6 +150,10 @@ _ZH_PAREN = re.compile(rf"^[（(]([{_ZH_NUMERALS}]+)[）)]")
 # A book (编, or 部分/部/篇/卷 in other texts) holds parts, chapters, sections, articles ...
 _ZH_RANK = {"编": 0, "部分": 0, "部": 0, "篇": 0, "卷": 0, "分编": 1, "章": 2, "节": 3}
 _ZH_RANK |= {"条": 4, "款": 5, "项": 6, "item": 7, "paren": 8}
+# A statute's article opening its paragraph: "第十七条之一 " (the number, then a space).
+ARTICLE_OPENING = re.compile(
+    rf"^第(?:[{_ZH_NUMERALS}]+|\d+)条(?:之[{_ZH_NUMERALS}]+)?(?=[ \t\u3000])"
+)
 _DECIMAL = re.compile(r"^(\d{1,3}(?:\.\d{1,3})*)\.?(?=\s|$)")
 _ALPHA = re.compile(r"^([A-Z])(?:((?:\.\d{1,3})+)\.?|\.)(?=\s|$)")  # A.1.2 or A.
 _ROMAN = re.compile(r"^([IVXLCDM]{1,7})\.(?=\s|$)")
