@@ -259,7 +259,8 @@ def print_laws(rows: list[dict[str, Any]]) -> None:
     print("|---|---:|---:|---:|---|")
     for r in rows:
         same = "yes" if r["paragraphs"] == r["article_leaves"] else "**no**"
-        print(f"| {r['doc']} | {r['paragraphs']} | {r['article_leaves']} | {r['leaves']} | {same} |")
+        counts = f"{r['paragraphs']} | {r['article_leaves']} | {r['leaves']}"
+        print(f"| {r['doc']} | {counts} | {same} |")
     equal = sum(r["paragraphs"] == r["article_leaves"] for r in rows)
     print(f"| **{equal} of {len(rows)} equal** | {sum(r['paragraphs'] for r in rows)} | "
           f"{sum(r['article_leaves'] for r in rows)} | | |")  # fmt: skip

@@ -274,9 +274,10 @@ def parse_document(
         raise ValueError(f"first_id must be >= 0, but got {first_id}")
     zh = detect_language(text) == "zh"
     headings = scan_headings(text)
+    spans = [(h.start, h.end) for h in headings]
     articles = [
         HeadingLine(a.start, a.end, ARTICLE_HASHES, a.title)
-        for a in scan_articles(text, [(h.start, h.end) for h in headings], [h.text for h in headings])
+        for a in scan_articles(text, spans, [h.text for h in headings])
     ]
     if articles:
         headings = sorted(headings + articles, key=lambda h: h.start)
