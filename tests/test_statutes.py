@@ -78,7 +78,8 @@ def test_a_few_cited_articles_are_not_a_statute():
 
 
 def test_articles_already_headings_are_left_alone():
-    text = "## 第一章\n\n### 第一条\n\n内容。\n\n### 第二条\n\n第三条 甲。\n\n第四条 乙。\n\n第五条 丙。\n"
+    text = "## 第一章\n\n### 第一条\n\n内容。\n\n### 第二条\n\n"
+    text += "第三条 甲。\n\n第四条 乙。\n\n第五条 丙。\n"
     assert scan_articles(text, [], ["第一章", "第一条", "第二条"]) == []
 
 
