@@ -9,7 +9,7 @@ from treerag_core.errors import CorruptDocumentError, InputDocumentError, Unsupp
 
 DEFAULT_MAX_PAGES = 2000
 # Bump when a converter's output changes: cached indexes of converted files are keyed by it.
-CONVERTER_VERSION = "1"
+CONVERTER_VERSION = "2"  # 2: outline / contents skeleton, article blocks, weak structure
 MARKDOWN_SUFFIXES = frozenset({".md", ".markdown"})
 TEXT_SUFFIXES = frozenset({".txt"})
 HTML_SUFFIXES = frozenset({".html", ".htm", ".xhtml"})

@@ -18,6 +18,7 @@ from treerag_core.errors import (
     NeedsOCRError,
     TooManyPagesError,
 )
+from treerag_core.text_rules import ARTICLE_OPENING
 
 CELL_GAP = 1.6  # a horizontal gap wider than this many font sizes separates table cells
 MARGIN = 0.09  # running headers and footers live in the top and bottom 9% of a page
@@ -199,9 +200,12 @@ def _blocks(lines: list[_Line]) -> list[list[_Line]]:
 
 
 def _opens_part(line: _Line) -> bool:
-    """A line opening a PART, an Item, a Note or a 编/章/节 starts a block of its own, even
-    right under another heading in the same type ("PART I" above "Item 1. Business")."""
-    num = structural_numbering(line.text.replace(" | ", " "))
+    """A line opening a PART, an Item, a Note, a 编/章/节 or an article starts a block of its
+    own, even right under another heading in the same type ("PART I" above "Item 1.")."""
+    text = line.text.replace(" | ", " ")
+    if ARTICLE_OPENING.match(text):
+        return True  # a statute's article: its own paragraph, so its own leaf
+    num = structural_numbering(text)
     return num is not None and (num.family == "filing" or (num.family == "zh" and num.rank <= 3))
 
 
