@@ -167,3 +167,38 @@ def test_never_a_section():
     assert line_reason("SEGMENT COMMENTARY:") is None  # a capitals heading may end in ':'
     assert line_reason("(d) Exhibits") is None  # a numbered heading
     assert line_reason("Item 7. Management's Discussion") is None
+
+
+def _broken_outline(data: bytes, n_items: int) -> bytes:
+    """Bookmarks: one to a page that is not there, `n_items` ordinary ones, and a loop."""
+    from pypdf.generic import ArrayObject, NameObject, NumberObject
+
+    writer = pypdf.PdfWriter(clone_from=pypdf.PdfReader(io.BytesIO(data)))
+    ghost = writer.add_outline_item(title="Ghost", page_number=0).get_object()
+    ghost[NameObject("/Dest")] = ArrayObject([NumberObject(99), NameObject("/Fit")])
+    items = [writer.add_outline_item(title=f"Part {k}", page_number=k % 3) for k in range(n_items)]
+    last = items[-1].get_object()
+    last[NameObject("/Next")] = items[0]  # the last bookmark points back to the first
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+def test_a_broken_outline_gives_notes_and_a_tree(monkeypatch):
+    from treerag_core.convert import outline
+
+    monkeypatch.setattr(outline, "MAX_ITEMS", 40)  # the limit, without 5,000 bookmarks
+    data = _broken_outline(make_pdf([[*BODY], [*BODY], [*BODY]]), 60)
+    doc = convert_bytes("b.pdf", data, 10 * MB)
+    notes = " ".join(doc.notes)
+    assert "read up to 40 bookmarks" in notes
+    assert "pointing past page 3" in notes or "without a page" in notes
+    assert doc.headings and all(h.signals == ("outline",) for h in doc.headings)
+    assert "Ghost" not in [h.text for h in doc.headings]
+
+
+def test_an_outline_loop_ends_the_walk():
+    doc = convert_bytes("l.pdf", _broken_outline(make_pdf([[*BODY], [*BODY], [*BODY]]), 3), MB)
+    # Read once each (the loop back to the first is not followed), the ghost left out.
+    assert [h.text for h in doc.headings] == ["Part 0", "Part 1", "Part 2"]
+    assert any("pointing past page 3" in n or "without a page" in n for n in doc.notes)

@@ -86,3 +86,12 @@ def test_articles_already_headings_are_left_alone():
 def test_articles_in_fenced_code_are_text():
     text = "```\n第一条 a\n第二条 b\n第三条 c\n```\n"
     assert scan_articles(text, [], []) == []
+
+
+def test_odd_article_numbers_are_noted_and_kept():
+    from treerag_core.convert import convert_bytes
+
+    doc = convert_bytes("law.md", LAW.encode("utf-8"), 1024 * 1024)
+    assert "statute: 7 articles (第X条) become the leaves of their chapters" in doc.notes
+    assert "statute: article numbers used twice: 第五条" in doc.notes
+    assert "statute: article numbers skipped: 4" in doc.notes

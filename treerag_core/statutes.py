@@ -67,3 +67,32 @@ def scan_articles(
         end = _SPACE.match(line, end).end()
         found.append(Article(start, start + end, title))
     return found if len(found) >= MIN_ARTICLES else []
+
+
+def article_notes(articles: Sequence[Article], examples: int = 5) -> list[str]:
+    """Review notes: how many articles become leaves, and numbers repeated or skipped (the
+    tree keeps every article as written; the note says where the numbering is odd)."""
+    if not articles:
+        return []
+    notes = [f"statute: {len(articles)} articles (第X条) become the leaves of their chapters"]
+    seen: set[str] = set()
+    repeated: list[str] = []
+    skipped: list[str] = []
+    prev = 0
+    for a in articles:
+        label = a.title.split(" ")[0]
+        if label in seen:
+            repeated.append(label)
+        seen.add(label)
+        num = heading_numbering(label)
+        if num is None or "之" in label:
+            continue
+        value = num.values[0]
+        if value > prev + 1 and prev:
+            skipped.append(f"{prev + 1}-{value - 1}" if value - prev > 2 else str(prev + 1))
+        prev = max(prev, value)
+    if repeated:
+        notes.append(f"statute: article numbers used twice: {', '.join(repeated[:examples])}")
+    if skipped:
+        notes.append(f"statute: article numbers skipped: {', '.join(skipped[:examples])}")
+    return notes

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import PurePath
 
 from treerag_core.convert.base import ConvertedDocument
@@ -95,4 +96,14 @@ def convert_bytes(
             doc = text_document(name, text)
     if not doc.text.strip():
         raise InputDocumentError(f"{name}: no text found in the {fmt.upper()} file")
-    return doc
+    return _with_statute_notes(doc)
+
+
+def _with_statute_notes(doc: ConvertedDocument) -> ConvertedDocument:
+    """The review notes say when the text is a statute whose articles become leaves (the
+    parser finds them), and where its article numbers repeat or skip."""
+    from treerag_core.statutes import article_notes, scan_articles
+
+    spans = [(h.start, h.end) for h in doc.headings]
+    notes = article_notes(scan_articles(doc.text, spans, [h.text for h in doc.headings]))
+    return replace(doc, notes=(*doc.notes, *notes)) if notes else doc

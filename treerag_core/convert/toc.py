@@ -19,6 +19,7 @@ MIN_ENTRIES = 5  # fewer page-numbered lines are a short list, not a table of co
 ENTRY_SHARE = 0.3  # at least this share of a contents page's lines are entries
 IN_ORDER = 0.8  # page numbers that go up (a price table's last column does not)
 SEARCH_PAGES = (6, 0.15)  # look in the first max(6, 15% of pages): contents come first
+MAX_SHIFT = (10, 60)  # PDF page minus printed page lies in [-10, 60] (roman front matter)
 INDENT = 1.5  # an entry this many type sizes right of the numbered ones is their child
 
 
@@ -130,7 +131,10 @@ def page_offset(
     for entry in entries:
         if entry.printed is None:
             continue
-        for p in range(after, len(texts)):
+        # Front matter shifts printed pages by a few dozen at most; looking only there keeps
+        # a 3,000-page document's contents from scanning every page for every entry.
+        lo = max(after, entry.printed - MAX_SHIFT[0])
+        for p in range(lo, min(len(texts), entry.printed + MAX_SHIFT[1] + 1)):
             if any(title_matches(entry.title, t) for t in texts[p]):
                 deltas[p - entry.printed] += 1
     if not deltas:
