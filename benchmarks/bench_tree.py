@@ -41,7 +41,7 @@ if str(REPO) not in sys.path:  # run as `python benchmarks/bench_tree.py` from a
     sys.path.insert(0, str(REPO))
 
 from benchmarks.bench_convert import CHROMIUM_FLAGS, to_html  # noqa: E402
-from treerag_core.convert import convert_bytes  # noqa: E402
+from treerag_core.ingest.convert import convert_bytes  # noqa: E402
 
 MB = 1024 * 1024
 JACCARD = 0.75
@@ -238,7 +238,7 @@ _ARTICLE_PARAGRAPH = re.compile(r"第[零〇一二三四五六七八九十百千
 def laws(folder: Path, max_depth: int) -> list[dict[str, Any]]:
     """Per law: paragraphs that open with 第X条 (counted here, independently of the parser)
     against the article leaves of its tree; they must be equal."""
-    from treerag_core.parsing import parse_document
+    from treerag_core.ingest.parsing import parse_document
 
     rows = []
     for doc in sorted((folder / "docs").glob("*.md")):

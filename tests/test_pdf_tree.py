@@ -8,11 +8,11 @@ import io
 import pypdf
 
 from tests.pdf_factory import make_pdf
-from treerag_core.convert import convert_bytes
-from treerag_core.convert.junk import line_reason
-from treerag_core.convert.levels import Candidate, structural_numbering
-from treerag_core.convert.outline import _levels_in_order
-from treerag_core.convert.skeleton import Entry, Placed, anchor, nest, title_matches
+from treerag_core.ingest.convert import convert_bytes
+from treerag_core.ingest.convert.junk import line_reason
+from treerag_core.ingest.convert.levels import Candidate, structural_numbering
+from treerag_core.ingest.convert.outline import _levels_in_order
+from treerag_core.ingest.convert.skeleton import Entry, Placed, anchor, nest, title_matches
 
 MB = 1024 * 1024
 BODY = [(f"Body text line {k} about revenue, costs and the year.", 10, False, 72, 600 - 13 * k)
@@ -185,7 +185,7 @@ def _broken_outline(data: bytes, n_items: int) -> bytes:
 
 
 def test_a_broken_outline_gives_notes_and_a_tree(monkeypatch):
-    from treerag_core.convert import outline
+    from treerag_core.ingest.convert import outline
 
     monkeypatch.setattr(outline, "MAX_ITEMS", 40)  # the limit, without 5,000 bookmarks
     data = _broken_outline(make_pdf([[*BODY], [*BODY], [*BODY]]), 60)

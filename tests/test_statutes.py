@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from treerag_core.parsing import parse_document
-from treerag_core.statutes import scan_articles
+from treerag_core.ingest.parsing import parse_document
+from treerag_core.ingest.statutes import scan_articles
 
 LAW = """# 中华人民共和国示例法
 
@@ -89,7 +89,7 @@ def test_articles_in_fenced_code_are_text():
 
 
 def test_odd_article_numbers_are_noted_and_kept():
-    from treerag_core.convert import convert_bytes
+    from treerag_core.ingest.convert import convert_bytes
 
     doc = convert_bytes("law.md", LAW.encode("utf-8"), 1024 * 1024)
     assert "statute: 7 articles (第X条) become the leaves of their chapters" in doc.notes

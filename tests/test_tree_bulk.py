@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from treerag_core.convert import convert_bytes
-from treerag_core.convert.base import InferredHeading
-from treerag_core.tree_bulk import bulk_edits, like, pattern
-from treerag_core.tree_edits import TreeEdit, apply_edits
+from treerag_core.ingest.convert import convert_bytes
+from treerag_core.ingest.convert.base import InferredHeading
+from treerag_core.ingest.tree_bulk import bulk_edits, like, pattern
+from treerag_core.ingest.tree_edits import TreeEdit, apply_edits
 
 
 def _h(text: str, level: int = 2, signals: tuple[str, ...] = ("bold",)) -> InferredHeading:

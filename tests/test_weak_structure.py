@@ -7,9 +7,9 @@ from itertools import pairwise
 
 import pytest
 
-from treerag_core.convert import convert_bytes
-from treerag_core.convert.plain import INFERRED
-from treerag_core.convert.weak import TARGET_CHARS, section_starts, section_title
+from treerag_core.ingest.convert import convert_bytes
+from treerag_core.ingest.convert.plain import INFERRED
+from treerag_core.ingest.convert.weak import TARGET_CHARS, section_starts, section_title
 
 MB = 1024 * 1024
 
