@@ -27,7 +27,7 @@ API = [
     "attach_qdrant",
     "build_index",
     "build_with_fallback",
-    "compare",
+    "compare_strategies",
     "corpus_stats",
     "dataset_index",
     "evaluate",

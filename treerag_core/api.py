@@ -20,8 +20,7 @@ from treerag_core.build import (
     build_with_fallback,
     index_folder,
 )
-from treerag_core.compare import Compared
-from treerag_core.compare import compare_strategies as compare
+from treerag_core.compare import Compared, compare_strategies
 from treerag_core.evaluation.harness import EvalConfig, dataset_index, evaluate
 from treerag_core.index.corpus import (
     CorpusIndex,
@@ -53,7 +52,7 @@ __all__ = [
     "attach_qdrant",
     "build_index",
     "build_with_fallback",
-    "compare",
+    "compare_strategies",
     "corpus_stats",
     "dataset_index",
     "evaluate",

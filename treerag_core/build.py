@@ -60,7 +60,7 @@ class IndexRun:
     """What one `index_folder` run made and what it has to say."""
 
     index: CorpusIndex
-    folder: Path | None
+    folder: Path | None  # where it was saved (None: kept in memory only)
     previous: CorpusIndex | None  # the index the run reused (None: built from scratch)
     embedder: Embedder
     rejected: list[Rejected] = field(default_factory=list)
@@ -194,10 +194,17 @@ def index_folder(
     target = None if folder is None else Path(folder)
     notes: list[str] = []
     with ExitStack() as stack:
+        saving = target is not None
         if target is not None:
             # Held from the first read to the last write: a second run refuses at its start
             # instead of both building and the last to finish replacing the other's index.
-            stack.enter_context(run_lock(target))
+            try:
+                stack.enter_context(run_lock(target))
+            except OSError as exc:  # a read-only place: read from it, keep the index in memory
+                if must_save:
+                    raise
+                notes.append(f"the index is not saved in {target} ({exc})")
+                saving = False
         graph_llm = _graph_extractor(settings, llm)  # a missing LLM fails before any work
         if hirag is not None and (hirag.llm_graph or hirag.llm_reports):
             _require_llm(llm, "an LLM HiRAG build")
@@ -230,23 +237,23 @@ def index_folder(
             graph_extractor=graph_llm,
             notes=notes,
         )
-        if target is not None:
+        if saving and target is not None:
             try:
                 # save_index keeps hirag/ and its checkpoint: the build reuses their reports.
                 save_index(index, target)
             except OSError as exc:
                 if must_save:
                     raise
-                notes.append(f"the index was not saved in {target} ({exc})")
-                target = None
+                notes.append(f"the index is not saved in {target} ({exc})")
+                saving = False
         meta = None
-        if hirag is not None and target is not None:
+        if hirag is not None and saving and target is not None:
             meta = _build_hirag(index, target, hirag, llm, embedder, progress)
             notes.extend(meta["notes"])
     notes.extend(index.layers.notes if index.layers is not None else ())
     return IndexRun(
         index=index,
-        folder=target,
+        folder=target if saving else None,
         previous=previous,
         embedder=embedder,
         rejected=list(rejected),
