@@ -251,14 +251,12 @@ def llm_settings(args: argparse.Namespace, base: LLMSettings | None = None) -> L
 def llm_client(args: argparse.Namespace, flag: str) -> tuple[LLMClient, LLMSettings]:
     """The LLM client `flag` asked for and its settings; no key (or endpoint) is an error
     that names what is missing, raised before any document is indexed."""
-    from treerag_core.llm import KEY_ENV, api_key_for, make_client
+    from treerag_core.llm import api_key_for, make_client, needs
 
     llm = llm_settings(args)
     client = make_client(llm, api_key_for(llm.provider))
     if client is None:
-        need = KEY_ENV[llm.provider]
-        need = need + " or --base-url" if llm.provider == Provider.OPENAI else need
-        raise LLMError(f"{flag} needs {need}", reason="no_api_key")
+        raise LLMError(f"{flag} needs {needs(llm.provider, '--base-url')}", reason="no_api_key")
     return client, llm
 
 
