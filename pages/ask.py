@@ -8,11 +8,12 @@ from typing import Any
 
 import streamlit as st
 
+from treerag_core import Engine, Event, rerun
 from treerag_core.base.errors import TreeRAGError
 from treerag_core.base.settings import QuerySettings
 from treerag_core.base.types import Trace
 from treerag_core.llm import resolve_key
-from treerag_core.pipeline import Engine, Event, rerun, run_stream
+from treerag_core.pipeline import run_stream
 from treerag_core.search.override import override_locate
 from ui.ask import story
 from ui.ask.last_question import offer_last_question
