@@ -12,6 +12,8 @@ import os
 import time
 from pathlib import Path
 
+from treerag_core.answer.flags import question_flags
+from treerag_core.answer.synthesis import answer_fallbacks
 from treerag_core.base.errors import VectorStoreError
 from treerag_core.build import (
     IndexLLM,
@@ -21,23 +23,57 @@ from treerag_core.build import (
     index_folder,
 )
 from treerag_core.compare import Compared, compare_strategies
-from treerag_core.evaluation.harness import EvalConfig, dataset_index, evaluate
+from treerag_core.evaluation.harness import (
+    EvalConfig,
+    dataset_index,
+    evaluate,
+    index_cache_key,
+    oracle_leaves,
+    passages_of,
+    picked_paths,
+)
 from treerag_core.index.corpus import (
     CorpusIndex,
+    ProgressFn,
     SourceDocument,
     build_index,
     corpus_stats,
     reusable_embeddings,
 )
-from treerag_core.index.embedders import Embedder, get_embedder, index_embedder
+from treerag_core.index.embedders import EMBEDDER_ENV, Embedder, get_embedder, index_embedder
 from treerag_core.index.store import load_index, save_index
+from treerag_core.index.tokens import tokenize, zh_words
+from treerag_core.index.workspaces import (
+    STAMP,
+    WorkspaceLimits,
+    Workspaces,
+    check_drop,
+    check_sources,
+    is_workspace_id,
+    remove_folder,
+)
+from treerag_core.ingest.convert import SUPPORTED_SUFFIXES
+from treerag_core.ingest.convert.llm_levels import propose_level_fixes
+from treerag_core.ingest.documents import Converted, Rejected, convert_upload, to_source
+from treerag_core.ingest.tree_edits import TreeEdit, apply_edits, load_edits, save_edits
 from treerag_core.pipeline import Engine, Event, rerun, run
 from treerag_core.pipeline import load_engine as open_index
 from treerag_core.pipeline import run_stream as ask
+from treerag_core.records.audit_log import AuditLog
+from treerag_core.records.trace_json import stage_summary, trace_to_json
+from treerag_core.search.override import override_locate
+from treerag_core.search.rerank import RERANK_OFF, get_reranker
+from treerag_core.search.routing import document_rows
 from treerag_core.strategies import all_strategies, get_strategy, option_types, strategy_names
 
 __all__ = [
+    "EMBEDDER_ENV",
+    "RERANK_OFF",
+    "STAMP",
+    "SUPPORTED_SUFFIXES",
+    "AuditLog",
     "Compared",
+    "Converted",
     "CorpusIndex",
     "Embedder",
     "Engine",
@@ -46,29 +82,57 @@ __all__ = [
     "IndexLLM",
     "IndexRun",
     "NoDocumentsError",
+    "ProgressFn",
+    "Rejected",
     "SourceDocument",
+    "TreeEdit",
+    "WorkspaceLimits",
+    "Workspaces",
     "all_strategies",
+    "answer_fallbacks",
+    "apply_edits",
     "ask",
     "attach_qdrant",
     "build_index",
     "build_with_fallback",
+    "check_drop",
+    "check_sources",
     "compare_strategies",
+    "convert_upload",
     "corpus_stats",
     "dataset_index",
+    "document_rows",
     "evaluate",
     "get_embedder",
+    "get_reranker",
     "get_strategy",
+    "index_cache_key",
     "index_embedder",
     "index_folder",
+    "is_workspace_id",
+    "load_edits",
     "load_index",
     "open_index",
     "option_types",
+    "oracle_leaves",
+    "override_locate",
+    "passages_of",
+    "picked_paths",
+    "propose_level_fixes",
     "push_to_qdrant",
+    "question_flags",
+    "remove_folder",
     "rerun",
     "reusable_embeddings",
     "run",
+    "save_edits",
     "save_index",
+    "stage_summary",
     "strategy_names",
+    "to_source",
+    "tokenize",
+    "trace_to_json",
+    "zh_words",
 ]
 
 

@@ -10,12 +10,18 @@ from pathlib import Path
 
 import streamlit as st
 
-from treerag_core import CorpusIndex, Embedder, Engine, index_embedder, index_folder
+from treerag_core import (
+    EMBEDDER_ENV,
+    AuditLog,
+    CorpusIndex,
+    Embedder,
+    Engine,
+    index_embedder,
+    index_folder,
+)
 from treerag_core.base.config import IndexSettings, data_dir
 from treerag_core.base.errors import TreeRAGError
 from treerag_core.base.names import EmbedderName
-from treerag_core.index.embedders import EMBEDDER_ENV
-from treerag_core.records.audit_log import AuditLog
 from ui.common.corpora import SAMPLES, corpus_key, corpus_label
 from ui.common.examples import EXAMPLES
 
@@ -98,7 +104,7 @@ def warm_reranker(model: str) -> bool:
 
     Returns False when it cannot load; the query then reports that as a fallback itself.
     """
-    from treerag_core.search.rerank import get_reranker
+    from treerag_core import get_reranker
 
     try:
         get_reranker(model).score("warm up", ["warm up"])

@@ -7,11 +7,20 @@ from pathlib import Path
 
 import streamlit as st
 
-from treerag_core import CorpusIndex, Engine, IndexLLM, SourceDocument, index_folder
+from treerag_core import (
+    STAMP,
+    CorpusIndex,
+    Engine,
+    IndexLLM,
+    ProgressFn,
+    SourceDocument,
+    Workspaces,
+    index_folder,
+    is_workspace_id,
+    remove_folder,
+)
 from treerag_core.base.config import IndexSettings, data_dir
 from treerag_core.base.errors import WorkspaceDeleteError, WorkspaceUnreadableError
-from treerag_core.index.corpus import ProgressFn
-from treerag_core.index.workspaces import STAMP, Workspaces, is_workspace_id, remove_folder
 from ui.common.corpora import EVAL, UPLOADS, corpus_key, corpus_label
 from ui.common.resources import (
     Corpus,

@@ -8,7 +8,20 @@ from typing import Any
 
 import streamlit as st
 
-from treerag_core import IndexLLM
+from treerag_core import (
+    SUPPORTED_SUFFIXES,
+    Converted,
+    IndexLLM,
+    Rejected,
+    SourceDocument,
+    WorkspaceLimits,
+    check_drop,
+    check_sources,
+    convert_upload,
+    load_edits,
+    save_edits,
+    to_source,
+)
 from treerag_core.base.config import MB, IndexSettings, max_file_bytes
 from treerag_core.base.errors import (
     FileTooLargeError,
@@ -16,11 +29,6 @@ from treerag_core.base.errors import (
     TreeRAGError,
     WorkspaceLimitError,
 )
-from treerag_core.index.corpus import SourceDocument
-from treerag_core.index.workspaces import WorkspaceLimits, check_drop, check_sources
-from treerag_core.ingest.convert import SUPPORTED_SUFFIXES
-from treerag_core.ingest.documents import Converted, Rejected, convert_upload, to_source
-from treerag_core.ingest.tree_edits import load_edits, save_edits
 from ui.common.corpora import UPLOADS
 from ui.common.llm_panel import session_client
 from ui.common.query_controls import LLM_PREFIX
