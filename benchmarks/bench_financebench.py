@@ -16,12 +16,13 @@ if str(REPO) not in sys.path:
 from treerag_core import (  # noqa: E402
     EvalConfig,
     build_index,
+    convert_upload,
     evaluate,
     get_embedder,
+    to_source,
 )
 from treerag_core.base.config import IndexSettings  # noqa: E402
-from treerag_core.evaluation.report import markdown_table  # noqa: E402
-from treerag_core.ingest.documents import convert_upload, to_source  # noqa: E402
+from treerag_core.evaluation import markdown_table  # noqa: E402
 
 
 def main() -> int:

@@ -19,7 +19,7 @@ from treerag_core import (  # noqa: E402
     save_index,
 )
 from treerag_core.base.config import IndexSettings  # noqa: E402
-from treerag_core.evaluation.dataset import load_dataset  # noqa: E402
+from treerag_core.evaluation import load_dataset  # noqa: E402
 from treerag_core.strategies.hirag.build import build_hirag  # noqa: E402
 from treerag_core.strategies.hirag.store import FOLDER, save_hirag  # noqa: E402
 

@@ -136,8 +136,7 @@ def run_backend(args) -> int:
     """Child process: load one index, build one backend, time the three strategies."""
     import numpy as np
 
-    from treerag_core import index_embedder, load_index
-    from treerag_core.index.tokens import tokenize
+    from treerag_core import index_embedder, load_index, tokenize
     from treerag_core.index.vectors.attach import attach_store
     from treerag_core.index.vectors.base import VectorQuery
 
@@ -216,7 +215,7 @@ def run_plugin(index, strategy: str, question: str, qvec) -> None:
 
 
 def tokenize_fn(text: str) -> list[str]:
-    from treerag_core.index.tokens import tokenize
+    from treerag_core import tokenize
 
     return tokenize(text)
 

@@ -195,7 +195,7 @@ t = time.perf_counter(); index = build_index(sources, settings, embedder)
 indexing = time.perf_counter() - t
 from treerag_core import Engine
 from treerag_core.pipeline import run_stream
-from treerag_core.search.rerank import get_reranker
+from treerag_core import get_reranker
 from treerag_core.base.settings import QuerySettings
 settings = QuerySettings().set("llm.enabled", False)
 get_reranker(settings.rerank.model).score("warm up", ["warm up"])  # as the app warms it

@@ -10,7 +10,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from treerag_core import (  # noqa: E402  # noqa: E402
+from treerag_core import (  # noqa: E402
     Engine,
     SourceDocument,
     build_index,
