@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from treerag_core.base.config import IndexSettings
 from treerag_core.base.errors import InputDocumentError, LLMError, TreeRAGError
-from treerag_core.index.corpus import CorpusIndex, ProgressFn, SourceDocument, build_index
+from treerag_core.base.types import SourceDocument
+from treerag_core.index.corpus import CorpusIndex, ProgressFn, build_index
 from treerag_core.index.embedders import Embedder, get_embedder
 from treerag_core.index.store import load_index, run_lock, save_index
 from treerag_core.ingest.documents import Rejected, sources_from_paths

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -13,7 +12,7 @@ import numpy as np
 from treerag_core.base.config import IndexSettings
 from treerag_core.base.pagemap import page_span
 from treerag_core.base.text_rules import detect_language
-from treerag_core.base.types import Chunk, DocumentInfo, Language, TreeNode
+from treerag_core.base.types import Chunk, DocumentInfo, Language, SourceDocument, TreeNode
 from treerag_core.index.bm25 import BM25Stats, LeafBM25
 from treerag_core.index.embedders import Embedder, embedder_fingerprint
 from treerag_core.index.tokens import tokenize
@@ -35,20 +34,6 @@ from treerag_core.strategies.graph.types import LeafGraph
 MAX_SCOPE_CACHE = 8  # distinct document scopes whose flat FAISS + BM25 stay in memory
 # progress(stage, done, total): stage is "parse", "embed", "graph" or "index".
 ProgressFn = Callable[[str, int, int], None]
-
-
-@dataclass(frozen=True)
-class SourceDocument:
-    """A document to index: a unique name (the doc id) and its decoded text."""
-
-    name: str
-    text: str
-    page_starts: tuple[int, ...] = ()  # from a PDF conversion: where each page begins
-    source_format: str = ""
-
-    @property
-    def sha256(self) -> str:
-        return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
 
 
 @dataclass

@@ -9,7 +9,7 @@ from treerag_core.base.errors import TreeRAGError
 from treerag_core.base.text_rules import one_line
 from treerag_core.base.types import Trace
 from treerag_core.evaluation import EvalQuestion, question_metrics
-from ui.evaluate import eval_data
+from ui.evaluate import data as eval_data
 
 # The metrics Compare shows (keys of question_metrics), with their column names.
 SHOWN = {
