@@ -60,13 +60,25 @@ from treerag_core.pipeline import Engine, Event, rerun, run
 from treerag_core.pipeline import load_engine as open_index
 from treerag_core.pipeline import run_stream as ask
 from treerag_core.records.audit_log import AuditLog
+from treerag_core.records.terminal import (
+    count_noun,
+    json_terminal_safe,
+    render_footer,
+    render_header,
+    render_retrieval,
+    render_trace,
+    terminal_safe,
+)
 from treerag_core.records.trace_json import stage_summary, trace_to_json
 from treerag_core.search.override import override_locate
 from treerag_core.search.rerank import RERANK_OFF, get_reranker
 from treerag_core.search.routing import document_rows
 from treerag_core.strategies import all_strategies, get_strategy, option_types, strategy_names
+from treerag_core.strategies.hirag.build import HiragBuildSettings
+from treerag_core.strategies.hirag.communities import DEFAULT_MAX_CLUSTER_SIZE
 
 __all__ = [
+    "DEFAULT_MAX_CLUSTER_SIZE",
     "EMBEDDER_ENV",
     "RERANK_OFF",
     "STAMP",
@@ -79,6 +91,7 @@ __all__ = [
     "Engine",
     "EvalConfig",
     "Event",
+    "HiragBuildSettings",
     "IndexLLM",
     "IndexRun",
     "NoDocumentsError",
@@ -100,6 +113,7 @@ __all__ = [
     "compare_strategies",
     "convert_upload",
     "corpus_stats",
+    "count_noun",
     "dataset_index",
     "document_rows",
     "evaluate",
@@ -110,6 +124,7 @@ __all__ = [
     "index_embedder",
     "index_folder",
     "is_workspace_id",
+    "json_terminal_safe",
     "load_edits",
     "load_index",
     "open_index",
@@ -122,6 +137,10 @@ __all__ = [
     "push_to_qdrant",
     "question_flags",
     "remove_folder",
+    "render_footer",
+    "render_header",
+    "render_retrieval",
+    "render_trace",
     "rerun",
     "reusable_embeddings",
     "run",
@@ -129,6 +148,7 @@ __all__ = [
     "save_index",
     "stage_summary",
     "strategy_names",
+    "terminal_safe",
     "to_source",
     "tokenize",
     "trace_to_json",

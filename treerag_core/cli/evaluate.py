@@ -70,7 +70,7 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from treerag_core.evaluation.report import LOCATOR_KEYS, markdown_table, write_report
+    from treerag_core.evaluation import LOCATOR_KEYS, markdown_table, write_report
     from treerag_core.llm import api_key_for
 
     strategies = tuple(s.strip() for s in args.strategy.split(",") if s.strip())

@@ -8,7 +8,17 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from treerag_core import IndexLLM, IndexRun, NoDocumentsError, index_folder, reusable_embeddings
+from treerag_core import (
+    DEFAULT_MAX_CLUSTER_SIZE,
+    HiragBuildSettings,
+    IndexLLM,
+    IndexRun,
+    NoDocumentsError,
+    count_noun,
+    index_folder,
+    reusable_embeddings,
+    terminal_safe,
+)
 from treerag_core import corpus_stats as corpus_stats_of
 from treerag_core.base.config import DEFAULT_MAX_FILE_BYTES, MB, IndexSettings
 from treerag_core.base.errors import IndexBusyError, TreeRAGError
@@ -21,9 +31,6 @@ from treerag_core.cli.options import (
     max_file_bytes_of,
 )
 from treerag_core.cli.progress import progress_bars
-from treerag_core.records.terminal import count_noun, terminal_safe
-from treerag_core.strategies.hirag.build import HiragBuildSettings
-from treerag_core.strategies.hirag.communities import DEFAULT_MAX_CLUSTER_SIZE
 
 
 def add_parser(sub) -> None:

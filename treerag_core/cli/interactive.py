@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 
+from treerag_core import terminal_safe
 from treerag_core.base.errors import TreeRAGError
 from treerag_core.cli.options import add_query_options
 from treerag_core.cli.query import answer, open_engine, print_notes, query_settings
-from treerag_core.records.terminal import terminal_safe
 
 
 def add_parser(sub) -> None:

@@ -6,9 +6,9 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from treerag_core import terminal_safe
 from treerag_core.base.errors import TreeRAGError
 from treerag_core.cli import evaluate, index, interactive, qdrant_push, query
-from treerag_core.records.terminal import terminal_safe
 
 # Each command module: add_parser(sub) declares its flags, run(args) calls the API.
 COMMANDS = (index, query, evaluate, qdrant_push, interactive)

@@ -5,7 +5,19 @@ from __future__ import annotations
 import argparse
 import sys
 
-from treerag_core import Engine, ask, attach_qdrant, get_strategy, open_index
+from treerag_core import (
+    Engine,
+    ask,
+    attach_qdrant,
+    get_strategy,
+    json_terminal_safe,
+    open_index,
+    render_footer,
+    render_header,
+    render_retrieval,
+    terminal_safe,
+    trace_to_json,
+)
 from treerag_core.base.errors import VectorStoreError
 from treerag_core.base.settings import QuerySettings
 from treerag_core.cli.options import (
@@ -14,14 +26,6 @@ from treerag_core.cli.options import (
     llm_settings,
     settings_from_args,
 )
-from treerag_core.records.terminal import (
-    json_terminal_safe,
-    render_footer,
-    render_header,
-    render_retrieval,
-    terminal_safe,
-)
-from treerag_core.records.trace_json import trace_to_json
 
 
 def add_parser(sub) -> None:
