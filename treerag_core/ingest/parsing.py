@@ -118,6 +118,9 @@ def scan_headings(text: str) -> list[HeadingLine]:
     return headings
 
 
+# Bump when the same text parses into another tree: cached eval indexes are keyed by it.
+TREE_VERSION = "2"  # 2: a statute's 第X条 articles are leaves (issue 24)
+
 # An article (第X条 at a paragraph's start) nests below every `#` heading by count as well.
 ARTICLE_HASHES = 7
 
