@@ -29,6 +29,7 @@ from treerag_core.index.embedders import get_embedder, index_embedder
 from treerag_core.index.store import load_index, save_index
 from treerag_core.ingest.chunking import CHUNKER_VERSION
 from treerag_core.ingest.convert import CONVERTER_VERSION
+from treerag_core.ingest.parsing import TREE_VERSION
 from treerag_core.pipeline import Engine, run
 from treerag_core.search.rerank import CachedReranker, clear_score_cache, get_reranker
 from treerag_core.strategies import get_strategy, strategy_names
@@ -69,6 +70,7 @@ def index_cache_key(dataset: EvalDataset, settings: IndexSettings) -> str:
     """Content hash of the documents and the index settings: the cached index's folder name."""
     digest = hashlib.sha256(json.dumps(settings.to_dict(), sort_keys=True).encode())
     digest.update(f"chunker {CHUNKER_VERSION}".encode())  # a new chunker means a new index
+    digest.update(f"tree {TREE_VERSION}".encode())  # so does a new tree (article leaves)
     if dataset.paged:  # the index holds converted text: a new converter means a new index
         digest.update(f"converter {CONVERTER_VERSION}".encode())
     for name in dataset.doc_names:
