@@ -78,10 +78,11 @@ def test_cli_index_summary_lists_each_leaf_graph(tmp_path):
     from tests.conftest import REPO, SAMPLES
 
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "ANTHROPIC_API_KEY": ""}
-    doc = str(SAMPLES / "劳动合同法(2012-12-28).md")
+    # A paper with two leaves of >= 1400 chars (a statute's leaves are its short articles).
+    doc = str(SAMPLES / "1908.10461.md")
     base = [sys.executable, "-m", "treerag_core", "index", "--input", doc, "--mock"]
     out = subprocess.run(
-        [*base, "--output", str(tmp_path / "g"), "--graph-min-leaf-chars", "2000"],
+        [*base, "--output", str(tmp_path / "g"), "--graph-min-leaf-chars", "1400"],
         cwd=REPO,
         env=env,
         capture_output=True,
@@ -89,7 +90,7 @@ def test_cli_index_summary_lists_each_leaf_graph(tmp_path):
         timeout=300,
     )
     assert out.returncode == 0, out.stderr
-    assert "graphs: 2 leaves of >= 2000 chars" in out.stdout
+    assert "graphs: 2 leaves of >= 1400 chars" in out.stdout
     assert out.stdout.count("max degree") == 2 and "offline" in out.stdout
     keyless = subprocess.run(
         [*base, "--output", str(tmp_path / "k"), "--llm-graphs", "--graph-min-leaf-chars", "2000"],
