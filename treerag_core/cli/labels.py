@@ -13,7 +13,9 @@ from treerag_core.evaluation.labels import LabelStore, export_set, import_rows
 
 def add_parser(sub) -> None:
     p = sub.add_parser("labels", help="export or import a workspace's labelled questions")
-    p.add_argument("action", choices=("export", "import"))
+    p.add_argument(
+        "action", choices=("export", "import"), help="export the labels, or import a file"
+    )
     p.add_argument("path", help="export: a folder to write; import: a questions.jsonl")
     p.add_argument("--index", required=True, help="the index the labels are about")
     p.add_argument("--labels", default=None, help="the labels file (default: beside --index)")
