@@ -7,7 +7,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from treerag_core.convert import DEFAULT_MAX_PAGES, ConvertedDocument, convert_bytes
+from treerag_core.convert import DEFAULT_MAX_PAGES, ConvertedDocument
+from treerag_core.convert.budget import convert_untrusted
 from treerag_core.errors import InputDocumentError
 from treerag_core.index import SourceDocument
 from treerag_core.loading import collect_inputs, read_bytes
@@ -35,8 +36,9 @@ class Converted:
 def convert_upload(
     name: str, data: bytes, max_bytes: int, max_pages: int = DEFAULT_MAX_PAGES
 ) -> Converted:
-    """Convert one file's bytes (raises InputDocumentError or a subclass)."""
-    return Converted(convert_bytes(name, data, max_bytes, max_pages), _sha(data))
+    """Convert one file's bytes (raises InputDocumentError or a subclass). PDF, DOCX and HTML
+    are converted in a child process with a CPU and memory budget (`convert.budget`)."""
+    return Converted(convert_untrusted(name, data, max_bytes, max_pages), _sha(data))
 
 
 def to_source(converted: Converted, edits: Edits | None = None) -> tuple[SourceDocument, list[str]]:

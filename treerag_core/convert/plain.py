@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import re
 
-from treerag_core.convert.base import ConvertedDocument, InferredHeading, MarkdownWriter
+from treerag_core.convert.base import (
+    ConvertedDocument,
+    InferredHeading,
+    MarkdownWriter,
+    check_headings,
+)
 from treerag_core.convert.levels import Candidate, assign_levels, structural_numbering
 from treerag_core.parsing import scan_headings
 
@@ -13,10 +18,15 @@ _CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
 def markdown_document(name: str, text: str, fmt: str = "markdown") -> ConvertedDocument:
-    """A Markdown text as it is: its own `#` headings are the tree."""
+    """A Markdown text as it is: its own `#` headings are the tree.
+
+    Raises:
+        DocumentTooLargeError: more headings than CONVERT_MAX_HEADINGS.
+    """
+    found = scan_headings(text)
+    check_headings(name, len(found))
     headings = tuple(
-        InferredHeading(h.hashes, h.text, h.start, h.end, None, ("markdown",))
-        for h in scan_headings(text)
+        InferredHeading(h.hashes, h.text, h.start, h.end, None, ("markdown",)) for h in found
     )
     return ConvertedDocument(name, text, fmt, (), headings)
 
@@ -63,6 +73,7 @@ def text_document(name: str, text: str) -> ConvertedDocument:
         signal = _heading_signal(para, next_is_text)
         if signal is not None:
             found.append((i, signal))
+    check_headings(name, len(found))
     cands = [
         Candidate(paragraphs[i].strip(), 0 if paragraphs[i].strip().isupper() else 1,
                   structural_numbering(paragraphs[i].strip()))
@@ -70,7 +81,7 @@ def text_document(name: str, text: str) -> ConvertedDocument:
     ]  # fmt: skip
     levels = dict(zip((i for i, _ in found), assign_levels(cands), strict=True))
     signals = dict(found)
-    writer = MarkdownWriter()
+    writer = MarkdownWriter(name)
     for i, para in enumerate(paragraphs):
         if i in levels:
             writer.heading(levels[i], para, signals[i])
