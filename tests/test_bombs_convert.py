@@ -9,14 +9,14 @@ from __future__ import annotations
 import pytest
 
 from tests import bombs
-from treerag_core import config
-from treerag_core.convert import convert_bytes
-from treerag_core.convert.budget import convert_bounded, convert_untrusted
-from treerag_core.errors import (
+from treerag_core.base import config
+from treerag_core.base.errors import (
     CorruptDocumentError,
     DocumentTooLargeError,
     InputDocumentError,
 )
+from treerag_core.ingest.convert import convert_bytes
+from treerag_core.ingest.convert.budget import convert_bounded, convert_untrusted
 
 BIG = 10**9  # no file-size cap in the way: the bounds under test come after it
 
@@ -41,7 +41,7 @@ def test_pdf_under_the_bounds_converts(monkeypatch):
 
 
 def test_pdf_total_text_is_bounded_across_pages(monkeypatch):
-    import treerag_core.convert.pdf as pdf
+    import treerag_core.ingest.convert.pdf as pdf
 
     monkeypatch.setattr(pdf, "CONVERT_MAX_CHARS", 5_000)
     with pytest.raises(DocumentTooLargeError, match="characters of text"):
@@ -83,7 +83,7 @@ def test_docx_styles_are_looked_up_once_per_style(monkeypatch):
 
 
 def test_docx_paragraph_bound(monkeypatch):
-    import treerag_core.convert.docx as docx_convert
+    import treerag_core.ingest.convert.docx as docx_convert
 
     monkeypatch.setattr(docx_convert, "DOCX_MAX_PARAGRAPHS", 100)
     convert_bytes("ok.docx", bombs.docx_paragraphs(100), BIG)
@@ -112,7 +112,7 @@ def test_markdown_heading_bound():
 
 
 def test_writer_bounds_paragraphs(monkeypatch):
-    import treerag_core.convert.base as base
+    import treerag_core.ingest.convert.base as base
 
     monkeypatch.setattr(base, "CONVERT_MAX_BLOCKS", 50)
     html = b"<html><body>" + b"<p>para</p>" * 51 + b"</body></html>"
