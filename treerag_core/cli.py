@@ -218,7 +218,7 @@ def _index_hirag(index, output: Path, args: argparse.Namespace, llm, embedder) -
         f"out {usage['output_tokens']} (${usage['cost_usd']:.4f})"
     )
     for note in meta["notes"]:
-        print(f"note: {note}", file=sys.stderr)
+        print(terminal_safe(f"note: {note}"), file=sys.stderr)
 
 
 def _ktype_summarizer(settings: IndexSettings, previous, args: argparse.Namespace):
@@ -336,7 +336,7 @@ def _index_locked(args: argparse.Namespace, output: Path) -> int:
         try:
             previous = load_index(output)
         except TreeRAGError as exc:
-            print(f"note: rebuilding from scratch ({exc})", file=sys.stderr)
+            print(terminal_safe(f"note: rebuilding from scratch ({exc})"), file=sys.stderr)
     embedder = get_embedder(settings.embedder)
     summarizer = _llm_summarizer(settings, previous, args)
     ktype = _ktype_summarizer(settings, previous, args)
@@ -357,7 +357,10 @@ def _index_locked(args: argparse.Namespace, output: Path) -> int:
                 graph_extractor=graph_extractor,
             )
         except LLMError as exc:
-            print(f"note: LLM summaries failed ({exc}); using local summaries", file=sys.stderr)
+            print(
+                terminal_safe(f"note: LLM summaries failed ({exc}); using local summaries"),
+                file=sys.stderr,
+            )
             settings = replace(settings, llm_summaries=False)
             index = build_index(
                 sources,
@@ -374,7 +377,7 @@ def _index_locked(args: argparse.Namespace, output: Path) -> int:
     if args.hirag:
         _index_hirag(index, output, args, hirag_llm, embedder)
     for note in index.layers.notes if index.layers is not None else ():
-        print(f"note: {note}", file=sys.stderr)
+        print(terminal_safe(f"note: {note}"), file=sys.stderr)
     stats = corpus_stats(index)
     seconds = time.perf_counter() - started
     print(
@@ -653,7 +656,7 @@ def unused_option_notes(args: argparse.Namespace, settings: QuerySettings) -> li
 
 def _print_notes(args: argparse.Namespace, settings: QuerySettings) -> None:
     for note in unused_option_notes(args, settings):
-        print(f"note: {note}", file=sys.stderr)
+        print(terminal_safe(f"note: {note}"), file=sys.stderr)
 
 
 def cmd_query(args: argparse.Namespace) -> int:
@@ -910,7 +913,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     )
     print(f"n = questions scored; {_left_out_line(report, args.limit)}")
     for reason, count in report["skipped"].items():
-        print(f"skipped {count}x: {reason}")
+        print(terminal_safe(f"skipped {count}x: {reason}"))
     _llm_fallback_note(report)
     if report["partial"]:
         print("(interrupted: partial report)")

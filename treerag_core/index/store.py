@@ -511,6 +511,11 @@ def _manifest_parts(manifest: dict[str, Any], where: Path, hint: str) -> _Head:
     fingerprint = info.get("fingerprint", [])
     if not isinstance(fingerprint, list) or not all(is_finite_number(x) for x in fingerprint):
         raise bad("embedder fingerprint is not a list of finite numbers")
+    if len(fingerprint) != dim:  # without it another model of the same dimension passes
+        raise bad(
+            f"the embedder fingerprint has {len(fingerprint)} numbers, not {dim}: the vectors "
+            f"cannot be checked against {name!r}"
+        )
     raw_settings = manifest.get("settings")
     if not isinstance(raw_settings, dict):
         raise bad("settings is not an object")

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from treerag_core.base.artifacts import read_json, typed_row
+from treerag_core.base.artifacts import present, read_json, typed_row
 from treerag_core.base.errors import IndexFormatError, InputDocumentError
 from treerag_core.ingest.convert.base import ConvertedDocument, InferredHeading
 from treerag_core.ingest.parsing import scan_headings
@@ -156,7 +156,7 @@ def load_edits(folder: str | Path) -> dict[str, tuple[TreeEdit, ...]]:
         InputDocumentError: the file exists but is not a valid edits file.
     """
     path = Path(folder) / EDITS_FILE
-    if not path.is_file():
+    if not present(path):
         return {}
     try:
         data = read_json(path, dict)  # bounded: the file may sit in an index from anyone
@@ -176,7 +176,7 @@ def save_edits(folder: str | Path, sha256: str, name: str, edits: Sequence[TreeE
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / EDITS_FILE
     data: dict = {"version": EDITS_VERSION, "documents": {}}
-    if path.is_file():
+    if present(path):
         load_edits(folder)  # a damaged file is refused with a clear error, never extended
         data = read_json(path, dict)
     if edits:
