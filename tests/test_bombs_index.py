@@ -43,7 +43,7 @@ def _dev_zero(path: Path) -> None:
 def test_checked_reader_refuses_devices_and_fifos_without_reading(tmp_path, make, read):
     path = tmp_path / "file.json"
     make(path)
-    with pytest.raises(IndexFormatError, match="not a regular file|symlink"):
+    with pytest.raises(IndexFormatError, match=r"not a regular file|symlink"):
         read(path)
 
 
@@ -65,7 +65,7 @@ def test_npy_through_the_checked_reader(tmp_path):
 
 def test_index_file_as_fifo_is_an_index_error_not_a_hang(saved):
     _fifo(saved / "chunks.jsonl")
-    with pytest.raises(IndexFormatError, match="chunks.jsonl"):
+    with pytest.raises(IndexFormatError, match=r"chunks.jsonl"):
         load_index(saved)
 
 
