@@ -115,6 +115,7 @@ def _llm_settings(args: argparse.Namespace, base: LLMSettings | None = None) -> 
         ("model", "answer_model"),
         ("locate_model", "locate_model"),
         ("context_tokens", "context_tokens"),
+        ("llm_deadline", "deadline"),
     ):
         value = getattr(args, flag, None)
         if value is not None:
@@ -734,6 +735,13 @@ def _add_llm_options(p: argparse.ArgumentParser) -> None:
         default=None,
         help="the model's context window; the locate prompt is cut to fit it "
         f"(default {_QUERY.llm.context_tokens})",
+    )
+    p.add_argument(
+        "--llm-deadline",
+        type=float,
+        default=None,
+        help="seconds one LLM call may take in all, however steadily it streams; past it "
+        f"the step falls back as on any LLM error (default {_QUERY.llm.deadline:g})",
     )
 
 

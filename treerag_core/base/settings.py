@@ -120,13 +120,18 @@ class LLMSettings(_Step):
     base_url: str = ""  # "": the provider's default, or its *_BASE_URL environment variable
     locate_model: str = "claude-haiku-4-5"
     answer_model: str = "claude-sonnet-4-6"  # 4-5 is retired on 2026-11-30 (SDK notice)
-    timeout: float = 30.0
+    timeout: float = 30.0  # the longest silence between bytes of a reply
     max_retries: int = 2
     context_tokens: int = 200_000  # the model's context window: bounds the locate prompt
+    # The longest one call may take, however steadily its server streams: past it the call
+    # fails as a time-out and its step takes its fallback (a server dripping a token every
+    # 2 s would otherwise hold a question forever).
+    deadline: float = 180.0
 
     def __post_init__(self) -> None:
         _coerce(self, "provider", Provider)
         _check(self.timeout > 0, f"timeout must be > 0, but got {self.timeout}")
+        _check(self.deadline > 0, f"deadline must be > 0, but got {self.deadline}")
         _check(0 <= self.max_retries <= 10, f"max_retries must be in 0..10, got {self.max_retries}")
         _check(
             self.context_tokens >= 1000,
