@@ -297,8 +297,8 @@ def _index_locked(args: argparse.Namespace, output: Path) -> int:
     from treerag_core.index.corpus import build_index, corpus_stats
     from treerag_core.index.embedders import get_embedder
     from treerag_core.index.store import load_index, save_index
-    from treerag_core.ingest.documents import sources_from_paths
-    from treerag_core.ingest.tree_edits import load_edits
+    from treerag_core.ingest.documents import EditCarry, sources_from_paths
+    from treerag_core.ingest.tree_edits import load_edit_entries, save_edits
 
     embedder_name = "hashing" if args.mock and not args.embedder else args.embedder
     settings = _index_settings(
@@ -310,8 +310,11 @@ def _index_locked(args: argparse.Namespace, output: Path) -> int:
         llm_graphs=args.llm_graphs,
     )
     started = time.perf_counter()
-    # Tree corrections kept beside the index (tree_edits.json) are applied on every re-index.
-    edits = load_edits(args.output)
+    # Tree corrections kept beside the index (tree_edits.json) are applied on every re-index;
+    # those of a file whose bytes changed are offered by heading text (--carry-edits).
+    stored = load_edit_entries(args.output)
+    edits = {sha: entry_edits for sha, (_, entry_edits) in stored.items()}
+    carry = EditCarry(stored, apply=args.carry_edits)
     notes: list[str] = []
     update, close = _progress_bars()
     try:
@@ -322,9 +325,16 @@ def _index_locked(args: argparse.Namespace, output: Path) -> int:
             settings.max_pages,
             notes,
             progress=lambda done, total: update("convert", done, total),
+            carry=carry,
         )
     finally:
         close()
+    for sha, offer in carry.offers:
+        if args.carry_edits and offer.applies:
+            save_edits(args.output, sha, offer.name, offer.applies)
+            notes.append(f"{offer.note()}; applied the {len(offer.applies)} (--carry-edits)")
+        else:
+            notes.append(f"{offer.note()}; index again with --carry-edits to apply them")
     for bad in rejected:
         print(terminal_safe(f"skipped {bad.name}: {_reason(bad)}"), file=sys.stderr)
     for note in notes:
@@ -1046,6 +1056,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=IndexSettings().max_pages,
         help=f"skip PDFs with more pages than this (default {IndexSettings().max_pages})",
+    )
+    p.add_argument(
+        "--carry-edits",
+        action="store_true",
+        help="apply tree corrections stored for an earlier version of a file (same name, "
+        "other bytes) by heading text, and keep them for the new bytes",
     )
     _add_llm_options(p)
     p.set_defaults(func=cmd_index)
