@@ -31,13 +31,14 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 EVAL = REPO.parent / "shared" / "eval"
 MB = 1_000_000
-WALL_FACTOR = 4.0  # wall-clock allowance over the CPU limit
+WALL_FACTOR = 6.0  # wall-clock allowance over the CPU limit (a shared, busy machine)
 
 # name -> (issue row, what the input is)
 CASES: dict[str, tuple[str, str]] = {
     "pdf-5mb-ops": ("1", "PDF, one Flate content stream of 5 MB of text operators"),
     "pdf-50mb-ops": ("1", "PDF, one Flate content stream of 50 MB of text operators"),
     "pdf-at-content-limit": ("1", "PDF, a content stream just under the 8 MB bound"),
+    "pdf-at-text-limit": ("1", "PDF, 40 pages sharing one stream of ~87,000 characters"),
     "docx-300mb-text": ("2", "DOCX, one 300 MB text node in word/document.xml"),
     "docx-2gb-text": ("2", "DOCX, one 2 GB text node in word/document.xml"),
     "docx-37k-paragraphs": ("3", "DOCX, 37,000 short styled paragraphs"),
@@ -160,6 +161,8 @@ def run_case(name: str, tmp: Path) -> str:
         return _convert("bomb.pdf", bombs.pdf_bomb(50_000_000))
     if name == "pdf-at-content-limit":
         return _convert("bomb.pdf", bombs.pdf_bomb(7_900_000))
+    if name == "pdf-at-text-limit":
+        return _convert("bomb.pdf", bombs.pdf_bomb(100_000, pages=40))
     if name == "docx-300mb-text":
         return _convert("bomb.docx", bombs.docx_text_bomb(300_000_000))
     if name == "docx-2gb-text":
@@ -264,7 +267,7 @@ def measure(repo: Path, name: str, timeout: float, memory_mb: int) -> dict[str, 
             preexec_fn=limits,
         )  # fmt: skip
     except subprocess.TimeoutExpired:
-        message = f"over {wall:g} s of wall time (stopped; it never ended)"
+        message = f"over {wall:g} s of wall time (stopped unfinished)"
         return {"outcome": "over", "message": message, "wall_s": wall}
     wall = round(time.perf_counter() - started, 1)
     lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]

@@ -50,7 +50,7 @@ def test_pdf_total_text_is_bounded_across_pages(monkeypatch):
 
 def test_docx_part_that_unzips_past_its_bound_is_refused_from_the_directory():
     data = bombs.docx_text_bomb(config.DOCX_MAX_PART_BYTES + 1)
-    assert len(data) < 100_000
+    assert len(data) < 500_000  # small on disk, 32 MB unzipped
     with pytest.raises(DocumentTooLargeError, match=r"word/document\.xml"):
         convert_bytes("bomb.docx", data, BIG)
 

@@ -77,7 +77,8 @@ def max_file_bytes() -> int:
 # reads, not after: past one, the file is refused with a message naming the bound, and the
 # rest of a batch goes on. The measured cost of a hostile file at each bound is in
 # docs/security.md ("Converting a document").
-CONVERT_MAX_CHARS = 5_000_000  # text one PDF, DOCX or HTML file may yield (~2,000 dense pages)
+CONVERT_MAX_CHARS = 2_000_000  # text one PDF, DOCX or HTML file may yield (~800 dense pages;
+# a PDF costs ~10 µs a character to read, so ~21 s at the bound)
 CONVERT_MAX_BLOCKS = 100_000  # paragraphs, table rows and headings one file may yield
 CONVERT_MAX_HEADINGS = 10_000  # headings (tree nodes) in one document, Markdown and text too
 PDF_MAX_STREAM_BYTES = 32 * MB  # one PDF stream (a font, an object stream, ...) inflated
