@@ -260,22 +260,29 @@ def measure(repo: Path, name: str, timeout: float, memory_mb: int) -> dict[str, 
     env["TRANSFORMERS_OFFLINE"] = "1"
     command = [sys.executable, str(Path(__file__).resolve()), "--child", name]
     started = time.perf_counter()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     wall = timeout * WALL_FACTOR  # a shared machine runs the child slowly: CPU is the limit
     try:
         done = subprocess.run(
             command, cwd=repo, env=env, capture_output=True, text=True, timeout=wall,
             preexec_fn=limits,
         )  # fmt: skip
-    except subprocess.TimeoutExpired:
-        message = f"over {wall:g} s of wall time (stopped unfinished)"
-        return {"outcome": "over", "message": message, "wall_s": wall}
+    except subprocess.TimeoutExpired:  # run() killed and reaped it: its CPU time is known
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+        message = f"unfinished after {wall:g} s of wall time ({cpu:.1f} s CPU), stopped"
+        return {"outcome": "over", "message": message, "wall_s": wall, "cpu_s": round(cpu, 1)}
     wall = round(time.perf_counter() - started, 1)
     lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
     if lines:
         return {**json.loads(lines[-1]), "wall_s": wall}
     tail = " ".join(done.stderr.split()[-12:])
     if done.returncode in (-9, -24):  # SIGKILL / SIGXCPU: the CPU limit
-        return {"outcome": "over", "message": f"over {timeout:g} s of CPU", "wall_s": wall}
+        return {
+            "outcome": "over",
+            "message": f"over {timeout:g} s of CPU (stopped)",
+            "wall_s": wall,
+        }
     return {
         "outcome": "over",
         "message": f"killed at the {memory_mb:,} MB limit (exit {done.returncode}): {tail[:120]}",
