@@ -31,7 +31,7 @@ def test_slow_drip_stream_is_cut_at_the_deadline(provider):
             client.complete("", "question", "model-x", 50)
         elapsed = time.monotonic() - started
     assert caught.value.reason == "timeout"  # the reason every step's fallback records
-    assert elapsed < 4  # the deadline and one pause, not the stream's 2,000 s
+    assert elapsed < 15  # the deadline and one pause (slack for a busy machine), not 2,000 s
 
 
 def test_deadline_is_a_setting_checked_like_the_others():
