@@ -25,6 +25,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from treerag_core.strategies.drilldown.layers import layers_of
+
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -99,7 +101,7 @@ def build_corpus(args) -> int:
                 "documents": len(index.documents),
                 "languages": dict(langs),
                 "chunks": len(index.chunks),
-                "parents": len(index.layers.parent_ids),
+                "parents": len(layers_of(index).parent_ids),
                 "index_build_s": round(seconds, 1),
                 "index_build_cpu_s": round(cpu, 1),
                 "index_peak_rss_mb": round(peak_rss_mb(), 0),
@@ -152,8 +154,8 @@ def run_backend(args) -> int:
     started, cpu = time.perf_counter(), time.process_time()
     store = None
     if args.backend == "qdrant":
-        from treerag_core.index.vectors.push import push_index
         from treerag_core.index.vectors.qdrant_store import QdrantStore
+        from treerag_core.strategies.drilldown.vector_store import push_index
 
         store = QdrantStore.in_memory(index.dim)
         push_index(index, store)
@@ -162,7 +164,7 @@ def run_backend(args) -> int:
         # What the FAISS path builds before answering: the whole-corpus group (flat search,
         # treerag's locator) and every section's own group (treerag and drilldown step 2).
         index.score_scope(None, np.zeros(index.dim, np.float32), [])
-        for parent_id in index.layers.parent_ids:
+        for parent_id in layers_of(index).parent_ids:
             index.leaf_faiss(parent_id)
     build_s, build_cpu = time.perf_counter() - started, time.process_time() - cpu
 

@@ -227,9 +227,10 @@ def _ktype_summarizer(settings: IndexSettings, previous, args: argparse.Namespac
     if not settings.llm_summaries:
         return None
     from treerag_core.strategies.drilldown.ktype import make_ktype_summarizer
+    from treerag_core.strategies.drilldown.layers import layers_of
 
     client, llm = _llm_client(args, "--llm-summaries")
-    layers = previous.layers if previous is not None else None
+    layers = layers_of(previous) if previous is not None else None
     cache = layers.ktype_cache if layers is not None else {}
     return make_ktype_summarizer(client, llm.locate_model, cache)
 
@@ -298,6 +299,7 @@ def _index_locked(args: argparse.Namespace, output: Path) -> int:
     from treerag_core.index.store import load_index, save_index
     from treerag_core.ingest.documents import sources_from_paths
     from treerag_core.ingest.tree_edits import load_edits
+    from treerag_core.strategies.drilldown.layers import layers_of
 
     embedder_name = "hashing" if args.mock and not args.embedder else args.embedder
     settings = _index_settings(
@@ -373,7 +375,8 @@ def _index_locked(args: argparse.Namespace, output: Path) -> int:
     save_index(index, output)
     if args.hirag:
         _index_hirag(index, output, args, hirag_llm, embedder)
-    for note in index.layers.notes if index.layers is not None else ():
+    layers = layers_of(index)
+    for note in layers.notes if layers is not None else ():
         print(f"note: {note}", file=sys.stderr)
     stats = corpus_stats(index)
     seconds = time.perf_counter() - started
@@ -451,8 +454,8 @@ def cmd_qdrant_push(args: argparse.Namespace) -> int:
     import os
 
     from treerag_core.index.store import load_index
-    from treerag_core.index.vectors.push import push_index
     from treerag_core.index.vectors.qdrant_store import QdrantStore
+    from treerag_core.strategies.drilldown.vector_store import push_index
 
     url = args.url or os.environ.get("QDRANT_URL", "")
     if not url:
@@ -486,9 +489,11 @@ def _llm_graph_extractor(settings: IndexSettings, args: argparse.Namespace):
 
 def _print_graph_summary(index, extractor) -> None:
     """Per-leaf graph statistics (the hub check: max degree), and what the LLM cost."""
-    if index.graphs is None:
+    from treerag_core.strategies.graph.part import graphs_of
+
+    if graphs_of(index) is None:
         return
-    graphs = sorted(index.graphs.values(), key=lambda g: g.leaf_id)
+    graphs = sorted(graphs_of(index).values(), key=lambda g: g.leaf_id)
     print(
         f"graphs: {len(graphs)} leaves of >= {index.settings.graph_min_leaf_chars} chars, "
         f"{sum(len(g.concepts) for g in graphs)} nodes, "
@@ -579,8 +584,8 @@ def _attach_qdrant(index, collection: str) -> None:
     import os
 
     from treerag_core.base.errors import VectorStoreError
-    from treerag_core.index.vectors.attach import attach_checked
     from treerag_core.index.vectors.qdrant_store import QdrantStore
+    from treerag_core.strategies.drilldown.vector_store import attach_checked
 
     url = os.environ.get("QDRANT_URL", "")
     if not url:

@@ -21,6 +21,7 @@ from treerag_core.ingest.convert import SUPPORTED_SUFFIXES
 from treerag_core.ingest.documents import Converted, Rejected, convert_upload, to_source
 from treerag_core.ingest.tree_edits import load_edits, save_edits
 from treerag_core.strategies.drilldown.ktype import KTypeLLM, make_ktype_summarizer
+from treerag_core.strategies.drilldown.layers import layers_of
 from ui.common.corpora import UPLOADS
 from ui.common.llm_panel import session_client
 from ui.common.query_controls import LLM_PREFIX
@@ -162,7 +163,8 @@ def _ktype_summarizer() -> KTypeLLM | None:
     client, model = llm_client()
     if client is None:
         return None
-    layers = getattr(WorkspaceState().index, "layers", None)
+    index = WorkspaceState().index
+    layers = layers_of(index) if index is not None else None
     return make_ktype_summarizer(client, model, layers.ktype_cache if layers is not None else {})
 
 
