@@ -25,15 +25,18 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from treerag_core.strategies.drilldown.layers import layers_of
-
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from treerag_core.strategies.drilldown.layers import layers_of  # noqa: E402
+from treerag_core.strategies.drilldown.strategy import Drilldown  # noqa: E402
+from treerag_core.strategies.flat.strategy import FlatHybrid  # noqa: E402
+from treerag_core.strategies.treerag.strategy import TreeRAG  # noqa: E402
+
 DATASETS = ("qasper", "lecoqa_laws", "gitlab_handbook")
 BACKENDS = ("faiss", "qdrant")
-STRATEGIES = ("treerag", "flat-hybrid", "drilldown")
+STRATEGIES = (TreeRAG.name, FlatHybrid.name, Drilldown.name)
 _WORD = re.compile(r"[A-Za-z]{4,}|[\u4e00-\u9fff]{2}")
 
 
@@ -175,9 +178,9 @@ def run_backend(args) -> int:
         for strategy in STRATEGIES:
             t0, c0 = time.perf_counter(), time.process_time()
             qvec = embedder.embed_query(question)
-            if strategy == "drilldown" or args.backend == "faiss":
+            if strategy == Drilldown.name or args.backend == "faiss":
                 run_plugin(index, strategy, question, qvec)  # drilldown: via the attached store
-            elif strategy == "flat-hybrid":
+            elif strategy == FlatHybrid.name:
                 store.search(VectorQuery(qvec, "child", limit=40, tokens=tuple(tokens)))
             else:
                 qdrant_treerag(store, index, qvec, tokens)
