@@ -81,9 +81,20 @@ _loaded = False
 
 
 def register_part(part: IndexPart) -> IndexPart:
-    """Register a family's part (a second part under the same key replaces the first)."""
+    """Register a family's part (a second part under the same key replaces the first).
+
+    Raises:
+        ValueError: no key, or a file another part already writes or keeps.
+    """
     if not part.key or not isinstance(part.key, str):
         raise ValueError(f"an index part needs a key, not {part.key!r}")
+    mine = set(part.files) | set(part.kept_on_rebuild)
+    for other in _PARTS.values():
+        shared = mine & (set(other.files) | set(other.kept_on_rebuild))
+        if other.key != part.key and shared:
+            raise ValueError(
+                f"index part {part.key!r} would share {sorted(shared)} with {other.key!r}"
+            )
     _PARTS[part.key] = part
     return part
 
