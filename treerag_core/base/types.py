@@ -11,8 +11,7 @@ Language = Literal["en", "zh"]
 
 @dataclass(frozen=True)
 class SourceDocument:
-    """A document to index: a unique name (the doc id) and its decoded text (ingest's output,
-    the index's input)."""
+    """A document to index: a unique name (the doc id) and its decoded text."""
 
     name: str
     text: str
