@@ -13,11 +13,13 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from treerag_core.index.corpus import CorpusIndex
-    from treerag_core.index.embedders import Embedder
+from treerag_core.index.embedders import Embedder
+
+# A built `index.corpus.CorpusIndex`: named loosely here because the corpus module reads
+# this registry (an import back would be a circle).
+CorpusIndex = Any
 
 # The package whose `load_families()` registers every built-in family's part.
 FAMILIES_PACKAGE = "treerag_core.strategies"
