@@ -37,8 +37,9 @@ class PartBuild:
 
 @dataclass(frozen=True)
 class BuildCost:
-    """How long a part's build takes: seconds per unit, measured on the reference machine
-    (2 cores, default embedder) by `benchmarks/bench_parts.py`."""
+    """How long a part's build takes: CPU seconds per unit with the default embedder,
+    measured by `benchmarks/bench_parts.py` (2 cores; the wall time of a shared machine waits
+    for other work, its CPU time does not)."""
 
     unit: str  # what is counted, e.g. "long leaf"
     seconds_per_unit: float
