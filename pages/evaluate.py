@@ -30,8 +30,8 @@ from ui.common.resources import default_embedder, warm_reranker
 from ui.common.session import EvalState, require_app
 from ui.common.text_safety import plain, show_error
 from ui.common.workspace import sync_workspace
-from ui.evaluate import eval_data as ed
-from ui.evaluate import eval_panels as panels
+from ui.evaluate import data as ed
+from ui.evaluate import panels
 
 require_app("pages/evaluate.py")
 ss = st.session_state

@@ -11,7 +11,7 @@ from treerag_core.evaluation.dataset import EvalQuestion
 from treerag_core.evaluation.harness import passages_of, picked_paths
 from treerag_core.evaluation.metrics import question_metrics
 from treerag_core.index.corpus import CorpusIndex
-from ui.evaluate import eval_data
+from ui.evaluate import data as eval_data
 
 # The metrics Compare shows (keys of question_metrics), with their column names.
 SHOWN = {

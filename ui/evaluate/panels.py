@@ -23,8 +23,8 @@ from ui.common.inspector import inspector
 from ui.common.session import EvalState
 from ui.common.text_safety import plain, show_error
 from ui.common.tree_graph import TreeGraph
-from ui.evaluate import eval_tables as et
-from ui.evaluate.eval_data import report_file_name, report_json, save_report
+from ui.evaluate import tables as et
+from ui.evaluate.data import report_file_name, report_json, save_report
 
 KEEP = "session"
 GRAPH = TreeGraph("ev_cov_graph")
