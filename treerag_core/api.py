@@ -74,6 +74,8 @@ from treerag_core.search.override import override_locate
 from treerag_core.search.rerank import RERANK_OFF, get_reranker
 from treerag_core.search.routing import document_rows
 from treerag_core.strategies import all_strategies, get_strategy, option_types, strategy_names
+from treerag_core.strategies.drilldown.layers import layers_of
+from treerag_core.strategies.graph.part import graphs_of
 from treerag_core.strategies.hirag.build import HiragBuildSettings
 from treerag_core.strategies.hirag.communities import DEFAULT_MAX_CLUSTER_SIZE
 
@@ -120,11 +122,13 @@ __all__ = [
     "get_embedder",
     "get_reranker",
     "get_strategy",
+    "graphs_of",
     "index_cache_key",
     "index_embedder",
     "index_folder",
     "is_workspace_id",
     "json_terminal_safe",
+    "layers_of",
     "load_edits",
     "load_index",
     "open_index",
@@ -169,8 +173,8 @@ def push_to_qdrant(folder: str | Path, url: str | None, collection: str) -> dict
     `url` defaults to QDRANT_URL (key: QDRANT_API_KEY). Returns the counts pushed per kind,
     the points now there (`points`), the URL used (`url`) and the seconds taken.
     """
-    from treerag_core.index.vectors.push import push_index
     from treerag_core.index.vectors.qdrant_store import QdrantStore
+    from treerag_core.strategies.drilldown.vector_store import push_index
 
     url = _qdrant_url(url)
     index = load_index(folder)
@@ -188,8 +192,8 @@ def push_to_qdrant(folder: str | Path, url: str | None, collection: str) -> dict
 def attach_qdrant(engine: Engine, collection: str, url: str | None = None) -> None:
     """Serve the drill-down's vector searches from `collection` on the server at `url`
     (default QDRANT_URL), checked against the index first."""
-    from treerag_core.index.vectors.attach import attach_checked
     from treerag_core.index.vectors.qdrant_store import QdrantStore
+    from treerag_core.strategies.drilldown.vector_store import attach_checked
 
     url = _qdrant_url(url)
     attach_checked(engine.index, QdrantStore.from_url(url, engine.index.dim, collection))
