@@ -9,6 +9,7 @@ circle is still the arrow the layout forbids.
 from __future__ import annotations
 
 import ast
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -113,7 +114,7 @@ def test_no_circle(graph):
         if start not in state:
             visit(start, [start])
     # A package's __init__ that re-exports its own modules is not a circle of behaviour.
-    real = [c for c in circles if not any(a.startswith(b + ".") for a, b in zip(c, c[1:]))]
+    real = [c for c in circles if not any(a.startswith(b + ".") for a, b in pairwise(c))]
     assert real == []
 
 
