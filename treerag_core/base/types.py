@@ -2,10 +2,25 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 Language = Literal["en", "zh"]
+
+
+@dataclass(frozen=True)
+class SourceDocument:
+    """A document to index: a unique name (the doc id) and its decoded text."""
+
+    name: str
+    text: str
+    page_starts: tuple[int, ...] = ()  # from a PDF conversion: where each page begins
+    source_format: str = ""
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from treerag_core.base.errors import InputDocumentError
-from treerag_core.index.corpus import SourceDocument
+from treerag_core.base.types import SourceDocument
 from treerag_core.ingest.convert import DEFAULT_MAX_PAGES, ConvertedDocument
 from treerag_core.ingest.convert.budget import convert_untrusted
 from treerag_core.ingest.loading import collect_inputs, read_bytes
