@@ -140,6 +140,7 @@ def _top_imports(path: Path) -> set[str]:
 def layer_diagram(graph: dict[str, set[str]]) -> str:
     """The import graph by package, as a Mermaid flowchart (arrows labelled with how many
     module imports they stand for); docs/architecture.md shows this picture."""
+
     def package(name: str) -> str:
         parts = name.split(".")
         if len(parts) == 1:

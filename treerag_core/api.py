@@ -55,7 +55,15 @@ from treerag_core.index.workspaces import (
 from treerag_core.ingest.convert import SUPPORTED_SUFFIXES
 from treerag_core.ingest.convert.llm_levels import propose_level_fixes
 from treerag_core.ingest.documents import Converted, Rejected, convert_upload, to_source
-from treerag_core.ingest.tree_edits import TreeEdit, apply_edits, load_edits, save_edits
+from treerag_core.ingest.tree_edits import (
+    EditOffer,
+    TreeEdit,
+    apply_edits,
+    load_edit_entries,
+    load_edits,
+    offer_for,
+    save_edits,
+)
 from treerag_core.pipeline import Engine, Event, rerun, run
 from treerag_core.pipeline import load_engine as open_index
 from treerag_core.pipeline import run_stream as ask
@@ -89,6 +97,7 @@ __all__ = [
     "Compared",
     "Converted",
     "CorpusIndex",
+    "EditOffer",
     "Embedder",
     "Engine",
     "EvalConfig",
@@ -129,8 +138,10 @@ __all__ = [
     "is_workspace_id",
     "json_terminal_safe",
     "layers_of",
+    "load_edit_entries",
     "load_edits",
     "load_index",
+    "offer_for",
     "open_index",
     "option_types",
     "oracle_leaves",

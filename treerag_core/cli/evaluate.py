@@ -8,7 +8,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from treerag_core import EvalConfig, evaluate, strategy_names
+from treerag_core import EvalConfig, evaluate, strategy_names, terminal_safe
 from treerag_core.base.config import IndexSettings
 from treerag_core.base.errors import SettingsError
 from treerag_core.base.progress import PlainProgress
@@ -132,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
     )
     print(f"n = questions scored; {_left_out_line(report, args.limit)}")
     for reason, count in report["skipped"].items():
-        print(f"skipped {count}x: {reason}")
+        print(terminal_safe(f"skipped {count}x: {reason}"))
     _llm_fallback_note(report)
     if report["partial"]:
         print("(interrupted: partial report)")

@@ -112,6 +112,12 @@ def add_parser(sub) -> None:
         default=IndexSettings().max_pages,
         help=f"skip PDFs with more pages than this (default {IndexSettings().max_pages})",
     )
+    p.add_argument(
+        "--carry-edits",
+        action="store_true",
+        help="apply tree corrections stored for an earlier version of a file (same name, "
+        "other bytes) by heading text, and keep them for the new bytes",
+    )
     add_llm_options(p)
     p.set_defaults(func=run)
 
@@ -169,7 +175,15 @@ def run(args: argparse.Namespace) -> int:
     llm = _index_llm(settings, args)
     update, close = progress_bars()
     try:
-        result = index_folder(args.input, output, settings, llm=llm, hirag=hirag, progress=update)
+        result = index_folder(
+            args.input,
+            output,
+            settings,
+            llm=llm,
+            hirag=hirag,
+            progress=update,
+            carry_edits=args.carry_edits,
+        )
     except IndexBusyError:
         raise IndexBusyError(
             f"another index run is writing to {output}; wait for it or pick another --output"

@@ -43,6 +43,7 @@ LLM_FLAGS = {
     "model": "answer_model",
     "locate_model": "locate_model",
     "context_tokens": "context_tokens",
+    "llm_deadline": "deadline",
 }
 _QUERY = QuerySettings()  # the defaults the help texts quote
 EMBEDDER_HELP = (
@@ -104,6 +105,7 @@ def add_llm_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--context-tokens", type=int, default=None, help=setting_help("llm.context_tokens")
     )
+    p.add_argument("--llm-deadline", type=float, default=None, help=setting_help("llm.deadline"))
 
 
 def add_query_options(p: argparse.ArgumentParser) -> None:

@@ -126,4 +126,4 @@ def unused_option_notes(args: argparse.Namespace, settings: QuerySettings) -> li
 
 def print_notes(args: argparse.Namespace, settings: QuerySettings) -> None:
     for note in unused_option_notes(args, settings):
-        print(f"note: {note}", file=sys.stderr)
+        print(terminal_safe(f"note: {note}"), file=sys.stderr)
