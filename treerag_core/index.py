@@ -25,6 +25,7 @@ from treerag_core.summaries import content_key, summarize_tree
 from treerag_core.text import tokenize
 from treerag_core.text_rules import detect_language
 from treerag_core.types import Chunk, DocumentInfo, Language, TreeNode
+from treerag_core.vectors.attach import store_for
 from treerag_core.vectors.faiss_store import FlatGroup
 
 MAX_SCOPE_CACHE = 8  # distinct document scopes whose flat FAISS + BM25 stay in memory
@@ -119,6 +120,12 @@ class CorpusIndex:
         return out
 
     # ---- search primitives -----------------------------------------------------------
+    def chunk_engine(self) -> Any | None:
+        """The attached store that scores this index's chunks (Milvus), else None: FAISS and
+        BM25 run here, in process."""
+        store = store_for(self)
+        return store if getattr(store, "serves_chunks", False) else None
+
     def leaf_faiss(self, leaf_id: str) -> FlatGroup:
         """The leaf's flat inner-product index (rows normalised: cosine); built once, lazily."""
         with self._lock:
@@ -152,6 +159,10 @@ class CorpusIndex:
         if not len(rows):
             empty = np.zeros(0, dtype=np.float32)
             return rows, empty, empty
+        engine = self.chunk_engine()
+        if engine is not None:  # a leaf filter in the engine (BM25's IDF: the collection's)
+            scores = engine.score_chunks(self, rows, query_vector, query_tokens, leaf_id=leaf_id)
+            return rows, *scores
         dense = self.leaf_faiss(leaf_id).scores(query_vector)
         bm25 = self.leaf_bm25(leaf_id).scores(query_tokens).astype(np.float32)
         return rows, dense, bm25
@@ -169,6 +180,12 @@ class CorpusIndex:
         self, scope: Sequence[str] | None, query_vector: np.ndarray, query_tokens: list[str]
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Flat scores over every chunk in scope: one FAISS index and one BM25 for the scope."""
+        engine = self.chunk_engine()
+        if engine is not None:  # a document filter in the engine; nothing is built here
+            rows = self.scope_rows(scope)
+            doc_ids = None if scope is None else sorted(set(scope))
+            scores = engine.score_chunks(self, rows, query_vector, query_tokens, doc_ids=doc_ids)
+            return rows, *scores
         key = "*" if scope is None else "*" + "\x1f".join(sorted(set(scope)))
         with self._lock:
             cached = self._scopes.pop(key, None)

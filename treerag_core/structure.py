@@ -152,10 +152,18 @@ def _score(
     rrf_k: int,
 ) -> StructuredScores:
     table = scope_structure(index, scope)
-    rows, dense, _ = index.score_scope(scope, query_vector, [])
-    if not np.array_equal(rows, table.rows):  # both come from scope_rows: a bug if not
-        raise RuntimeError("scope rows of the flat and structure tables differ")
-    bm25 = table.passages.scores(query_tokens)
+    engine = index.chunk_engine()
+    if engine is not None:  # dense and heading path + passage BM25, both from the engine
+        rows = table.rows
+        docs = None if scope is None else sorted(set(scope))
+        dense, bm25 = engine.score_chunks(
+            index, rows, query_vector, query_tokens, doc_ids=docs, with_path=True
+        )
+    else:
+        rows, dense, _ = index.score_scope(scope, query_vector, [])
+        if not np.array_equal(rows, table.rows):  # both come from scope_rows: a bug if not
+            raise RuntimeError("scope rows of the flat and structure tables differ")
+        bm25 = table.passages.scores(query_tokens)
     section_raw = table.sections.scores(query_tokens)
     if not len(rows):
         empty = np.zeros(0)
