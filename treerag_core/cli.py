@@ -1,4 +1,4 @@
-"""Command line: `python -m treerag_core index|query|interactive|eval|qdrant-push`; exit codes."""
+"""Command line: `python -m treerag_core index|query|interactive|eval|qdrant-push|milvus-push`."""
 
 from __future__ import annotations
 
@@ -371,6 +371,8 @@ def _index_locked(args: argparse.Namespace, output: Path) -> int:
         close()
     # save_index keeps hirag/ and its checkpoint: the build reuses their LLM reports.
     save_index(index, output)
+    if args.vector_store == "milvus":
+        _push_milvus(index, args)
     if args.hirag:
         _index_hirag(index, output, args, hirag_llm, embedder)
     for note in index.layers.notes if index.layers is not None else ():
@@ -559,6 +561,72 @@ def _query_settings(args: argparse.Namespace) -> QuerySettings:
     return settings_from_args(args, QuerySettings())
 
 
+def _eval_index_on_milvus(args: argparse.Namespace, settings, progress):
+    """The eval set's (cached) index in its own collection, `eval_<set>_<hash>` unless named."""
+    import re
+
+    from treerag_core.evaluation.dataset import load_dataset
+    from treerag_core.evaluation.harness import dataset_index, index_cache_key
+
+    dataset = load_dataset(Path(args.data))
+    index = dataset_index(dataset, settings, Path(args.cache), progress)
+    collection = args.milvus_collection
+    if collection == "treerag":  # the default: one collection per cached eval index
+        collection = "eval_" + re.sub(r"\W", "_", index_cache_key(dataset, settings))
+    store = _push_milvus(index, args, collection)
+    from treerag_core.vectors.milvus_push import attach_milvus
+
+    attach_milvus(index, store)
+    return index
+
+
+def cmd_milvus_push(args: argparse.Namespace) -> int:
+    from treerag_core.store import load_index
+
+    _push_milvus(load_index(args.index), args)
+    return 0
+
+
+def _push_milvus(index, args: argparse.Namespace, collection: str | None = None):
+    """Write `index` into Milvus at --milvus-uri (a .db file: Milvus Lite) and say what was done."""
+    from treerag_core.vectors.milvus_push import push_milvus
+    from treerag_core.vectors.milvus_store import MilvusStore
+
+    name = collection or args.milvus_collection
+    store = MilvusStore.open(_milvus_uri(args), index.dim, name)
+    started = time.perf_counter()
+    report = push_milvus(index, store, replace=getattr(args, "replace", False))
+    if report.note:
+        print(f"note: {report.note}", file=sys.stderr)
+    print(
+        f"milvus {report.status}: {report.documents} documents, {report.parents} parents, "
+        f"{report.chunks} chunks in {_milvus_uri(args)} collection {name!r} "
+        f"({time.perf_counter() - started:.1f} s)",
+        file=sys.stderr,
+    )
+    return store
+
+
+def _milvus_uri(args: argparse.Namespace) -> str:
+    from treerag_core.errors import VectorStoreError
+
+    uri = args.milvus_uri or os.environ.get("MILVUS_URI", "")
+    if not uri:
+        raise VectorStoreError(
+            "--vector-store milvus needs --milvus-uri or MILVUS_URI "
+            "(a .db file for Milvus Lite, or http://host:19530)"
+        )
+    return uri
+
+
+def _attach_milvus(index, args: argparse.Namespace) -> None:
+    """`--vector-store milvus`: every chunk search (dense and BM25) is served by the engine."""
+    from treerag_core.vectors.milvus_push import attach_milvus
+    from treerag_core.vectors.milvus_store import MilvusStore
+
+    attach_milvus(index, MilvusStore.open(_milvus_uri(args), index.dim, args.milvus_collection))
+
+
 def _engine(args: argparse.Namespace):
     from treerag_core.llm import api_key_for
     from treerag_core.pipeline import load_engine
@@ -571,6 +639,8 @@ def _engine(args: argparse.Namespace):
         engine = load_engine(args.index, api_key=key, embedder_name=named)
     if getattr(args, "qdrant", None):
         _attach_qdrant(engine.index, args.qdrant)
+    if getattr(args, "vector_store", "faiss") == "milvus":
+        _attach_milvus(engine.index, args)
     return engine
 
 
@@ -763,7 +833,32 @@ def _add_query_options(p: argparse.ArgumentParser) -> None:
         help="serve the drill-down's vector searches from this collection on the Qdrant "
         "server at QDRANT_URL (key: QDRANT_API_KEY), pushed with qdrant-push",
     )
+    _add_vector_store_options(p)
     _add_shared_retrieval_options(p)
+
+
+def _add_vector_store_options(p: argparse.ArgumentParser, push: bool = False) -> None:
+    """Where an index's chunk searches run, declared once (index, query, interactive, eval)."""
+    if not push:
+        p.add_argument(
+            "--vector-store",
+            choices=("faiss", "milvus"),
+            default="faiss",
+            help="faiss: dense + BM25 in this process (default); milvus: both served by the "
+            "Milvus engine at --milvus-uri (see docs/milvus.md)",
+        )
+    p.add_argument(
+        "--milvus-uri",
+        default=None,
+        help="a .db file (Milvus Lite, started here) or a server, http://host:19530 "
+        "(default MILVUS_URI; a server's token: MILVUS_TOKEN)",
+    )
+    p.add_argument(
+        "--milvus-collection",
+        default="treerag",
+        help="collection name; the index lives in NAME_chunks and NAME_layers "
+        "(default %(default)s)",
+    )
 
 
 def _strategy_help() -> str:
@@ -885,12 +980,16 @@ def cmd_eval(args: argparse.Namespace) -> int:
         bar.refresh()
 
     try:
+        index = None
+        if args.vector_store == "milvus":  # the set's index, pushed (once) and attached
+            index = _eval_index_on_milvus(args, index_settings, index_update)
         report = evaluate(
             Path(args.data),
             config,
             cache_dir=Path(args.cache),
             progress=progress,
             api_key=api_key_for(query.llm.provider) if args.llm else None,
+            index=index,
             index_progress=index_update,
         )
     finally:
@@ -976,6 +1075,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--mock", action="store_true", help="hashing embedder: no model load")
     p.add_argument("--embedder", default=None, help=EMBEDDER_HELP)
+    _add_vector_store_options(p)
+    p.add_argument(
+        "--replace",
+        action="store_true",
+        help="with --vector-store milvus: replace a collection that holds another index",
+    )
     _add_tree_options(p)
     p.add_argument(
         "--llm-summaries",
@@ -1085,6 +1190,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=50,
         help="passages kept per question, walked by the budget metrics (default %(default)s)",
     )
+    _add_vector_store_options(p)
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser(
@@ -1096,6 +1202,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--collection", default="treerag", help="collection name (default %(default)s)")
     p.set_defaults(func=cmd_qdrant_push)
+
+    p = sub.add_parser(
+        "milvus-push",
+        help="write an index's chunks (with engine-side BM25) and layers to Milvus",
+    )
+    p.add_argument("--index", required=True, help="an index folder")
+    _add_vector_store_options(p, push=True)
+    p.add_argument(
+        "--replace",
+        action="store_true",
+        help="replace a collection that holds another index (refused without it)",
+    )
+    p.set_defaults(func=cmd_milvus_push)
 
     p = sub.add_parser("interactive", help="ask questions in a loop (history kept)")
     _add_query_options(p)

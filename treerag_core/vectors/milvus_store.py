@@ -14,6 +14,7 @@ One index lives in two collections (a URI's file path is Milvus Lite, a URL a se
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 from collections.abc import Iterator, Sequence
@@ -63,6 +64,9 @@ def connect(uri: str, timeout: float = 10.0) -> Any:
     """
     from pymilvus import MilvusClient
 
+    # pymilvus logs every failed call with its stack before raising it; we raise it as one
+    # named line (VectorStoreError), so its own log would only print the error twice.
+    logging.getLogger("pymilvus").setLevel(logging.CRITICAL)
     if not uri:
         raise VectorStoreError("no Milvus URI: give --milvus-uri (a .db file or a server URL)")
     key = str(Path(uri).resolve()) if is_lite(uri) else uri
@@ -134,6 +138,7 @@ class MilvusStore:
         self.uri = uri
         self.index_type = index_type
         self.window = window
+        self._loaded = False
 
     @classmethod
     def open(
@@ -188,12 +193,24 @@ class MilvusStore:
             present = [self.client.has_collection(c) for c in (self.chunks, self.layers)]
         if not any(present):
             return "absent", None
+        self._load()
         manifest = self.manifest() if all(present) else None
         if manifest is None or not manifest.get("complete"):
             return "partial", manifest
         return "complete", manifest
 
+    def _load(self) -> None:
+        """Load the collections into the engine's memory (a new process finds them released)."""
+        if self._loaded:
+            return
+        with self._errors("load the collections"):
+            for name in (self.chunks, self.layers):
+                if self.client.has_collection(name):
+                    self.client.load_collection(name)
+        self._loaded = True
+
     def drop(self) -> None:
+        self._loaded = False
         with self._errors("drop the collections"):
             for name in (self.chunks, self.layers):
                 if self.client.has_collection(name):
@@ -245,7 +262,12 @@ class MilvusStore:
                             metric_type="BM25",
                             params={"bm25_k1": BM25_K1, "bm25_b": BM25_B},
                         )
-                self.client.create_collection(name, schema=schema, index_params=index_params)
+                # Indexes without pymilvus' wait (it polls with 0.5 s sleeps, 2 s a build on
+                # Milvus Lite); loading waits for them where the engine needs it.
+                self.client.create_collection(name, schema=schema)
+                self.client.create_index(name, index_params, sync=False)
+                self.client.load_collection(name)
+        self._loaded = True
 
     def check_dim(self) -> None:
         """Refuse collections whose dense field has another dimension than this store's."""
