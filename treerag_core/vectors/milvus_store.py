@@ -84,8 +84,13 @@ def connect(uri: str, timeout: float = 10.0) -> Any:
             if not path.parent.is_dir():
                 raise VectorStoreError(f"Milvus Lite: folder {str(path.parent)!r} does not exist")
         try:
-            token = "" if is_lite(uri) else os.environ.get("MILVUS_TOKEN", "")
-            client = MilvusClient(uri=key, token=token, timeout=timeout)
+            if is_lite(uri):  # no keep-alive pings to our own child: Lite answers an idle
+                # client's pings with GOAWAY "too_many_pings", logged by gRPC on stderr
+                options = {"grpc_options": {"grpc.keepalive_permit_without_calls": False}}
+                client = MilvusClient(uri=key, timeout=timeout, **options)
+            else:
+                token = os.environ.get("MILVUS_TOKEN", "")
+                client = MilvusClient(uri=key, token=token, timeout=timeout)
         except Exception as exc:  # the client raises many transport types; one named error out
             raise VectorStoreError(f"Milvus could not connect to {uri}: {_reason(exc)}") from exc
         _CLIENTS[key] = client
