@@ -583,6 +583,7 @@ def _eval_index_on_milvus(args: argparse.Namespace, settings, progress):
 def cmd_milvus_push(args: argparse.Namespace) -> int:
     from treerag_core.store import load_index
 
+    _milvus_uri(args)  # a missing URI is said before the index is read
     _push_milvus(load_index(args.index), args)
     return 0
 
