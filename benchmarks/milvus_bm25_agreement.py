@@ -1,7 +1,7 @@
 """Chinese BM25 on Milvus against our in-process BM25, on the laws' dev questions.
 
 Three BM25 rankings of the same chunks for each question, compared with the in-process one
-(`treerag_core.bm25`, jieba tokens, k1 1.5, b 0.75), in corpus scope and in the question's
+(`treerag_core.index.bm25`, jieba tokens, k1 1.5, b 0.75), in corpus scope and in the question's
 own document(s):
 
 - `ours on Milvus`: our jieba tokens sent pre-tokenised (`MilvusStore`, the backend's way);
@@ -110,12 +110,12 @@ def engine_scores(client, name: str, question: str, rows: np.ndarray, flt: str) 
 
 
 def main(argv: list[str] | None = None) -> int:
-    from treerag_core.store import load_index
-    from treerag_core.text import tokenize
-    from treerag_core.vectors.attach import attach_store
-    from treerag_core.vectors.milvus_expr import one_of
-    from treerag_core.vectors.milvus_push import attach_milvus, push_milvus
-    from treerag_core.vectors.milvus_store import MilvusStore
+    from treerag_core.index.store import load_index
+    from treerag_core.index.tokens import tokenize
+    from treerag_core.index.vectors.attach import attach_store
+    from treerag_core.index.vectors.milvus_expr import one_of
+    from treerag_core.index.vectors.milvus_push import attach_milvus, push_milvus
+    from treerag_core.index.vectors.milvus_store import MilvusStore
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--index", required=True, help="the laws' index folder (eval cache)")

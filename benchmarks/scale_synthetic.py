@@ -10,7 +10,7 @@ is a child process, reported beside it). Both backends run the same code the str
 - treerag (retrieval only): cosine + heading path + passage BM25 over every chunk, fused,
   routed to the two documents holding the best chunks, then the best 40 inside them.
 
-In process that is `FlatGroup` + `LeafBM25` over the corpus (treerag_core.index's flat path);
+In process that is `FlatGroup` + `LeafBM25` over the corpus (treerag_core.index.corpus's flat path);
 on Milvus it is `MilvusStore.score_chunks` (the engine's FLAT cosine and BM25, its top
 `--window` per retriever, the rest floored), as `CorpusIndex.score_scope` calls it.
 
@@ -127,9 +127,9 @@ def route(fused: np.ndarray, rows: np.ndarray, keep_docs: int = 2) -> list[int]:
 
 
 def run_faiss(size: int, n_queries: int, folder: Path) -> dict:
-    from treerag_core.bm25 import BM25Stats, LeafBM25
-    from treerag_core.fusion import fuse
-    from treerag_core.vectors.faiss_store import FlatGroup
+    from treerag_core.index.bm25 import BM25Stats, LeafBM25
+    from treerag_core.index.vectors.faiss_store import FlatGroup
+    from treerag_core.search.fusion import fuse
 
     vectors = np.zeros((size, DIM), dtype=np.float32)
     tokens: list[list[str]] = []
@@ -167,8 +167,8 @@ def run_faiss(size: int, n_queries: int, folder: Path) -> dict:
 
 
 def run_milvus(size: int, n_queries: int, folder: Path, window: int) -> dict:
-    from treerag_core.fusion import fuse
-    from treerag_core.vectors.milvus_store import MilvusStore
+    from treerag_core.index.vectors.milvus_store import MilvusStore
+    from treerag_core.search.fusion import fuse
 
     db = folder / "scale.db"
     store = MilvusStore.open(str(db), DIM, "scale", window=window)
@@ -209,7 +209,7 @@ def run_milvus(size: int, n_queries: int, folder: Path, window: int) -> dict:
 
 def _rows(start: int, first: int, vectors, tokens, paths) -> list[dict]:
     """Rows of the chunks collection for one slice of a generated batch."""
-    from treerag_core.vectors.milvus_expr import terms
+    from treerag_core.index.vectors.milvus_expr import terms
 
     return [
         {

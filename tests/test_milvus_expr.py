@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from treerag_core.vectors.milvus_expr import (
+from treerag_core.index.vectors.milvus_expr import (
     all_of,
     check_collection_name,
     equals,

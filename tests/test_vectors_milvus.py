@@ -18,18 +18,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from treerag_core.config import IndexSettings
-from treerag_core.embedders import HashingEmbedder, get_embedder
-from treerag_core.errors import VectorStoreError
-from treerag_core.index import SourceDocument, build_index
+from treerag_core.base.config import IndexSettings
+from treerag_core.base.errors import VectorStoreError
+from treerag_core.base.settings import QuerySettings
+from treerag_core.index.corpus import SourceDocument, build_index
+from treerag_core.index.embedders import HashingEmbedder, get_embedder
+from treerag_core.index.tokens import tokenize
+from treerag_core.index.vectors.attach import attach_store
+from treerag_core.index.vectors.base import VectorQuery
+from treerag_core.index.vectors.milvus_push import attach_milvus, push_milvus
+from treerag_core.index.vectors.milvus_store import MilvusStore
 from treerag_core.pipeline import Engine, run
-from treerag_core.retrieval import search_leaf
-from treerag_core.settings import QuerySettings
-from treerag_core.text import tokenize
-from treerag_core.vectors.attach import attach_store
-from treerag_core.vectors.base import VectorQuery
-from treerag_core.vectors.milvus_push import attach_milvus, push_milvus
-from treerag_core.vectors.milvus_store import MilvusStore
+from treerag_core.search.retrieval import search_leaf
 
 REPO = Path(__file__).resolve().parents[1]
 SETTINGS = QuerySettings().set("llm.enabled", False).set("rerank.enabled", False)
@@ -208,11 +208,11 @@ _KILLED_BUILD = textwrap.dedent(
     """
     import os, signal, sys
     sys.path.insert(0, sys.argv[2])
-    from treerag_core.config import IndexSettings
-    from treerag_core.embedders import get_embedder
-    from treerag_core.index import SourceDocument, build_index
-    from treerag_core.vectors.milvus_push import push_milvus
-    from treerag_core.vectors.milvus_store import MilvusStore
+    from treerag_core.base.config import IndexSettings
+    from treerag_core.index.embedders import get_embedder
+    from treerag_core.index.corpus import SourceDocument, build_index
+    from treerag_core.index.vectors.milvus_push import push_milvus
+    from treerag_core.index.vectors.milvus_store import MilvusStore
 
     text = "# A\\n\\n## One\\n\\nalpha beta gamma.\\n\\n## Two\\n\\ndelta epsilon zeta.\\n"
     index = build_index([SourceDocument("a.md", text)], IndexSettings(embedder="hashing"),

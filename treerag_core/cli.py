@@ -14,15 +14,15 @@ from typing import TYPE_CHECKING
 
 from tqdm import tqdm
 
-from treerag_core.config import DEFAULT_MAX_FILE_BYTES, MB, IndexSettings, max_file_bytes
-from treerag_core.drilldown import DrilldownOptions
-from treerag_core.errors import LLMError, QueryError, SettingsError, TreeRAGError
-from treerag_core.hirag.communities import DEFAULT_MAX_CLUSTER_SIZE
-from treerag_core.names import Fusion, Locator, Provider
-from treerag_core.progress import PlainProgress
-from treerag_core.render import count_noun, terminal_safe
-from treerag_core.settings import LLMSettings, QuerySettings
+from treerag_core.base.config import DEFAULT_MAX_FILE_BYTES, MB, IndexSettings, max_file_bytes
+from treerag_core.base.errors import LLMError, QueryError, SettingsError, TreeRAGError
+from treerag_core.base.names import Fusion, Locator, Provider
+from treerag_core.base.progress import PlainProgress
+from treerag_core.base.settings import LLMSettings, QuerySettings
+from treerag_core.records.terminal import count_noun, terminal_safe
 from treerag_core.strategies import get_strategy, strategy_names
+from treerag_core.strategies.drilldown.search import DrilldownOptions
+from treerag_core.strategies.hirag.communities import DEFAULT_MAX_CLUSTER_SIZE
 
 if TYPE_CHECKING:
     from treerag_core.llm import LLMClient
@@ -159,7 +159,7 @@ def _llm_summarizer(settings: IndexSettings, previous, args: argparse.Namespace)
     """The LLM summarizer when asked for; without an LLM that is an error, not a silent no."""
     if not settings.llm_summaries:
         return None
-    from treerag_core.summaries_llm import make_llm_summarizer
+    from treerag_core.ingest.node_summaries_llm import make_llm_summarizer
 
     client, llm = _llm_client(args, "--llm-summaries")
     cache = previous.summary_cache if previous is not None else {}
@@ -184,7 +184,7 @@ def _hirag_client(args: argparse.Namespace) -> tuple[LLMClient | None, str]:
 
 def _index_hirag(index, output: Path, args: argparse.Namespace, llm, embedder) -> None:
     """`--hirag`: the corpus graph, communities, reports and entity vectors, in the folder."""
-    from treerag_core.hirag.build import HiragBuildSettings, build_into_folder
+    from treerag_core.strategies.hirag.build import HiragBuildSettings, build_into_folder
 
     client, model = llm
     graph_llm, reports_llm = _hirag_llm_flags(args)
@@ -226,7 +226,7 @@ def _ktype_summarizer(settings: IndexSettings, previous, args: argparse.Namespac
     after `_llm_summarizer`, which already refused a missing key."""
     if not settings.llm_summaries:
         return None
-    from treerag_core.ktype import make_ktype_summarizer
+    from treerag_core.strategies.drilldown.ktype import make_ktype_summarizer
 
     client, llm = _llm_client(args, "--llm-summaries")
     layers = previous.layers if previous is not None else None
@@ -276,8 +276,8 @@ def _positive_int(text: str) -> int:
 
 
 def cmd_index(args: argparse.Namespace) -> int:
-    from treerag_core.errors import IndexBusyError
-    from treerag_core.store import run_lock
+    from treerag_core.base.errors import IndexBusyError
+    from treerag_core.index.store import run_lock
 
     output = Path(args.output)
     # Held from the first read to the last write: a second run refuses at its start instead
@@ -293,11 +293,11 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 
 def _index_locked(args: argparse.Namespace, output: Path) -> int:
-    from treerag_core.embedders import get_embedder
-    from treerag_core.index import build_index, corpus_stats
-    from treerag_core.ingest import sources_from_paths
-    from treerag_core.store import load_index, save_index
-    from treerag_core.tree_edits import load_edits
+    from treerag_core.index.corpus import build_index, corpus_stats
+    from treerag_core.index.embedders import get_embedder
+    from treerag_core.index.store import load_index, save_index
+    from treerag_core.ingest.documents import sources_from_paths
+    from treerag_core.ingest.tree_edits import load_edits
 
     embedder_name = "hashing" if args.mock and not args.embedder else args.embedder
     settings = _index_settings(
@@ -434,7 +434,7 @@ def _changes_line(previous, index, embedder, output: Path) -> str:
 def _vectors_reused(previous, index, embedder, names: list[str]) -> int:
     """How many of the documents `names` build_index gave the previous index's vectors (its
     own rule: same embedder, same chunking, same chunk texts); one pass over the chunks."""
-    from treerag_core.index import reusable_embeddings
+    from treerag_core.index.corpus import reusable_embeddings
 
     cached = reusable_embeddings(previous, index.settings, embedder)
     texts: dict[str, list[str]] = {}
@@ -452,9 +452,9 @@ def _vectors_reused(previous, index, embedder, names: list[str]) -> int:
 def cmd_qdrant_push(args: argparse.Namespace) -> int:
     import os
 
-    from treerag_core.store import load_index
-    from treerag_core.vectors.push import push_index
-    from treerag_core.vectors.qdrant_store import QdrantStore
+    from treerag_core.index.store import load_index
+    from treerag_core.index.vectors.push import push_index
+    from treerag_core.index.vectors.qdrant_store import QdrantStore
 
     url = args.url or os.environ.get("QDRANT_URL", "")
     if not url:
@@ -480,7 +480,7 @@ def _llm_graph_extractor(settings: IndexSettings, args: argparse.Namespace):
         raise TreeRAGError(
             "--llm-graphs needs --graph-min-leaf-chars N (graphs are off by default)"
         )
-    from treerag_core.graph.extract_llm import LLMGraphExtractor
+    from treerag_core.strategies.graph.extract_llm import LLMGraphExtractor
 
     client, llm = _llm_client(args, "--llm-graphs")
     return LLMGraphExtractor(client, llm.locate_model)
@@ -524,7 +524,7 @@ def _drilldown_layers(settings: QuerySettings, value: str) -> QuerySettings:
     """`--drilldown-layers D,P,C`: the per-layer limits, the other drill-down options kept."""
     from dataclasses import replace
 
-    from treerag_core.drilldown import DrilldownOptions
+    from treerag_core.strategies.drilldown.search import DrilldownOptions
 
     parts = value.split(",")
     if len(parts) != 3 or not all(p.strip().isdigit() for p in parts):
@@ -574,14 +574,14 @@ def _eval_index_on_milvus(args: argparse.Namespace, settings, progress):
     if collection == "treerag":  # the default: one collection per cached eval index
         collection = "eval_" + re.sub(r"\W", "_", index_cache_key(dataset, settings))
     store = _push_milvus(index, args, collection)
-    from treerag_core.vectors.milvus_push import attach_milvus
+    from treerag_core.index.vectors.milvus_push import attach_milvus
 
     attach_milvus(index, store)
     return index
 
 
 def cmd_milvus_push(args: argparse.Namespace) -> int:
-    from treerag_core.store import load_index
+    from treerag_core.index.store import load_index
 
     _milvus_uri(args)  # a missing URI is said before the index is read
     _push_milvus(load_index(args.index), args)
@@ -590,8 +590,8 @@ def cmd_milvus_push(args: argparse.Namespace) -> int:
 
 def _push_milvus(index, args: argparse.Namespace, collection: str | None = None):
     """Write `index` into Milvus at --milvus-uri (a .db file: Milvus Lite) and say what was done."""
-    from treerag_core.vectors.milvus_push import push_milvus
-    from treerag_core.vectors.milvus_store import MilvusStore
+    from treerag_core.index.vectors.milvus_push import push_milvus
+    from treerag_core.index.vectors.milvus_store import MilvusStore
 
     name = collection or args.milvus_collection
     store = MilvusStore.open(_milvus_uri(args), index.dim, name)
@@ -609,7 +609,7 @@ def _push_milvus(index, args: argparse.Namespace, collection: str | None = None)
 
 
 def _milvus_uri(args: argparse.Namespace) -> str:
-    from treerag_core.errors import VectorStoreError
+    from treerag_core.base.errors import VectorStoreError
 
     uri = args.milvus_uri or os.environ.get("MILVUS_URI", "")
     if not uri:
@@ -622,8 +622,8 @@ def _milvus_uri(args: argparse.Namespace) -> str:
 
 def _attach_milvus(index, args: argparse.Namespace) -> None:
     """`--vector-store milvus`: every chunk search (dense and BM25) is served by the engine."""
-    from treerag_core.vectors.milvus_push import attach_milvus
-    from treerag_core.vectors.milvus_store import MilvusStore
+    from treerag_core.index.vectors.milvus_push import attach_milvus
+    from treerag_core.index.vectors.milvus_store import MilvusStore
 
     attach_milvus(index, MilvusStore.open(_milvus_uri(args), index.dim, args.milvus_collection))
 
@@ -649,9 +649,9 @@ def _attach_qdrant(index, collection: str) -> None:
     """`--qdrant COLLECTION`: the drill-down's vector searches go to the server at QDRANT_URL."""
     import os
 
-    from treerag_core.errors import VectorStoreError
-    from treerag_core.vectors.attach import attach_checked
-    from treerag_core.vectors.qdrant_store import QdrantStore
+    from treerag_core.base.errors import VectorStoreError
+    from treerag_core.index.vectors.attach import attach_checked
+    from treerag_core.index.vectors.qdrant_store import QdrantStore
 
     url = os.environ.get("QDRANT_URL", "")
     if not url:
@@ -661,13 +661,13 @@ def _attach_qdrant(index, collection: str) -> None:
 
 def _answer(engine, question: str, settings: QuerySettings, leaves, as_json: bool) -> None:
     from treerag_core.pipeline import run_stream
-    from treerag_core.render import (
+    from treerag_core.records.terminal import (
         json_terminal_safe,
         render_footer,
         render_header,
         render_retrieval,
     )
-    from treerag_core.trace_io import trace_to_json
+    from treerag_core.records.trace_json import trace_to_json
 
     trace = None
     for event in run_stream(engine, question, settings, leaves=leaves):

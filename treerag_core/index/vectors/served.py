@@ -1,0 +1,33 @@
+"""Which vector store serves an index in this process (None: the index's own FAISS and BM25).
+
+Kept free of other imports: the index reads it on every search (`CorpusIndex.chunk_engine`).
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from typing import Any
+
+from treerag_core.index.vectors.base import VectorStore
+
+_STORES: dict[int, VectorStore] = {}
+_LOCK = threading.Lock()
+
+
+def attach_store(index: Any, store: VectorStore | None) -> None:
+    """Serve `index`'s searches from `store` (Qdrant: the drill-down layers; Milvus: every
+    chunk search too) until detached with None."""
+    key = id(index)
+    with _LOCK:
+        if store is None:
+            _STORES.pop(key, None)
+            return
+        first = key not in _STORES
+        _STORES[key] = store
+    if first:  # forget the store when the index is collected (ids are reused)
+        weakref.finalize(index, _STORES.pop, key, None)
+
+
+def store_for(index: Any) -> VectorStore | None:
+    return _STORES.get(id(index))
