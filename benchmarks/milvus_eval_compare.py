@@ -1,7 +1,7 @@
 """Two eval reports side by side (in-process vs Milvus), differences in points.
 
-    python -m treerag_core eval --data ../shared/eval/qasper --strategy treerag,flat-hybrid,drilldown \
-        --scope doc --out a.json
+    python -m treerag_core eval --data ../shared/eval/qasper \
+        --strategy treerag,flat-hybrid,drilldown --scope doc --out a.json
     python -m treerag_core eval ... --out b.json --vector-store milvus --milvus-uri data/m.db
     python benchmarks/milvus_eval_compare.py a.json b.json
 """
@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     left = json.loads(Path(args.in_process).read_text(encoding="utf-8"))
     right = json.loads(Path(args.milvus).read_text(encoding="utf-8"))
-    n = next(iter(left["strategies"].values()), {}).get("n", "?")
+    n = len(next(iter(left["questions"].values()), []))  # per strategy: one record a question
     print(f"{left['dataset']}, {left['scope']} scope, {n} questions; in-process / Milvus")
     print(f"(points of difference; ** beyond {BOUND})")
     print("\n".join(compare(left, right)))
