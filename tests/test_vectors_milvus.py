@@ -47,6 +47,8 @@ def served(hashing_index, uri):
     """(in-process index, the same index served by Milvus): a copy, so the session's shared
     index never has a store attached."""
     index = copy.copy(hashing_index)
+    for cache in ("_faiss", "_bm25", "_doc_stats", "_scopes", "_structure"):
+        setattr(index, cache, {})  # its own caches: nothing computed in process is reused
     store = MilvusStore.open(uri, index.dim, "main")
     assert push_milvus(index, store).status == "built"
     attach_milvus(index, store)
