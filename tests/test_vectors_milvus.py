@@ -76,6 +76,9 @@ def test_push_is_idempotent_and_the_engine_holds_every_point(served):
     assert store.count("child") == len(plain.chunks)
     assert store.count("document") == len(plain.documents)
     assert store.count("parent") == len(plain.layers.parent_ids)
+    stored = store.stored_vectors("document")  # listed exactly, not searched
+    assert set(stored) == {(d.doc_id, d.root_id) for d in plain.documents}
+    assert all(v.shape == (plain.dim,) for v in stored.values())
 
 
 @pytest.mark.parametrize("strategy", ["flat-hybrid", "flat-dense", "flat-bm25"])
