@@ -60,7 +60,7 @@ def mutate(text: str, copy: int, vocabulary: list[str]) -> str:
 
 def corpus(data: Path, target_chunks: int, chunk_size: int):
     """Source documents (dev docs of every set, then mutated copies) of ~target_chunks chunks."""
-    from treerag_core.index.corpus import SourceDocument
+    from treerag_core import SourceDocument
 
     originals = []
     for name in DATASETS:
@@ -84,10 +84,8 @@ def corpus(data: Path, target_chunks: int, chunk_size: int):
 
 def build_corpus(args) -> int:
     """Child process: build the index for one size and save it (JSON + .npy)."""
+    from treerag_core import build_index, get_embedder, save_index
     from treerag_core.base.config import IndexSettings
-    from treerag_core.index.corpus import build_index
-    from treerag_core.index.embedders import get_embedder
-    from treerag_core.index.store import save_index
 
     settings = IndexSettings(embedder=args.embedder)
     sources = corpus(Path(args.data), args.size, settings.chunk_size)
@@ -143,9 +141,7 @@ def run_backend(args) -> int:
     """Child process: load one index, build one backend, time the three strategies."""
     import numpy as np
 
-    from treerag_core.index.embedders import index_embedder
-    from treerag_core.index.store import load_index
-    from treerag_core.index.tokens import tokenize
+    from treerag_core import index_embedder, load_index, tokenize
     from treerag_core.index.vectors.attach import attach_store
     from treerag_core.index.vectors.base import VectorQuery
 
@@ -205,8 +201,8 @@ def run_backend(args) -> int:
 
 def run_plugin(index, strategy: str, question: str, qvec) -> None:
     """A registered strategy's steps 1-2 (local locator, no LLM, no cross-encoder)."""
+    from treerag_core import get_strategy
     from treerag_core.base.settings import QuerySettings
-    from treerag_core.strategies import get_strategy
     from treerag_core.strategies.base import QueryContext
 
     plugin = get_strategy(strategy)
@@ -224,7 +220,7 @@ def run_plugin(index, strategy: str, question: str, qvec) -> None:
 
 
 def tokenize_fn(text: str) -> list[str]:
-    from treerag_core.index.tokens import tokenize
+    from treerag_core import tokenize
 
     return tokenize(text)
 

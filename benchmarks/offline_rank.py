@@ -22,8 +22,11 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # run as `python benchmarks/offline_rank.py`
     sys.path.insert(0, str(REPO))
 
-from treerag_core.evaluation.dataset import load_dataset  # noqa: E402
-from treerag_core.evaluation.metrics import Passage, question_metrics  # noqa: E402
+from treerag_core.evaluation import (  # noqa: E402
+    Passage,
+    load_dataset,
+    question_metrics,
+)
 
 KEYS = ("recall@1000c", "recall@2000c", "hit@5", "mrr@10")
 # A method: (question record) -> candidate positions, best first.

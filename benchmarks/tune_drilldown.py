@@ -23,13 +23,20 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np  # noqa: E402
 
+from treerag_core import (  # noqa: E402
+    dataset_index,
+    index_cache_key,
+    index_embedder,
+    save_index,
+    tokenize,
+)
 from treerag_core.base.config import IndexSettings  # noqa: E402
-from treerag_core.evaluation.dataset import load_dataset  # noqa: E402
-from treerag_core.evaluation.harness import dataset_index, index_cache_key  # noqa: E402
-from treerag_core.evaluation.metrics import Passage, aggregate, question_metrics  # noqa: E402
-from treerag_core.index.embedders import index_embedder  # noqa: E402
-from treerag_core.index.store import save_index  # noqa: E402
-from treerag_core.index.tokens import tokenize  # noqa: E402
+from treerag_core.evaluation import (  # noqa: E402
+    Passage,
+    aggregate,
+    load_dataset,
+    question_metrics,
+)
 from treerag_core.search.fusion import fuse  # noqa: E402
 from treerag_core.strategies.drilldown.layers import build_layers  # noqa: E402
 from treerag_core.strategies.drilldown.search import (  # noqa: E402

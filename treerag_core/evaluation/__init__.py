@@ -30,6 +30,7 @@ from treerag_core.evaluation.metrics import (
 )
 from treerag_core.evaluation.report import (
     HEADLINE_KEYS,
+    LOCATOR_KEYS,
     load_report,
     markdown_table,
     write_report,
@@ -39,6 +40,7 @@ __all__ = [
     "BUDGETS",
     "HEADLINE_KEYS",
     "KS",
+    "LOCATOR_KEYS",
     "NO_EVIDENCE",
     "UNANSWERABLE",
     "DocSpan",

@@ -16,6 +16,7 @@ from treerag_core.base.errors import IndexFormatError, QueryError, TreeRAGError
 from treerag_core.base.names import Locator
 from treerag_core.base.settings import QuerySettings
 from treerag_core.base.types import Trace, Usage
+from treerag_core.build import index_folder
 from treerag_core.evaluation.dataset import (
     EvalDataset,
     EvalQuestion,
@@ -23,7 +24,7 @@ from treerag_core.evaluation.dataset import (
     load_dataset,
 )
 from treerag_core.evaluation.metrics import Passage, aggregate, question_metrics
-from treerag_core.index.corpus import CorpusIndex, build_index, graph_stage
+from treerag_core.index.corpus import CorpusIndex, graph_stage
 from treerag_core.index.embedders import get_embedder, index_embedder
 from treerag_core.index.store import load_index, save_index
 from treerag_core.ingest.chunking import CHUNKER_VERSION
@@ -98,13 +99,14 @@ def dataset_index(
         # vectors) and run the graph stage on it, so each threshold costs only its graphs.
         plain = replace(settings, graph_min_leaf_chars=0)
         index = with_graphs(dataset_index(dataset, plain, cache_dir, progress, note), settings)
-    else:
-        convert = None if progress is None else lambda d, t: progress("convert", d, t)
-        sources = dataset_sources(dataset, progress=convert)
-        index = build_index(sources, settings, get_embedder(settings.embedder), progress=progress)
-    if folder is not None:
-        save_index(index, folder)
-    return index
+        if folder is not None:
+            save_index(index, folder)
+        return index
+    convert = None if progress is None else lambda d, t: progress("convert", d, t)
+    sources = dataset_sources(dataset, progress=convert)
+    # The one index build the CLI and the explorer call; the cache folder is named by
+    # content, so nothing in it is reused (a stale one is rebuilt whole).
+    return index_folder(sources, folder, settings, reuse=False, progress=progress).index
 
 
 def _stderr_note(message: str) -> None:

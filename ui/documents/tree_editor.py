@@ -8,10 +8,15 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from treerag_core import (
+    Converted,
+    TreeEdit,
+    apply_edits,
+    load_edits,
+    propose_level_fixes,
+    save_edits,
+)
 from treerag_core.base.errors import InputDocumentError, LLMError
-from treerag_core.ingest.convert.llm_levels import propose_level_fixes
-from treerag_core.ingest.documents import Converted
-from treerag_core.ingest.tree_edits import TreeEdit, apply_edits, load_edits, save_edits
 
 ACTIONS = {
     "promote": "Promote (one level up)",
