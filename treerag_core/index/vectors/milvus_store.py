@@ -17,6 +17,7 @@ import json
 import logging
 import os
 import threading
+import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -94,7 +95,12 @@ def connect(uri: str, timeout: float = 10.0) -> Any:
             if is_lite(uri):  # no keep-alive pings to our own child: Lite answers an idle
                 # client's pings with GOAWAY "too_many_pings", logged by gRPC on stderr
                 options = {"grpc_options": {"grpc.keepalive_permit_without_calls": False}}
-                client = MilvusClient(uri=key, timeout=timeout, **options)
+                with warnings.catch_warnings():  # milvus-lite 2.5 imports pkg_resources,
+                    # which setuptools flags as deprecated on stderr: nothing to act on
+                    warnings.filterwarnings(
+                        "ignore", message="pkg_resources is deprecated", category=UserWarning
+                    )
+                    client = MilvusClient(uri=key, timeout=timeout, **options)
             else:
                 token = os.environ.get("MILVUS_TOKEN", "")
                 client = MilvusClient(uri=key, token=token, timeout=timeout)
