@@ -114,8 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     from treerag_core.index.tokens import tokenize
     from treerag_core.index.vectors.attach import attach_store
     from treerag_core.index.vectors.milvus_expr import one_of
-    from treerag_core.index.vectors.milvus_push import attach_milvus, push_milvus
     from treerag_core.index.vectors.milvus_store import MilvusStore
+    from treerag_core.strategies.drilldown.milvus_push import attach_milvus, push_milvus
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--index", required=True, help="the laws' index folder (eval cache)")

@@ -26,10 +26,11 @@ from treerag_core.index.embedders import HashingEmbedder, get_embedder
 from treerag_core.index.tokens import tokenize
 from treerag_core.index.vectors.attach import attach_store
 from treerag_core.index.vectors.base import VectorQuery
-from treerag_core.index.vectors.milvus_push import attach_milvus, push_milvus
 from treerag_core.index.vectors.milvus_store import MilvusStore
 from treerag_core.pipeline import Engine, run
 from treerag_core.search.retrieval import search_leaf
+from treerag_core.strategies.drilldown.layers import ensure_layers as layers_of
+from treerag_core.strategies.drilldown.milvus_push import attach_milvus, push_milvus
 
 REPO = Path(__file__).resolve().parents[1]
 SETTINGS = QuerySettings().set("llm.enabled", False).set("rerank.enabled", False)
@@ -75,7 +76,7 @@ def test_push_is_idempotent_and_the_engine_holds_every_point(served):
     assert push_milvus(plain, store).status == "unchanged"
     assert store.count("child") == len(plain.chunks)
     assert store.count("document") == len(plain.documents)
-    assert store.count("parent") == len(plain.layers.parent_ids)
+    assert store.count("parent") == len(layers_of(plain).parent_ids)
     stored = store.stored_vectors("document")  # listed exactly, not searched
     assert set(stored) == {(d.doc_id, d.root_id) for d in plain.documents}
     assert all(v.shape == (plain.dim,) for v in stored.values())
@@ -216,7 +217,7 @@ _KILLED_BUILD = textwrap.dedent(
     from treerag_core.base.config import IndexSettings
     from treerag_core.index.embedders import get_embedder
     from treerag_core.index.corpus import SourceDocument, build_index
-    from treerag_core.index.vectors.milvus_push import push_milvus
+    from treerag_core.strategies.drilldown.milvus_push import push_milvus
     from treerag_core.index.vectors.milvus_store import MilvusStore
 
     text = "# A\\n\\n## One\\n\\nalpha beta gamma.\\n\\n## Two\\n\\ndelta epsilon zeta.\\n"

@@ -75,6 +75,8 @@ from treerag_core.search.override import override_locate
 from treerag_core.search.rerank import RERANK_OFF, get_reranker
 from treerag_core.search.routing import document_rows
 from treerag_core.strategies import all_strategies, get_strategy, option_types, strategy_names
+from treerag_core.strategies.drilldown.layers import layers_of
+from treerag_core.strategies.graph.part import graphs_of
 from treerag_core.strategies.hirag.build import HiragBuildSettings
 from treerag_core.strategies.hirag.communities import DEFAULT_MAX_CLUSTER_SIZE
 
@@ -122,11 +124,13 @@ __all__ = [
     "get_embedder",
     "get_reranker",
     "get_strategy",
+    "graphs_of",
     "index_cache_key",
     "index_embedder",
     "index_folder",
     "is_workspace_id",
     "json_terminal_safe",
+    "layers_of",
     "load_edits",
     "load_index",
     "milvus_eval_index",
@@ -173,8 +177,8 @@ def push_to_qdrant(folder: str | Path, url: str | None, collection: str) -> dict
     `url` defaults to QDRANT_URL (key: QDRANT_API_KEY). Returns the counts pushed per kind,
     the points now there (`points`), the URL used (`url`) and the seconds taken.
     """
-    from treerag_core.index.vectors.push import push_index
     from treerag_core.index.vectors.qdrant_store import QdrantStore
+    from treerag_core.strategies.drilldown.vector_store import push_index
 
     url = _qdrant_url(url)
     index = load_index(folder)
@@ -192,8 +196,8 @@ def push_to_qdrant(folder: str | Path, url: str | None, collection: str) -> dict
 def attach_qdrant(engine: Engine, collection: str, url: str | None = None) -> None:
     """Serve the drill-down's vector searches from `collection` on the server at `url`
     (default QDRANT_URL), checked against the index first."""
-    from treerag_core.index.vectors.attach import attach_checked
     from treerag_core.index.vectors.qdrant_store import QdrantStore
+    from treerag_core.strategies.drilldown.vector_store import attach_checked
 
     url = _qdrant_url(url)
     attach_checked(engine.index, QdrantStore.from_url(url, engine.index.dim, collection))
@@ -227,7 +231,7 @@ def push_to_milvus(
     Returns the push report's fields (`status`: built, rebuilt or unchanged; counts; `note`),
     the URI and the seconds taken.
     """
-    from treerag_core.index.vectors.milvus_push import push_milvus
+    from treerag_core.strategies.drilldown.milvus_push import push_milvus
 
     uri = _milvus_uri(uri)  # a missing URI is said before any index is read
     if not isinstance(index, CorpusIndex):
@@ -251,7 +255,7 @@ def push_to_milvus(
 def attach_milvus(engine: Engine | CorpusIndex, uri: str | None, collection: str) -> None:
     """Serve every chunk search (dense and BM25) of the engine's index from Milvus, after
     checking the collection holds this index (docs/milvus.md)."""
-    from treerag_core.index.vectors.milvus_push import attach_milvus as attach
+    from treerag_core.strategies.drilldown.milvus_push import attach_milvus as attach
 
     index = engine.index if isinstance(engine, Engine) else engine
     attach(index, _milvus_store(uri, index.dim, collection))
@@ -271,7 +275,7 @@ def milvus_eval_index(
 
     from treerag_core.evaluation.dataset import load_dataset
     from treerag_core.evaluation.harness import dataset_index, index_cache_key
-    from treerag_core.index.vectors.milvus_push import attach_milvus as attach
+    from treerag_core.strategies.drilldown.milvus_push import attach_milvus as attach
 
     dataset = load_dataset(Path(data_dir))
     index = dataset_index(dataset, settings, Path(cache_dir) if cache_dir else None, progress)

@@ -23,6 +23,7 @@ from treerag_core.index.embedders import Embedder, get_embedder
 from treerag_core.index.store import load_index, run_lock, save_index
 from treerag_core.ingest.documents import Rejected, sources_from_paths
 from treerag_core.ingest.tree_edits import load_edits
+from treerag_core.strategies.drilldown.layers import layers_of
 
 if TYPE_CHECKING:
     from treerag_core.llm import LLMClient
@@ -105,8 +106,9 @@ def _summarizers(settings: IndexSettings, previous: CorpusIndex | None, llm: Ind
     if llm is not None and (settings.llm_summaries or llm.ktype):
         # Drill-down's index part; its family declaration should own this summarizer.
         from treerag_core.strategies.drilldown.ktype import make_ktype_summarizer
+        from treerag_core.strategies.drilldown.layers import layers_of
 
-        layers = previous.layers if previous is not None else None
+        layers = layers_of(previous) if previous is not None else None
         cache = layers.ktype_cache if layers is not None else {}
         ktype = make_ktype_summarizer(llm.client, llm.model, cache)
     return summarizer, ktype
@@ -251,7 +253,8 @@ def index_folder(
         if hirag is not None and saving and target is not None:
             meta = _build_hirag(index, target, hirag, llm, embedder, progress)
             notes.extend(meta["notes"])
-    notes.extend(index.layers.notes if index.layers is not None else ())
+    layers = layers_of(index)  # drill-down's part: its notes (e.g. summaries that fell back)
+    notes.extend(layers.notes if layers is not None else ())
     return IndexRun(
         index=index,
         folder=target if saving else None,

@@ -15,6 +15,7 @@ from treerag_core import (
     IndexRun,
     NoDocumentsError,
     count_noun,
+    graphs_of,
     index_folder,
     push_to_milvus,
     reusable_embeddings,
@@ -293,9 +294,10 @@ def _vectors_reused(previous, index, embedder, names: list[str]) -> int:
 
 def _print_graph_summary(index, extractor) -> None:
     """Per-leaf graph statistics (the hub check: max degree), and what the LLM cost."""
-    if index.graphs is None:
+    leaf_graphs = graphs_of(index)
+    if leaf_graphs is None:
         return
-    graphs = sorted(index.graphs.values(), key=lambda g: g.leaf_id)
+    graphs = sorted(leaf_graphs.values(), key=lambda g: g.leaf_id)
     print(
         f"graphs: {len(graphs)} leaves of >= {index.settings.graph_min_leaf_chars} chars, "
         f"{sum(len(g.concepts) for g in graphs)} nodes, "

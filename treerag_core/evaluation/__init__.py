@@ -27,6 +27,7 @@ from treerag_core.evaluation.metrics import (
     recall_at_k,
     section_hit_at_k,
     section_path_ends_with,
+    section_path_within,
 )
 from treerag_core.evaluation.report import (
     HEADLINE_KEYS,
@@ -65,5 +66,6 @@ __all__ = [
     "recall_at_k",
     "section_hit_at_k",
     "section_path_ends_with",
+    "section_path_within",
     "write_report",
 ]

@@ -148,7 +148,7 @@ def _dense(
     got = {h.item_id if kind == "parent" else h.doc_id: h.score for h in hits}
     _known(kind, got, ids)
     # An id of ours the store did not return (approximate search) scores 0: the collection
-    # itself was checked to be this index's when attached (vectors.attach.attach_checked).
+    # itself was checked to be this index's when attached (drilldown.vector_store.attach_checked).
     return np.asarray([got.get(i, 0.0) for i in ids], dtype=np.float32)
 
 

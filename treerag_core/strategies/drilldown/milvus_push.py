@@ -11,8 +11,8 @@ import numpy as np
 
 from treerag_core.base.errors import VectorStoreError
 from treerag_core.index.tokens import tokenize
+from treerag_core.index.vectors.attach import attach_store
 from treerag_core.index.vectors.milvus_store import BATCH, MilvusStore
-from treerag_core.index.vectors.served import attach_store
 from treerag_core.strategies.drilldown.layers import layer_points
 
 MANIFEST_FORMAT = 1
