@@ -8,6 +8,11 @@ upserting every document, parent and child point) and query p50/p95 for `treerag
 
     python benchmarks/bench_scale.py --data ../shared/eval [--sizes 10000,100000]
         [--queries 30] [--embedder hashing] [--json OUT]
+
+`--synthetic` measures in-process FAISS + BM25 against Milvus Lite on synthetic chunks up to
+a million and more (benchmarks/scale_synthetic.py says what is generated and timed):
+
+    python benchmarks/bench_scale.py --synthetic --sizes 10000,100000,1000000 [--window 400]
 """
 
 from __future__ import annotations
@@ -29,9 +34,14 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from treerag_core.strategies.drilldown.layers import layers_of  # noqa: E402
+from treerag_core.strategies.drilldown.strategy import Drilldown  # noqa: E402
+from treerag_core.strategies.flat.strategy import FlatHybrid  # noqa: E402
+from treerag_core.strategies.treerag.strategy import TreeRAG  # noqa: E402
+
 DATASETS = ("qasper", "lecoqa_laws", "gitlab_handbook")
 BACKENDS = ("faiss", "qdrant")
-STRATEGIES = ("treerag", "flat-hybrid", "drilldown")
+STRATEGIES = (TreeRAG.name, FlatHybrid.name, Drilldown.name)
 _WORD = re.compile(r"[A-Za-z]{4,}|[\u4e00-\u9fff]{2}")
 
 
@@ -97,7 +107,7 @@ def build_corpus(args) -> int:
                 "documents": len(index.documents),
                 "languages": dict(langs),
                 "chunks": len(index.chunks),
-                "parents": len(index.layers.parent_ids),
+                "parents": len(layers_of(index).parent_ids),
                 "index_build_s": round(seconds, 1),
                 "index_build_cpu_s": round(cpu, 1),
                 "index_peak_rss_mb": round(peak_rss_mb(), 0),
@@ -148,8 +158,8 @@ def run_backend(args) -> int:
     started, cpu = time.perf_counter(), time.process_time()
     store = None
     if args.backend == "qdrant":
-        from treerag_core.index.vectors.push import push_index
         from treerag_core.index.vectors.qdrant_store import QdrantStore
+        from treerag_core.strategies.drilldown.vector_store import push_index
 
         store = QdrantStore.in_memory(index.dim)
         push_index(index, store)
@@ -158,7 +168,7 @@ def run_backend(args) -> int:
         # What the FAISS path builds before answering: the whole-corpus group (flat search,
         # treerag's locator) and every section's own group (treerag and drilldown step 2).
         index.score_scope(None, np.zeros(index.dim, np.float32), [])
-        for parent_id in index.layers.parent_ids:
+        for parent_id in layers_of(index).parent_ids:
             index.leaf_faiss(parent_id)
     build_s, build_cpu = time.perf_counter() - started, time.process_time() - cpu
 
@@ -169,9 +179,9 @@ def run_backend(args) -> int:
         for strategy in STRATEGIES:
             t0, c0 = time.perf_counter(), time.process_time()
             qvec = embedder.embed_query(question)
-            if strategy == "drilldown" or args.backend == "faiss":
+            if strategy == Drilldown.name or args.backend == "faiss":
                 run_plugin(index, strategy, question, qvec)  # drilldown: via the attached store
-            elif strategy == "flat-hybrid":
+            elif strategy == FlatHybrid.name:
                 store.search(VectorQuery(qvec, "child", limit=40, tokens=tuple(tokens)))
             else:
                 qdrant_treerag(store, index, qvec, tokens)
@@ -265,7 +275,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", type=int, default=0)
     parser.add_argument("--folder", default="")
     parser.add_argument("--backend", default="faiss", choices=BACKENDS)
+    parser.add_argument(
+        "--synthetic", action="store_true", help="FAISS + BM25 vs Milvus Lite, synthetic chunks"
+    )
+    parser.add_argument("--synthetic-child", default=None, choices=("faiss", "milvus"))
+    parser.add_argument("--synthetic-backends", default="faiss,milvus")
+    parser.add_argument(
+        "--window", type=int, default=400, help="Milvus: top rows per retriever (synthetic)"
+    )
     args = parser.parse_args(argv)
+    if args.synthetic or args.synthetic_child:
+        from benchmarks import scale_synthetic
+
+        if args.synthetic_child:
+            return scale_synthetic.child(args.synthetic_child, args.size, args.queries, args.window)
+        sizes = [int(s) for s in args.sizes.split(",")]
+        backends = tuple(b.strip() for b in args.synthetic_backends.split(","))
+        rows = scale_synthetic.run_all(sizes, args.queries, args.window, args.json, backends)
+        print(
+            f"synthetic chunks ({scale_synthetic.DIM}-d unit random vectors, Zipf tokens); "
+            f"{args.queries} queries; Milvus window {args.window}; retrieval only"
+        )
+        print(scale_synthetic.table(rows))
+        return 0
     if args.mode == "build":
         return build_corpus(args)
     if args.mode == "backend":

@@ -38,7 +38,8 @@ from treerag_core.evaluation import (  # noqa: E402
     question_metrics,
 )
 from treerag_core.search.fusion import fuse  # noqa: E402
-from treerag_core.strategies.drilldown.layers import build_layers  # noqa: E402
+from treerag_core.strategies.drilldown.layers import PART as LAYERS_PART  # noqa: E402
+from treerag_core.strategies.drilldown.layers import build_layers, layers_of  # noqa: E402
 from treerag_core.strategies.drilldown.search import (  # noqa: E402
     FuseParams,
     child_hits,
@@ -51,8 +52,8 @@ KEYS = ("doc_hit", "section_hit@1", "hit@5", "recall@5", "recall@1000c", "recall
 
 def with_layers(index, embedder, cache_dir: Path, dataset) -> object:
     """An eval-cache index built before layers existed gets them (and the cache is updated)."""
-    if index.layers is None or index.layers.vectors_from != "embedded":
-        index.layers = build_layers(index, embedder.embed)
+    if layers_of(index) is None or layers_of(index).vectors_from != "embedded":
+        index.parts[LAYERS_PART] = build_layers(index, embedder.embed)
         save_index(index, cache_dir / index_cache_key(dataset, index.settings))
     return index
 

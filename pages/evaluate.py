@@ -15,6 +15,7 @@ from treerag_core.base.errors import TreeRAGError
 from treerag_core.base.settings import QuerySettings
 from treerag_core.evaluation import EvalDataError, EvalDataset, load_report
 from treerag_core.evaluation.analysis import (
+    BASELINE,
     TREE,
     check_report,
     coverage,
@@ -44,7 +45,7 @@ FAILS = (TreeRAGError, OSError, ValueError)
 WIDGET_DEFAULTS: dict[str, Any] = {
     "ev_dataset": ed.DEV_SETS[0],
     "ev_folder": "",
-    "ev_strategies": [TREE, "flat-hybrid"],
+    "ev_strategies": [TREE, BASELINE],
     "ev_scope": "doc",
     "ev_limit": 20,
     "ev_rerank": True,

@@ -24,7 +24,7 @@ from treerag_core.evaluation.dataset import (
     load_dataset,
 )
 from treerag_core.evaluation.metrics import Passage, aggregate, question_metrics
-from treerag_core.index.corpus import CorpusIndex, graph_stage
+from treerag_core.index.corpus import CorpusIndex
 from treerag_core.index.embedders import get_embedder, index_embedder
 from treerag_core.index.store import load_index, save_index
 from treerag_core.ingest.chunking import CHUNKER_VERSION
@@ -33,6 +33,8 @@ from treerag_core.ingest.parsing import TREE_VERSION
 from treerag_core.pipeline import Engine, run
 from treerag_core.search.rerank import CachedReranker, clear_score_cache, get_reranker
 from treerag_core.strategies import get_strategy, strategy_names
+from treerag_core.strategies.graph.part import PART as GRAPH_PART
+from treerag_core.strategies.graph.part import graph_stage
 
 Progress = Callable[[int, int], None]
 IndexProgress = Callable[[str, int, int], None]  # (stage, done, total), as `build_index` says
@@ -129,10 +131,10 @@ def with_graphs(base: CorpusIndex, settings: IndexSettings) -> CorpusIndex:
         embeddings=base.embeddings,
         tokens=base.tokens,
         summary_cache=base.summary_cache,
-        layers=base.layers,
+        parts=base.parts,
         embedder_fingerprint=base.embedder_fingerprint,
     )
-    index.graphs, index.graph_vectors = graph_stage(index, get_embedder(settings.embedder))
+    index.parts[GRAPH_PART] = graph_stage(index, get_embedder(settings.embedder))
     return index
 
 

@@ -148,7 +148,7 @@ def _dense(
     got = {h.item_id if kind == "parent" else h.doc_id: h.score for h in hits}
     _known(kind, got, ids)
     # An id of ours the store did not return (approximate search) scores 0: the collection
-    # itself was checked to be this index's when attached (vectors.attach.attach_checked).
+    # itself was checked to be this index's when attached (drilldown.vector_store.attach_checked).
     return np.asarray([got.get(i, 0.0) for i in ids], dtype=np.float32)
 
 
@@ -368,7 +368,7 @@ def child_hits(
         rows = index.leaf_rows(parent_id)
         if not len(rows):
             continue
-        if store is None:
+        if store is None or getattr(store, "serves_chunks", False):  # Milvus: in score_leaf
             _, dense, bm25 = index.score_leaf(parent_id, qvec, q_tokens)
         else:
             hits = store.search(
