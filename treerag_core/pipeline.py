@@ -24,7 +24,7 @@ from treerag_core.names import Locator
 from treerag_core.rerank import get_reranker, rerank_chunks, rerank_scores
 from treerag_core.settings import AnswerSettings, LLMSettings, QuerySettings
 from treerag_core.strategies import QueryContext, Strategy, get_strategy
-from treerag_core.synthesis import answer_fallbacks, extractive_answer, stream_llm_answer
+from treerag_core.synthesis import answer_fallbacks, extractive, stream_llm_answer
 from treerag_core.text import is_stopword_only, tokenize
 from treerag_core.text_rules import detect_language
 from treerag_core.types import (
@@ -239,8 +239,9 @@ def synthesize_step(engine: Engine, trace: Trace, settings: QuerySettings, clien
             if parts:
                 yield "\n\n"
             parts = []
+    trace.verdict = {}
     if not parts:  # streamed one cited sentence at a time, like the LLM's answer
-        for delta in extractive_answer(
+        verdict, text = extractive(
             trace.question,
             engine.query_vector(trace.question),
             trace.reranked,
@@ -248,7 +249,10 @@ def synthesize_step(engine: Engine, trace: Trace, settings: QuerySettings, clien
             lambda texts: engine.embedder.embed(list(texts)),
             engine.index.texts,
             sections=trace.sections,
-        ):
+            candidates=trace.candidates,
+        )
+        trace.verdict = verdict.to_dict() if verdict is not None else {}
+        for delta in text:
             parts.append(delta)
             yield delta
     trace.answer = "".join(parts)
