@@ -41,6 +41,7 @@ from treerag_core.settings import QuerySettings  # noqa: E402
 from treerag_core.synthesis import (  # noqa: E402
     choose_sentences,
     score_sentences,
+    shares_terms,
     speaking_hits,
     whole_sentences,
 )
@@ -77,7 +78,7 @@ def signals_row(engine: Engine, q: EvalQuestion, settings: QuerySettings, scope)
         embed_many,
     )
     best = choose_sentences(scored, 0.0).best
-    signals = answer_signals(trace, best.score if best else None)
+    signals = answer_signals(trace, best.score if best else None, shares_terms(scored))
     gold = gold_in_top(trace, q, engine)
     row = {"id": q.id, "question": q.question, "language": trace.language, "gold_top": gold}
     return {**row, **signals}
@@ -91,6 +92,7 @@ def previous_refuses(row: dict[str, Any]) -> bool:
 
 def verdict_of(row: dict[str, Any]) -> Verdict:
     keys = ("best_sentence", "top_rerank", "top_dense", "cross_language", "language")
+    keys += ("shares_terms",)
     return judge(**{k: row.get(k) for k in keys}).verdict
 
 

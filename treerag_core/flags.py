@@ -250,17 +250,23 @@ def judge(
     cross_language: bool | None,
     language: str | None,
     sentence_bar: float | None = None,
+    shares_terms: bool | None = True,
 ) -> AnswerVerdict:
-    """The keyless answer's verdict from two independent readers of the evidence.
+    """The keyless answer's verdict from independent readers of the evidence.
 
     The passage reader is the cross-encoder (question and passage read together; its logit
     against `WEAK_RERANK_LOGIT`), or for unreranked questions the best raw cosine (against
     `WEAK_DENSE_COSINE`). The sentence reader is the answer's best sentence (meaning and the
     question's terms, against `NOT_ANSWERED_SCORE`). Each line was calibrated on its own;
-    no new threshold is introduced here. One reader's doubt is shown (WEAK: the answer still
-    leads with the top passage's best sentence, labelled); a refusal needs both to agree,
-    because the bundled cross-encoder (trained on web queries) alone scores papers and
-    filings low however right the passage, and a sentence score alone misses paraphrase.
+    no new threshold is introduced here.
+
+    Either reader's doubt is shown (WEAK: the answer still leads with the top passage's best
+    sentence, labelled), never acted on: the bundled cross-encoder (trained on web queries)
+    scores papers and filings low however right the passage, and a sentence score misses a
+    paraphrase. The answer refuses (NOT_ANSWERED) only when the documents give it nothing to
+    stand on: both readers doubt the evidence *and* not one of the question's own terms
+    (`shares_terms`, stop words aside) occurs in any sentence the answer could quote. Across
+    languages words cannot be shared, so such a question is labelled, never refused.
     """
     lang = language if language in NOT_ANSWERED_SCORE else "en"
     bar = NOT_ANSWERED_SCORE[lang] if sentence_bar is None else sentence_bar
@@ -273,7 +279,8 @@ def judge(
         passage_weak = top_dense < WEAK_DENSE_COSINE
     else:
         reader, passage, passage_weak = "", None, True
-    if passage_weak and sentence_weak:
+    nothing_shared = best_sentence is None or (shares_terms is False and not cross_language)
+    if passage_weak and sentence_weak and nothing_shared:
         verdict = Verdict.NOT_ANSWERED
     elif passage_weak or sentence_weak:
         verdict = Verdict.WEAK
@@ -282,11 +289,14 @@ def judge(
     return AnswerVerdict(verdict, best_sentence, passage, reader, passage_weak, sentence_weak)
 
 
-def answer_signals(trace: Trace, best_sentence: float | None) -> dict[str, Any]:
-    """The signals `judge` reads, from a trace and its answer's best sentence score."""
+def answer_signals(
+    trace: Trace, best_sentence: float | None, shares_terms: bool | None
+) -> dict[str, Any]:
+    """The signals `judge` reads, from a trace and its answer's sentences."""
     evidence = evidence_scores(trace.reranked, trace.candidates)
     return {
         "best_sentence": best_sentence,
+        "shares_terms": shares_terms,
         "top_rerank": evidence["top_rerank"],
         "top_dense": evidence["top_dense"],
         "cross_language": crosses_languages(trace),

@@ -371,10 +371,17 @@ def extract(
         hits_cross_languages(hits, language),
         language,
         sentence_bar=threshold,
+        shares_terms=shares_terms(scored),
     )
     if verdict.verdict == Verdict.NOT_ANSWERED:
         return Extract((), False, result.best, verdict)
     return replace(result, verdict=verdict)
+
+
+def shares_terms(scored: Sequence[Sentence]) -> bool:
+    """Whether any sentence the answer could quote holds one of the question's terms (its
+    own words or its section title's: `Sentence.overlap` > 0)."""
+    return any(s.overlap > 0 for s in scored)
 
 
 def render_extract(result: Extract, language: Language) -> Iterator[str]:
