@@ -19,6 +19,7 @@ from treerag_core.errors import (
 from treerag_core.index import SourceDocument
 from treerag_core.ingest import Converted, Rejected, convert_upload, to_source
 from treerag_core.ktype import KTypeLLM, make_ktype_summarizer
+from treerag_core.originals import save_original
 from treerag_core.tree_edits import load_edits, save_edits
 from treerag_core.workspaces import WorkspaceLimits, check_drop, check_sources
 from ui.corpora import UPLOADS
@@ -130,6 +131,15 @@ def ingest(uploads: Sequence[tuple[str, bytes]], limit: int | None = None) -> No
         except InputDocumentError as exc:
             rejected.append(Rejected(name, str(exc)))
             continue
+        if converted.document.fmt == "pdf":  # kept so a citation can show its page
+            try:
+                save_original(workspace_folder(), converted.document.name, data)
+            except OSError as exc:
+                st.warning(
+                    f"{plain(name)}: its pages cannot be kept for display ({exc}); its text "
+                    "is indexed as usual.",
+                    icon=":material/warning:",
+                )
         if converted.document.fmt in REVIEWED:
             pending = [p for p in pending if p.document.name != name] + [converted]
         else:
