@@ -67,13 +67,17 @@ def cited_targets(trace: Trace, index: CorpusIndex) -> list[tuple[Any, str | Non
 
 
 def citations(
-    trace: Trace, index: CorpusIndex, on_select: Callable[[str | None, Span | None], None]
+    trace: Trace,
+    index: CorpusIndex,
+    on_select: Callable[[str | None, Span | None], None],
+    caption: bool = True,
 ) -> None:
     """The answer's citations as chips; a click calls `on_select(node_id, passage span)`."""
     if not trace.citations:
         st.caption("The answer cites no section.")
         return
-    st.caption("Citations: click one to open the cited passage in its section's text.")
+    if caption:
+        st.caption("Citations: click one to open the cited passage in its section's text.")
     with st.container(horizontal=True):
         for i, (cite, target, span) in enumerate(cited_targets(trace, index)):
             leaf = path_leaf(cite.heading_path)
