@@ -58,7 +58,7 @@ def _events(kind: str, pending: dict, engine: Engine, trace: Trace | None, setti
     )
 
 
-def _run_action(pending, engine, trace, settings, scope, corpus, doc_ids) -> bool:
+def _run_action(pending, engine, trace, settings, scope, corpus, doc_ids, box) -> bool:
     """Run a queued action; on bad input show the error and return True (the caller then
     shows the last result as it was, labelled: bad input loses nothing)."""
     kind = pending["kind"]
@@ -70,7 +70,7 @@ def _run_action(pending, engine, trace, settings, scope, corpus, doc_ids) -> boo
         events = _events(kind, pending, engine, trace, settings, scope, corpus)
         if kind == "ask":
             ask.inspect, ask.highlight = None, None
-        final = _render(trace, corpus, doc_ids, engine, settings, events=events)
+        final = _render(trace, corpus, doc_ids, engine, settings, events=events, box=box)
     except (TreeRAGError, ValueError) as exc:
         show_error(exc, "Change the question or the settings, then ask again.", corpus.kind)
         return True
@@ -178,30 +178,27 @@ def _maybe_rerun(trace: Trace, engine: Engine, settings: QuerySettings, corpus: 
     return new
 
 
-def _render(trace, corpus, doc_ids, engine, settings, events=None) -> Trace | None:
+def _render(trace, corpus, doc_ids, engine, settings, events=None, box=None) -> Trace | None:
     """The story below the question; with `events` (a run under way) its progress shows in
     the answer column while the previous graph stays on screen (dimmed as stale), is re-lit
     in place when step 1 arrives, and the answer streams in beside it. Everything is drawn
-    inside one slot at a fixed place, so nothing above or below it moves; a run that stops
-    with an error empties its half-drawn slot and re-raises. Returns the run's trace."""
-    slot = st.empty()
-    try:
-        with slot.container():
-            return _story(trace, corpus, doc_ids, engine, settings, events)
-    except (TreeRAGError, ValueError):
-        slot.empty()
-        raise
+    inside one container at a fixed place (`box`, made by the caller right after the
+    notices), so nothing above or below it moves; a run that stops with an error is
+    replaced by the error's own view. Returns the run's trace."""
+    box = box if box is not None else st.empty().container()
+    with box:
+        return _story(trace, corpus, doc_ids, engine, settings, events)
 
 
 def _story(trace, corpus, doc_ids, engine, settings, events) -> Trace | None:
-    if trace is None and events is None:
-        story.welcome(doc_ids, _ask_example)
     if ss.get(story.PRESENT):
         graph_col, answer_col = story.present_columns()
     else:
         graph_col, answer_col = st.columns([3, 2], gap="medium")
     with answer_col:
         progress = st.empty()  # the same place in every run: the answer below it never moves
+        if trace is None and events is None:  # beside the graph: the graph never moves
+            story.welcome(doc_ids, _ask_example)
     status = None
     if events is None and trace is not None:  # the run's last line stays: nothing moves up
         progress.status("Evidence ready", state="complete", expanded=False)
@@ -363,22 +360,30 @@ def main() -> None:
         submitted = c2.form_submit_button("Ask", type="primary", width="stretch")
     pending = {"kind": "ask"} if submitted else ask.take("pending")
     trace: Trace | None = ask.trace if ask.trace_corpus == corpus.key else None
+    # Notices (errors, banners, a model's loading spinner) go in their own container above
+    # the story's slot, so however many there are, the slot keeps its place and the graph
+    # inside it is never remounted.
+    notices, slot = st.container(), st.empty()
+    box = slot.container()  # created at once: the previous run's story stays until redrawn
     failed = False
-    if pending is not None and (pending["kind"] == "ask" or trace is not None):
-        failed = _run_action(pending, engine, trace, settings, scope, corpus, doc_ids)
-    if failed and trace is not None:
-        _previous_shown(trace, pending["kind"])
-    if ask.trace is not None and trace is None:
-        _stored(ask.trace, kind, can_ask=True)
-    if pending is None:
-        offer_last_question()  # a reload: the question and its result, one click away
-    if trace is not None and trace.locate is not None:
-        waiting = _waiting_for_ask(settings, scope) if ask.controls is not None else []
-        if waiting:  # never a rerun under the old strategy presented as the new one
-            _pending_banner(trace, waiting)
-        else:
-            trace = _maybe_rerun(trace, engine, settings, corpus)
-    _render(trace, corpus, doc_ids, engine, settings)
+    with notices:
+        if pending is not None and (pending["kind"] == "ask" or trace is not None):
+            failed = _run_action(pending, engine, trace, settings, scope, corpus, doc_ids, box)
+        if failed:  # the half-drawn run gives way to the previous result, labelled
+            box = slot.container()
+        if failed and trace is not None:
+            _previous_shown(trace, pending["kind"])
+        if ask.trace is not None and trace is None:
+            _stored(ask.trace, kind, can_ask=True)
+        if pending is None:
+            offer_last_question()  # a reload: the question and its result, one click away
+        if trace is not None and trace.locate is not None:
+            waiting = _waiting_for_ask(settings, scope) if ask.controls is not None else []
+            if waiting:  # never a rerun under the old strategy presented as the new one
+                _pending_banner(trace, waiting)
+            else:
+                trace = _maybe_rerun(trace, engine, settings, corpus)
+    _render(trace, corpus, doc_ids, engine, settings, box=box)
 
 
 main()

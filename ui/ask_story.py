@@ -29,7 +29,7 @@ from ui.tree_graph import (
     heading_matches,
 )
 
-GRAPH = TreeGraph("ask_graph")
+GRAPH = TreeGraph("ask_graph", stable=True)
 PRESENT = "ask_present"  # the presentation-mode toggle's key
 PRESENT_PARAM = "present"  # ?present=1 keeps the mode across a reload
 ANSWER_BOX_PX = 190  # presentation mode: the answer's box (it scrolls inside)

@@ -78,7 +78,7 @@ def citations(
         return
     if caption:
         st.caption("Citations: click one to open the cited passage in its section's text.")
-    with st.container(horizontal=True):
+    with st.container(horizontal=True, key="citation_chips"):
         for i, (cite, target, span) in enumerate(cited_targets(trace, index)):
             leaf = path_leaf(cite.heading_path)
             icon = ":material/link:" if cite.supported else ":material/warning: unsupported:"

@@ -239,14 +239,17 @@ function onWheel(event) {
   }, 1800);
 }
 
+let clicks = 0;
 function create(data, options) {
   nodes = new vis.DataSet(data.nodes);
   edges = new vis.DataSet(data.edges);
   net = new vis.Network(box, { nodes, edges }, options);
   window.__net = net;
   net.on("click", (params) => {
-    if (params.nodes.length) {
-      post("streamlit:setComponentValue", { value: String(params.nodes[0]), dataType: "json" });
+    if (params.nodes.length) {  // a count, so a second click on the same node is new too
+      clicks += 1;
+      const value = `${String(params.nodes[0])}\u001f${clicks}`;
+      post("streamlit:setComponentValue", { value, dataType: "json" });
     }
   });
   net.on("zoom", () => record("user"));
