@@ -25,27 +25,27 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # run as `python benchmarks/bench_verdict.py` from anywhere
     sys.path.insert(0, str(REPO))
 
-from treerag_core.config import IndexSettings, data_dir  # noqa: E402
-from treerag_core.embedders import get_embedder  # noqa: E402
-from treerag_core.evaluation.dataset import EvalDataset, EvalQuestion, load_dataset  # noqa: E402
-from treerag_core.evaluation.harness import dataset_index  # noqa: E402
-from treerag_core.evaluation.metrics import Passage, hits, page_hits  # noqa: E402
-from treerag_core.flags import (  # noqa: E402
+from treerag_core.answer.flags import (  # noqa: E402
     NOT_ANSWERED_SCORE,
     Verdict,
     answer_signals,
     judge,
 )
-from treerag_core.pipeline import Engine, run  # noqa: E402
-from treerag_core.settings import QuerySettings  # noqa: E402
-from treerag_core.synthesis import (  # noqa: E402
+from treerag_core.answer.synthesis import (  # noqa: E402
     choose_sentences,
     score_sentences,
     shares_terms,
     speaking_hits,
     whole_sentences,
 )
-from treerag_core.types import Trace  # noqa: E402
+from treerag_core.base.config import IndexSettings, data_dir  # noqa: E402
+from treerag_core.base.settings import QuerySettings  # noqa: E402
+from treerag_core.base.types import Trace  # noqa: E402
+from treerag_core.evaluation.dataset import EvalDataset, EvalQuestion, load_dataset  # noqa: E402
+from treerag_core.evaluation.harness import dataset_index  # noqa: E402
+from treerag_core.evaluation.metrics import Passage, hits, page_hits  # noqa: E402
+from treerag_core.index.embedders import get_embedder  # noqa: E402
+from treerag_core.pipeline import Engine, run  # noqa: E402
 
 DEFAULT_DATA = REPO.parent / "shared" / "eval"
 GENRES = {

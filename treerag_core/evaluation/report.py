@@ -10,8 +10,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from treerag_core.errors import EvalDataError
-from treerag_core.safepaths import read_bytes_inside, resolve_inside
+from treerag_core.base.errors import EvalDataError
+from treerag_core.base.safepaths import read_bytes_inside, resolve_inside
 
 HEADLINE_KEYS: tuple[str, ...] = (
     "recall@1000c",
