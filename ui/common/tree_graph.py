@@ -435,7 +435,9 @@ def graph_legend(view: GraphView, query_marks: bool = True) -> None:
     """One caption line: what the colours mean (query marks only where a query is shown)."""
     marks = (
         ":orange-background[picked leaf] · :orange[path to it, or a routed document] · "
-        ":green[✓ green border: holds cited evidence] · :red[✗ red: cited, not retrieved] · "
+        ":green[✓ green border: holds cited evidence] (grey with a green border: cited "
+        "through a passage of a section step 1 did not pick) · "
+        ":red[✗ red: cited, not retrieved] · "
         if query_marks
         else ""
     )

@@ -61,10 +61,12 @@ def _progress_bar():
     def update(stage: str, done: int, total: int) -> None:
         low, high, label = STAGES.get(stage, (0.0, 1.0, stage))
         share = done / total if total else 1.0
-        unit = "document" if stage == "parse" else "chunk"
-        bar.progress(
-            min(1.0, low + (high - low) * share), text=f"{label}: {done:,} / {total:,} {unit}s"
-        )
+        if stage == "index":  # one step (writing the index), not "1 / 1 chunks"
+            text = "Indexing: writing the index…" if done < total else "Indexing: done"
+        else:
+            unit = "document" if stage == "parse" else "chunk"
+            text = f"{label}: {done:,} / {total:,} {unit}{'' if total == 1 else 's'}"
+        bar.progress(min(1.0, low + (high - low) * share), text=text)
 
     return bar, update
 
