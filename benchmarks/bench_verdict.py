@@ -131,7 +131,8 @@ def table(rows: Sequence[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
-def collect(args: argparse.Namespace) -> list[dict[str, Any]]:
+def collect(args: argparse.Namespace, sink=None) -> list[dict[str, Any]]:
+    """Every row; `sink(row)` hears each as it is made (a long run keeps what it measured)."""
     settings = QuerySettings().set("llm.enabled", False)
     index_settings = IndexSettings(embedder=args.embedder)
     embedder = get_embedder(args.embedder)
@@ -145,12 +146,16 @@ def collect(args: argparse.Namespace) -> list[dict[str, Any]]:
         for q in data.usable_questions[: args.limit]:
             row = signals_row(engine, q, settings, list(q.docs))
             rows.append(dict(row, kind="own", set=name, corpus=name))
+            if sink is not None:
+                sink(rows[-1])
         print(f"{name}: own questions done", file=sys.stderr)
     for asked in sets:
         for corpus in (c for c in sets if c != asked):
             for q in sets[asked][0].usable_questions[: args.limit // 2]:
                 row = signals_row(sets[corpus][1], q, settings, None)
                 rows.append(dict(row, kind="off-set", set=asked, corpus=corpus))
+                if sink is not None:
+                    sink(rows[-1])
             print(f"{asked} -> {corpus}: done", file=sys.stderr)
     return rows
 
@@ -169,12 +174,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         text = args.from_rows.read_text(encoding="utf-8")
         rows = [json.loads(line) for line in text.splitlines() if line.strip()]
     else:
-        rows = collect(args)
+        out = None
         if args.rows:
             args.rows.parent.mkdir(parents=True, exist_ok=True)
-            args.rows.write_text(
-                "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8"
-            )
+            out = args.rows.open("w", encoding="utf-8")
+
+        def sink(row: dict[str, Any]) -> None:
+            if out is not None:
+                out.write(json.dumps(row, ensure_ascii=False) + "\n")
+                out.flush()
+
+        try:
+            rows = collect(args, sink)
+        finally:
+            if out is not None:
+                out.close()
     print(table(rows))
     return 0
 

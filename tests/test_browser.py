@@ -477,7 +477,9 @@ def test_graph_refits_on_resize_wheel_scrolls_the_page_and_a_citation_focuses(pa
                 assert view["label_px"] >= PRESENT_LABEL_PX - 0.01, (width, name, views)
                 assert not set(view["cut"]) & set(view["plan"]["fitted"]), (width, name, view)
                 assert view["plan"]["cut"] >= len(view["cut"]), (width, name, view)
-            assert not views["first"]["cut"] or width == 1280, views  # none at 1920
+            # Beside the answer the graph has half the width: a neighbour of the fitted
+            # path may be cut at 1920 too (full width, none was); the fitted ones never are.
+            assert len(views["first"]["cut"]) <= views["first"]["plan"]["cut"], views
             assert views["graph_beside_answer"] and views["graph_in_window"], views
             assert views["graph_half_width"], views
             assert views["button_px"] >= 18, views
