@@ -700,12 +700,19 @@ def test_a_dev_filing_pdf_is_cited_on_its_rendered_page_and_fits_a_projector(pag
         page.set_viewport_size({"width": width, "height": height})
         page.evaluate("() => (document.querySelector('[data-testid=stMain]')).scrollTo(0, 0)")
         time.sleep(1.5)  # the component re-fits after its box stops changing size
-        nodes = graph_nodes(page, expect_at_least=2)
-        picked = [n["id"] for n in nodes if n["background"] == PICKED]
-        page.evaluate("() => (document.querySelector('[data-testid=stMain]')).scrollTo(0, 0)")
-        seen = page.evaluate(ON_FIRST_SCREEN)
-        seen["picked_on_screen"] = page.graph_frame.evaluate(PICKED_ON_SCREEN, picked)
-        seen["label_px"] = round(page.graph_frame.evaluate("() => __fitted.label_px"), 1)
+        deadline = time.monotonic() + 20  # the mode's rerun may still be redrawing
+        while True:
+            nodes = graph_nodes(page, expect_at_least=2)
+            picked = [n["id"] for n in nodes if n["background"] == PICKED]
+            page.evaluate("() => (document.querySelector('[data-testid=stMain]')).scrollTo(0, 0)")
+            seen = page.evaluate(ON_FIRST_SCREEN)
+            with contextlib.suppress(Exception):  # the frame may be replaced mid-read
+                seen["picked_on_screen"] = page.graph_frame.evaluate(PICKED_ON_SCREEN, picked)
+                seen["label_px"] = round(page.graph_frame.evaluate("() => __fitted.label_px"), 1)
+            done = seen["first_line"] and seen["chips"] and any(seen.get("picked_on_screen", []))
+            if done or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
         measured[f"presentation_{width}x{height}"] = seen
         page.screenshot(path=str(RESULTS / f"browser-filing-present-{width}x{height}.png"))
     (RESULTS / "browser-filing.json").write_text(json.dumps(measured, indent=2))
