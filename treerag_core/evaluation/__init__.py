@@ -27,9 +27,11 @@ from treerag_core.evaluation.metrics import (
     recall_at_k,
     section_hit_at_k,
     section_path_ends_with,
+    section_path_within,
 )
 from treerag_core.evaluation.report import (
     HEADLINE_KEYS,
+    LOCATOR_KEYS,
     load_report,
     markdown_table,
     write_report,
@@ -39,6 +41,7 @@ __all__ = [
     "BUDGETS",
     "HEADLINE_KEYS",
     "KS",
+    "LOCATOR_KEYS",
     "NO_EVIDENCE",
     "UNANSWERABLE",
     "DocSpan",
@@ -63,5 +66,6 @@ __all__ = [
     "recall_at_k",
     "section_hit_at_k",
     "section_path_ends_with",
+    "section_path_within",
     "write_report",
 ]

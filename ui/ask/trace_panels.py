@@ -12,9 +12,16 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from treerag_core import (
+    RERANK_OFF,
+    CorpusIndex,
+    answer_fallbacks,
+    document_rows,
+    get_strategy,
+    stage_summary,
+)
 from treerag_core.answer.flags import question_flags as flags_of
 from treerag_core.answer.flags import verdict_label
-from treerag_core.answer.synthesis import answer_fallbacks
 from treerag_core.base.pagemap import format_pages
 from treerag_core.base.text_rules import path_leaf
 from treerag_core.base.types import (
@@ -24,12 +31,7 @@ from treerag_core.base.types import (
     RetrievedChunk,
     Trace,
 )
-from treerag_core.index.corpus import CorpusIndex
 from treerag_core.llm import format_cost
-from treerag_core.records.trace_json import stage_summary
-from treerag_core.search.rerank import RERANK_OFF
-from treerag_core.search.routing import document_rows
-from treerag_core.strategies import get_strategy
 from ui.common.score_tables import (
     TEXT_PX,
     leaf_score_frame,

@@ -7,7 +7,9 @@ from typing import Any
 
 import streamlit as st
 
+from treerag_core import CorpusIndex
 from treerag_core.base.text_rules import preview
+from treerag_core.evaluation import markdown_table
 from treerag_core.evaluation.analysis import (
     BASELINE,
     FILTERS,
@@ -17,8 +19,6 @@ from treerag_core.evaluation.analysis import (
     question_rows,
     rerank_was_on,
 )
-from treerag_core.evaluation.report import markdown_table
-from treerag_core.index.corpus import CorpusIndex
 from ui.common.inspector import inspector
 from ui.common.session import EvalState
 from ui.common.text_safety import plain, show_error

@@ -8,19 +8,19 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
+from treerag_core.base.config import CONVERT_MAX_CHARS, PDF_MAX_PAGE_CHARS
 from treerag_core.base.errors import (
     CorruptDocumentError,
     EncryptedDocumentError,
     NeedsOCRError,
     TooManyPagesError,
 )
-from treerag_core.ingest.convert.base import ConvertedDocument, MarkdownWriter
-from treerag_core.ingest.convert.levels import (
-    Candidate,
-    assign_levels,
-    list_like,
-    structural_numbering,
-)
+from treerag_core.base.text_rules import ARTICLE_OPENING
+from treerag_core.ingest.convert.base import ConvertedDocument, MarkdownWriter, over_bound
+from treerag_core.ingest.convert.levels import list_like, structural_numbering
+from treerag_core.ingest.convert.outline import read_outline
+from treerag_core.ingest.convert.pdf_streams import check_streams
+from treerag_core.ingest.convert.pdf_tree import Found, plan_tree
 
 CELL_GAP = 1.6  # a horizontal gap wider than this many font sizes separates table cells
 MARGIN = 0.09  # running headers and footers live in the top and bottom 9% of a page
@@ -46,6 +46,7 @@ class _Line:
     font: str  # the line's main font: its name, or an id when the PDF gives none
     cells: int  # how many table cells the line was cut into (1: running text)
     chars: int
+    left: float = 0.0  # x of the first glyph (a contents entry's indent)
 
 
 def _font_style(textpage, index: int, cache: dict[int, tuple[bool, float, str]], raw):
@@ -78,11 +79,20 @@ def _font_style(textpage, index: int, cache: dict[int, tuple[bool, float, str]],
     return style
 
 
-def _page_lines(page, raw) -> list[_Line]:
-    """The page's text lines, top to bottom, each sorted left to right."""
+def _page_lines(page, raw, name: str = "", room: int = CONVERT_MAX_CHARS) -> list[_Line]:
+    """The page's text lines, top to bottom, each sorted left to right.
+
+    Raises:
+        DocumentTooLargeError: the page has more than PDF_MAX_PAGE_CHARS characters, or more
+            than `room` (what is left of CONVERT_MAX_CHARS), counted before they are read.
+    """
     textpage = page.get_textpage()
     try:
         count = textpage.count_chars()
+        if count > PDF_MAX_PAGE_CHARS:
+            raise over_bound(name, "characters on one PDF page", PDF_MAX_PAGE_CHARS)
+        if count > room:
+            raise over_bound(name, "characters of text", CONVERT_MAX_CHARS)
         box = raw.FS_RECTF()  # the loose box spans the glyph's advance: no false gaps
         ox, oy = ctypes.c_double(), ctypes.c_double()
         fonts: dict[int, tuple[bool, float, str]] = {}
@@ -143,7 +153,9 @@ def _group_lines(chars) -> list[_Line]:
         font = Counter(c[7] for c in group).most_common(1)[0][0]
         bold = all(c[5] for c in group if c[4].isalnum()) and any(c[4].isalpha() for c in group)
         baseline = group[0][0]
-        lines.append(_Line(text, baseline + size, baseline, size, bold, font, cells, len(group)))
+        lines.append(
+            _Line(text, baseline + size, baseline, size, bold, font, cells, len(group), group[0][1])
+        )
     return lines
 
 
@@ -191,11 +203,21 @@ def _blocks(lines: list[_Line]) -> list[list[_Line]]:
                 and prev.font == line.font
                 and abs(prev.size - line.size) < 0.75
             )
-            if gap < 0.8 * max(line.size, prev.size) and same_style:
+            if gap < 0.8 * max(line.size, prev.size) and same_style and not _opens_part(line):
                 blocks[-1].append(line)
                 continue
         blocks.append([line])
     return blocks
+
+
+def _opens_part(line: _Line) -> bool:
+    """A line opening a PART, an Item, a Note, a 编/章/节 or an article starts a block of its
+    own, even right under another heading in the same type ("PART I" above "Item 1.")."""
+    text = line.text.replace(" | ", " ")
+    if ARTICLE_OPENING.match(text):
+        return True  # a statute's article: its own paragraph, so its own leaf
+    num = structural_numbering(text)
+    return num is not None and (num.family == "filing" or (num.family == "zh" and num.rank <= 3))
 
 
 def heading_text(block: list[_Line]) -> str:
@@ -257,12 +279,15 @@ def convert_pdf(name: str, data: bytes, max_pages: int) -> ConvertedDocument:
     """Convert a PDF's text layer. Pages start new blocks; `page_starts` maps offsets to pages.
 
     Raises:
-        EncryptedDocumentError, CorruptDocumentError, TooManyPagesError, NeedsOCRError.
+        EncryptedDocumentError, CorruptDocumentError, TooManyPagesError, NeedsOCRError,
+        DocumentTooLargeError (a stream, page or the whole text past its bound).
     """
     import pypdfium2 as pdfium
     import pypdfium2.raw as raw
 
+    check_streams(name, data)
     pdf = _open(name, data)
+    chars = 0
     try:
         n_pages = len(pdf)
         if n_pages > max_pages:
@@ -281,13 +306,16 @@ def convert_pdf(name: str, data: bytes, max_pages: int) -> ConvertedDocument:
                     f"{name}: page {i + 1} of {n_pages} cannot be read ({exc})"
                 ) from exc
             try:
-                pages.append((page.get_height(), _page_lines(page, raw)))
+                lines = _page_lines(page, raw, name, CONVERT_MAX_CHARS - chars)
+                chars += sum(line.chars for line in lines)
+                pages.append((page.get_height(), lines))
             except pdfium.PdfiumError as exc:
                 raise CorruptDocumentError(
                     f"{name}: the text of page {i + 1} of {n_pages} cannot be read ({exc})"
                 ) from exc
             finally:
                 page.close()
+        outline, outline_notes = read_outline(pdf, n_pages)
     finally:
         pdf.close()
 
@@ -322,34 +350,32 @@ def convert_pdf(name: str, data: bytes, max_pages: int) -> ConvertedDocument:
     body_font = fonts.most_common(1)[0][0] if fonts else ""
 
     page_blocks = [_blocks(lines) for lines in kept_pages]
-    found: list[tuple[int, int, tuple[str, ...]]] = []
+    texts = [[heading_text(block) for block in blocks] for blocks in page_blocks]
+    found: list[Found] = []
     for p, blocks in enumerate(page_blocks):
         for b, block in enumerate(blocks):
             signals = _heading_signals(block, body, body_font)
             if signals is not None:
-                found.append((p, b, signals))
-    styles = sorted({_style(page_blocks[p][b], body_font) for p, b, _ in found})
-    cands = []
-    for p, b, _ in found:
-        block = page_blocks[p][b]
-        text = heading_text(block)
-        rank = styles.index(_style(block, body_font))
-        cands.append(Candidate(text, rank, structural_numbering(text)))
-    levels = {(p, b): lv for (p, b, _), lv in zip(found, assign_levels(cands), strict=True)}
-    signals_of = {(p, b): s for p, b, s in found}
-
-    writer = MarkdownWriter()
+                found.append(Found(p, b, signals, _style(block, body_font)))
+    plan = plan_tree(texts, found, kept_pages, outline)
+    writer = MarkdownWriter(name)
     empty = []
     for p, blocks in enumerate(page_blocks):
         writer.start_page()
         if not blocks:
             empty.append(p + 1)
-        for b, block in enumerate(blocks):
-            if (p, b) in levels:
-                writer.heading(levels[(p, b)], heading_text(block), signals_of[(p, b)])
+        for b in range(len(blocks) + 1):
+            for level, title, why in plan.inserts.get((p, b), ()):
+                writer.heading(level, title, why)
+            if b == len(blocks):
+                break
+            block = blocks[b]
+            if (p, b) in plan.levels:
+                writer.heading(plan.levels[(p, b)], heading_text(block), plan.signals[(p, b)])
             else:
                 writer.paragraph("\n".join(line.text for line in block))
-    notes = [f"removed {removed} running header, footer and page-number lines"]
+    notes = [*outline_notes, *plan.notes]
+    notes.append(f"removed {removed} running header, footer and page-number lines")
     if empty:
         shown = ", ".join(map(str, empty[:10])) + (" ..." if len(empty) > 10 else "")
         notes.append(f"{len(empty)} page(s) without text (scanned or blank): {shown}")

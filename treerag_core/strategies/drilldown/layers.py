@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from treerag_core.base.artifacts import read_json, read_npy
+from treerag_core.base.artifacts import present, read_json, read_npy
 from treerag_core.base.errors import IndexFormatError, LLMError
 from treerag_core.base.types import TreeNode
 from treerag_core.index.tokens import tokenize
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 LAYERS_VERSION = 1
 LAYERS_JSON = "layers.json"
 LAYERS_NPY = "layers.npy"
+PART = "drilldown"  # the family's key in CorpusIndex.parts
 Embed = Callable[[list[str]], np.ndarray]
 
 
@@ -184,15 +185,20 @@ def chunk_mean_layers(index: CorpusIndex) -> Layers:
 _ensure_lock = threading.Lock()
 
 
+def layers_of(index: CorpusIndex) -> Layers | None:
+    """The index's drill-down layers as built or loaded (None: built or saved without)."""
+    return index.parts.get(PART)
+
+
 def ensure_layers(index: CorpusIndex) -> Layers:
     """The index's layers, computed once (as chunk means) for an index saved without them."""
-    layers = getattr(index, "layers", None)
+    layers = layers_of(index)
     if layers is None:
         with _ensure_lock:
-            layers = getattr(index, "layers", None)
+            layers = layers_of(index)
             if layers is None:
                 layers = chunk_mean_layers(index)
-                index.layers = layers
+                index.parts[PART] = layers
     return layers
 
 
@@ -217,7 +223,7 @@ def save_layers(layers: Layers, folder: Path) -> None:
 def load_layers(folder: Path, dim: int, hint: str) -> Layers | None:
     """The saved layers, None when the index has none; IndexFormatError when corrupt."""
     json_path, npy_path = folder / LAYERS_JSON, folder / LAYERS_NPY
-    if not json_path.is_file() and not npy_path.is_file():
+    if not present(json_path) and not present(npy_path):
         return None
     data = read_json(json_path, dict, hint)
 
