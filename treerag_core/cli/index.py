@@ -17,6 +17,7 @@ from treerag_core import (
     count_noun,
     graphs_of,
     index_folder,
+    push_to_milvus,
     reusable_embeddings,
     terminal_safe,
 )
@@ -27,9 +28,11 @@ from treerag_core.cli.options import (
     EMBEDDER_HELP,
     add_llm_options,
     add_tree_options,
+    add_vector_store_options,
     index_settings,
     llm_client,
     max_file_bytes_of,
+    print_milvus_push,
 )
 from treerag_core.cli.progress import progress_bars
 
@@ -51,6 +54,12 @@ def add_parser(sub) -> None:
     )
     p.add_argument("--mock", action="store_true", help="hashing embedder: no model load")
     p.add_argument("--embedder", default=None, help=EMBEDDER_HELP)
+    add_vector_store_options(p)
+    p.add_argument(
+        "--replace",
+        action="store_true",
+        help="with --vector-store milvus: replace a collection that holds another index",
+    )
     add_tree_options(p)
     p.add_argument(
         "--llm-summaries",
@@ -200,6 +209,9 @@ def run(args: argparse.Namespace) -> int:
         print(terminal_safe(f"note: {note}"), file=sys.stderr)
     if result.hirag is not None:
         _print_hirag(result.hirag)
+    if args.vector_store == "milvus":
+        pushed = push_to_milvus(result.index, args.milvus_uri, args.milvus_collection, args.replace)
+        print_milvus_push(pushed)
     _print_summary(result, output)
     return 0
 
