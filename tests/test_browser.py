@@ -34,7 +34,7 @@ ANSWER = (
     "The model was trained for 50 epochs with early stopping "
     "[Source: 3 Methods > 3.3 Training Procedure]."
 )
-GRAPH_IFRAME = 'iframe[title="ui.common.tree_graph.tree_graph"]'  # ui/tree_graph_component
+GRAPH_IFRAME = 'iframe[title="ui.common.tree_graph.tree_graph"]'  # ui/common/tree_graph_component
 # The tree component keeps its vis Network on window.__net: its node ids and background colours.
 FIND_NETWORK = """
 () => {
