@@ -546,7 +546,7 @@ def present_views(page, width: int, height: int) -> dict:
 
 def test_chinese_labels_are_wrapped_once_and_boxes_do_not_overlap(page, app_url):
     """The Chinese sample's tree on Documents: vis-network draws exactly the lines
-    ui/tree_labels.py made (it wrapped them again before) and no two boxes overlap."""
+    ui/common/tree_labels.py made (it wrapped them again before) and no two boxes overlap."""
     page.goto(f"{app_url}/documents")
     page.get_by_text("Tree preview").wait_for()
     page.get_by_label("Document", exact=True).click()

@@ -46,7 +46,7 @@ PRESENT_SCALE = PRESENT_LABEL_PX / MIN_LABEL_PX
 MAX_GRAPH_HEIGHT_PX = 700
 # A fitted view keeps every fitted node's whole box (label included) this many screen px
 # inside the canvas, and moves within its slack so no other node is cut at an edge (a left
-# leaf showed as "ed"); the arithmetic is ui/tree_graph_component/fit.js.
+# leaf showed as "ed"); the arithmetic is ui/common/tree_graph_component/fit.js.
 FIT_PAD_PX = 16
 COMPONENT_DIR = Path(__file__).with_name("tree_graph_component")  # vis-network 10.1.5, vendored
 
