@@ -16,7 +16,7 @@ if str(REPO) not in sys.path:
 from treerag_core.config import IndexSettings  # noqa: E402
 from treerag_core.embedders import get_embedder  # noqa: E402
 from treerag_core.evaluation.harness import EvalConfig, evaluate  # noqa: E402
-from treerag_core.evaluation.report import markdown_table  # noqa: E402
+from treerag_core.evaluation.report import difference_table, markdown_table  # noqa: E402
 from treerag_core.index import build_index  # noqa: E402
 from treerag_core.ingest import convert_upload, to_source  # noqa: E402
 
@@ -60,6 +60,7 @@ def main() -> int:
     report = evaluate(data, EvalConfig(strategies=strategies, index_settings=settings), index=index)
     print()
     print(markdown_table(report))
+    print(difference_table(report))
     if args.json:
         out = {
             "pages": pages,

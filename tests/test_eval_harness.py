@@ -115,6 +115,21 @@ def test_report_round_trips_and_prints(report, tmp_path):
     ]
 
 
+def test_report_keeps_paired_differences_from_flat_hybrid(report):
+    # Both other strategies ran beside flat-hybrid on the same 3 questions; flat-structured
+    # did not run, so treerag has no routing comparison here.
+    diffs = report["differences"]
+    assert set(diffs) == {"treerag", "oracle-sections"}
+    assert set(diffs["treerag"]) == {"flat-hybrid"}
+    for row in diffs:
+        for key in ("recall@1000c", "recall@2000c", "hit@5"):
+            cell = diffs[row]["flat-hybrid"][key]
+            per = {q["id"]: q["metrics"][key] for q in report["questions"][row]}
+            base = {q["id"]: q["metrics"][key] for q in report["questions"]["flat-hybrid"]}
+            assert cell["mean"] == pytest.approx(sum(per[q] - base[q] for q in per) / 3)
+            assert cell["low"] <= cell["mean"] <= cell["high"]
+
+
 def test_ctrl_c_leaves_a_partial_valid_report(eval_dir, tmp_path):
     def interrupt(done: int, total: int) -> None:
         if done == 4:

@@ -11,7 +11,7 @@ def test_mean_interval_brackets_the_mean_and_is_reproducible():
     assert first == mean_interval(values)
     assert first.mean == pytest.approx(0.59375)
     assert first.low < first.mean < first.high
-    assert 0.0 <= first.low and first.high <= 1.0
+    assert first.low >= 0.0 and first.high <= 1.0
 
 
 def test_constant_values_have_no_width():

@@ -848,7 +848,12 @@ def _add_tree_options(p: argparse.ArgumentParser) -> None:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     from treerag_core.evaluation.harness import EvalConfig, evaluate
-    from treerag_core.evaluation.report import LOCATOR_KEYS, markdown_table, write_report
+    from treerag_core.evaluation.report import (
+        LOCATOR_KEYS,
+        difference_table,
+        markdown_table,
+        write_report,
+    )
     from treerag_core.llm import api_key_for
 
     strategies = tuple(s.strip() for s in args.strategy.split(",") if s.strip())
@@ -899,6 +904,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.out:
         write_report(Path(args.out), report)
     print(markdown_table(report))
+    differences = difference_table(report)
+    if differences:  # only when a baseline ran beside the strategies
+        print("Paired differences from the baselines (bootstrap 95% interval; bold: excludes 0):\n")
+        print(differences)
     if args.llm:
         print("Locators on the same questions (local vs LLM):\n")
         print(markdown_table(report, LOCATOR_KEYS))

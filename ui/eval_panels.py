@@ -16,7 +16,7 @@ from treerag_core.evaluation.analysis import (
     question_rows,
     rerank_was_on,
 )
-from treerag_core.evaluation.report import markdown_table
+from treerag_core.evaluation.report import difference_table, markdown_table
 from treerag_core.index import CorpusIndex
 from treerag_core.text_rules import preview
 from ui import eval_tables as et
@@ -116,7 +116,8 @@ def metrics(report: dict[str, Any]) -> None:
             et.all_metrics_frame(report), hide_index=True, width="stretch", key="ev_all_metrics"
         )
     with st.expander("As a Markdown table"):
-        st.code(markdown_table(report), language="markdown")
+        # the paired bootstrap intervals against the baselines follow the means
+        st.code(markdown_table(report) + "\n" + difference_table(report), language="markdown")
     st.subheader("Curves over k")
     family = st.radio(
         "Curve",

@@ -23,6 +23,7 @@ from treerag_core.evaluation.dataset import (
     load_dataset,
 )
 from treerag_core.evaluation.metrics import Passage, aggregate, question_metrics
+from treerag_core.evaluation.report import differences_json
 from treerag_core.index import CorpusIndex, build_index, graph_stage
 from treerag_core.names import Locator
 from treerag_core.pipeline import Engine, run
@@ -364,7 +365,7 @@ def evaluate(
                     "cost_usd": round(used.cost_usd, 6),
                     "cost_known": used.cost_known,  # False: no price for the model
                 }
-    return {
+    report: dict[str, Any] = {
         "dataset": dataset.name,
         "scope": config.scope,
         "partial": partial,
@@ -382,3 +383,6 @@ def evaluate(
         "strategies": strategies,
         "questions": records,
     }
+    # Paired bootstrap intervals of each strategy minus its baselines, on these questions.
+    report["differences"] = differences_json(report)
+    return report
