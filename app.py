@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui.query_controls import WIDGET_DEFAULTS
-from ui.session import init_session
+from ui.common.query_controls import WIDGET_DEFAULTS
+from ui.common.session import init_session
 
 st.set_page_config(
     page_title="TreeRAG Explorer",

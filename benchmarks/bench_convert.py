@@ -18,8 +18,8 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # run as `python benchmarks/bench_convert.py` from anywhere
     sys.path.insert(0, str(REPO))
 
-from treerag_core.convert import convert_bytes  # noqa: E402
-from treerag_core.parsing import scan_headings  # noqa: E402
+from treerag_core.ingest.convert import convert_bytes  # noqa: E402
+from treerag_core.ingest.parsing import scan_headings  # noqa: E402
 
 MB = 1024 * 1024
 # Small, varied dev documents: papers, Chinese laws, handbook pages (names are stable files).

@@ -18,10 +18,10 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # run as `python benchmarks/bench_graph_cost.py` from anywhere
     sys.path.insert(0, str(REPO))
 
-from treerag_core.config import IndexSettings  # noqa: E402
-from treerag_core.embedders import get_embedder  # noqa: E402
-from treerag_core.index import SourceDocument, build_index, graph_stage  # noqa: E402
-from treerag_core.store import GRAPH_VECTORS, save_index  # noqa: E402
+from treerag_core.base.config import IndexSettings  # noqa: E402
+from treerag_core.index.corpus import SourceDocument, build_index, graph_stage  # noqa: E402
+from treerag_core.index.embedders import get_embedder  # noqa: E402
+from treerag_core.index.store import GRAPH_VECTORS, save_index  # noqa: E402
 
 
 def _size(folder: Path) -> int:

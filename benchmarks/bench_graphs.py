@@ -19,11 +19,11 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # run as `python benchmarks/bench_graphs.py` from anywhere
     sys.path.insert(0, str(REPO))
 
-from treerag_core.chunking import chunk_leaf  # noqa: E402
-from treerag_core.config import IndexSettings  # noqa: E402
-from treerag_core.graph.extract import build_leaf_graph  # noqa: E402
-from treerag_core.parsing import parse_document  # noqa: E402
-from treerag_core.text_rules import detect_language  # noqa: E402
+from treerag_core.base.config import IndexSettings  # noqa: E402
+from treerag_core.base.text_rules import detect_language  # noqa: E402
+from treerag_core.ingest.chunking import chunk_leaf  # noqa: E402
+from treerag_core.ingest.parsing import parse_document  # noqa: E402
+from treerag_core.strategies.graph.extract import build_leaf_graph  # noqa: E402
 
 
 def measure_document(name: str, text: str, min_chars: int) -> dict[str, Any]:

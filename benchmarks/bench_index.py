@@ -23,15 +23,15 @@ if str(REPO) not in sys.path:  # run as `python benchmarks/bench_index.py` from 
     sys.path.insert(0, str(REPO))
 
 from benchmarks.bench_query import ModelClock, TimedEmbedder  # noqa: E402
-from treerag_core.chunking import chunk_leaf  # noqa: E402
-from treerag_core.config import IndexSettings  # noqa: E402
-from treerag_core.embedders import Embedder, get_embedder  # noqa: E402
-from treerag_core.errors import InputDocumentError, TreeRAGError  # noqa: E402
-from treerag_core.index import CorpusIndex, SourceDocument, build_index  # noqa: E402
-from treerag_core.parsing import parse_document  # noqa: E402
-from treerag_core.summaries import summarize_tree  # noqa: E402
-from treerag_core.text import tokenize  # noqa: E402
-from treerag_core.text_rules import detect_language  # noqa: E402
+from treerag_core.base.config import IndexSettings  # noqa: E402
+from treerag_core.base.errors import InputDocumentError, TreeRAGError  # noqa: E402
+from treerag_core.base.text_rules import detect_language  # noqa: E402
+from treerag_core.index.corpus import CorpusIndex, SourceDocument, build_index  # noqa: E402
+from treerag_core.index.embedders import Embedder, get_embedder  # noqa: E402
+from treerag_core.index.tokens import tokenize  # noqa: E402
+from treerag_core.ingest.chunking import chunk_leaf  # noqa: E402
+from treerag_core.ingest.node_summaries import summarize_tree  # noqa: E402
+from treerag_core.ingest.parsing import parse_document  # noqa: E402
 
 DEFAULT_DATA = REPO.parent / "shared" / "eval"
 DEFAULT_DATASET = "qasper"

@@ -55,7 +55,7 @@ def mutate(text: str, copy: int, vocabulary: list[str]) -> str:
 
 def corpus(data: Path, target_chunks: int, chunk_size: int):
     """Source documents (dev docs of every set, then mutated copies) of ~target_chunks chunks."""
-    from treerag_core.index import SourceDocument
+    from treerag_core.index.corpus import SourceDocument
 
     originals = []
     for name in DATASETS:
@@ -79,10 +79,10 @@ def corpus(data: Path, target_chunks: int, chunk_size: int):
 
 def build_corpus(args) -> int:
     """Child process: build the index for one size and save it (JSON + .npy)."""
-    from treerag_core.config import IndexSettings
-    from treerag_core.embedders import get_embedder
-    from treerag_core.index import build_index
-    from treerag_core.store import save_index
+    from treerag_core.base.config import IndexSettings
+    from treerag_core.index.corpus import build_index
+    from treerag_core.index.embedders import get_embedder
+    from treerag_core.index.store import save_index
 
     settings = IndexSettings(embedder=args.embedder)
     sources = corpus(Path(args.data), args.size, settings.chunk_size)
@@ -120,7 +120,7 @@ def _questions(data: Path, n: int) -> list[str]:
 def qdrant_treerag(store, index, qvec, tokens, max_leaves: int = 5, per_leaf: int = 8):
     """treerag's local locate + retrieve done in Qdrant: hybrid over-fetch, best child per
     section picks the sections, then a hybrid search inside each picked section."""
-    from treerag_core.vectors.base import VectorQuery
+    from treerag_core.index.vectors.base import VectorQuery
 
     best: dict[str, float] = {}
     for hit in store.search(VectorQuery(qvec, "child", limit=200, tokens=tuple(tokens))):
@@ -138,11 +138,11 @@ def run_backend(args) -> int:
     """Child process: load one index, build one backend, time the three strategies."""
     import numpy as np
 
-    from treerag_core.embedders import index_embedder
-    from treerag_core.store import load_index
-    from treerag_core.text import tokenize
-    from treerag_core.vectors.attach import attach_store
-    from treerag_core.vectors.base import VectorQuery
+    from treerag_core.index.embedders import index_embedder
+    from treerag_core.index.store import load_index
+    from treerag_core.index.tokens import tokenize
+    from treerag_core.index.vectors.attach import attach_store
+    from treerag_core.index.vectors.base import VectorQuery
 
     index = load_index(args.folder)
     embedder = index_embedder(index.embedder_name, named=[args.embedder])
@@ -152,8 +152,8 @@ def run_backend(args) -> int:
     started, cpu = time.perf_counter(), time.process_time()
     store = None
     if args.backend == "qdrant":
-        from treerag_core.vectors.push import push_index
-        from treerag_core.vectors.qdrant_store import QdrantStore
+        from treerag_core.index.vectors.push import push_index
+        from treerag_core.index.vectors.qdrant_store import QdrantStore
 
         store = QdrantStore.in_memory(index.dim)
         push_index(index, store)
@@ -200,7 +200,7 @@ def run_backend(args) -> int:
 
 def run_plugin(index, strategy: str, question: str, qvec) -> None:
     """A registered strategy's steps 1-2 (local locator, no LLM, no cross-encoder)."""
-    from treerag_core.settings import QuerySettings
+    from treerag_core.base.settings import QuerySettings
     from treerag_core.strategies import get_strategy
     from treerag_core.strategies.base import QueryContext
 
@@ -219,7 +219,7 @@ def run_plugin(index, strategy: str, question: str, qvec) -> None:
 
 
 def tokenize_fn(text: str) -> list[str]:
-    from treerag_core.text import tokenize
+    from treerag_core.index.tokens import tokenize
 
     return tokenize(text)
 

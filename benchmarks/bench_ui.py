@@ -68,7 +68,7 @@ def serve(app_dir: Path, data: Path, embedder: str) -> tuple[subprocess.Popen, s
     return proc, url, time.perf_counter() - started
 
 
-GRAPH = 'iframe[title="ui.tree_graph.tree_graph"], iframe[title="streamlit_agraph.agraph"]'
+GRAPH = 'iframe[title="ui.common.tree_graph.tree_graph"], iframe[title="streamlit_agraph.agraph"]'
 # Characters of answer under the caption "Q: <question>" of step ③ (0 before it is drawn).
 ANSWER_CHARS = """
 (q) => {
@@ -180,11 +180,11 @@ PARTS = """
 import json, sys, time
 QUESTIONS = sys.argv[1:]
 t = time.perf_counter()
-from treerag_core.config import IndexSettings
-from treerag_core.embedders import get_embedder
-from treerag_core.index import build_index
-from treerag_core.ingest import sources_from_paths
-from ui.resources import default_embedder, sample_paths
+from treerag_core.base.config import IndexSettings
+from treerag_core.index.embedders import get_embedder
+from treerag_core.index.corpus import build_index
+from treerag_core.ingest.documents import sources_from_paths
+from ui.common.resources import default_embedder, sample_paths
 imported = time.perf_counter() - t
 name = default_embedder()
 t = time.perf_counter(); embedder = get_embedder(name); embedder.embed(["warm up"])
@@ -194,8 +194,8 @@ sources, _ = sources_from_paths(sample_paths(), settings.max_file_bytes)
 t = time.perf_counter(); index = build_index(sources, settings, embedder)
 indexing = time.perf_counter() - t
 from treerag_core.pipeline import Engine, run_stream
-from treerag_core.rerank import get_reranker
-from treerag_core.settings import QuerySettings
+from treerag_core.search.rerank import get_reranker
+from treerag_core.base.settings import QuerySettings
 settings = QuerySettings().set("llm.enabled", False)
 get_reranker(settings.rerank.model).score("warm up", ["warm up"])  # as the app warms it
 engine = Engine(index=index, embedder=embedder)

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from treerag_core.evaluation.analysis import report_index_settings
 from treerag_core.evaluation.dataset import EvalQuestion, load_dataset
 from treerag_core.evaluation.harness import dataset_index
-from treerag_core.index import CorpusIndex
+from treerag_core.index.corpus import CorpusIndex
 
 METRICS = ("recall@1000c", "recall@2000c", "hit@5", "mrr@10")
 SUBSETS = ("all", "gold in long leaf", "gold elsewhere", "gold in 2+ sections", "2+ in a long leaf")

@@ -18,10 +18,10 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # run as `python benchmarks/graph_weights.py` from anywhere
     sys.path.insert(0, str(REPO))
 
-from treerag_core.config import IndexSettings  # noqa: E402
+from treerag_core.base.config import IndexSettings  # noqa: E402
+from treerag_core.base.settings import QuerySettings  # noqa: E402
 from treerag_core.evaluation.harness import EvalConfig, evaluate  # noqa: E402
-from treerag_core.graph.search import GraphSearchOptions  # noqa: E402
-from treerag_core.settings import QuerySettings  # noqa: E402
+from treerag_core.strategies.graph.search import GraphSearchOptions  # noqa: E402
 
 METRICS = ("recall@1000c", "recall@2000c", "hit@5", "mrr@10")
 

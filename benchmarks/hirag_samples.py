@@ -10,11 +10,11 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from treerag_core.config import IndexSettings  # noqa: E402
-from treerag_core.embedders import get_embedder  # noqa: E402
-from treerag_core.index import SourceDocument, build_index  # noqa: E402
+from treerag_core.base.config import IndexSettings  # noqa: E402
+from treerag_core.base.settings import LLMSettings, QuerySettings  # noqa: E402
+from treerag_core.index.corpus import SourceDocument, build_index  # noqa: E402
+from treerag_core.index.embedders import get_embedder  # noqa: E402
 from treerag_core.pipeline import Engine, run  # noqa: E402
-from treerag_core.settings import LLMSettings, QuerySettings  # noqa: E402
 
 MODES = ("hirag-naive", "hirag-local", "hirag-global", "hirag-bridge", "hirag")
 HIDDEN = {"nodes", "entity_keys", "key", "source_key", "target_key"}

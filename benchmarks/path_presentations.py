@@ -27,8 +27,8 @@ if str(BENCH) not in sys.path:
 from dump_window_features import dev_set  # noqa: E402
 from offline_rank import Method, by, col, evaluate, report, total  # noqa: E402
 
-from treerag_core.rerank import BUNDLED_EN, get_reranker  # noqa: E402
-from treerag_core.text_rules import path_leaf  # noqa: E402
+from treerag_core.base.text_rules import path_leaf  # noqa: E402
+from treerag_core.search.rerank import BUNDLED_EN, get_reranker  # noqa: E402
 
 # name -> (heading path, passage) -> the text the cross-encoder reads
 PRESENTATIONS: dict[str, Callable[[str, str], str]] = {

@@ -17,16 +17,16 @@ if str(REPO) not in sys.path:  # run as `python benchmarks/run_all.py` from anyw
     sys.path.insert(0, str(REPO))
 
 from benchmarks import bench_index, bench_query  # noqa: E402
-from treerag_core.config import IndexSettings  # noqa: E402
-from treerag_core.embedders import get_embedder, index_embedder  # noqa: E402
-from treerag_core.errors import TreeRAGError  # noqa: E402
+from treerag_core.base.config import IndexSettings  # noqa: E402
+from treerag_core.base.errors import TreeRAGError  # noqa: E402
+from treerag_core.base.names import StrategyName  # noqa: E402
 from treerag_core.evaluation.harness import EvalConfig, evaluate  # noqa: E402
 from treerag_core.evaluation.report import (  # noqa: E402
     difference_table,
     markdown_table,
     write_report,
 )
-from treerag_core.names import StrategyName  # noqa: E402
+from treerag_core.index.embedders import get_embedder, index_embedder  # noqa: E402
 
 DEFAULT_DATA = REPO.parent / "shared" / "eval"
 DEFAULT_OUT = REPO / "bench-results"

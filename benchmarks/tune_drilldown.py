@@ -23,21 +23,21 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np  # noqa: E402
 
-from treerag_core.config import IndexSettings  # noqa: E402
-from treerag_core.drilldown import (  # noqa: E402
+from treerag_core.base.config import IndexSettings  # noqa: E402
+from treerag_core.evaluation.dataset import load_dataset  # noqa: E402
+from treerag_core.evaluation.harness import dataset_index, index_cache_key  # noqa: E402
+from treerag_core.evaluation.metrics import Passage, aggregate, question_metrics  # noqa: E402
+from treerag_core.index.embedders import index_embedder  # noqa: E402
+from treerag_core.index.store import save_index  # noqa: E402
+from treerag_core.index.tokens import tokenize  # noqa: E402
+from treerag_core.search.fusion import fuse  # noqa: E402
+from treerag_core.strategies.drilldown.layers import build_layers  # noqa: E402
+from treerag_core.strategies.drilldown.search import (  # noqa: E402
     FuseParams,
     child_hits,
     document_scores,
     parent_scores,
 )
-from treerag_core.embedders import index_embedder  # noqa: E402
-from treerag_core.evaluation.dataset import load_dataset  # noqa: E402
-from treerag_core.evaluation.harness import dataset_index, index_cache_key  # noqa: E402
-from treerag_core.evaluation.metrics import Passage, aggregate, question_metrics  # noqa: E402
-from treerag_core.fusion import fuse  # noqa: E402
-from treerag_core.layers import build_layers  # noqa: E402
-from treerag_core.store import save_index  # noqa: E402
-from treerag_core.text import tokenize  # noqa: E402
 
 KEYS = ("doc_hit", "section_hit@1", "hit@5", "recall@5", "recall@1000c", "recall@2000c", "mrr@10")
 

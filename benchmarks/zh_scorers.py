@@ -31,9 +31,9 @@ if str(REPO) not in sys.path:  # run as `python benchmarks/zh_scorers.py`
     sys.path.insert(0, str(REPO))
 
 from benchmarks.dump_window_features import dev_set, path_vectors, scope_scores  # noqa: E402
+from treerag_core.base.settings import QuerySettings  # noqa: E402
 from treerag_core.evaluation.metrics import Passage, question_metrics  # noqa: E402
-from treerag_core.fusion import fuse, minmax  # noqa: E402
-from treerag_core.settings import QuerySettings  # noqa: E402
+from treerag_core.search.fusion import fuse, minmax  # noqa: E402
 
 KEYS = ("recall@1000c", "recall@2000c", "hit@5", "mrr@10")
 

@@ -8,23 +8,23 @@ from typing import Any
 
 import streamlit as st
 
-from treerag_core.errors import TreeRAGError
+from treerag_core.base.errors import TreeRAGError
+from treerag_core.base.settings import QuerySettings
+from treerag_core.base.types import Trace
 from treerag_core.llm import resolve_key
-from treerag_core.override import override_locate
 from treerag_core.pipeline import Engine, Event, rerun, run_stream
-from treerag_core.settings import QuerySettings
-from treerag_core.types import Trace
-from ui import ask_story as story
-from ui import query_controls as qc
-from ui.corpora import EVAL, SAMPLES, UPLOADS, corpus_kind_of, key_label
-from ui.graph_guidance import warn_if_missing
-from ui.last_question import offer_last_question
-from ui.query_log import record
-from ui.resources import Corpus, engine_for, warm_reranker
-from ui.session import AskState, WorkspaceState, require_app
-from ui.stored_view import stored_result
-from ui.text_safety import plain, show_error
-from ui.workspace import current_corpus, sync_workspace
+from treerag_core.search.override import override_locate
+from ui.ask import story
+from ui.ask.last_question import offer_last_question
+from ui.ask.stored_view import stored_result
+from ui.common import query_controls as qc
+from ui.common.corpora import EVAL, SAMPLES, UPLOADS, corpus_kind_of, key_label
+from ui.common.graph_guidance import warn_if_missing
+from ui.common.query_log import record
+from ui.common.resources import Corpus, engine_for, warm_reranker
+from ui.common.session import AskState, WorkspaceState, require_app
+from ui.common.text_safety import plain, show_error
+from ui.common.workspace import current_corpus, sync_workspace
 
 require_app("pages/ask.py")
 ss = st.session_state

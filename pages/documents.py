@@ -5,21 +5,19 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from treerag_core.config import IndexSettings
-from treerag_core.errors import TreeRAGError
-from treerag_core.index import corpus_stats
-from ui.corpora import SAMPLES, UPLOADS, corpus_label
-from ui.hirag_build import hirag_panel
-from ui.inspector import inspector, node_picker
-from ui.ktype_card import document_ktype
-from ui.leaf_graph_panel import graph_stats, inspected_leaf_graph
-from ui.resources import EMBEDDER_CHOICES, sample_corpus, sample_paths
-from ui.score_tables import outline_frame
-from ui.session import DocsState, WorkspaceState, require_app
-from ui.text_safety import plain, show_error
-from ui.tree_graph import GraphMarks, TreeGraph, graph_legend, graph_view, heading_matches
-from ui.upload import build, uploader
-from ui.workspace import (
+from treerag_core.base.config import IndexSettings
+from treerag_core.base.errors import TreeRAGError
+from treerag_core.index.corpus import corpus_stats
+from ui.common.corpora import SAMPLES, UPLOADS, corpus_label
+from ui.common.inspector import inspector, node_picker
+from ui.common.ktype_card import document_ktype
+from ui.common.leaf_graph_panel import graph_stats, inspected_leaf_graph
+from ui.common.resources import EMBEDDER_CHOICES, sample_corpus, sample_paths
+from ui.common.score_tables import outline_frame
+from ui.common.session import DocsState, WorkspaceState, require_app
+from ui.common.text_safety import plain, show_error
+from ui.common.tree_graph import GraphMarks, TreeGraph, graph_legend, graph_view, heading_matches
+from ui.common.workspace import (
     current_corpus,
     merge_sources,
     sources_of,
@@ -27,6 +25,8 @@ from ui.workspace import (
     workspace_folder,
     workspace_settings,
 )
+from ui.documents.hirag_build import hirag_panel
+from ui.documents.upload import build, uploader
 
 require_app("pages/documents.py")
 docs = DocsState()

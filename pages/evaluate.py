@@ -9,8 +9,9 @@ from typing import Any
 
 import streamlit as st
 
-from treerag_core.config import IndexSettings
-from treerag_core.errors import TreeRAGError
+from treerag_core.base.config import IndexSettings
+from treerag_core.base.errors import TreeRAGError
+from treerag_core.base.settings import QuerySettings
 from treerag_core.evaluation.analysis import (
     TREE,
     check_report,
@@ -22,15 +23,14 @@ from treerag_core.evaluation.analysis import (
 from treerag_core.evaluation.dataset import EvalDataError, EvalDataset
 from treerag_core.evaluation.harness import EvalConfig, evaluate, oracle_leaves
 from treerag_core.evaluation.report import load_report
-from treerag_core.settings import QuerySettings
 from treerag_core.strategies import strategy_names
-from ui import eval_data as ed
-from ui import eval_panels as panels
-from ui.query_log import open_trace
-from ui.resources import default_embedder, warm_reranker
-from ui.session import EvalState, require_app
-from ui.text_safety import plain, show_error
-from ui.workspace import sync_workspace
+from ui.common.query_log import open_trace
+from ui.common.resources import default_embedder, warm_reranker
+from ui.common.session import EvalState, require_app
+from ui.common.text_safety import plain, show_error
+from ui.common.workspace import sync_workspace
+from ui.evaluate import eval_data as ed
+from ui.evaluate import eval_panels as panels
 
 require_app("pages/evaluate.py")
 ss = st.session_state

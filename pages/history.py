@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui.corpora import key_label
-from ui.query_log import open_from_history, recent
-from ui.session import HistoryState, require_app
-from ui.text_safety import plain, show_error, shown_time
-from ui.workspace import sync_workspace
+from ui.common.corpora import key_label
+from ui.common.query_log import open_from_history, recent
+from ui.common.session import HistoryState, require_app
+from ui.common.text_safety import plain, show_error, shown_time
+from ui.common.workspace import sync_workspace
 
 require_app("pages/history.py")
 hist = HistoryState()

@@ -28,7 +28,7 @@ def skip_unless_ci(what: str, reason: str) -> None:
 
 
 def sample_sources(names: list[str] | None = None):
-    from treerag_core.index import SourceDocument
+    from treerag_core.index.corpus import SourceDocument
 
     paths = sorted(p for p in SAMPLES.glob("*.md") if p.name != "README.md")
     return [
@@ -70,9 +70,9 @@ def eval_dir() -> Path:
 @pytest.fixture(scope="session")
 def hashing_index():
     """All sample documents, indexed with the deterministic hashing embedder."""
-    from treerag_core.config import IndexSettings
-    from treerag_core.embedders import get_embedder
-    from treerag_core.index import build_index
+    from treerag_core.base.config import IndexSettings
+    from treerag_core.index.corpus import build_index
+    from treerag_core.index.embedders import get_embedder
 
     settings = IndexSettings(embedder="hashing")
     return build_index(sample_sources(), settings, get_embedder("hashing"))
@@ -81,9 +81,9 @@ def hashing_index():
 @pytest.fixture(scope="session")
 def paper_engine():
     """The AdaRouter test paper with the real default (multilingual) embedder, no API key."""
-    from treerag_core.config import IndexSettings
-    from treerag_core.embedders import get_embedder
-    from treerag_core.index import build_index
+    from treerag_core.base.config import IndexSettings
+    from treerag_core.index.corpus import build_index
+    from treerag_core.index.embedders import get_embedder
     from treerag_core.pipeline import Engine
 
     settings = IndexSettings()
@@ -107,7 +107,7 @@ class ModelTrap:
 
 @pytest.fixture
 def model_trap(tmp_path: Path, monkeypatch) -> ModelTrap:
-    from treerag_core import embedders
+    from treerag_core.index import embedders
 
     monkeypatch.delenv(embedders.EMBEDDER_ENV, raising=False)
     folder = tmp_path / "models" / "chosen"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import combinations
 
-from treerag_core.hirag.corpus_graph import merge_extractions
+from treerag_core.strategies.hirag.corpus_graph import merge_extractions
 
 
 @dataclass(frozen=True)

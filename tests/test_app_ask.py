@@ -16,7 +16,7 @@ from tests import app_helpers as app
 from tests.app_helpers import APP, ask, open_app, page_text
 from tests.conftest import SAMPLES, keyless_app, skip_unless_ci
 from treerag_core.strategies import strategy_names
-from ui.tree_graph import PALETTE
+from ui.common.tree_graph import PALETTE
 
 PAPER_QUESTION = "How many epochs was the model trained for?"
 
@@ -269,7 +269,7 @@ def test_a_scope_change_waits_for_ask():
 
 
 def test_describe_moves_never_shows_a_raw_none():
-    from ui.query_controls import describe_moves
+    from ui.common.query_controls import describe_moves
 
     before = {"strategy": "treerag", "answer": {"final_top_k": 5}}
     after = {"strategy": "drilldown", "answer": {"final_top_k": 5},
@@ -445,7 +445,7 @@ def test_a_bad_question_after_an_answer_keeps_the_answer_on_screen(question, mes
 
 
 def test_a_question_over_the_limit_is_refused_in_words_and_kept_in_the_box():
-    from treerag_core.settings import QuerySettings
+    from treerag_core.base.settings import QuerySettings
 
     limit = QuerySettings().max_question_chars
     at = open_app()
@@ -522,8 +522,8 @@ def test_flat_strategy_and_compare():
 
 
 def test_compare_scores_each_strategy_on_a_dev_set_question_with_gold():
-    from ui.eval_data import dev_set_folder
-    from ui.gold import SHOWN, strategy_metrics
+    from ui.evaluate.eval_data import dev_set_folder
+    from ui.evaluate.gold import SHOWN, strategy_metrics
 
     if not dev_set_folder("qasper").is_dir():
         skip_unless_ci("eval-data test", "the qasper dev set is not beside the repo")
@@ -796,12 +796,12 @@ def _kg_app() -> None:
 
     import streamlit as st
 
-    from treerag_core.config import IndexSettings
-    from treerag_core.embedders import get_embedder
-    from treerag_core.index import SourceDocument, build_index
+    from treerag_core.base.config import IndexSettings
+    from treerag_core.base.settings import QuerySettings
+    from treerag_core.index.corpus import SourceDocument, build_index
+    from treerag_core.index.embedders import get_embedder
     from treerag_core.pipeline import Engine, run
-    from treerag_core.settings import QuerySettings
-    from ui import ask_story
+    from ui.ask import story as ask_story
 
     path = Path("sample_docs") / "test_paper.md"
     embedder = get_embedder("hashing")
@@ -884,7 +884,7 @@ def test_a_workspace_index_naming_a_model_folder_is_refused_not_loaded(
     app_data, hashing_index, model_trap
 ):
     from tests.conftest import name_index_embedder
-    from treerag_core.store import save_index
+    from treerag_core.index.store import save_index
 
     ws_id = "ab" * 16
     folder = app_data / "workspaces" / ws_id / "index"
@@ -906,10 +906,10 @@ def test_the_per_leaf_top_k_slider_cuts_each_searched_leafs_table_under_treerag_
     moving the slider re-runs step 2 and every leaf's table holds that many passages, while
     the scope-wide window is not its control."""
     from tests.conftest import sample_sources
-    from treerag_core.config import IndexSettings
-    from treerag_core.embedders import get_embedder
-    from treerag_core.index import build_index
-    from treerag_core.store import save_index
+    from treerag_core.base.config import IndexSettings
+    from treerag_core.index.corpus import build_index
+    from treerag_core.index.embedders import get_embedder
+    from treerag_core.index.store import save_index
 
     ws_id = "cd" * 16  # the workspace a reload finds: the paper indexed with leaf graphs
     settings = IndexSettings(embedder="hashing", graph_min_leaf_chars=400)

@@ -319,7 +319,7 @@ def test_a_link_naming_a_workspace_with_nothing_saved_is_not_adopted():
 
 
 def test_a_reload_naming_an_expired_workspace_says_so(app_env):
-    from treerag_core.workspaces import STAMP
+    from treerag_core.index.workspaces import STAMP
 
     ws_id = "e" * 32
     (app_env / "workspaces" / ws_id / "index").mkdir(parents=True)
@@ -335,10 +335,10 @@ def test_a_reload_naming_an_expired_workspace_says_so(app_env):
 
 def test_a_reload_naming_an_unreadable_workspace_shows_why_and_keeps_it(app_env):
     from tests.conftest import sample_sources
-    from treerag_core.config import IndexSettings
-    from treerag_core.embedders import get_embedder
-    from treerag_core.index import build_index
-    from treerag_core.workspaces import Workspaces, new_workspace_id
+    from treerag_core.base.config import IndexSettings
+    from treerag_core.index.corpus import build_index
+    from treerag_core.index.embedders import get_embedder
+    from treerag_core.index.workspaces import Workspaces, new_workspace_id
 
     spaces = Workspaces(app_env / "workspaces")
     ws_id = new_workspace_id()
@@ -358,7 +358,7 @@ def test_a_reload_naming_an_unreadable_workspace_shows_why_and_keeps_it(app_env)
 
 
 def test_idle_workspaces_expire_when_a_session_starts(app_env):
-    from treerag_core.workspaces import STAMP
+    from treerag_core.index.workspaces import STAMP
 
     stale, fresh = (app_env / "workspaces" / (c * 32) for c in "ab")
     for folder in (stale, fresh):
@@ -432,7 +432,7 @@ def test_with_an_llm_configured_the_ktype_is_written_by_it_once(monkeypatch):
         calls = len(server.requests)
         assert calls == 1  # one batch of up to five documents
         # Another document: only the new one is sent; the paper's summary comes from the cache.
-        from treerag_core.ktype import document_key
+        from treerag_core.strategies.drilldown.ktype import document_key
 
         paper_key = document_key(at.session_state["ws_index"].documents[0])
         upload(at, ("notes.md", HOSTILE.encode()))
@@ -444,7 +444,7 @@ def test_with_an_llm_configured_the_ktype_is_written_by_it_once(monkeypatch):
 def test_the_no_graphs_note_says_how_to_add_graphs_to_this_corpus_under_any_document():
     """Samples: copy them into the workspace first; uploads: rebuild them (no copy step);
     each note reads right on its own, also after the first document is removed."""
-    from ui.graph_guidance import documents_note
+    from ui.common.graph_guidance import documents_note
 
     at = documents_page()
     first = at.session_state["doc_pick"]
@@ -492,8 +492,8 @@ def test_an_over_limit_file_gets_its_own_message_and_the_last_drops_go(monkeypat
 def test_the_stated_limit_is_one_every_side_enforces(monkeypatch):
     """An app limit above the uploader's: the page states the uploader's, in config.MB
     (10^6 bytes, what Linux and macOS browsers refuse above), and ingest enforces that."""
-    from treerag_core.config import MB
-    from ui.upload import upload_limits
+    from treerag_core.base.config import MB
+    from ui.documents.upload import upload_limits
 
     assert upload_limits(250 * MB, 100) == (100 * MB, 100)
     assert upload_limits(20 * MB, 100) == (20 * MB, 100)

@@ -15,11 +15,11 @@ from streamlit.testing.v1 import AppTest
 
 from tests.app_helpers import graph_nodes, open_app, page_text
 from tests.conftest import keyless_app, sample_sources, skip_unless_ci
-from treerag_core.config import IndexSettings
+from treerag_core.base.config import IndexSettings
 from treerag_core.evaluation.dataset import load_dataset
 from treerag_core.evaluation.harness import dataset_index, oracle_leaves
 from treerag_core.evaluation.report import load_report, write_report
-from ui.tree_graph import PALETTE
+from ui.common.tree_graph import PALETTE
 
 QASPER = Path(__file__).resolve().parents[2] / "shared" / "eval" / "qasper"
 STRATEGIES = ["treerag", "flat-hybrid"]

@@ -17,7 +17,7 @@ from app_server import serve_app
 
 from tests.conftest import skip_unless_ci
 from tests.test_browser import ARGS, CHROMIUM, _free_port, _require_chromium
-from treerag_core.workspaces import STAMP
+from treerag_core.index.workspaces import STAMP
 
 pytestmark = pytest.mark.slow
 

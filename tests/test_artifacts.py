@@ -7,10 +7,10 @@ import json
 import numpy as np
 import pytest
 
-from treerag_core import artifacts
-from treerag_core.artifacts import read_json, read_jsonl, read_npy, read_text, typed_row
-from treerag_core.errors import IndexFormatError
-from treerag_core.types import Chunk, DocumentInfo, TreeNode
+from treerag_core.base import artifacts
+from treerag_core.base.artifacts import read_json, read_jsonl, read_npy, read_text, typed_row
+from treerag_core.base.errors import IndexFormatError
+from treerag_core.base.types import Chunk, DocumentInfo, TreeNode
 
 
 def test_json_over_the_size_cap_is_refused_before_it_is_read(tmp_path, monkeypatch):

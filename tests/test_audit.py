@@ -7,14 +7,14 @@ import threading
 
 import pytest
 
-from treerag_core.audit import AuditLog
+from treerag_core.base.settings import QuerySettings
 from treerag_core.pipeline import Engine, run
-from treerag_core.settings import QuerySettings
+from treerag_core.records.audit_log import AuditLog
 
 
 @pytest.fixture()
 def trace(hashing_index):
-    from treerag_core.embedders import get_embedder
+    from treerag_core.index.embedders import get_embedder
 
     engine = Engine(hashing_index, get_embedder("hashing"))
     return run(
@@ -146,7 +146,7 @@ def test_rows_expire_after_the_retention_period(tmp_path, trace, monkeypatch):
 
 
 def test_retention_setting_bad_value_is_named(monkeypatch):
-    from treerag_core.audit import retention_days
+    from treerag_core.records.audit_log import retention_days
 
     monkeypatch.setenv("TREERAG_AUDIT_RETENTION_DAYS", "forever")
     with pytest.raises(ValueError, match="TREERAG_AUDIT_RETENTION_DAYS"):
@@ -155,7 +155,7 @@ def test_retention_setting_bad_value_is_named(monkeypatch):
 
 def test_retrieval_gate_seed_004(tmp_path, hashing_index):
     """Seed 004 section 9: the minimal constitution of a persisted retrieval, plus 9.2."""
-    from treerag_core.embedders import get_embedder
+    from treerag_core.index.embedders import get_embedder
 
     engine = Engine(hashing_index, get_embedder("hashing"))
     trace = run(

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from benchmarks import bench_extractive, bench_index, bench_query, bench_retune, run_all
-from treerag_core.config import IndexSettings
-from treerag_core.embedders import get_embedder
-from treerag_core.index import SourceDocument, build_index
-from treerag_core.settings import QuerySettings
+from treerag_core.base.config import IndexSettings
+from treerag_core.base.settings import QuerySettings
+from treerag_core.index.corpus import SourceDocument, build_index
+from treerag_core.index.embedders import get_embedder
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "sample_docs"
@@ -265,8 +265,8 @@ def test_run_all_writes_one_report_with_every_table(tmp_path):
 
 def test_heading_recovery_scoring_and_round_trip_without_chromium() -> None:
     from benchmarks import bench_convert
-    from treerag_core.convert import convert_bytes
-    from treerag_core.parsing import scan_headings
+    from treerag_core.ingest.convert import convert_bytes
+    from treerag_core.ingest.parsing import scan_headings
 
     markdown = (SAMPLES / "test_paper.md").read_text(encoding="utf-8")
     truth = [(h.hashes, h.text) for h in scan_headings(markdown)]
@@ -333,7 +333,7 @@ def test_graph_weights_runs_one_row_per_option(eval_dir, eval_cache, capsys):
 
 def test_bench_hirag_llm_counts_calls_and_a_second_build_sends_nothing(index, tmp_path):
     from benchmarks import bench_hirag_llm
-    from treerag_core.store import save_index
+    from treerag_core.index.store import save_index
 
     save_index(index, tmp_path / "index")
     row = bench_hirag_llm.measure(tmp_path / "index", "hashing")

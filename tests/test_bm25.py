@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from rank_bm25 import BM25Okapi
 
-from treerag_core.bm25 import K1, B, BM25Stats, LeafBM25, bm25_scores, idf
-from treerag_core.chunking import chunk_leaf
-from treerag_core.text import tokenize
-from treerag_core.types import TreeNode
+from treerag_core.base.types import TreeNode
+from treerag_core.index.bm25 import K1, B, BM25Stats, LeafBM25, bm25_scores, idf
+from treerag_core.index.tokens import tokenize
+from treerag_core.ingest.chunking import chunk_leaf
 
 DOC = [
     ["adarouter", "contextual", "bandit", "rout"],

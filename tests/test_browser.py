@@ -20,7 +20,7 @@ from fake_anthropic import FakeAnthropicServer, reply
 from benchmarks.bench_ui import ARGS, handbook_markdown
 from benchmarks.bench_ui import CHROMIUM as BENCH_CHROMIUM
 from tests.conftest import skip_unless_ci
-from ui.tree_graph import MIN_LABEL_PX, PRESENT_LABEL_PX  # the floors the fitted views keep
+from ui.common.tree_graph import MIN_LABEL_PX, PRESENT_LABEL_PX  # the floors the fitted views keep
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -29,12 +29,12 @@ CHROMIUM = Path(BENCH_CHROMIUM)  # Debian's, or TREERAG_CHROMIUM (one rule, in b
 RESULTS = REPO / "test-results"
 CONSOLE_ERRORS: list[str] = []
 MISSING: list[str] = []  # URLs answered 404
-PICKED = "#EA580C"  # ui.tree_graph.PALETTE["picked"], read here as the browser sees it
+PICKED = "#EA580C"  # ui.common.tree_graph.PALETTE["picked"], read here as the browser sees it
 ANSWER = (
     "The model was trained for 50 epochs with early stopping "
     "[Source: 3 Methods > 3.3 Training Procedure]."
 )
-GRAPH_IFRAME = 'iframe[title="ui.tree_graph.tree_graph"]'  # ui/tree_graph_component
+GRAPH_IFRAME = 'iframe[title="ui.common.tree_graph.tree_graph"]'  # ui/tree_graph_component
 # The tree component keeps its vis Network on window.__net: its node ids and background colours.
 FIND_NETWORK = """
 () => {

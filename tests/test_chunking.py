@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from treerag_core.chunking import chunk_leaf, paragraph_spans, paragraph_units
-from treerag_core.parsing import parse_document
-from treerag_core.types import Chunk, TreeNode
+from treerag_core.base.types import Chunk, TreeNode
+from treerag_core.ingest.chunking import chunk_leaf, paragraph_spans, paragraph_units
+from treerag_core.ingest.parsing import parse_document
 
 CHUNK_SIZE, OVERLAP, MIN_CHARS = 200, 50, 20
 SLACK = min(MIN_CHARS, CHUNK_SIZE // 10)  # the last window of a paragraph may absorb a tail

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import EVAL_DIR, skip_unless_ci
-from treerag_core.citations import parse_citations
+from treerag_core.answer.citations import parse_citations
+from treerag_core.base.types import Chunk, RetrievedChunk
 from treerag_core.evaluation.metrics import section_path_ends_with
-from treerag_core.parsing import parse_document
-from treerag_core.types import Chunk, RetrievedChunk
+from treerag_core.ingest.parsing import parse_document
 
 SAMPLES = Path(__file__).resolve().parents[1] / "sample_docs"
 

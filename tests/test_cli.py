@@ -65,7 +65,7 @@ def test_every_option_of_every_command_has_help():
 
 
 def test_help_quotes_the_settings_defaults():
-    from treerag_core.settings import QuerySettings
+    from treerag_core.base.settings import QuerySettings
 
     query = QuerySettings()
     helps = {
@@ -164,7 +164,7 @@ def test_drilldown_layers_and_document_routing_in_the_terminal(index_dir):
 
 
 def test_query_with_manual_leaves(index_dir):
-    from treerag_core.store import load_index
+    from treerag_core.index.store import load_index
 
     leaf = next(n for n in load_index(index_dir).leaves() if n.heading == "4.2 Performance")
     result = cli(

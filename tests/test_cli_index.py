@@ -10,7 +10,7 @@ import pytest
 
 from tests.conftest import REPO, SAMPLES
 from treerag_core.cli import main
-from treerag_core.store import lock_path_of, run_lock
+from treerag_core.index.store import lock_path_of, run_lock
 
 DOCS = ("test_paper.md", "zh_sample.md", "README.md", "1908.10461.md", "劳动合同法(2012-12-28).md")
 
@@ -81,7 +81,7 @@ def test_two_processes_one_refused(tmp_path):
     """A real second process: the lock holds across processes for the whole run."""
     out = tmp_path / "ix"
     script = (
-        f"from treerag_core.store import run_lock\nwith run_lock({str(out)!r}):\n"
+        f"from treerag_core.index.store import run_lock\nwith run_lock({str(out)!r}):\n"
         "    print('held', flush=True)\n    input()"
     )
     holder = subprocess.Popen(
@@ -105,10 +105,10 @@ def test_two_processes_one_refused(tmp_path):
 def test_a_save_inside_the_run_reuses_its_lock(tmp_path):
     """flock belongs to an open file: a save inside the run must not wait for itself."""
     from tests.conftest import sample_sources
-    from treerag_core.config import IndexSettings
-    from treerag_core.embedders import get_embedder
-    from treerag_core.index import build_index
-    from treerag_core.store import save_index
+    from treerag_core.base.config import IndexSettings
+    from treerag_core.index.corpus import build_index
+    from treerag_core.index.embedders import get_embedder
+    from treerag_core.index.store import save_index
 
     index = build_index(
         sample_sources(["test_paper.md"]),

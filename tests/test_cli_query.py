@@ -9,8 +9,8 @@ import sys
 import pytest
 
 from tests.conftest import SAMPLES
+from treerag_core.base.settings import QuerySettings
 from treerag_core.cli import build_parser, main, settings_from_args, unused_option_notes
-from treerag_core.settings import QuerySettings
 
 QUESTION = "How many epochs was the model trained for?"
 
@@ -140,7 +140,7 @@ def test_skipped_files_are_named_once_and_small_limits_are_readable(tmp_path, ca
 
 
 def test_size_text():
-    from treerag_core.loading import size_text
+    from treerag_core.ingest.loading import size_text
 
     assert size_text(10_000) == "10.0 KB"
     assert size_text(20_000_000) == "20.0 MB"

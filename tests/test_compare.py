@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from treerag_core.base.errors import QueryError
+from treerag_core.base.settings import QuerySettings
 from treerag_core.compare import compare_strategies
-from treerag_core.embedders import get_embedder
-from treerag_core.errors import QueryError
+from treerag_core.index.embedders import get_embedder
 from treerag_core.pipeline import Engine, run
-from treerag_core.settings import QuerySettings
 from treerag_core.strategies import strategy_names
 
 QUESTION = "How many epochs was the model trained for?"

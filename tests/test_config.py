@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from treerag_core.config import DEFAULT_MAX_FILE_BYTES, IndexSettings, max_file_bytes
+from treerag_core.base.config import DEFAULT_MAX_FILE_BYTES, IndexSettings, max_file_bytes
 
 
 def test_treerag_max_file_mb_is_read(monkeypatch):
@@ -25,7 +25,7 @@ def test_treerag_max_file_mb_bad_value_is_named(monkeypatch, bad):
 def test_eval_roots_from_the_environment_or_beside_the_repo(monkeypatch, tmp_path):
     import os
 
-    from treerag_core.config import eval_roots
+    from treerag_core.base.config import eval_roots
 
     monkeypatch.setenv("TREERAG_EVAL_DIRS", f"{tmp_path / 'a'}{os.pathsep}{tmp_path / 'b'}")
     assert eval_roots() == (tmp_path / "a", tmp_path / "b")

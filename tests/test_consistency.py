@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from treerag_core.config import IndexSettings
-from treerag_core.embedders import get_embedder
+from treerag_core.base.config import IndexSettings
+from treerag_core.base.settings import QuerySettings
 from treerag_core.evaluation.dataset import load_dataset
-from treerag_core.index import SourceDocument, build_index
+from treerag_core.index.corpus import SourceDocument, build_index
+from treerag_core.index.embedders import get_embedder
 from treerag_core.pipeline import Engine, rerun, run
-from treerag_core.settings import QuerySettings
 
 BASE = (
     QuerySettings()

@@ -9,10 +9,8 @@ import zipfile
 import pytest
 from pdf_factory import make_pdf, report_pdf
 
-from treerag_core.config import IndexSettings
-from treerag_core.convert import convert_bytes, detect_format
-from treerag_core.embedders import get_embedder
-from treerag_core.errors import (
+from treerag_core.base.config import IndexSettings
+from treerag_core.base.errors import (
     CorruptDocumentError,
     EncryptedDocumentError,
     InputDocumentError,
@@ -20,9 +18,11 @@ from treerag_core.errors import (
     TooManyPagesError,
     UnsupportedFormatError,
 )
-from treerag_core.index import build_index
-from treerag_core.ingest import sources_from_uploads
-from treerag_core.parsing import parse_document
+from treerag_core.index.corpus import build_index
+from treerag_core.index.embedders import get_embedder
+from treerag_core.ingest.convert import convert_bytes, detect_format
+from treerag_core.ingest.documents import sources_from_uploads
+from treerag_core.ingest.parsing import parse_document
 
 MB = 1024 * 1024
 
@@ -256,8 +256,8 @@ def test_chinese_text_numbering() -> None:
     ],
 )
 def test_the_converter_reads_numbering_with_the_parsers_grammar(line, family, rank) -> None:
-    from treerag_core.convert.levels import structural_numbering
-    from treerag_core.text_rules import heading_numbering
+    from treerag_core.base.text_rules import heading_numbering
+    from treerag_core.ingest.convert.levels import structural_numbering
 
     found = structural_numbering(line)
     assert found is not None and (found.family, found.rank) == (family, rank)
@@ -277,13 +277,13 @@ def test_the_converter_reads_numbering_with_the_parsers_grammar(line, family, ra
     ],
 )
 def test_a_numbered_line_that_is_not_a_heading_is_not_a_converter_heading(line) -> None:
-    from treerag_core.convert.levels import structural_numbering
+    from treerag_core.ingest.convert.levels import structural_numbering
 
     assert structural_numbering(line) is None
 
 
 def test_filing_items_and_a_bracketed_title() -> None:
-    from treerag_core.convert.levels import structural_numbering
+    from treerag_core.ingest.convert.levels import structural_numbering
 
     eight_k = structural_numbering("Item 5.07. Submission of Matters to a Vote")
     assert eight_k is not None and eight_k.label == "Item 5.07."
@@ -294,7 +294,7 @@ def test_filing_items_and_a_bracketed_title() -> None:
 
 
 def test_list_numbering_nests_inside_an_item_and_the_next_item_closes_it() -> None:
-    from treerag_core.convert.levels import Candidate, assign_levels, structural_numbering
+    from treerag_core.ingest.convert.levels import Candidate, assign_levels, structural_numbering
 
     lines = ["PART IV", "Item 15. Exhibits", "(1) Statements", "(2) Schedules", "Item 16. Summary"]
     cands = [Candidate(t, 0, structural_numbering(t)) for t in lines]
@@ -330,7 +330,7 @@ def test_markdown_passes_through_unchanged() -> None:
 
 def test_small_dev_filings_convert_with_exact_offsets_and_pages(eval_dir) -> None:
     """The two short FinanceBench filings (4 and 5 pages): real PDFs end to end."""
-    from treerag_core.pagemap import chars_on_page
+    from treerag_core.base.pagemap import chars_on_page
 
     pdfs = eval_dir / "financebench_pdf" / "pdfs"
     names = ["FOOTLOCKER_2022_8K_dated-2022-05-20.pdf", "PEPSICO_2023_8K_dated-2023-05-05.pdf"]

@@ -7,7 +7,12 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from treerag_core.drilldown import (
+from treerag_core.base.errors import VectorStoreError
+from treerag_core.index.embedders import get_embedder
+from treerag_core.index.tokens import tokenize
+from treerag_core.index.vectors.qdrant_store import QdrantStore
+from treerag_core.strategies.drilldown.layers import layer_points
+from treerag_core.strategies.drilldown.search import (
     DrilldownOptions,
     FuseParams,
     child_hits,
@@ -16,11 +21,6 @@ from treerag_core.drilldown import (
     drill_down,
     parent_scores,
 )
-from treerag_core.embedders import get_embedder
-from treerag_core.errors import VectorStoreError
-from treerag_core.layers import layer_points
-from treerag_core.text import tokenize
-from treerag_core.vectors.qdrant_store import QdrantStore
 
 LAW = "劳动合同法(2012-12-28).md"
 QUESTION = "劳动者解除劳动合同需要提前多少天书面通知用人单位？"
@@ -150,7 +150,7 @@ class LeakyStore(QdrantStore):
 
 
 def test_the_hybrid_pass_checks_its_hits_without_listing_the_scope(hashing_index, monkeypatch):
-    from treerag_core.drilldown import best_passages
+    from treerag_core.strategies.drilldown.search import best_passages
 
     store = QdrantStore.in_memory(hashing_index.dim)
     store.upsert(layer_points(hashing_index))

@@ -8,10 +8,10 @@ import shutil
 import numpy as np
 import pytest
 
-from treerag_core import e5_model
-from treerag_core.e5_model import E5Model, dequantize, read_weights, windows
-from treerag_core.embedders import get_embedder
-from treerag_core.errors import EmbedderError
+from treerag_core.base.errors import EmbedderError
+from treerag_core.index import e5_model
+from treerag_core.index.e5_model import E5Model, dequantize, read_weights, windows
+from treerag_core.index.embedders import get_embedder
 
 TEXTS = [
     "The model was trained for 30 epochs with a batch size of 64.",
@@ -120,10 +120,10 @@ def test_a_100000_character_text_is_read_in_a_bounded_number_of_windows(model, m
 
 @pytest.mark.slow
 def test_an_index_built_with_e5_is_refused_with_another_embedder(tmp_path):
-    from treerag_core.config import IndexSettings
-    from treerag_core.errors import IndexFormatError
-    from treerag_core.index import SourceDocument, build_index
-    from treerag_core.store import load_index, save_index
+    from treerag_core.base.config import IndexSettings
+    from treerag_core.base.errors import IndexFormatError
+    from treerag_core.index.corpus import SourceDocument, build_index
+    from treerag_core.index.store import load_index, save_index
 
     e5 = get_embedder("e5")
     assert get_embedder("e5") is e5 and e5.dim == 384

@@ -10,8 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from treerag_core import embedders
-from treerag_core.embedders import (
+from treerag_core.base.errors import EmbedderError
+from treerag_core.index import embedders
+from treerag_core.index.embedders import (
     EMBEDDER_ENV,
     EMBEDDER_NAMES,
     Embedder,
@@ -20,7 +21,6 @@ from treerag_core.embedders import (
     get_embedder,
     index_embedder,
 )
-from treerag_core.errors import EmbedderError
 
 REPO = Path(__file__).resolve().parents[1]
 TEXTS = [
@@ -78,7 +78,7 @@ def test_hashing_is_deterministic_across_processes() -> None:
     here = get_embedder("hashing").embed(TEXTS)
     script = (
         "import sys\n"
-        "from treerag_core.embedders import get_embedder\n"
+        "from treerag_core.index.embedders import get_embedder\n"
         f"sys.stdout.buffer.write(get_embedder('hashing').embed({TEXTS!r}).tobytes())\n"
     )
     for seed in ("1", "2"):  # a different str hash salt in each child

@@ -232,14 +232,14 @@ def test_pdf_set_refuses_a_duplicate_question_id(tmp_path):
 
 
 def test_eval_data_error_is_the_named_error_of_errors_py():
-    from treerag_core import errors
+    from treerag_core.base import errors
 
     assert EvalDataError is errors.EvalDataError and issubclass(EvalDataError, errors.TreeRAGError)
 
 
 def test_unreferenced_docs_are_read_inside_the_set_and_size_capped(tmp_path: Path) -> None:
     # dataset_sources and the eval cache key read every docs/*.md, not only referenced ones.
-    from treerag_core.config import IndexSettings
+    from treerag_core.base.config import IndexSettings
     from treerag_core.evaluation.dataset import dataset_sources
     from treerag_core.evaluation.harness import index_cache_key
 
@@ -255,7 +255,7 @@ def test_unreferenced_docs_are_read_inside_the_set_and_size_capped(tmp_path: Pat
 
 @pytest.mark.parametrize("with_roots", [False, True])
 def test_a_doc_symlinked_outside_the_set_is_refused(tmp_path: Path, with_roots: bool) -> None:
-    from treerag_core.config import IndexSettings
+    from treerag_core.base.config import IndexSettings
     from treerag_core.evaluation.dataset import dataset_sources
     from treerag_core.evaluation.harness import index_cache_key
 

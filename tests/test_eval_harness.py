@@ -9,7 +9,8 @@ from typing import ClassVar
 import pytest
 from fake_anthropic import FakeAnthropicServer, reply
 
-from treerag_core.config import IndexSettings
+from treerag_core.base.config import IndexSettings
+from treerag_core.base.settings import QuerySettings
 from treerag_core.evaluation.harness import EvalConfig, evaluate, oracle_leaves
 from treerag_core.evaluation.report import (
     LOCATOR_KEYS,
@@ -17,7 +18,6 @@ from treerag_core.evaluation.report import (
     markdown_table,
     write_report,
 )
-from treerag_core.settings import QuerySettings
 
 SETTINGS = IndexSettings(embedder="hashing")
 
@@ -192,10 +192,10 @@ def test_graph_indexes_add_graphs_to_the_cached_plain_index(eval_dir, tmp_path):
 
     import numpy as np
 
-    from treerag_core.embedders import get_embedder
     from treerag_core.evaluation.dataset import dataset_sources, load_dataset
     from treerag_core.evaluation.harness import dataset_index, index_cache_key
-    from treerag_core.index import build_index
+    from treerag_core.index.corpus import build_index
+    from treerag_core.index.embedders import get_embedder
 
     dataset = load_dataset(eval_dir / "qasper")
     with_graphs = replace(SETTINGS, graph_min_leaf_chars=6000)
@@ -219,7 +219,7 @@ def test_an_index_naming_a_model_folder_the_run_did_not_name_is_refused(
 ):
     from dataclasses import replace
 
-    from treerag_core.errors import EmbedderError
+    from treerag_core.base.errors import EmbedderError
 
     index = replace(hashing_index, embedder_name=model_trap.name)
     with pytest.raises(EmbedderError, match="cannot choose"):
@@ -263,7 +263,7 @@ def test_a_broken_cached_index_is_rebuilt_and_the_reason_said(tmp_path, capsys):
 
 
 def test_the_cache_key_changes_with_the_chunker(eval_dir, monkeypatch):
-    from treerag_core.config import IndexSettings
+    from treerag_core.base.config import IndexSettings
     from treerag_core.evaluation import harness
     from treerag_core.evaluation.dataset import load_dataset
 
@@ -289,7 +289,7 @@ class SpyCrossEncoder:
 
 @pytest.fixture
 def spy_model(monkeypatch):
-    from treerag_core import rerank
+    from treerag_core.search import rerank
 
     SpyCrossEncoder.scored = []
     monkeypatch.setattr(rerank, "OnnxCrossEncoder", SpyCrossEncoder)
@@ -348,7 +348,7 @@ def test_left_out_counts_the_questions_a_limit_walks(eval_dir, limit, n_left_out
 def test_an_eval_leaves_the_shared_score_cache_alone(eval_dir, index_cache, spy_model):
     # Evaluate runs inside the explorer's process: its cold runs must not empty the cache
     # the Ask sessions read from.
-    from treerag_core import rerank
+    from treerag_core.search import rerank
 
     shared = rerank.get_reranker(rerank.BUNDLED_EN)
     shared.score("an Ask question", ["a passage the explorer scored"])

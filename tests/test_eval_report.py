@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from treerag_core.errors import UnsafePathError
+from treerag_core.base.errors import UnsafePathError
 from treerag_core.evaluation.dataset import EvalDataError, load_dataset
 from treerag_core.evaluation.report import (
     difference_table,

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from treerag_core.base.settings import QuerySettings
 from treerag_core.evaluation.analysis import (
     check_report,
     filter_rows,
@@ -16,7 +17,6 @@ from treerag_core.evaluation.analysis import (
     rerank_was_on,
 )
 from treerag_core.evaluation.dataset import EvalDataError
-from treerag_core.settings import QuerySettings
 
 
 def record(qid: str, hit: float, picked=None) -> dict:

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from treerag_core.flags import (
+from treerag_core.answer.flags import (
     WEAK_DENSE_COSINE,
     WEAK_RERANK_LOGIT,
     SensitiveRule,
@@ -15,7 +15,7 @@ from treerag_core.flags import (
     question_flags,
     sensitive_matches,
 )
-from treerag_core.types import Chunk, RetrievedChunk
+from treerag_core.base.types import Chunk, RetrievedChunk
 
 
 def hit(dense: float, rerank: float | None = None) -> RetrievedChunk:
@@ -65,9 +65,9 @@ def test_sensitive_rules_are_configurable(tmp_path, monkeypatch):
 
 
 def test_question_flags_of_a_trace(hashing_index):
-    from treerag_core.embedders import get_embedder
+    from treerag_core.base.settings import QuerySettings
+    from treerag_core.index.embedders import get_embedder
     from treerag_core.pipeline import Engine, run
-    from treerag_core.settings import QuerySettings
 
     engine = Engine(hashing_index, get_embedder("hashing"))
     settings = QuerySettings().set("llm.enabled", False).set("rerank.enabled", False)
@@ -79,10 +79,10 @@ def test_question_flags_of_a_trace(hashing_index):
 
 
 def test_stopword_only_question_keeps_its_clear_refusal(hashing_index):
-    from treerag_core.embedders import get_embedder
-    from treerag_core.errors import QueryError
+    from treerag_core.base.errors import QueryError
+    from treerag_core.base.settings import QuerySettings
+    from treerag_core.index.embedders import get_embedder
     from treerag_core.pipeline import Engine, run
-    from treerag_core.settings import QuerySettings
 
     engine = Engine(hashing_index, get_embedder("hashing"))
     with pytest.raises(QueryError, match="only stop words"):
@@ -90,7 +90,7 @@ def test_stopword_only_question_keeps_its_clear_refusal(hashing_index):
 
 
 def _trace(question_language: str, texts: list[str], dense: float):
-    from treerag_core.types import Trace
+    from treerag_core.base.types import Trace
 
     hits = [
         RetrievedChunk(Chunk(f"c{i}", t, "0001", "A", "doc", 0, len(t)), dense, 0.0, 0, 0, 0, 1)

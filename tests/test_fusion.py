@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from treerag_core.fusion import dbsf_normalize, fuse, minmax, rank_positions
+from treerag_core.search.fusion import dbsf_normalize, fuse, minmax, rank_positions
 
 DENSE = np.array([0.2, 0.6, 0.4])
 BM25 = np.array([0.0, 2.0, 4.0])
@@ -178,6 +178,6 @@ def test_union_fusion_hand_computed_and_deduplicated_by_chunk() -> None:
 
 
 def test_union_is_a_fusion_name() -> None:
-    from treerag_core.names import Fusion
+    from treerag_core.base.names import Fusion
 
     assert Fusion.parse("union") == Fusion.UNION

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 from tests.conftest import sample_sources
-from treerag_core.config import IndexSettings
-from treerag_core.embedders import get_embedder
-from treerag_core.errors import IndexFormatError
-from treerag_core.graph.build import relabel
-from treerag_core.index import build_index, corpus_stats
-from treerag_core.store import GRAPH_VECTORS, load_index, save_index
+from treerag_core.base.config import IndexSettings
+from treerag_core.base.errors import IndexFormatError
+from treerag_core.index.corpus import build_index, corpus_stats
+from treerag_core.index.embedders import get_embedder
+from treerag_core.index.store import GRAPH_VECTORS, load_index, save_index
+from treerag_core.strategies.graph.build import relabel
 
 DOCS = ["1908.10461.md", "劳动合同法(2012-12-28).md"]
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import math
 
-from treerag_core.chunking import chunk_leaf
-from treerag_core.graph.extract import (
+from treerag_core.base.types import Chunk, TreeNode
+from treerag_core.ingest.chunking import chunk_leaf
+from treerag_core.ingest.parsing import parse_document
+from treerag_core.strategies.graph.extract import (
     build_leaf_graph,
     chinese_terms,
     english_terms,
@@ -13,9 +15,7 @@ from treerag_core.graph.extract import (
     normalise,
     segments,
 )
-from treerag_core.graph.types import CO_OCCURS
-from treerag_core.parsing import parse_document
-from treerag_core.types import Chunk, TreeNode
+from treerag_core.strategies.graph.types import CO_OCCURS
 
 
 def _chunks(text: str, size: int = 120, overlap: int = 30) -> list[Chunk]:

@@ -7,14 +7,14 @@ import pytest
 from fake_anthropic import FakeAnthropicServer, reply, status
 
 from tests.conftest import sample_sources
-from treerag_core.chunking import chunk_leaf
-from treerag_core.config import IndexSettings
-from treerag_core.embedders import get_embedder
-from treerag_core.graph.extract_llm import LLMGraphExtractor, blocks, extract_llm
-from treerag_core.graph.prompts import build_graph_prompt, parse_graph_response
-from treerag_core.index import build_index
+from treerag_core.base.config import IndexSettings
+from treerag_core.base.types import TreeNode
+from treerag_core.index.corpus import build_index
+from treerag_core.index.embedders import get_embedder
+from treerag_core.ingest.chunking import chunk_leaf
 from treerag_core.llm import AnthropicClient
-from treerag_core.types import TreeNode
+from treerag_core.strategies.graph.extract_llm import LLMGraphExtractor, blocks, extract_llm
+from treerag_core.strategies.graph.prompts import build_graph_prompt, parse_graph_response
 
 KEY = "sk-ant-test-graphs"
 LAW = ["劳动合同法(2012-12-28).md"]

@@ -6,23 +6,23 @@ import numpy as np
 import pytest
 
 from tests.conftest import sample_sources
-from treerag_core.config import IndexSettings
-from treerag_core.embedders import get_embedder
-from treerag_core.errors import IndexFormatError
-from treerag_core.graph.context import graph_sections, path_text
-from treerag_core.graph.retrieve import (
+from treerag_core.base.config import IndexSettings
+from treerag_core.base.errors import IndexFormatError
+from treerag_core.base.types import LocatedLeaf
+from treerag_core.index.corpus import build_index
+from treerag_core.index.embedders import get_embedder
+from treerag_core.index.tokens import tokenize
+from treerag_core.llm.prompts import estimate_tokens
+from treerag_core.search.structure import structured_scores
+from treerag_core.strategies.graph.context import graph_sections, path_text
+from treerag_core.strategies.graph.retrieve import (
     FusionParams,
     add_graph,
     graph_hits,
     search_leaves,
     with_graph,
 )
-from treerag_core.graph.search import search_graph
-from treerag_core.index import build_index
-from treerag_core.prompts import estimate_tokens
-from treerag_core.structure import structured_scores
-from treerag_core.text import tokenize
-from treerag_core.types import LocatedLeaf
+from treerag_core.strategies.graph.search import search_graph
 
 QUESTION = "用人单位违反竞业限制约定应当支付什么违约金？"
 
@@ -107,8 +107,8 @@ def test_sections_give_paths_with_evidence_and_a_stage_record(law):
 
 
 def test_a_citation_of_the_graph_paths_maps_to_their_leaf(law):
-    from treerag_core.citations import parse_citations
-    from treerag_core.synthesis import synthesis_prompt
+    from treerag_core.answer.citations import parse_citations
+    from treerag_core.answer.synthesis import synthesis_prompt
 
     index, _ = law
     leaf_id = sorted(index.graphs)[0]

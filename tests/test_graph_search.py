@@ -5,16 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from treerag_core.chunking import chunk_leaf
-from treerag_core.graph.extract import build_leaf_graph
-from treerag_core.graph.search import (
+from treerag_core.base.types import TreeNode
+from treerag_core.index.tokens import tokenize
+from treerag_core.ingest.chunking import chunk_leaf
+from treerag_core.strategies.graph.extract import build_leaf_graph
+from treerag_core.strategies.graph.search import (
     GraphSearchOptions,
     match_concepts,
     personalised_pagerank,
     search_graph,
 )
-from treerag_core.text import tokenize
-from treerag_core.types import TreeNode
 
 TEXT = (
     "The graph encoder reads dependency trees. Dependency trees come from the parser.\n\n"

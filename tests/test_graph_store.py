@@ -9,21 +9,21 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import sample_sources
-from treerag_core.chunking import chunk_leaf
-from treerag_core.config import IndexSettings
-from treerag_core.embedders import get_embedder
-from treerag_core.errors import IndexFormatError
-from treerag_core.graph.extract import build_leaf_graph
-from treerag_core.graph.store import (
+from treerag_core.base.config import IndexSettings
+from treerag_core.base.errors import IndexFormatError
+from treerag_core.base.types import TreeNode
+from treerag_core.index.corpus import build_index
+from treerag_core.index.embedders import get_embedder
+from treerag_core.index.store import load_index, save_index
+from treerag_core.ingest.chunking import chunk_leaf
+from treerag_core.strategies.graph.extract import build_leaf_graph
+from treerag_core.strategies.graph.store import (
     GRAPHS_FILE,
     dumps_graphs,
     load_graphs,
     loads_graphs,
     save_graphs,
 )
-from treerag_core.index import build_index
-from treerag_core.store import load_index, save_index
-from treerag_core.types import TreeNode
 
 TEXT = (
     "Graph encoders read dependency trees. Dependency trees help graph encoders. "

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from hirag_fixtures import two_cliques
 
-from treerag_core.graph.extract import extract_offline
-from treerag_core.hirag.communities import Community, communities_of, detect_communities
-from treerag_core.hirag.corpus_graph import CorpusGraph, build_corpus_graph
+from treerag_core.strategies.graph.extract import extract_offline
+from treerag_core.strategies.hirag.communities import Community, communities_of, detect_communities
+from treerag_core.strategies.hirag.corpus_graph import CorpusGraph, build_corpus_graph
 
 
 def test_two_cliques_are_two_communities():

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from hirag_fixtures import Edge, Node, two_cliques
 
-from treerag_core.graph.extract import extract_offline
-from treerag_core.hirag.corpus_graph import (
+from treerag_core.strategies.graph.extract import extract_offline
+from treerag_core.strategies.hirag.corpus_graph import (
     CorpusGraph,
     DocumentEntity,
     Relation,

@@ -12,16 +12,16 @@ import pytest
 from fake_anthropic import FakeAnthropicServer, reply, status
 
 from tests.conftest import sample_sources
-from treerag_core.config import IndexSettings
-from treerag_core.embedders import get_embedder
-from treerag_core.errors import IndexFormatError
-from treerag_core.hirag import build as hirag_build
-from treerag_core.hirag.build import HiragBuildSettings, build_into_folder, load_or_build
-from treerag_core.hirag.llm_graph import CACHE_FILE, load_graph_cache
-from treerag_core.hirag.store import load_hirag
-from treerag_core.index import build_index
+from treerag_core.base.config import IndexSettings
+from treerag_core.base.errors import IndexFormatError
+from treerag_core.index.corpus import build_index
+from treerag_core.index.embedders import get_embedder
+from treerag_core.index.store import load_index, save_index
 from treerag_core.llm import AnthropicClient
-from treerag_core.store import load_index, save_index
+from treerag_core.strategies.hirag import build as hirag_build
+from treerag_core.strategies.hirag.build import HiragBuildSettings, build_into_folder, load_or_build
+from treerag_core.strategies.hirag.llm_graph import CACHE_FILE, load_graph_cache
+from treerag_core.strategies.hirag.store import load_hirag
 
 KEY = "sk-ant-test-hirag-graph"
 MODEL = "claude-haiku-4-5"
@@ -170,8 +170,8 @@ def test_llm_reports_fail_midway_and_the_next_build_asks_only_for_the_rest(folde
 
 
 def test_an_oversized_graph_cache_is_a_clear_error(tmp_path, monkeypatch):
-    from treerag_core import artifacts
-    from treerag_core.errors import IndexFormatError
+    from treerag_core.base import artifacts
+    from treerag_core.base.errors import IndexFormatError
 
     (tmp_path / CACHE_FILE).write_text("{}\n" * 100, encoding="utf-8")
     assert load_graph_cache(tmp_path) == {}  # bad lines only cost asking again

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from hirag_fixtures import two_cliques
 
-from treerag_core.hirag.communities import detect_communities
-from treerag_core.hirag.paths import find_path_with_required_nodes, key_entities
-from treerag_core.hirag.store import NetworkXGraphStore
+from treerag_core.strategies.hirag.communities import detect_communities
+from treerag_core.strategies.hirag.paths import find_path_with_required_nodes, key_entities
+from treerag_core.strategies.hirag.store import NetworkXGraphStore
 
 
 def test_key_entities_follow_rank_and_community_order():

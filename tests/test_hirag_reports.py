@@ -10,15 +10,15 @@ import pytest
 from fake_anthropic import FakeAnthropicServer, reply, status
 from hirag_fixtures import two_cliques
 
-from treerag_core.errors import LLMError
-from treerag_core.hirag.communities import detect_communities
-from treerag_core.hirag.reports import (
+from treerag_core.base.errors import LLMError
+from treerag_core.llm import AnthropicClient
+from treerag_core.strategies.hirag.communities import detect_communities
+from treerag_core.strategies.hirag.reports import (
     CommunityReport,
     build_report_prompt,
     build_reports,
     parse_report_response,
 )
-from treerag_core.llm import AnthropicClient
 
 KEY = "sk-ant-test-reports"
 

@@ -6,12 +6,14 @@ import numpy as np
 import pytest
 from hirag_fixtures import Edge, Node, two_cliques
 
-from treerag_core.embedders import get_embedder
-from treerag_core.hirag.build import entity_text
-from treerag_core.hirag.communities import detect_communities
-from treerag_core.hirag.corpus_graph import CorpusGraph, merge_extractions
-from treerag_core.hirag.reports import build_reports
-from treerag_core.hirag.retriever import (
+from treerag_core.base.types import Chunk
+from treerag_core.index.embedders import get_embedder
+from treerag_core.index.tokens import tokenize
+from treerag_core.strategies.hirag.build import entity_text
+from treerag_core.strategies.hirag.communities import detect_communities
+from treerag_core.strategies.hirag.corpus_graph import CorpusGraph, merge_extractions
+from treerag_core.strategies.hirag.reports import build_reports
+from treerag_core.strategies.hirag.retriever import (
     HiragOptions,
     HiragRetriever,
     Mode,
@@ -19,9 +21,7 @@ from treerag_core.hirag.retriever import (
     path_text,
     within_budget,
 )
-from treerag_core.hirag.store import HiragIndex
-from treerag_core.text import tokenize
-from treerag_core.types import Chunk
+from treerag_core.strategies.hirag.store import HiragIndex
 
 EMBEDDER = get_embedder("hashing")
 

@@ -11,15 +11,17 @@ import pytest
 from hirag_fixtures import two_cliques
 
 from tests.conftest import sample_sources
-from treerag_core import store as store_module
-from treerag_core.config import IndexSettings
-from treerag_core.embedders import get_embedder
-from treerag_core.errors import IndexBusyError, IndexFormatError
-from treerag_core.hirag import build as hirag_build
-from treerag_core.hirag import store as hirag_store
-from treerag_core.hirag.build import build_hirag, load_or_build
-from treerag_core.hirag.reports import CommunityReport
-from treerag_core.hirag.store import (
+from treerag_core.base.config import IndexSettings
+from treerag_core.base.errors import IndexBusyError, IndexFormatError
+from treerag_core.index import store as store_module
+from treerag_core.index.corpus import build_index
+from treerag_core.index.embedders import get_embedder
+from treerag_core.index.store import load_index, save_index
+from treerag_core.strategies.hirag import build as hirag_build
+from treerag_core.strategies.hirag import store as hirag_store
+from treerag_core.strategies.hirag.build import build_hirag, load_or_build
+from treerag_core.strategies.hirag.reports import CommunityReport
+from treerag_core.strategies.hirag.store import (
     NetworkXGraphStore,
     has_hirag,
     keep_aside,
@@ -29,8 +31,6 @@ from treerag_core.hirag.store import (
     save_hirag,
     save_partial_reports,
 )
-from treerag_core.index import build_index
-from treerag_core.store import load_index, save_index
 
 
 def test_networkx_store_queries():
@@ -286,8 +286,8 @@ def test_a_graph_save_waits_for_a_reindex_of_its_folder(small_index, built, monk
     # meanwhile would be renamed into the folder being replaced.
     import fcntl
 
-    from treerag_core.errors import IndexBusyError
-    from treerag_core.store import lock_path_of
+    from treerag_core.base.errors import IndexBusyError
+    from treerag_core.index.store import lock_path_of
 
     monkeypatch.setattr(store_module, "LOCK_TIMEOUT", 0.2)
     with open(lock_path_of(small_index.resolve()), "a+") as held:

@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 from tests.conftest import sample_sources
-from treerag_core import artifacts
-from treerag_core.config import IndexSettings
-from treerag_core.embedders import get_embedder
-from treerag_core.errors import EmbedderError, IndexBusyError, IndexFormatError
-from treerag_core.index import SourceDocument, build_index, corpus_stats
-from treerag_core.store import (
+from treerag_core.base import artifacts
+from treerag_core.base.config import IndexSettings
+from treerag_core.base.errors import EmbedderError, IndexBusyError, IndexFormatError
+from treerag_core.index.corpus import SourceDocument, build_index, corpus_stats
+from treerag_core.index.embedders import get_embedder
+from treerag_core.index.store import (
     SCHEMA_VERSION,
     check_embedder,
     index_lock,
@@ -59,7 +59,7 @@ def test_leaf_scores_cover_only_its_chunks(hashing_index):
     index = hashing_index
     leaf = next(n for n in index.leaves() if len(index.leaf_rows(n.node_id)) >= 2)
     text = index.chunks[int(index.leaf_rows(leaf.node_id)[0])].text
-    from treerag_core.text import tokenize
+    from treerag_core.index.tokens import tokenize
 
     rows, dense, bm25 = index.score_leaf(
         leaf.node_id, index.embeddings[int(index.leaf_rows(leaf.node_id)[0])], tokenize(text)
@@ -75,7 +75,7 @@ def test_save_load_gives_identical_search(tmp_path, hashing_index):
     assert loaded.nodes == hashing_index.nodes
     assert loaded.chunks == hashing_index.chunks
     assert np.array_equal(loaded.embeddings, hashing_index.embeddings)
-    from treerag_core.text import tokenize
+    from treerag_core.index.tokens import tokenize
 
     query = "router accuracy EUR/USD"
     qvec = get_embedder("hashing").embed_query(query)
@@ -193,7 +193,7 @@ def test_save_replaces_existing_index(tmp_path, hashing_index):
 
 def _pdf_index():
     from tests.pdf_factory import report_pdf
-    from treerag_core.ingest import sources_from_uploads
+    from treerag_core.ingest.documents import sources_from_uploads
 
     sources, _ = sources_from_uploads([("r.pdf", report_pdf(3))], 1024 * 1024)
     sources.append(SourceDocument("n.md", "# N\n\nplain markdown text, no pages at all.\n"))
@@ -325,7 +325,7 @@ INDEXER = """
 import sys
 from pathlib import Path
 sys.path.insert(0, sys.argv[2])
-from treerag_core.store import load_index, save_index
+from treerag_core.index.store import load_index, save_index
 index = load_index(sys.argv[3])
 print("ready", flush=True)
 while True:
@@ -366,8 +366,8 @@ def test_killed_indexer_always_leaves_a_loadable_index(tmp_path, hashing_index):
 
 
 def test_scope_caches_are_bounded_lru(hashing_index):
-    from treerag_core.index import MAX_SCOPE_CACHE
-    from treerag_core.text import tokenize
+    from treerag_core.index.corpus import MAX_SCOPE_CACHE
+    from treerag_core.index.tokens import tokenize
 
     qvec = get_embedder("hashing").embed_query("router")
     docs = [d.doc_id for d in hashing_index.documents]
@@ -395,8 +395,8 @@ def test_chunk_rows_find_every_chunk_and_refuse_a_foreign_id(hashing_index, tmp_
 @pytest.fixture(scope="module")
 def full_folder(tmp_path_factory) -> Path:
     """A small index with every artifact: layers, leaf graphs and a HiRAG build."""
-    from treerag_core.hirag.build import build_hirag
-    from treerag_core.hirag.store import save_hirag
+    from treerag_core.strategies.hirag.build import build_hirag
+    from treerag_core.strategies.hirag.store import save_hirag
 
     embedder = get_embedder("hashing")
     settings = IndexSettings(embedder="hashing", graph_min_leaf_chars=300)
@@ -487,7 +487,7 @@ TAMPERED = {
 
 @pytest.mark.parametrize("case", sorted(TAMPERED))
 def test_a_tampered_index_folder_is_one_clear_error_naming_the_file(tmp_path, full_folder, case):
-    from treerag_core.hirag.store import load_hirag
+    from treerag_core.strategies.hirag.store import load_hirag
 
     name, damage = TAMPERED[case]
     folder = tmp_path / "idx"
@@ -501,7 +501,7 @@ def test_a_tampered_index_folder_is_one_clear_error_naming_the_file(tmp_path, fu
 
 
 def test_the_full_folder_loads_before_it_is_tampered(full_folder):
-    from treerag_core.hirag.store import load_hirag
+    from treerag_core.strategies.hirag.store import load_hirag
 
     index = load_index(full_folder)
     assert index.layers is not None and index.graphs

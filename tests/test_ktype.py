@@ -6,8 +6,9 @@ import json
 
 import pytest
 
-from treerag_core.errors import LLMError
-from treerag_core.ktype import (
+from treerag_core.base.errors import LLMError
+from treerag_core.base.types import DocumentInfo, TreeNode, Usage
+from treerag_core.strategies.drilldown.ktype import (
     KTypeSummary,
     build_ktype_prompt,
     document_key,
@@ -17,7 +18,6 @@ from treerag_core.ktype import (
     render_ktype,
     type_shares,
 )
-from treerag_core.types import DocumentInfo, TreeNode, Usage
 
 
 def _leaf(content: str, heading: str = "H") -> TreeNode:
@@ -113,10 +113,10 @@ def test_llm_summarizer_batches_and_caches():
 
 def test_llm_summaries_land_in_the_index_and_its_cache(tmp_path):
     from tests.conftest import sample_sources
-    from treerag_core.config import IndexSettings
-    from treerag_core.embedders import get_embedder
-    from treerag_core.index import build_index
-    from treerag_core.store import load_index, save_index
+    from treerag_core.base.config import IndexSettings
+    from treerag_core.index.corpus import build_index
+    from treerag_core.index.embedders import get_embedder
+    from treerag_core.index.store import load_index, save_index
 
     client = FakeClient()
     settings = IndexSettings(embedder="hashing")

@@ -8,15 +8,15 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from treerag_core.errors import IndexFormatError
-from treerag_core.layers import (
+from treerag_core.base.errors import IndexFormatError
+from treerag_core.index.store import load_index, save_index
+from treerag_core.strategies.drilldown.layers import (
     LAYERS_JSON,
     chunk_mean_layers,
     ensure_layers,
     layer_points,
     parent_text,
 )
-from treerag_core.store import load_index, save_index
 
 
 def test_layers_cover_every_document_and_section_with_chunks(hashing_index):

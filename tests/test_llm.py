@@ -23,7 +23,9 @@ from fake_anthropic import (
     stream_error,
 )
 
-from treerag_core.errors import LLMError
+from treerag_core.base.errors import LLMError
+from treerag_core.base.settings import LLMSettings
+from treerag_core.base.types import Usage
 from treerag_core.llm import (
     SUMMARY_INPUT_CHARS,
     AnthropicClient,
@@ -32,8 +34,6 @@ from treerag_core.llm import (
     price_for,
     summarize_batch,
 )
-from treerag_core.settings import LLMSettings
-from treerag_core.types import Usage
 
 KEY = "sk-ant-test-not-a-real-key-123"
 HAIKU = "claude-haiku-4-5"

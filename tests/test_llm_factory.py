@@ -9,7 +9,8 @@ import pytest
 from fake_anthropic import FakeAnthropicServer
 from fake_openai import FakeOpenAIServer, reply, status
 
-from treerag_core.errors import LLMError
+from treerag_core.base.errors import LLMError
+from treerag_core.base.settings import LLMSettings, QuerySettings
 from treerag_core.llm import (
     api_key_for,
     base_url_for,
@@ -23,7 +24,6 @@ from treerag_core.llm import (
     settings_from_env,
     test_connection,
 )
-from treerag_core.settings import LLMSettings, QuerySettings
 
 ANTHROPIC = LLMSettings()
 OPENAI = LLMSettings(provider="openai", locate_model="llama3.2", answer_model="llama3.2")
@@ -124,7 +124,7 @@ def test_each_sdk_is_imported_only_by_its_provider() -> None:
     code = (
         "import sys\n"
         "from treerag_core.llm import make_client\n"
-        "from treerag_core.settings import LLMSettings\n"
+        "from treerag_core.base.settings import LLMSettings\n"
         "assert 'anthropic' not in sys.modules and 'openai' not in sys.modules\n"
         "make_client(LLMSettings(), 'k')\n"
         "assert 'anthropic' in sys.modules and 'openai' not in sys.modules\n"

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from treerag_core.convert import convert_bytes
-from treerag_core.convert.llm_levels import (
+from treerag_core.base.errors import LLMError
+from treerag_core.base.types import Usage
+from treerag_core.ingest.convert import convert_bytes
+from treerag_core.ingest.convert.llm_levels import (
     build_level_prompt,
     parse_level_response,
     propose_level_fixes,
 )
-from treerag_core.errors import LLMError
-from treerag_core.tree_edits import apply_edits
-from treerag_core.types import Usage
+from treerag_core.ingest.tree_edits import apply_edits
 
 DOC = b"# Report\n\n## PART I\n\ntext\n\n## Item 1. Business\n\ntext\n\n## Item 2. Risks\n\ntext\n"
 

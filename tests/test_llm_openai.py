@@ -22,10 +22,10 @@ from fake_openai import (
     stream_error,
 )
 
-from treerag_core.errors import LLMError
+from treerag_core.base.errors import LLMError
+from treerag_core.base.types import Usage
 from treerag_core.llm import LLMClient, format_cost, structured_output_note, summarize_batch
 from treerag_core.llm.openai_provider import OpenAIClient
-from treerag_core.types import Usage
 
 KEY = "sk-openai-test-not-a-real-key-456"
 LOCAL = "llama3.2"

@@ -9,13 +9,13 @@ from fake_anthropic import FakeAnthropicServer
 from fake_openai import FakeOpenAIServer, reply
 from streamlit.testing.v1 import AppTest
 
-from treerag_core.settings import LLMSettings
+from treerag_core.base.settings import LLMSettings
 
 
 def panel_app() -> None:
     import streamlit as st
 
-    from ui.llm_panel import llm_panel
+    from ui.common.llm_panel import llm_panel
 
     st.session_state["out"] = llm_panel()
 
@@ -120,7 +120,7 @@ def test_an_openai_endpoint_in_the_environment_preselects_it(monkeypatch) -> Non
 def session_client_app() -> None:
     import streamlit as st
 
-    from ui.llm_panel import llm_panel, session_client
+    from ui.common.llm_panel import llm_panel, session_client
 
     if st.session_state.get("draw", True):
         llm_panel()
@@ -154,7 +154,7 @@ SECRET = "sk-ant-SERVER-SECRET"
 def panel_and_client_app() -> None:
     import streamlit as st
 
-    from ui.llm_panel import llm_panel, session_client
+    from ui.common.llm_panel import llm_panel, session_client
 
     st.session_state["out"] = llm_panel()
     client, model = session_client("llm_")

@@ -1,4 +1,4 @@
-"""Tests for treerag_core.loading: decoding, size limits and folder expansion."""
+"""Tests for treerag_core.ingest.loading: decoding, size limits and folder expansion."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import EVAL_DIR, skip_unless_ci
-from treerag_core.errors import FileTooLargeError, InputDocumentError
-from treerag_core.loading import collect_inputs, decode_document, read_document
+from treerag_core.base.errors import FileTooLargeError, InputDocumentError
+from treerag_core.ingest.loading import collect_inputs, decode_document, read_document
 
 MB = 1024 * 1024
 
@@ -115,7 +115,7 @@ def test_collect_inputs_missing_path(tmp_path: Path) -> None:
 def test_fifo_named_md_is_refused_not_hung(tmp_path):
     import os
 
-    from treerag_core.ingest import sources_from_paths
+    from treerag_core.ingest.documents import sources_from_paths
 
     (tmp_path / "good.md").write_text("# A\n\ntext\n", encoding="utf-8")
     os.mkfifo(tmp_path / "pipe.md")
@@ -127,7 +127,7 @@ def test_fifo_named_md_is_refused_not_hung(tmp_path):
 
 
 def test_symlink_loop_is_reported(tmp_path):
-    from treerag_core.ingest import sources_from_paths
+    from treerag_core.ingest.documents import sources_from_paths
 
     (tmp_path / "a.md").symlink_to(tmp_path / "b.md")
     (tmp_path / "b.md").symlink_to(tmp_path / "a.md")
@@ -144,8 +144,8 @@ def test_the_uploader_lets_an_over_limit_file_reach_the_app():
     import tomllib
     from pathlib import Path
 
-    from treerag_core.config import DEFAULT_MAX_FILE_BYTES, MB
-    from treerag_core.loading import too_large
+    from treerag_core.base.config import DEFAULT_MAX_FILE_BYTES, MB
+    from treerag_core.ingest.loading import too_large
 
     config = Path(__file__).resolve().parents[1] / ".streamlit" / "config.toml"
     upload_mb = tomllib.loads(config.read_text(encoding="utf-8"))["server"]["maxUploadSize"]

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from treerag_core.embedders import get_embedder
-from treerag_core.locators import HEADING_WEIGHT, score_leaves
-from treerag_core.settings import RetrieveSettings
-from treerag_core.text import tokenize
+from treerag_core.base.settings import RetrieveSettings
+from treerag_core.index.embedders import get_embedder
+from treerag_core.index.tokens import tokenize
+from treerag_core.search.locators import HEADING_WEIGHT, score_leaves
 
 
 def test_leaf_scores_are_min_max_over_the_scope(hashing_index):

@@ -65,10 +65,10 @@ def test_checked_route_keeps_the_flat_window_when_the_best_is_elsewhere():
 
 def test_the_dumped_scores_are_the_engines_windows(hashing_index):
     from benchmarks.dump_window_features import scope_scores
-    from treerag_core.embedders import get_embedder
+    from treerag_core.base.settings import QuerySettings
+    from treerag_core.index.embedders import get_embedder
     from treerag_core.pipeline import Engine, run
-    from treerag_core.settings import QuerySettings
-    from treerag_core.structure import window
+    from treerag_core.search.structure import window
 
     question = "How many epochs was the model trained for?"
     settings = QuerySettings().set("rerank.enabled", False)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from treerag_core.config import IndexSettings
-from treerag_core.embedders import get_embedder
-from treerag_core.errors import QueryError
-from treerag_core.index import SourceDocument, build_index
-from treerag_core.override import override_locate
-from treerag_core.types import LocatedLeaf, LocateResult
+from treerag_core.base.config import IndexSettings
+from treerag_core.base.errors import QueryError
+from treerag_core.base.types import LocatedLeaf, LocateResult
+from treerag_core.index.corpus import SourceDocument, build_index
+from treerag_core.index.embedders import get_embedder
+from treerag_core.search.override import override_locate
 
 
 @pytest.fixture(scope="module")

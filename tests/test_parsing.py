@@ -1,4 +1,4 @@
-"""Tests for treerag_core.parsing: heading detection, level inference, spans and coverage."""
+"""Tests for treerag_core.ingest.parsing: heading detection, level inference, spans and coverage."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import EVAL_DIR, skip_unless_ci
-from treerag_core.parsing import parse_document, scan_headings
-from treerag_core.text_rules import detect_language
-from treerag_core.types import TreeNode
+from treerag_core.base.text_rules import detect_language
+from treerag_core.base.types import TreeNode
+from treerag_core.ingest.parsing import parse_document, scan_headings
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE_DIR = REPO / "sample_docs"

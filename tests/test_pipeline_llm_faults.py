@@ -16,11 +16,11 @@ import fake_anthropic
 import fake_openai
 import pytest
 
-from treerag_core.embedders import get_embedder
+from treerag_core.base.settings import LLMSettings, QuerySettings
+from treerag_core.index.embedders import get_embedder
 from treerag_core.llm import make_client
+from treerag_core.llm.prompts import estimate_tokens
 from treerag_core.pipeline import Engine, run
-from treerag_core.prompts import estimate_tokens
-from treerag_core.settings import LLMSettings, QuerySettings
 
 pytestmark = pytest.mark.slow
 
@@ -201,8 +201,8 @@ def test_small_context_cuts_the_tree_and_the_trace_says_so(hashing_index) -> Non
 
 
 def test_tokens_without_a_price_are_shown_as_unknown_never_as_zero(hashing_index) -> None:
-    from treerag_core.render import render_footer
-    from treerag_core.trace_io import stage_summary, trace_from_json, trace_to_json
+    from treerag_core.records.terminal import render_footer
+    from treerag_core.records.trace_json import stage_summary, trace_from_json, trace_to_json
 
     with fake_openai.FakeOpenAIServer(include_usage=False) as server:  # reports no tokens
         engine = _engine(hashing_index, "openai")

@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from treerag_core.progress import PlainProgress
+from treerag_core.base.progress import PlainProgress
 
 
 def test_lines_at_start_periodically_and_at_the_end():
@@ -60,7 +60,7 @@ def test_a_piped_cli_process_prints_plain_lines_and_no_bar(tmp_path):
 
 
 def test_conversion_reports_every_file_a_refused_one_too():
-    from treerag_core.ingest import sources_from_uploads
+    from treerag_core.ingest.documents import sources_from_uploads
 
     calls: list[tuple[int, int]] = []
     uploads = [("a.md", b"# A\n\nSome text."), ("big.md", b"# B\n\n" + b"x" * 200)]

@@ -1,12 +1,12 @@
-"""Tests for treerag_core.prompt_budget: the locate tree's token budget follows the context."""
+"""Tests for treerag_core.llm.prompt_budget: the locate tree's token budget follows the context."""
 
 from __future__ import annotations
 
 import pytest
 
-from treerag_core.errors import LLMError
-from treerag_core.prompt_budget import check_fits, fit_blocks, locate_tree_budget
-from treerag_core.prompts import estimate_tokens
+from treerag_core.base.errors import LLMError
+from treerag_core.llm.prompt_budget import check_fits, fit_blocks, locate_tree_budget
+from treerag_core.llm.prompts import estimate_tokens
 
 
 def test_a_large_context_keeps_the_locate_budget() -> None:

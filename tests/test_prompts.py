@@ -1,4 +1,4 @@
-"""Tests for treerag_core.prompts: exact prompt text, the seed tree format, reply parsing."""
+"""Tests for treerag_core.llm.prompts: exact prompt text, the seed tree format, reply parsing."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import skip_unless_ci
-from treerag_core.errors import LLMError
-from treerag_core.prompts import (
+from treerag_core.base.errors import LLMError
+from treerag_core.base.types import TreeNode
+from treerag_core.llm.prompts import (
     build_context,
     build_locate_prompt,
     build_summary_prompt,
@@ -21,7 +22,6 @@ from treerag_core.prompts import (
     parse_summary_response,
     serialize_tree,
 )
-from treerag_core.types import TreeNode
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 SEEDS = Path(__file__).resolve().parents[2] / "shared" / "seeds"

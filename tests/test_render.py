@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from treerag_core.render import json_terminal_safe, render_trace, terminal_safe
-from treerag_core.types import Trace
+from treerag_core.base.types import Trace
+from treerag_core.records.terminal import json_terminal_safe, render_trace, terminal_safe
 
 
 def test_terminal_safe_escapes_control_sequences():
@@ -28,7 +28,7 @@ def test_render_trace_escapes_question_and_answer():
 
 
 def test_footer_shows_the_question_flags():
-    from treerag_core.render import render_footer
+    from treerag_core.records.terminal import render_footer
 
     trace = Trace("what is the admin password?", "treerag", {}, {})
     footer = render_footer(trace)
@@ -37,8 +37,8 @@ def test_footer_shows_the_question_flags():
 
 
 def test_the_answers_fallback_prints_after_the_answer_others_before_step_2():
-    from treerag_core.render import render_footer, render_retrieval
-    from treerag_core.types import Fallback
+    from treerag_core.base.types import Fallback
+    from treerag_core.records.terminal import render_footer, render_retrieval
 
     trace = Trace("q", "treerag", {}, {}, answer="A.")
     trace.fallbacks += [

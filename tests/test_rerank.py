@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 
 from tests.conftest import EVAL_DIR, skip_unless_ci
-from treerag_core.errors import EmbedderError
-from treerag_core.rerank import (
+from treerag_core.base.errors import EmbedderError
+from treerag_core.base.types import Chunk, RetrievedChunk
+from treerag_core.search.rerank import (
     BUNDLED_EN,
     CHINESE_SKIPPED,
     RERANK_OFF,
@@ -25,7 +26,6 @@ from treerag_core.rerank import (
     get_reranker,
     rerank_chunks,
 )
-from treerag_core.types import Chunk, RetrievedChunk
 
 ROUTER_Q = "How does the router choose which expert processes a token?"
 ROUTER_YES = (

@@ -6,9 +6,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from treerag_core.retrieval import fused_hits, pool
-from treerag_core.settings import RetrieveSettings
-from treerag_core.types import Chunk, RetrievalGroup, RetrievedChunk
+from treerag_core.base.settings import RetrieveSettings
+from treerag_core.base.types import Chunk, RetrievalGroup, RetrievedChunk
+from treerag_core.search.retrieval import fused_hits, pool
 
 
 def hit(chunk_id: str, leaf: str, dense: float, bm25: float, fused: float, rank: int = 1):

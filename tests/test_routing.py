@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from treerag_core.render import render_retrieval
-from treerag_core.routing import best_per_document, document_rows, document_table
-from treerag_core.trace_io import trace_from_json, trace_to_json
-from treerag_core.types import DocumentScore, LocateResult, Trace
+from treerag_core.base.types import DocumentScore, LocateResult, Trace
+from treerag_core.records.terminal import render_retrieval
+from treerag_core.records.trace_json import trace_from_json, trace_to_json
+from treerag_core.search.routing import best_per_document, document_rows, document_table
 
 
 def test_best_per_document_keeps_each_documents_best_chunk():
@@ -84,12 +84,12 @@ def test_the_cli_prints_the_table_and_counts_the_rest():
 
 
 def test_an_llm_pick_keeps_the_documents_of_its_sections(hashing_index):
-    from treerag_core.embedders import get_embedder
-    from treerag_core.locators import score_leaves
-    from treerag_core.settings import QuerySettings
-    from treerag_core.strategies.treerag import picked_documents
-    from treerag_core.text import tokenize
-    from treerag_core.types import LocatedLeaf
+    from treerag_core.base.settings import QuerySettings
+    from treerag_core.base.types import LocatedLeaf
+    from treerag_core.index.embedders import get_embedder
+    from treerag_core.index.tokens import tokenize
+    from treerag_core.search.locators import score_leaves
+    from treerag_core.strategies.treerag.strategy import picked_documents
 
     question = "How many epochs was the router trained for?"
     settings = QuerySettings()

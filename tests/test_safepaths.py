@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from treerag_core.errors import UnsafePathError
-from treerag_core.safepaths import (
+from treerag_core.base.errors import UnsafePathError
+from treerag_core.base.safepaths import (
     allowed_roots,
     read_bytes_checked,
     read_bytes_inside,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from treerag_core.settings import QuerySettings
+from treerag_core.base.settings import QuerySettings
 
 
 def test_removed_locate_settings_in_old_saved_settings_are_ignored():

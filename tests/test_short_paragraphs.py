@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from benchmarks.short_paragraphs import short_paragraphs
-from treerag_core.config import IndexSettings
-from treerag_core.embedders import get_embedder
-from treerag_core.index import SourceDocument, build_index
+from treerag_core.base.config import IndexSettings
+from treerag_core.index.corpus import SourceDocument, build_index
+from treerag_core.index.embedders import get_embedder
 
 DOC = "# Law\n\n## Article 1\n\nThe employer shall state:\n\n（一）工作内容；\n\n（二）劳动报酬；\n"
 

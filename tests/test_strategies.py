@@ -7,12 +7,13 @@ from typing import Any
 
 import pytest
 
+from treerag_core.base.names import StrategyName
+from treerag_core.base.settings import QuerySettings
+from treerag_core.base.types import ContextSection, LocatedLeaf, LocateResult
 from treerag_core.cli import build_parser, main
-from treerag_core.embedders import get_embedder
 from treerag_core.evaluation.harness import EvalConfig
-from treerag_core.names import StrategyName
+from treerag_core.index.embedders import get_embedder
 from treerag_core.pipeline import Engine, run
-from treerag_core.settings import QuerySettings
 from treerag_core.strategies import (
     QueryContext,
     Retrieval,
@@ -22,8 +23,7 @@ from treerag_core.strategies import (
     strategy_names,
     unregister,
 )
-from treerag_core.strategies.treerag import leaf_search
-from treerag_core.types import ContextSection, LocatedLeaf, LocateResult
+from treerag_core.strategies.treerag.strategy import leaf_search
 
 MOCK = QuerySettings().set("llm.enabled", False).set("rerank.enabled", False)
 
@@ -122,7 +122,7 @@ def test_the_harness_accepts_a_registered_plugin(plugin):
 
 def test_the_explorer_menus_read_the_registry(plugin, hashing_index):
     from treerag_core.compare import compare_strategies
-    from ui.query_controls import runnable_strategies
+    from ui.common.query_controls import runnable_strategies
 
     # The Ask page's strategy menu and the Compare list are built from the registry.
     assert "first-leaves" in runnable_strategies()

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from treerag_core.embedders import get_embedder
-from treerag_core.hirag.retriever import HiragOptions
-from treerag_core.settings import QuerySettings
+from treerag_core.base.settings import QuerySettings
+from treerag_core.index.embedders import get_embedder
+from treerag_core.index.tokens import tokenize
 from treerag_core.strategies import get_strategy
 from treerag_core.strategies.base import QueryContext
-from treerag_core.text import tokenize
+from treerag_core.strategies.hirag.retriever import HiragOptions
 
 NAMES = ("hirag-naive", "hirag-local", "hirag-global", "hirag-bridge", "hirag")
 QUESTION = "How does the bandit router choose the breakout expert?"
@@ -132,7 +132,7 @@ def test_trace_records_the_query_params_and_the_answer_cites_the_graph(hashing_i
 def test_a_tiny_unit_set_reports_forced_min_max_in_the_trace(hashing_index, name, options, units):
     from treerag_core.pipeline import Engine
     from treerag_core.pipeline import run as run_pipeline
-    from treerag_core.record import stage_hits
+    from treerag_core.records.audit_record import stage_hits
 
     settings = (
         QuerySettings(strategy=name)

@@ -6,16 +6,16 @@ from dataclasses import replace
 
 import pytest
 
-from treerag_core.drilldown import DrilldownOptions
-from treerag_core.embedders import get_embedder
-from treerag_core.errors import QueryError
-from treerag_core.layers import layer_points
-from treerag_core.settings import QuerySettings
+from treerag_core.base.errors import QueryError
+from treerag_core.base.settings import QuerySettings
+from treerag_core.index.embedders import get_embedder
+from treerag_core.index.tokens import tokenize
+from treerag_core.index.vectors.attach import attach_store, store_for
+from treerag_core.index.vectors.qdrant_store import QdrantStore
 from treerag_core.strategies import get_strategy
 from treerag_core.strategies.base import QueryContext
-from treerag_core.text import tokenize
-from treerag_core.vectors.attach import attach_store, store_for
-from treerag_core.vectors.qdrant_store import QdrantStore
+from treerag_core.strategies.drilldown.layers import layer_points
+from treerag_core.strategies.drilldown.search import DrilldownOptions
 
 QUESTION = "劳动者解除劳动合同需要提前多少天书面通知用人单位？"
 
@@ -107,8 +107,8 @@ def test_through_the_pipeline_with_step_one_reused_when_only_children_change(has
 
 
 def test_synthesis_reads_the_three_layers_in_order_and_falls_back_to_extractive(hashing_index):
+    from treerag_core.answer.synthesis import synthesis_prompt
     from treerag_core.pipeline import Engine, run
-    from treerag_core.synthesis import synthesis_prompt
 
     engine = Engine(hashing_index, get_embedder("hashing"), api_key=None)
     seed = DrilldownOptions(1, 1, 3, "summary", "summary")

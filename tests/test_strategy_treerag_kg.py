@@ -5,17 +5,17 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import sample_sources
-from treerag_core.config import IndexSettings
-from treerag_core.embedders import get_embedder
-from treerag_core.errors import IndexFormatError
-from treerag_core.graph.search import GraphSearchOptions
-from treerag_core.index import build_index
-from treerag_core.prompts import estimate_tokens
-from treerag_core.settings import QuerySettings
+from treerag_core.base.config import IndexSettings
+from treerag_core.base.errors import IndexFormatError
+from treerag_core.base.settings import QuerySettings
+from treerag_core.base.types import LocatedLeaf, LocateResult
+from treerag_core.index.corpus import build_index
+from treerag_core.index.embedders import get_embedder
+from treerag_core.index.tokens import tokenize
+from treerag_core.llm.prompts import estimate_tokens
 from treerag_core.strategies import QueryContext, get_strategy
-from treerag_core.strategies.structured import StructureOptions
-from treerag_core.text import tokenize
-from treerag_core.types import LocatedLeaf, LocateResult
+from treerag_core.strategies.graph.search import GraphSearchOptions
+from treerag_core.strategies.treerag.structured import StructureOptions
 
 QUESTION = "用人单位违反竞业限制约定应当支付什么违约金？"
 
@@ -116,7 +116,7 @@ def test_an_index_without_graphs_asks_for_a_rebuild(ctx_for):
 
 
 def test_pipeline_run_gives_paths_to_the_trace_and_the_extractive_answer(ctx_for):
-    from treerag_core.embedders import get_embedder
+    from treerag_core.index.embedders import get_embedder
     from treerag_core.pipeline import Engine, run
 
     ctx = ctx_for(2000)

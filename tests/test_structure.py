@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from treerag_core.structure import path_passage, scope_structure, structured_scores
-from treerag_core.text import tokenize
+from treerag_core.index.tokens import tokenize
+from treerag_core.search.structure import path_passage, scope_structure, structured_scores
 
 DOC = "test_paper.md"
 
@@ -85,7 +85,7 @@ def test_path_passage_puts_the_path_first():
 
 
 def test_window_votes_and_sections_come_from_one_order(hashing_index):
-    from treerag_core.structure import document_votes, section_ranking, window
+    from treerag_core.search.structure import document_votes, section_ranking, window
 
     index = hashing_index
     qvec = index.embeddings[0]
@@ -120,7 +120,7 @@ def test_one_question_is_scored_once(hashing_index):
 
 
 def test_best_passage_follows_the_final_reader_or_the_fused_order(hashing_index):
-    from treerag_core.structure import best_passage, window_hits
+    from treerag_core.search.structure import best_passage, window_hits
 
     index = hashing_index
     got = structured_scores(

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from treerag_core.embedders import get_embedder
+from treerag_core.base.settings import QuerySettings
+from treerag_core.index.embedders import get_embedder
 from treerag_core.pipeline import Engine, run
-from treerag_core.settings import QuerySettings
-from treerag_core.strategies.structured import StructureOptions
-from treerag_core.trace_io import trace_from_json, trace_to_json
+from treerag_core.records.trace_json import trace_from_json, trace_to_json
+from treerag_core.strategies.treerag.structured import StructureOptions
 
 MOCK = (
     QuerySettings()

@@ -1,4 +1,4 @@
-"""Tests for treerag_core.summaries: extractive leaf summaries and bottom-up parent summaries."""
+"""ingest.node_summaries: extractive leaf summaries and bottom-up parent summaries."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import EVAL_DIR, skip_unless_ci
-from treerag_core.parsing import parse_document
-from treerag_core.summaries import content_key, first_sentence, summarize_tree
-from treerag_core.types import TreeNode
+from treerag_core.base.types import TreeNode
+from treerag_core.ingest.node_summaries import content_key, first_sentence, summarize_tree
+from treerag_core.ingest.parsing import parse_document
 
 SAMPLE_DIR = Path(__file__).resolve().parents[1] / "sample_docs"
 

@@ -9,12 +9,12 @@ import pytest
 from fake_anthropic import FakeAnthropicServer, reply, status
 
 from tests.conftest import sample_sources
-from treerag_core.config import IndexSettings
-from treerag_core.embedders import get_embedder
-from treerag_core.errors import LLMError
-from treerag_core.index import build_index
+from treerag_core.base.config import IndexSettings
+from treerag_core.base.errors import LLMError
+from treerag_core.index.corpus import build_index
+from treerag_core.index.embedders import get_embedder
+from treerag_core.ingest.node_summaries_llm import make_llm_summarizer
 from treerag_core.llm import AnthropicClient
-from treerag_core.summaries_llm import make_llm_summarizer
 
 KEY = "sk-ant-test-summaries"
 SETTINGS = IndexSettings(embedder="hashing", llm_summaries=True)

@@ -9,9 +9,8 @@ import numpy as np
 import pytest
 from markdown_it import MarkdownIt
 
-from treerag_core.embedders import get_embedder
-from treerag_core.flags import WEAK_RERANK_LOGIT
-from treerag_core.synthesis import (
+from treerag_core.answer.flags import WEAK_RERANK_LOGIT
+from treerag_core.answer.synthesis import (
     NOT_ANSWERED,
     Extract,
     Sentence,
@@ -23,7 +22,8 @@ from treerag_core.synthesis import (
     speaking_hits,
     whole_sentences,
 )
-from treerag_core.types import Chunk, RetrievedChunk
+from treerag_core.base.types import Chunk, RetrievedChunk
+from treerag_core.index.embedders import get_embedder
 
 DOC = (
     "# Paper\n\n## Training\n\n"
@@ -222,8 +222,8 @@ def test_extractive_answer_never_renders_document_links_as_live_links():
 
 
 def test_an_extractive_answer_to_an_llm_request_without_a_key_is_a_fallback():
-    from treerag_core.synthesis import LLM_OFF, NO_LLM_ANSWER, answer_fallbacks
-    from treerag_core.types import Fallback, Trace
+    from treerag_core.answer.synthesis import LLM_OFF, NO_LLM_ANSWER, answer_fallbacks
+    from treerag_core.base.types import Fallback, Trace
 
     def trace(enabled: bool, client: bool, answer: str = "Fifty [Source: 3 Methods].") -> Trace:
         return Trace("q", "treerag", {"llm": {"enabled": enabled}}, {"llm": client}, answer=answer)
@@ -251,8 +251,8 @@ LAW = (
 
 
 def test_a_list_item_finds_the_line_that_opens_its_list() -> None:
-    from treerag_core.synthesis import lead_in
-    from treerag_core.text_rules import opens_list_item
+    from treerag_core.answer.synthesis import lead_in
+    from treerag_core.base.text_rules import opens_list_item
 
     item = LAW.index("（六）")
     assert opens_list_item(LAW[item:]) and not opens_list_item("第三十九条 劳动者在试用期间")
@@ -269,7 +269,7 @@ def test_a_list_item_finds_the_line_that_opens_its_list() -> None:
 
 
 def test_the_extractive_answer_quotes_a_list_item_with_its_lead_in() -> None:
-    from treerag_core.synthesis import Extract, Sentence, render_extract, with_lead_ins
+    from treerag_core.answer.synthesis import Extract, Sentence, render_extract, with_lead_ins
 
     start = LAW.index("（六）")
     end = LAW.index("\n", start)
@@ -286,7 +286,7 @@ def test_the_extractive_answer_quotes_a_list_item_with_its_lead_in() -> None:
 
 
 def test_a_line_that_opens_a_list_is_quoted_with_its_first_items() -> None:
-    from treerag_core.synthesis import (
+    from treerag_core.answer.synthesis import (
         ITEMS_MAX,
         Extract,
         Sentence,
@@ -321,8 +321,8 @@ def test_a_line_that_opens_a_list_is_quoted_with_its_first_items() -> None:
 
 
 def test_a_chinese_answer_names_the_graph_context_in_chinese() -> None:
-    from treerag_core.synthesis import _context_rows
-    from treerag_core.types import ContextSection
+    from treerag_core.answer.synthesis import _context_rows
+    from treerag_core.base.types import ContextSection
 
     row = {"entity": "经济补偿", "found_in": "第四章 劳动合同的解除和终止"}
     sections = [ContextSection("entities", "Entities", "经济补偿", (row,), ("c1",))]
@@ -332,8 +332,8 @@ def test_a_chinese_answer_names_the_graph_context_in_chinese() -> None:
 
 
 def test_lists_on_single_lines_and_bracketed_numbers_without_a_space() -> None:
-    from treerag_core.synthesis import lead_in, list_items
-    from treerag_core.text_rules import opens_list_item
+    from treerag_core.answer.synthesis import lead_in, list_items
+    from treerag_core.base.text_rules import opens_list_item
 
     assert opens_list_item("（1）未按照劳动合同约定") and opens_list_item("(2)foo")
     assert not opens_list_item("2019 Results") and not opens_list_item("第三十八条 用人单位")
@@ -347,7 +347,7 @@ def test_lists_on_single_lines_and_bracketed_numbers_without_a_space() -> None:
 
 
 def test_a_link_in_a_lead_in_or_an_item_is_made_inert() -> None:
-    from treerag_core.synthesis import Extract, Sentence, render_extract, with_lead_ins
+    from treerag_core.answer.synthesis import Extract, Sentence, render_extract, with_lead_ins
 
     doc = "见 [说明](https://evil.example)：\n\n（一）第一项 ![](https://t.example/p.png)。\n"
     start = doc.index("（一）")

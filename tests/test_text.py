@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from treerag_core.text import is_stopword_only, load_jieba, stem, tokenize, word_set
+from treerag_core.index.tokens import is_stopword_only, load_jieba, stem, tokenize, word_set
 
 
 def test_english_tokens_are_lowercase_content_words() -> None:
@@ -108,7 +108,7 @@ def test_tokenize_is_thread_safe_on_first_use() -> None:
     # A fresh process, so jieba's one-time initialisation itself races across 8 threads.
     script = (
         "from concurrent.futures import ThreadPoolExecutor\n"
-        "from treerag_core.text import tokenize\n"
+        "from treerag_core.index.tokens import tokenize\n"
         "texts = ['劳动者在试用期内可以解除劳动合同', '中华人民共和国民法典第一千条'] * 8\n"
         "with ThreadPoolExecutor(max_workers=8) as pool:\n"
         "    got = list(pool.map(tokenize, texts))\n"
@@ -136,7 +136,7 @@ def test_word_lists_and_jieba_are_public_for_the_modules_that_share_them() -> No
         for folder in ("treerag_core", "ui", "pages")
         for path in sorted((repo / folder).rglob("*.py"))
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
-        if isinstance(node, ast.ImportFrom) and node.module == "treerag_core.text"
+        if isinstance(node, ast.ImportFrom) and node.module == "treerag_core.index.tokens"
         for alias in node.names
         if alias.name.startswith("_")
     ]

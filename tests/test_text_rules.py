@@ -1,4 +1,4 @@
-"""Tests for treerag_core.text_rules, and that merging the rules changed no tree or chunk."""
+"""Tests for treerag_core.base.text_rules, and that merging the rules changed no tree or chunk."""
 
 from __future__ import annotations
 
@@ -8,10 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from treerag_core.chunking import chunk_leaf
-from treerag_core.parsing import parse_document
-from treerag_core.summaries import summarize_tree
-from treerag_core.text_rules import (
+from treerag_core.base.text_rules import (
     PATH_SEP,
     detect_language,
     han_count,
@@ -30,6 +27,9 @@ from treerag_core.text_rules import (
     truncate,
     zh_int,
 )
+from treerag_core.ingest.chunking import chunk_leaf
+from treerag_core.ingest.node_summaries import summarize_tree
+from treerag_core.ingest.parsing import parse_document
 
 REPO = Path(__file__).resolve().parents[1]
 GOLDEN = REPO / "tests" / "golden" / "text_rules_digests.json"

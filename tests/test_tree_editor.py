@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from treerag_core.tree_edits import TreeEdit, load_edits
-from treerag_core.types import Usage
+from treerag_core.base.types import Usage
+from treerag_core.ingest.tree_edits import TreeEdit, load_edits
 
 APP = Path(__file__).parent / "apps" / "tree_editor_app.py"
 

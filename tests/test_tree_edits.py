@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from pdf_factory import report_pdf
 
-from treerag_core.convert import convert_bytes
-from treerag_core.errors import InputDocumentError
-from treerag_core.ingest import convert_upload, sources_from_uploads, to_source
-from treerag_core.parsing import parse_document
-from treerag_core.tree_edits import TreeEdit, apply_edits, load_edits, save_edits
+from treerag_core.base.errors import InputDocumentError
+from treerag_core.ingest.convert import convert_bytes
+from treerag_core.ingest.documents import convert_upload, sources_from_uploads, to_source
+from treerag_core.ingest.parsing import parse_document
+from treerag_core.ingest.tree_edits import TreeEdit, apply_edits, load_edits, save_edits
 
 MB = 1024 * 1024
 TEXT = (

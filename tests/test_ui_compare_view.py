@@ -10,7 +10,7 @@ from tests.app_helpers import ask, open_app, unescape
 from tests.conftest import keyless_app
 from treerag_core.compare import Compared
 from treerag_core.strategies import strategy_names
-from ui.compare_view import summary_frame
+from ui.ask.compare_view import summary_frame
 
 QUESTION = "How many epochs was the model trained for?"
 
@@ -73,7 +73,7 @@ def test_summary_frame_counts_the_shared_passages(compared):
 
 
 def test_top_sections_name_each_section_once_in_order(compared):
-    from ui.compare_view import COMPARE_TOP, top_sections
+    from ui.ask.compare_view import COMPARE_TOP, top_sections
 
     hits = compared.session_state["ask_trace"].reranked[:COMPARE_TOP]
     assert [h.chunk.heading_path for h in hits] == [
@@ -90,8 +90,8 @@ def test_a_rerun_shows_the_stored_summary_without_recomputing_it(compared, monke
     """The table is made once per compare (kept with its results in session state): a rerun
     for anything else, here presentation mode, reads it (the script shares this process's
     modules, so a patched summary_frame counts the calls)."""
-    from ui import compare_view
-    from ui.ask_story import PRESENT
+    from ui.ask import compare_view
+    from ui.ask.story import PRESENT
 
     made: list[int] = []
     real = compare_view.summary_frame

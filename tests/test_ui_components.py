@@ -9,11 +9,11 @@ import pytest
 
 from benchmarks.bench_ui import handbook_markdown
 from tests.conftest import skip_unless_ci
-from treerag_core.config import IndexSettings
-from treerag_core.embedders import get_embedder
-from treerag_core.index import SourceDocument, build_index
-from ui import resources, score_tables, text_safety, workspace
-from ui import tree_graph as w
+from treerag_core.base.config import IndexSettings
+from treerag_core.index.corpus import SourceDocument, build_index
+from treerag_core.index.embedders import get_embedder
+from ui.common import resources, score_tables, text_safety, workspace
+from ui.common import tree_graph as w
 
 
 @pytest.fixture(scope="module")
@@ -149,9 +149,9 @@ def test_inspected_node_keeps_its_cited_border_and_gets_a_halo(big_index):
 def test_stage_table_never_prints_zero_dollars_for_an_unpriced_model(paper_engine):
     from dataclasses import replace
 
+    from treerag_core.base.settings import QuerySettings
+    from treerag_core.base.types import Usage
     from treerag_core.pipeline import run
-    from treerag_core.settings import QuerySettings
-    from treerag_core.types import Usage
 
     trace = run(paper_engine, "How many epochs was the model trained for?", QuerySettings())
     unpriced = Usage(input_tokens=10, output_tokens=5, model="llama3.2", cost_known=False)
@@ -165,8 +165,8 @@ def test_stage_table_never_prints_zero_dollars_for_an_unpriced_model(paper_engin
 def test_rerank_table_has_a_section_column_only_when_sections_were_scored(paper_engine):
     from dataclasses import replace
 
+    from treerag_core.base.settings import QuerySettings
     from treerag_core.pipeline import run
-    from treerag_core.settings import QuerySettings
 
     trace = run(paper_engine, "How many epochs was the model trained for?", QuerySettings())
     bare = [replace(h, prior=None) for h in trace.candidates]
@@ -180,8 +180,8 @@ def test_rerank_table_has_a_section_column_only_when_sections_were_scored(paper_
 def test_score_tables_show_the_graph_column_only_when_a_graph_ran(paper_engine):
     from dataclasses import replace
 
+    from treerag_core.base.settings import QuerySettings
     from treerag_core.pipeline import run
-    from treerag_core.settings import QuerySettings
 
     trace = run(paper_engine, "How many epochs was the model trained for?", QuerySettings())
     assert "graph" not in score_tables.rerank_frame(trace.reranked, trace.candidates).columns
@@ -219,8 +219,8 @@ def test_the_tree_component_ships_its_vis_network_build():
 
 
 def test_gold_needs_the_same_question_and_the_same_document_text():
-    from ui import gold
-    from ui.eval_data import dev_set_folder
+    from ui.evaluate import gold
+    from ui.evaluate.eval_data import dev_set_folder
 
     if not dev_set_folder("qasper").is_dir():
         skip_unless_ci("eval-data test", "the qasper dev set is not beside the repo")
@@ -243,8 +243,8 @@ def test_gold_needs_the_same_question_and_the_same_document_text():
 def test_dev_sets_come_from_treerag_eval_dirs_and_a_broken_one_is_named(tmp_path, monkeypatch):
     """With TREERAG_EVAL_DIRS set, the dev sets are read there (they once came from a second,
     fixed folder outside the allowed roots: UnsafePathError, swallowed, metrics gone)."""
-    from ui import eval_data, gold
-    from ui.eval_data import dev_set_folder, resolve_folder, selected_folder
+    from ui.evaluate import eval_data, gold
+    from ui.evaluate.eval_data import dev_set_folder, resolve_folder, selected_folder
 
     real = dev_set_folder("qasper")
     if not real.is_dir():
@@ -271,7 +271,7 @@ def test_dev_sets_come_from_treerag_eval_dirs_and_a_broken_one_is_named(tmp_path
 
 
 def test_the_evaluate_metric_table_fits_the_page_width():
-    from ui import eval_tables
+    from ui.evaluate import eval_tables
 
     config = eval_tables.metric_columns()
     widths = [c["width"] for c in config.values()]
@@ -281,9 +281,9 @@ def test_the_evaluate_metric_table_fits_the_page_width():
 
 
 def test_every_offered_gold_example_has_its_gold_in_the_samples():
-    from ui import gold
-    from ui.eval_data import dev_set_folder
-    from ui.examples import GOLD_EXAMPLES
+    from ui.common.examples import GOLD_EXAMPLES
+    from ui.evaluate import gold
+    from ui.evaluate.eval_data import dev_set_folder
 
     if not dev_set_folder("qasper").is_dir() or not dev_set_folder("lecoqa_laws").is_dir():
         skip_unless_ci("eval-data test", "the dev sets are not beside the repo")
@@ -322,8 +322,8 @@ def test_view_names_the_inspected_node_for_the_component_to_keep_in_view(big_ind
 
 
 def test_rerank_table_names_each_passage_document_and_scores_read_to_three_places(paper_engine):
+    from treerag_core.base.settings import QuerySettings
     from treerag_core.pipeline import run
-    from treerag_core.settings import QuerySettings
 
     trace = run(paper_engine, "How many epochs was the model trained for?", QuerySettings())
     frame = score_tables.rerank_frame(trace.reranked, trace.candidates)
@@ -338,9 +338,9 @@ def test_score_columns_come_before_the_bounded_text_columns(paper_engine):
     """Scores first, text last and bounded in px: the scores fit 1280 px without scrolling."""
     from dataclasses import replace
 
+    from treerag_core.base.settings import QuerySettings
     from treerag_core.pipeline import run
-    from treerag_core.settings import QuerySettings
-    from ui import trace_panels
+    from ui.ask import trace_panels
 
     trace = run(paper_engine, "How many epochs was the model trained for?", QuerySettings())
     pooled = [replace(h, prior=0.5, graph=0.2, minmax_forced=True) for h in trace.candidates]
@@ -367,7 +367,7 @@ def test_score_columns_come_before_the_bounded_text_columns(paper_engine):
 
 
 def test_metric_headers_are_short_enough_to_read_with_the_full_name_in_help():
-    from ui import eval_tables
+    from ui.evaluate import eval_tables
 
     config = eval_tables.metric_columns()
     left_out = config[eval_tables.LEFT_OUT]
@@ -377,14 +377,14 @@ def test_metric_headers_are_short_enough_to_read_with_the_full_name_in_help():
 
 
 def test_a_rerank_read_entirely_from_the_cache_says_so():
-    from ui.trace_panels import rerank_time
+    from ui.ask.trace_panels import rerank_time
 
     assert rerank_time(0.2) == "200 ms"
     assert rerank_time(0.0002).startswith("0 ms: every score cached")
 
 
 def test_the_graph_fits_the_picked_leaves_holding_cited_evidence_first():
-    from ui.ask_story import focus_order
+    from ui.ask.story import focus_order
 
     assert focus_order(["a", "b", "c", "d"], {"c"}) == ["c", "a", "b", "d"]
     assert focus_order(["a", "b"], set()) == ["a", "b"]
@@ -394,7 +394,7 @@ def test_the_graph_fits_the_picked_leaves_holding_cited_evidence_first():
 def test_marked_text_stays_one_html_block_whatever_the_document_holds():
     from markdown_it import MarkdownIt
 
-    from ui.inspector import marked_text
+    from ui.common.inspector import marked_text
 
     doc = "A cited line.\n\n[x](https://evil.example)\n\n![](https://tracker.example/p.png)\n<b>"
     out = marked_text(doc, 0, 13)

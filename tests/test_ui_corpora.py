@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ui.corpora import (
+from ui.common.corpora import (
     EVAL,
     SAMPLES,
     UPLOADS,

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from streamlit.testing.v1 import AppTest
 
-from treerag_core.types import ContextSection
-from ui.drilldown_view import LitIds, is_drilldown, lit_ids
+from treerag_core.base.types import ContextSection
+from ui.ask.drilldown_view import LitIds, is_drilldown, lit_ids
 
 SCRIPT = """
 import streamlit as st
-from treerag_core.ktype import KTypeSummary
-from treerag_core.types import ContextSection
-from ui.drilldown_view import layer_view
-from ui.ktype_card import ktype_card
+from treerag_core.strategies.drilldown.ktype import KTypeSummary
+from treerag_core.base.types import ContextSection
+from ui.ask.drilldown_view import layer_view
+from ui.common.ktype_card import ktype_card
 
 summary = KTypeSummary(
     "api.md", "API 集成指南", "zh", (("Procedure", 0.75), ("Concept", 0.25)),

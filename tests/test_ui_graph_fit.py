@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import skip_unless_ci
-from ui.tree_graph import FIT_PAD_PX, FONT_PX, MIN_LABEL_PX, PRESENT_LABEL_PX
+from ui.common.tree_graph import FIT_PAD_PX, FONT_PX, MIN_LABEL_PX, PRESENT_LABEL_PX
 
 FIT_JS = Path(__file__).resolve().parents[1] / "ui" / "tree_graph_component" / "fit.js"
 NODE = shutil.which("node") or shutil.which("nodejs")

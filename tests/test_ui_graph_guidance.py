@@ -7,8 +7,8 @@ import pytest
 
 from tests.app_helpers import ask, open_app, page_text
 from tests.conftest import keyless_app
-from treerag_core.errors import IndexFormatError, MissingGraphsError
-from ui.graph_guidance import documents_note, missing_graphs_message
+from treerag_core.base.errors import IndexFormatError, MissingGraphsError
+from ui.common.graph_guidance import documents_note, missing_graphs_message
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -43,7 +43,7 @@ def test_treerag_kg_on_the_samples_warns_at_once_and_stops_with_the_explorer_ste
 
 
 def test_the_stop_message_is_the_one_for_the_corpus_asked_on():
-    from ui.text_safety import error_markdown
+    from ui.common.text_safety import error_markdown
 
     exc = MissingGraphsError("this index has no knowledge graphs")
     assert error_markdown(exc, "uploads") == missing_graphs_message("uploads")

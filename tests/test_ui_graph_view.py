@@ -8,7 +8,7 @@ from pathlib import Path
 from streamlit.testing.v1 import AppTest
 
 from tests.app_helpers import graph_data
-from ui.graph_view import FONT_PX, build_view
+from ui.common.graph_view import FONT_PX, build_view
 
 APP = Path(__file__).parent / "apps" / "leaf_graph_app.py"
 
@@ -50,7 +50,7 @@ def test_without_a_question_nothing_is_lit_and_no_tables():
 
 
 def test_view_caps_the_nodes_and_keeps_the_lit_ones():
-    from treerag_core.graph.types import Concept, LeafGraph, Span
+    from treerag_core.strategies.graph.types import Concept, LeafGraph, Span
 
     concepts = tuple(
         Concept(f"L#c{i}", f"k{i}", f"concept {i}", (Span(0, 1, ("c",)),) * (i % 3 + 1))

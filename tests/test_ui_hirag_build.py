@@ -11,12 +11,12 @@ from fake_anthropic import FakeAnthropicServer, reply
 from streamlit.testing.v1 import AppTest
 
 from tests.conftest import LLM_VARIABLES, sample_sources
-from treerag_core.config import IndexSettings
-from treerag_core.embedders import get_embedder
-from treerag_core.hirag import build as hirag_build
-from treerag_core.index import build_index
-from treerag_core.store import save_index
-from ui.hirag_build import build_summary
+from treerag_core.base.config import IndexSettings
+from treerag_core.index.corpus import build_index
+from treerag_core.index.embedders import get_embedder
+from treerag_core.index.store import save_index
+from treerag_core.strategies.hirag import build as hirag_build
+from ui.documents.hirag_build import build_summary
 
 KEY = "sk-ant-test-hirag-panel"
 APP = "apps/hirag_build_app.py"

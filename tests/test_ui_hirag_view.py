@@ -6,8 +6,8 @@ from __future__ import annotations
 from streamlit.testing.v1 import AppTest
 
 from tests.app_helpers import graph_data
-from treerag_core.types import ContextSection
-from ui.hirag_view import (
+from treerag_core.base.types import ContextSection
+from ui.ask.hirag_view import (
     MAX_NODES,
     PALETTE,
     graph_store_for,
@@ -91,9 +91,9 @@ def _paper_index():
     """A fresh in-memory index (no folder): the session's shared indexes may have been saved
     to a folder, and a HiRAG graph built there, by other tests."""
     from tests.conftest import sample_sources
-    from treerag_core.config import IndexSettings
-    from treerag_core.embedders import get_embedder
-    from treerag_core.index import build_index
+    from treerag_core.base.config import IndexSettings
+    from treerag_core.index.corpus import build_index
+    from treerag_core.index.embedders import get_embedder
 
     embedder = get_embedder("hashing")
     settings = IndexSettings(embedder="hashing")
@@ -101,7 +101,7 @@ def _paper_index():
 
 
 def test_graph_store_for_an_index_without_a_graph_says_why_and_never_builds(monkeypatch):
-    from treerag_core.hirag import build as hirag_build
+    from treerag_core.strategies.hirag import build as hirag_build
 
     monkeypatch.setattr(hirag_build, "_CACHE", {})  # no graph another test built in memory
     index, _ = _paper_index()
@@ -111,7 +111,7 @@ def test_graph_store_for_an_index_without_a_graph_says_why_and_never_builds(monk
 
 
 def test_graph_store_for_an_index_with_a_graph_returns_its_store(monkeypatch):
-    from treerag_core.hirag import build as hirag_build
+    from treerag_core.strategies.hirag import build as hirag_build
 
     monkeypatch.setattr(hirag_build, "_CACHE", {})
     index, embedder = _paper_index()
@@ -123,13 +123,13 @@ def test_graph_store_for_an_index_with_a_graph_returns_its_store(monkeypatch):
 
 def test_a_corrupt_hirag_build_is_named_not_shown_as_missing(tmp_path):
     from tests.conftest import sample_sources
-    from treerag_core.config import IndexSettings
-    from treerag_core.embedders import get_embedder
-    from treerag_core.hirag import build as hirag_build
-    from treerag_core.hirag.build import build_hirag
-    from treerag_core.hirag.store import save_hirag
-    from treerag_core.index import build_index
-    from treerag_core.store import load_index, save_index
+    from treerag_core.base.config import IndexSettings
+    from treerag_core.index.corpus import build_index
+    from treerag_core.index.embedders import get_embedder
+    from treerag_core.index.store import load_index, save_index
+    from treerag_core.strategies.hirag import build as hirag_build
+    from treerag_core.strategies.hirag.build import build_hirag
+    from treerag_core.strategies.hirag.store import save_hirag
 
     folder = tmp_path / "index"
     embedder = get_embedder("hashing")

@@ -9,15 +9,15 @@ from streamlit.testing.v1 import AppTest
 
 from tests.app_helpers import graph_data, open_app
 from tests.conftest import keyless_app, sample_sources
-from treerag_core.config import IndexSettings
-from treerag_core.embedders import get_embedder
-from treerag_core.graph.search import search_graph
-from treerag_core.index import build_index
+from treerag_core.base.config import IndexSettings
+from treerag_core.base.settings import QuerySettings
+from treerag_core.index.corpus import build_index
+from treerag_core.index.embedders import get_embedder
+from treerag_core.index.tokens import tokenize
 from treerag_core.pipeline import Engine, run
-from treerag_core.settings import QuerySettings
-from treerag_core.text import tokenize
-from ui.graph_view import FONT_PX, wrap_label
-from ui.leaf_graph_panel import edge_table, graph_stats_frame, node_table, traced_result
+from treerag_core.strategies.graph.search import search_graph
+from ui.common.graph_view import FONT_PX, wrap_label
+from ui.common.leaf_graph_panel import edge_table, graph_stats_frame, node_table, traced_result
 
 REPO = Path(__file__).resolve().parents[1]
 LAW = "劳动合同法(2012-12-28).md"

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from streamlit.testing.v1 import AppTest
 
-from treerag_core import errors
-from treerag_core.errors import MissingGraphsError, QueryError, TreeRAGError
-from ui.graph_guidance import missing_graphs_message
-from ui.remedies import REMEDIES, explorer_message
-from ui.text_safety import error_markdown
+from treerag_core.base import errors
+from treerag_core.base.errors import MissingGraphsError, QueryError, TreeRAGError
+from ui.common.graph_guidance import missing_graphs_message
+from ui.common.remedies import REMEDIES, explorer_message
+from ui.common.text_safety import error_markdown
 
 
 def _subclasses(cls: type) -> list[type]:
@@ -30,7 +30,7 @@ def test_a_remedy_with_no_wording_yet_keeps_the_errors_own_message():
 
 
 def test_shown_time_is_to_the_minute():
-    from ui.text_safety import shown_time
+    from ui.common.text_safety import shown_time
 
     assert shown_time("2026-11-22T23:40:17.123+00:00") == "2026-11-22 23:40"
     assert shown_time(None) == ""
@@ -50,8 +50,8 @@ def test_missing_graphs_reads_the_explorer_steps_for_the_kind_asked_on():
 
 
 def _page(kind: str | None) -> None:
-    from treerag_core.errors import MissingGraphsError, QueryError
-    from ui.text_safety import show_error
+    from treerag_core.base.errors import MissingGraphsError, QueryError
+    from ui.common.text_safety import show_error
 
     show_error(MissingGraphsError("--graph-min-leaf-chars"), "Change the question.", kind=kind)
     show_error(QueryError("only stop words"), "Change the question.")

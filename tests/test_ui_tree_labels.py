@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ui import tree_graph
-from ui.tree_labels import LABEL_LINE_UNITS, LABEL_LINES, wrap_label
+from ui.common import tree_graph
+from ui.common.tree_labels import LABEL_LINE_UNITS, LABEL_LINES, wrap_label
 
 ID_PREFIX = len("0062 · ")  # the node id and its dot share the first line
 

@@ -10,10 +10,10 @@ from streamlit.testing.v1 import AppTest
 def clear_app() -> None:
     import streamlit as st
 
-    from treerag_core.config import IndexSettings
-    from treerag_core.errors import WorkspaceDeleteError
-    from ui.session import WorkspaceState
-    from ui.workspace import set_workspace, workspace_folder
+    from treerag_core.base.config import IndexSettings
+    from treerag_core.base.errors import WorkspaceDeleteError
+    from ui.common.session import WorkspaceState
+    from ui.common.workspace import set_workspace, workspace_folder
 
     ws = WorkspaceState()
     ws.index = "the session's index"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from treerag_core.vector_cache import QueryVectorCache
+from treerag_core.index.vector_cache import QueryVectorCache
 
 
 def test_query_vector_cache_is_a_bounded_lru():

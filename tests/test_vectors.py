@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from treerag_core.errors import VectorStoreError
-from treerag_core.layers import layer_points
-from treerag_core.vectors.base import VectorPoint, VectorQuery, VectorStore, point_id
-from treerag_core.vectors.faiss_store import FaissStore, FlatGroup
-from treerag_core.vectors.qdrant_store import QdrantStore, sparse_vector, token_id
+from treerag_core.base.errors import VectorStoreError
+from treerag_core.index.vectors.base import VectorPoint, VectorQuery, VectorStore, point_id
+from treerag_core.index.vectors.faiss_store import FaissStore, FlatGroup
+from treerag_core.index.vectors.qdrant_store import QdrantStore, sparse_vector, token_id
+from treerag_core.strategies.drilldown.layers import layer_points
 
 
 def _points(dim: int = 8) -> list[VectorPoint]:

@@ -9,8 +9,8 @@ import pytest
 
 from tests.conftest import REPO
 from tests.test_cli import cli
-from treerag_core.vectors.push import push_index
-from treerag_core.vectors.qdrant_store import QdrantStore
+from treerag_core.index.vectors.push import push_index
+from treerag_core.index.vectors.qdrant_store import QdrantStore
 
 
 def test_push_counts_each_kind_and_a_second_push_replaces(hashing_index):
@@ -27,7 +27,7 @@ def test_push_counts_each_kind_and_a_second_push_replaces(hashing_index):
 def test_cli_push_needs_a_url_and_reports_an_unreachable_server(
     hashing_index, tmp_path, monkeypatch
 ):
-    from treerag_core.store import save_index
+    from treerag_core.index.store import save_index
 
     monkeypatch.delenv("QDRANT_URL", raising=False)
 
@@ -47,8 +47,8 @@ def test_the_push_command_is_documented():
 
 
 def test_a_store_is_attached_only_when_it_holds_this_index(hashing_index):
-    from treerag_core.errors import VectorStoreError
-    from treerag_core.vectors.attach import attach_checked, attach_store, store_for
+    from treerag_core.base.errors import VectorStoreError
+    from treerag_core.index.vectors.attach import attach_checked, attach_store, store_for
 
     store = QdrantStore.in_memory(hashing_index.dim)
     with pytest.raises(VectorStoreError, match="0 document points, the index 4"):
@@ -64,7 +64,7 @@ def test_a_store_is_attached_only_when_it_holds_this_index(hashing_index):
 
 @pytest.mark.slow
 def test_cli_query_from_a_qdrant_server_needs_its_url(hashing_index, tmp_path, monkeypatch):
-    from treerag_core.store import save_index
+    from treerag_core.index.store import save_index
 
     folder = save_index(hashing_index, tmp_path / "ix")
     query = ("query", "--index", str(folder), "--query", "router", "--mock", "--strategy")
@@ -81,9 +81,9 @@ def test_cli_query_from_a_qdrant_server_needs_its_url(hashing_index, tmp_path, m
 def foreign_index():
     """Another index of four documents: the same texts under other names."""
     from tests.conftest import sample_sources
-    from treerag_core.config import IndexSettings
-    from treerag_core.embedders import get_embedder
-    from treerag_core.index import SourceDocument, build_index
+    from treerag_core.base.config import IndexSettings
+    from treerag_core.index.corpus import SourceDocument, build_index
+    from treerag_core.index.embedders import get_embedder
 
     sources = [SourceDocument(f"other-{s.name}", s.text) for s in sample_sources()]
     return build_index(sources, IndexSettings(embedder="hashing"), get_embedder("hashing"))
@@ -92,8 +92,8 @@ def foreign_index():
 def test_a_collection_of_another_index_with_as_many_documents_is_refused(
     hashing_index, foreign_index
 ):
-    from treerag_core.errors import VectorStoreError
-    from treerag_core.vectors.attach import attach_checked, store_for
+    from treerag_core.base.errors import VectorStoreError
+    from treerag_core.index.vectors.attach import attach_checked, store_for
 
     assert len(foreign_index.documents) == len(hashing_index.documents)
     store = QdrantStore.in_memory(hashing_index.dim)
@@ -108,9 +108,9 @@ def test_a_collection_of_another_index_with_as_many_documents_is_refused(
 def test_a_collection_with_this_index_names_but_other_vectors_is_refused(hashing_index):
     import numpy as np
 
-    from treerag_core.errors import VectorStoreError
-    from treerag_core.layers import layer_points
-    from treerag_core.vectors.attach import attach_checked, store_for
+    from treerag_core.base.errors import VectorStoreError
+    from treerag_core.index.vectors.attach import attach_checked, store_for
+    from treerag_core.strategies.drilldown.layers import layer_points
 
     store = QdrantStore.in_memory(hashing_index.dim)
     push_index(hashing_index, store)
@@ -132,7 +132,7 @@ class ApproximateStore(QdrantStore):
 def test_the_attach_check_lists_documents_exactly_not_by_search(hashing_index):
     from qdrant_client import QdrantClient
 
-    from treerag_core.vectors.attach import attach_checked, attach_store, store_for
+    from treerag_core.index.vectors.attach import attach_checked, attach_store, store_for
 
     store = ApproximateStore(QdrantClient(":memory:"), hashing_index.dim, payload_indexes=False)
     push_index(hashing_index, store)
@@ -148,10 +148,10 @@ def test_the_same_vector_bound_is_the_measured_float32_round_trip(hashing_index)
 
     import numpy as np
 
-    from treerag_core.errors import VectorStoreError
-    from treerag_core.layers import ensure_layers, layer_points
-    from treerag_core.vectors.attach import SAME_VECTOR_ATOL, attach_checked, store_for
-    from treerag_core.vectors.base import unit_rows
+    from treerag_core.base.errors import VectorStoreError
+    from treerag_core.index.vectors.attach import SAME_VECTOR_ATOL, attach_checked, store_for
+    from treerag_core.index.vectors.base import unit_rows
+    from treerag_core.strategies.drilldown.layers import ensure_layers, layer_points
 
     # The in-process client, on this index's document vectors.
     store = QdrantStore.in_memory(hashing_index.dim)

@@ -9,14 +9,12 @@ import time
 import pytest
 
 from tests.conftest import sample_sources
-from treerag_core import workspaces
-from treerag_core.audit import AuditLog
-from treerag_core.chunking import CHUNKER_VERSION
-from treerag_core.config import IndexSettings
-from treerag_core.embedders import get_embedder
-from treerag_core.errors import IndexFormatError, WorkspaceLimitError, WorkspaceUnreadableError
-from treerag_core.index import SourceDocument, build_index
-from treerag_core.workspaces import (
+from treerag_core.base.config import IndexSettings
+from treerag_core.base.errors import IndexFormatError, WorkspaceLimitError, WorkspaceUnreadableError
+from treerag_core.index import workspaces
+from treerag_core.index.corpus import SourceDocument, build_index
+from treerag_core.index.embedders import get_embedder
+from treerag_core.index.workspaces import (
     STAMP,
     WorkspaceLimits,
     Workspaces,
@@ -25,6 +23,8 @@ from treerag_core.workspaces import (
     is_workspace_id,
     new_workspace_id,
 )
+from treerag_core.ingest.chunking import CHUNKER_VERSION
+from treerag_core.records.audit_log import AuditLog
 
 SETTINGS = IndexSettings(embedder="hashing")
 
@@ -150,8 +150,8 @@ def test_unchanged_rebuild_does_not_rewrite_the_index(tmp_path, paper_index):
 
 
 def test_idle_workspace_expires_with_its_audit_rows(tmp_path, paper_index):
+    from treerag_core.base.settings import QuerySettings
     from treerag_core.pipeline import Engine, run
-    from treerag_core.settings import QuerySettings
 
     log = AuditLog(tmp_path / "audit.sqlite")
     spaces = Workspaces(tmp_path / "ws", WorkspaceLimits(idle_hours=1), log.forget_workspace)
@@ -209,9 +209,9 @@ def test_a_workspace_folder_is_made_on_its_first_write_only(tmp_path, paper_inde
 
 def test_a_workspace_that_cannot_be_deleted_keeps_its_audit_rows(tmp_path, paper_index):
     # rmtree refuses a symlinked folder: a real failure that leaves the files on disk.
-    from treerag_core.errors import WorkspaceDeleteError
+    from treerag_core.base.errors import WorkspaceDeleteError
+    from treerag_core.base.settings import QuerySettings
     from treerag_core.pipeline import Engine, run
-    from treerag_core.settings import QuerySettings
 
     log = AuditLog(tmp_path / "audit.sqlite")
     spaces = Workspaces(tmp_path / "ws", WorkspaceLimits(idle_hours=1), log.forget_workspace)
@@ -244,7 +244,7 @@ def test_a_workspace_that_cannot_be_deleted_keeps_its_audit_rows(tmp_path, paper
 
 
 def test_removing_a_saved_index_that_stays_is_an_error_not_a_success(tmp_path, paper_index):
-    from treerag_core.errors import WorkspaceDeleteError
+    from treerag_core.base.errors import WorkspaceDeleteError
 
     spaces = Workspaces(tmp_path / "ws")
     ws = new_workspace_id()

@@ -14,15 +14,15 @@ from typing import TYPE_CHECKING
 
 from tqdm import tqdm
 
-from treerag_core.config import DEFAULT_MAX_FILE_BYTES, MB, IndexSettings, max_file_bytes
-from treerag_core.drilldown import DrilldownOptions
-from treerag_core.errors import LLMError, QueryError, SettingsError, TreeRAGError
-from treerag_core.hirag.communities import DEFAULT_MAX_CLUSTER_SIZE
-from treerag_core.names import Fusion, Locator, Provider
-from treerag_core.progress import PlainProgress
-from treerag_core.render import count_noun, terminal_safe
-from treerag_core.settings import LLMSettings, QuerySettings
+from treerag_core.base.config import DEFAULT_MAX_FILE_BYTES, MB, IndexSettings, max_file_bytes
+from treerag_core.base.errors import LLMError, QueryError, SettingsError, TreeRAGError
+from treerag_core.base.names import Fusion, Locator, Provider
+from treerag_core.base.progress import PlainProgress
+from treerag_core.base.settings import LLMSettings, QuerySettings
+from treerag_core.records.terminal import count_noun, terminal_safe
 from treerag_core.strategies import get_strategy, strategy_names
+from treerag_core.strategies.drilldown.search import DrilldownOptions
+from treerag_core.strategies.hirag.strategy.communities import DEFAULT_MAX_CLUSTER_SIZE
 
 if TYPE_CHECKING:
     from treerag_core.llm import LLMClient
@@ -160,7 +160,7 @@ def _llm_summarizer(settings: IndexSettings, previous, args: argparse.Namespace)
     """The LLM summarizer when asked for; without an LLM that is an error, not a silent no."""
     if not settings.llm_summaries:
         return None
-    from treerag_core.summaries_llm import make_llm_summarizer
+    from treerag_core.ingest.node_summaries_llm import make_llm_summarizer
 
     client, llm = _llm_client(args, "--llm-summaries")
     cache = previous.summary_cache if previous is not None else {}
@@ -185,7 +185,7 @@ def _hirag_client(args: argparse.Namespace) -> tuple[LLMClient | None, str]:
 
 def _index_hirag(index, output: Path, args: argparse.Namespace, llm, embedder) -> None:
     """`--hirag`: the corpus graph, communities, reports and entity vectors, in the folder."""
-    from treerag_core.hirag.build import HiragBuildSettings, build_into_folder
+    from treerag_core.strategies.hirag.strategy.build import HiragBuildSettings, build_into_folder
 
     client, model = llm
     graph_llm, reports_llm = _hirag_llm_flags(args)
@@ -227,7 +227,7 @@ def _ktype_summarizer(settings: IndexSettings, previous, args: argparse.Namespac
     after `_llm_summarizer`, which already refused a missing key."""
     if not settings.llm_summaries:
         return None
-    from treerag_core.ktype import make_ktype_summarizer
+    from treerag_core.strategies.drilldown.ktype import make_ktype_summarizer
 
     client, llm = _llm_client(args, "--llm-summaries")
     layers = previous.layers if previous is not None else None
@@ -277,8 +277,8 @@ def _positive_int(text: str) -> int:
 
 
 def cmd_index(args: argparse.Namespace) -> int:
-    from treerag_core.errors import IndexBusyError
-    from treerag_core.store import run_lock
+    from treerag_core.base.errors import IndexBusyError
+    from treerag_core.index.store import run_lock
 
     output = Path(args.output)
     # Held from the first read to the last write: a second run refuses at its start instead
@@ -294,11 +294,11 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 
 def _index_locked(args: argparse.Namespace, output: Path) -> int:
-    from treerag_core.embedders import get_embedder
-    from treerag_core.index import build_index, corpus_stats
-    from treerag_core.ingest import sources_from_paths
-    from treerag_core.store import load_index, save_index
-    from treerag_core.tree_edits import load_edits
+    from treerag_core.index.corpus import build_index, corpus_stats
+    from treerag_core.index.embedders import get_embedder
+    from treerag_core.index.store import load_index, save_index
+    from treerag_core.ingest.documents import sources_from_paths
+    from treerag_core.ingest.tree_edits import load_edits
 
     embedder_name = "hashing" if args.mock and not args.embedder else args.embedder
     settings = _index_settings(
@@ -433,7 +433,7 @@ def _changes_line(previous, index, embedder, output: Path) -> str:
 def _vectors_reused(previous, index, embedder, names: list[str]) -> int:
     """How many of the documents `names` build_index gave the previous index's vectors (its
     own rule: same embedder, same chunking, same chunk texts); one pass over the chunks."""
-    from treerag_core.index import reusable_embeddings
+    from treerag_core.index.corpus import reusable_embeddings
 
     cached = reusable_embeddings(previous, index.settings, embedder)
     texts: dict[str, list[str]] = {}
@@ -451,9 +451,9 @@ def _vectors_reused(previous, index, embedder, names: list[str]) -> int:
 def cmd_qdrant_push(args: argparse.Namespace) -> int:
     import os
 
-    from treerag_core.store import load_index
-    from treerag_core.vectors.push import push_index
-    from treerag_core.vectors.qdrant_store import QdrantStore
+    from treerag_core.index.store import load_index
+    from treerag_core.index.vectors.push import push_index
+    from treerag_core.index.vectors.qdrant_store import QdrantStore
 
     url = args.url or os.environ.get("QDRANT_URL", "")
     if not url:
@@ -479,7 +479,7 @@ def _llm_graph_extractor(settings: IndexSettings, args: argparse.Namespace):
         raise TreeRAGError(
             "--llm-graphs needs --graph-min-leaf-chars N (graphs are off by default)"
         )
-    from treerag_core.graph.extract_llm import LLMGraphExtractor
+    from treerag_core.strategies.graph.extract_llm import LLMGraphExtractor
 
     client, llm = _llm_client(args, "--llm-graphs")
     return LLMGraphExtractor(client, llm.locate_model)
@@ -523,7 +523,7 @@ def _drilldown_layers(settings: QuerySettings, value: str) -> QuerySettings:
     """`--drilldown-layers D,P,C`: the per-layer limits, the other drill-down options kept."""
     from dataclasses import replace
 
-    from treerag_core.drilldown import DrilldownOptions
+    from treerag_core.strategies.drilldown.search import DrilldownOptions
 
     parts = value.split(",")
     if len(parts) != 3 or not all(p.strip().isdigit() for p in parts):
@@ -579,9 +579,9 @@ def _attach_qdrant(index, collection: str) -> None:
     """`--qdrant COLLECTION`: the drill-down's vector searches go to the server at QDRANT_URL."""
     import os
 
-    from treerag_core.errors import VectorStoreError
-    from treerag_core.vectors.attach import attach_checked
-    from treerag_core.vectors.qdrant_store import QdrantStore
+    from treerag_core.base.errors import VectorStoreError
+    from treerag_core.index.vectors.attach import attach_checked
+    from treerag_core.index.vectors.qdrant_store import QdrantStore
 
     url = os.environ.get("QDRANT_URL", "")
     if not url:
@@ -591,13 +591,13 @@ def _attach_qdrant(index, collection: str) -> None:
 
 def _answer(engine, question: str, settings: QuerySettings, leaves, as_json: bool) -> None:
     from treerag_core.pipeline import run_stream
-    from treerag_core.render import (
+    from treerag_core.records.terminal import (
         json_terminal_safe,
         render_footer,
         render_header,
         render_retrieval,
     )
-    from treerag_core.trace_io import trace_to_json
+    from treerag_core.records.trace_json import trace_to_json
 
     trace = None
     for event in run_stream(engine, question, settings, leaves=leaves):

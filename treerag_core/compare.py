@@ -6,11 +6,11 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from treerag_core.errors import TreeRAGError
+from treerag_core.base.errors import TreeRAGError
+from treerag_core.base.settings import QuerySettings
+from treerag_core.base.types import LocateResult, Trace
 from treerag_core.pipeline import Engine, run
-from treerag_core.settings import QuerySettings
 from treerag_core.strategies import get_strategy, strategy_names
-from treerag_core.types import LocateResult, Trace
 
 
 @dataclass(frozen=True)

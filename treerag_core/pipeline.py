@@ -15,19 +15,13 @@ from typing import Any
 
 import numpy as np
 
-from treerag_core.citations import parse_citations
-from treerag_core.embedders import Embedder
-from treerag_core.errors import EmbedderError, LLMError, QueryError, TreeRAGError
-from treerag_core.index import CorpusIndex
-from treerag_core.llm import endpoint_of, make_client
-from treerag_core.names import Locator
-from treerag_core.rerank import get_reranker, rerank_chunks, rerank_scores
-from treerag_core.settings import AnswerSettings, LLMSettings, QuerySettings
-from treerag_core.strategies import QueryContext, Strategy, get_strategy
-from treerag_core.synthesis import answer_fallbacks, extractive_answer, stream_llm_answer
-from treerag_core.text import is_stopword_only, tokenize
-from treerag_core.text_rules import detect_language
-from treerag_core.types import (
+from treerag_core.answer.citations import parse_citations
+from treerag_core.answer.synthesis import answer_fallbacks, extractive_answer, stream_llm_answer
+from treerag_core.base.errors import EmbedderError, LLMError, QueryError, TreeRAGError
+from treerag_core.base.names import Locator
+from treerag_core.base.settings import AnswerSettings, LLMSettings, QuerySettings
+from treerag_core.base.text_rules import detect_language
+from treerag_core.base.types import (
     ContextSection,
     Fallback,
     LocateResult,
@@ -35,7 +29,13 @@ from treerag_core.types import (
     Trace,
     Usage,
 )
-from treerag_core.vector_cache import QueryVectorCache
+from treerag_core.index.corpus import CorpusIndex
+from treerag_core.index.embedders import Embedder
+from treerag_core.index.tokens import is_stopword_only, tokenize
+from treerag_core.index.vector_cache import QueryVectorCache
+from treerag_core.llm import endpoint_of, make_client
+from treerag_core.search.rerank import get_reranker, rerank_chunks, rerank_scores
+from treerag_core.strategies import QueryContext, Strategy, get_strategy
 
 QUERY_VECTOR_CACHE = 512  # entries per engine: a long interactive session must not grow
 
@@ -392,8 +392,8 @@ def load_engine(
     model folder the index names loads only when named there or in TREERAG_EMBEDDER
     (`embedders.index_embedder`); a name that differs from the index's is refused.
     """
-    from treerag_core.embedders import index_embedder
-    from treerag_core.store import check_embedder, load_index
+    from treerag_core.index.embedders import index_embedder
+    from treerag_core.index.store import check_embedder, load_index
 
     index = load_index(folder)
     named = (embedder_name or "").strip()

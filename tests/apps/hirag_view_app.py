@@ -12,15 +12,15 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from tests.conftest import sample_sources  # noqa: E402
-from treerag_core.config import IndexSettings  # noqa: E402
-from treerag_core.embedders import get_embedder  # noqa: E402
-from treerag_core.hirag.build import hirag_for  # noqa: E402
-from treerag_core.index import build_index  # noqa: E402
-from treerag_core.settings import QuerySettings  # noqa: E402
+from treerag_core.base.config import IndexSettings  # noqa: E402
+from treerag_core.base.settings import QuerySettings  # noqa: E402
+from treerag_core.index.corpus import build_index  # noqa: E402
+from treerag_core.index.embedders import get_embedder  # noqa: E402
+from treerag_core.index.tokens import tokenize  # noqa: E402
 from treerag_core.strategies import get_strategy  # noqa: E402
 from treerag_core.strategies.base import QueryContext  # noqa: E402
-from treerag_core.text import tokenize  # noqa: E402
-from ui.hirag_view import render_hirag  # noqa: E402
+from treerag_core.strategies.hirag.build import hirag_for  # noqa: E402
+from ui.ask.hirag_view import render_hirag  # noqa: E402
 
 
 @st.cache_resource

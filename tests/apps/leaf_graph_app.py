@@ -4,12 +4,12 @@ from pathlib import Path
 
 import streamlit as st
 
-from treerag_core.chunking import chunk_leaf
-from treerag_core.graph.extract import build_leaf_graph
-from treerag_core.graph.search import search_graph
-from treerag_core.parsing import parse_document
-from treerag_core.text import tokenize
-from ui.graph_view import render_leaf_graph
+from treerag_core.index.tokens import tokenize
+from treerag_core.ingest.chunking import chunk_leaf
+from treerag_core.ingest.parsing import parse_document
+from treerag_core.strategies.graph.extract import build_leaf_graph
+from treerag_core.strategies.graph.search import search_graph
+from ui.common.graph_view import render_leaf_graph
 
 PATH = Path(__file__).resolve().parents[2] / "sample_docs" / "劳动合同法(2012-12-28).md"
 QUESTION = "用人单位违反竞业限制约定应当支付什么违约金？"

@@ -4,8 +4,8 @@ import os
 
 import streamlit as st
 
-from treerag_core.ingest import convert_upload
-from ui.tree_editor import tree_editor
+from treerag_core.ingest.documents import convert_upload
+from ui.documents.tree_editor import tree_editor
 
 DOC = (
     b"# Guide\n\n## Leave\n\nDays off.\n\nSick Leave\n\nTell your manager.\n\n## Pay\n\nMonthly.\n"

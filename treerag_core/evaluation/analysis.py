@@ -9,12 +9,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from treerag_core.config import IndexSettings
-from treerag_core.errors import EvalDataError
+from treerag_core.base.config import IndexSettings
+from treerag_core.base.errors import EvalDataError
+from treerag_core.base.settings import QuerySettings
 from treerag_core.evaluation.dataset import EvalQuestion
 from treerag_core.evaluation.harness import oracle_leaves
-from treerag_core.index import CorpusIndex
-from treerag_core.settings import QuerySettings
+from treerag_core.index.corpus import CorpusIndex
 from treerag_core.strategies import option_types
 
 TREE, BASELINE = "treerag", "flat-hybrid"  # "won/lost by treerag" compares these two

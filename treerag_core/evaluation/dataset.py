@@ -8,8 +8,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from treerag_core.errors import EvalDataError, UnsafePathError  # EvalDataError: importable here too
-from treerag_core.safepaths import read_bytes_checked, resolve_inside
+from treerag_core.base.errors import (  # EvalDataError: importable here too
+    EvalDataError,
+    UnsafePathError,
+)
+from treerag_core.base.safepaths import read_bytes_checked, resolve_inside
 
 UNANSWERABLE = "unanswerable"
 NO_EVIDENCE = "no evidence found verbatim"
@@ -242,8 +245,8 @@ def dataset_sources(
     Raises:
         EvalDataError: a document is outside the roots, too large, not UTF-8 or not readable.
     """
-    from treerag_core.index import SourceDocument
-    from treerag_core.ingest import sources_from_uploads
+    from treerag_core.index.corpus import SourceDocument
+    from treerag_core.ingest.documents import sources_from_uploads
 
     if not dataset.paged:
         sources = []

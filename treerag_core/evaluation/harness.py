@@ -11,11 +11,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from treerag_core.chunking import CHUNKER_VERSION
-from treerag_core.config import IndexSettings
-from treerag_core.convert import CONVERTER_VERSION
-from treerag_core.embedders import get_embedder, index_embedder
-from treerag_core.errors import IndexFormatError, QueryError, TreeRAGError
+from treerag_core.base.config import IndexSettings
+from treerag_core.base.errors import IndexFormatError, QueryError, TreeRAGError
+from treerag_core.base.names import Locator
+from treerag_core.base.settings import QuerySettings
+from treerag_core.base.types import Trace, Usage
 from treerag_core.evaluation.dataset import (
     EvalDataset,
     EvalQuestion,
@@ -24,14 +24,14 @@ from treerag_core.evaluation.dataset import (
 )
 from treerag_core.evaluation.metrics import Passage, aggregate, question_metrics
 from treerag_core.evaluation.report import differences_json
-from treerag_core.index import CorpusIndex, build_index, graph_stage
-from treerag_core.names import Locator
+from treerag_core.index.corpus import CorpusIndex, build_index, graph_stage
+from treerag_core.index.embedders import get_embedder, index_embedder
+from treerag_core.index.store import load_index, save_index
+from treerag_core.ingest.chunking import CHUNKER_VERSION
+from treerag_core.ingest.convert import CONVERTER_VERSION
 from treerag_core.pipeline import Engine, run
-from treerag_core.rerank import CachedReranker, clear_score_cache, get_reranker
-from treerag_core.settings import QuerySettings
-from treerag_core.store import load_index, save_index
+from treerag_core.search.rerank import CachedReranker, clear_score_cache, get_reranker
 from treerag_core.strategies import get_strategy, strategy_names
-from treerag_core.types import Trace, Usage
 
 Progress = Callable[[int, int], None]
 IndexProgress = Callable[[str, int, int], None]  # (stage, done, total), as `build_index` says

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from treerag_core.pagemap import chars_on_page
+from treerag_core.base.pagemap import chars_on_page
 
 if TYPE_CHECKING:
     from treerag_core.evaluation.dataset import EvalQuestion

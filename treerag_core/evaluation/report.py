@@ -10,9 +10,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from treerag_core.errors import EvalDataError
+from treerag_core.base.errors import EvalDataError
+from treerag_core.base.safepaths import read_bytes_inside, resolve_inside
 from treerag_core.evaluation.intervals import Interval, paired_difference_interval
-from treerag_core.safepaths import read_bytes_inside, resolve_inside
 
 HEADLINE_KEYS: tuple[str, ...] = (
     "recall@1000c",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from treerag_core.errors import LLMError
+from treerag_core.base.errors import LLMError
 from treerag_core.llm.base import REASONS, LLMClient, TextStream, structured_output_note
 from treerag_core.llm.factory import (
     BASE_URL_ENV,

@@ -11,13 +11,13 @@ from typing import Any
 import anthropic
 import httpx2
 
-from treerag_core.errors import LLMError
+from treerag_core.base.errors import LLMError
+from treerag_core.base.names import Provider
+from treerag_core.base.types import Usage
 from treerag_core.llm import endpoints
 from treerag_core.llm.base import SDKClient, TextStream, check_call, check_finished
 from treerag_core.llm.errors import clean_detail, scrub, status_error
 from treerag_core.llm.prices import priced
-from treerag_core.names import Provider
-from treerag_core.types import Usage
 
 # The variable names and the default endpoint are defined once, in endpoints.py.
 DEFAULT_BASE_URL = endpoints.DEFAULT_BASE_URL[Provider.ANTHROPIC]

@@ -6,9 +6,9 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Generic, Protocol, TypeVar, runtime_checkable
 
-from treerag_core.errors import LLMError
+from treerag_core.base.errors import LLMError
+from treerag_core.base.types import Usage
 from treerag_core.llm.errors import public_url
-from treerag_core.types import Usage
 
 # Why a reply was refused or failed, as `LLMError.reason` (the trace's Fallback.reason).
 REASONS: dict[str, str] = {

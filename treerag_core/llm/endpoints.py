@@ -3,7 +3,7 @@ table the factory and the providers read)."""
 
 from __future__ import annotations
 
-from treerag_core.names import Provider
+from treerag_core.base.names import Provider
 
 KEY_ENV = {Provider.ANTHROPIC: "ANTHROPIC_API_KEY", Provider.OPENAI: "OPENAI_API_KEY"}
 BASE_URL_ENV = {Provider.ANTHROPIC: "ANTHROPIC_BASE_URL", Provider.OPENAI: "OPENAI_BASE_URL"}

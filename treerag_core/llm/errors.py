@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from urllib.parse import urlsplit, urlunsplit
 
-from treerag_core.errors import LLMError
+from treerag_core.base.errors import LLMError
 
 _TAGS = re.compile(r"<[^>]+>")
 

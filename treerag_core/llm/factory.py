@@ -8,12 +8,12 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from treerag_core.errors import LLMError
+from treerag_core.base.errors import LLMError
+from treerag_core.base.names import Provider
+from treerag_core.base.settings import LLMSettings
 from treerag_core.llm.base import LLMClient
 from treerag_core.llm.endpoints import BASE_URL_ENV, DEFAULT_BASE_URL, KEY_ENV
 from treerag_core.llm.errors import public_url
-from treerag_core.names import Provider
-from treerag_core.settings import LLMSettings
 
 
 def llm_settings_of(settings: Any) -> LLMSettings:

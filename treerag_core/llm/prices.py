@@ -6,7 +6,7 @@ import ipaddress
 from dataclasses import dataclass, replace
 from urllib.parse import urlsplit
 
-from treerag_core.types import Usage
+from treerag_core.base.types import Usage
 
 
 @dataclass(frozen=True)

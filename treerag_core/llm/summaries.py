@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from treerag_core.base.types import Language
 from treerag_core.llm.base import LLMClient
-from treerag_core.prompts import build_summary_prompt, parse_summary_response
-from treerag_core.types import Language
+from treerag_core.llm.prompts import build_summary_prompt, parse_summary_response
 
 SUMMARY_INPUT_CHARS = 1200  # per section: enough for one sentence, bounds the cost
 

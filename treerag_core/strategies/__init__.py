@@ -28,6 +28,9 @@ _REGISTRY: dict[str, Strategy] = {}
 _LOADED = False
 _LOCK = threading.Lock()
 _NOT_STRATEGIES = {"base", "common"}  # helper modules of this package
+# A family folder registers its strategies in these modules (a family may list more in its
+# own STRATEGY_MODULES).
+STRATEGY_MODULES = ("strategy",)
 
 
 # What a strategy class must define (strategies/base.py), checked when it registers: a
@@ -74,7 +77,13 @@ def _load_builtins() -> None:
         if _LOADED:
             return
         for module in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-            if module.name not in _NOT_STRATEGIES:
+            if module.name in _NOT_STRATEGIES:
+                continue
+            if module.ispkg:  # a family folder
+                family = importlib.import_module(f"{__name__}.{module.name}")
+                for name in getattr(family, "STRATEGY_MODULES", STRATEGY_MODULES):
+                    importlib.import_module(f"{family.__name__}.{name}")
+            else:
                 importlib.import_module(f"{__name__}.{module.name}")
         _LOADED = True
 

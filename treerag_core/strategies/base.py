@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 
-from treerag_core.settings import QuerySettings
-from treerag_core.types import (
+from treerag_core.base.settings import QuerySettings
+from treerag_core.base.types import (
     ContextSection,
     Language,
     LocateResult,
@@ -25,7 +25,7 @@ from treerag_core.types import (
 )
 
 if TYPE_CHECKING:
-    from treerag_core.index import CorpusIndex
+    from treerag_core.index.corpus import CorpusIndex
 
 
 @dataclass

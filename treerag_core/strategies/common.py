@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from treerag_core.names import StrategyName
-from treerag_core.retrieval import pool, search_scope
-from treerag_core.settings import QuerySettings
+from treerag_core.base.names import StrategyName
+from treerag_core.base.settings import QuerySettings
+from treerag_core.base.types import LocateResult
+from treerag_core.search.retrieval import pool, search_scope
 from treerag_core.strategies.base import QueryContext, Retrieval
-from treerag_core.types import LocateResult
 
 # Menus list the built-ins in this order, then plug-ins by name.
 BUILTIN_ORDER: tuple[str, ...] = StrategyName.values()

@@ -1,0 +1,1 @@
+"""Answer stage: synthesis (LLM or extractive), citations, question flags."""

@@ -1,0 +1,141 @@
+"""Index settings (part of the index manifest) and where the app keeps its data.
+
+Query settings live in `treerag_core.base.settings`, one class per step.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from treerag_core.base.names import EmbedderName
+
+# The one unit of every size a user sets or reads (TREERAG_MAX_FILE_MB, TREERAG_WS_MAX_MB,
+# the explorer's and the CLI's messages): decimal megabytes. Streamlit counts
+# server.maxUploadSize differently by side: its uploader in Linux and macOS browsers turns it
+# into bytes with 10^6, in Windows browsers and on its server with 2^20. The smaller, 10^6,
+# is the one every side honours, so the explorer states the uploader's limit in this MB too
+# (`ui.documents.upload.upload_limits`).
+MB = 1_000_000
+DEFAULT_MAX_FILE_BYTES = 20 * MB
+
+
+def env_positive(name: str, default: float, unit: str = "") -> float:
+    """A positive finite number from the environment variable `name`, or `default` when unset.
+
+    Raises:
+        ValueError: the variable is set but not a positive number (named, with its value).
+    """
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        what = f"a positive number of {unit}" if unit else "a positive number"
+        raise ValueError(f"{name} must be {what}, but got {raw!r}")
+    return value
+
+
+def env_positive_int(name: str, default: int) -> int:
+    """A positive whole number from the environment variable `name` (a count: files, chunks),
+    or `default` when unset; "2.5" is refused, not truncated to 2.
+
+    Raises:
+        ValueError: the variable is set but not a positive whole number (named, with its value).
+    """
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise ValueError(f"{name} must be a positive whole number, but got {raw!r}")
+    return value
+
+
+def max_file_bytes() -> int:
+    """The per-document size cap: TREERAG_MAX_FILE_MB (a positive number of MB, 10^6 bytes)
+    or 20 MB.
+
+    Raises:
+        ValueError: the variable is set but not a positive number.
+    """
+    mb = env_positive("TREERAG_MAX_FILE_MB", DEFAULT_MAX_FILE_BYTES / MB, "MB")
+    return int(mb * MB)
+
+
+# Leaves from this many characters get a knowledge graph when graphs are wanted: the
+# threshold measured in docs/graphs.md (the default is none).
+GRAPH_LEAF_CHARS = 3000
+
+
+@dataclass(frozen=True)
+class IndexSettings:
+    """How documents become trees, chunks and vectors. Part of the index manifest."""
+
+    max_depth: int = 3
+    chunk_size: int = 200
+    chunk_overlap: int = 50
+    min_chunk_chars: int = 20
+    embedder: str = EmbedderName.MULTILINGUAL.value  # a names.EmbedderName or st:<folder>
+    max_file_bytes: int = field(default_factory=max_file_bytes)  # TREERAG_MAX_FILE_MB
+    max_pages: int = 2000  # a PDF with more pages is rejected with a clear message
+    summary_chars: int = 160
+    llm_summaries: bool = False
+    # Leaves at least this long get a leaf-local knowledge graph (0: no graphs). Off by
+    # default: on both dev sets the graphs did not improve retrieval, and they cost 1.45x the
+    # build time and 2.25x the index size (docs/graphs.md). GRAPH_LEAF_CHARS is the measured
+    # setting when graphs are wanted.
+    graph_min_leaf_chars: int = 0
+    llm_graphs: bool = False  # extract graph entities and relations with the LLM (needs a key)
+
+    def __post_init__(self) -> None:
+        if self.max_depth < 1:
+            raise ValueError(f"max_depth must be >= 1, but got {self.max_depth}")
+        if self.chunk_size < 20:
+            raise ValueError(f"chunk_size must be >= 20, but got {self.chunk_size}")
+        if not 0 <= self.chunk_overlap < self.chunk_size:
+            raise ValueError(
+                f"chunk_overlap must be in [0, chunk_size), but got {self.chunk_overlap}"
+            )
+        if self.graph_min_leaf_chars < 0:
+            raise ValueError(
+                f"graph_min_leaf_chars must be >= 0 (0: no graphs), but got "
+                f"{self.graph_min_leaf_chars}"
+            )
+        if self.max_pages <= 0:
+            raise ValueError(f"max_pages must be > 0, but got {self.max_pages}")
+        if self.max_file_bytes <= 0:
+            raise ValueError(f"max_file_bytes must be > 0, but got {self.max_file_bytes}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> IndexSettings:
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+def data_dir() -> str:
+    """Where the app keeps indexes and the audit log (TREERAG_DATA_DIR, default ./data)."""
+    return os.environ.get("TREERAG_DATA_DIR", "data")
+
+
+def eval_roots() -> tuple[Path, ...]:
+    """Folders holding eval sets the app may read (TREERAG_EVAL_DIRS, os.pathsep-separated).
+
+    Default: `shared/eval` beside the repository, where the dev sets live.
+    """
+    listed = os.environ.get("TREERAG_EVAL_DIRS", "").split(os.pathsep)
+    if roots := tuple(Path(p) for p in listed if p.strip()):
+        return roots
+    return (Path(__file__).resolve().parents[3] / "shared" / "eval",)

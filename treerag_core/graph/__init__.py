@@ -1,5 +1,0 @@
-"""Leaf-local knowledge graphs: types, extractors, JSON storage and graph search."""
-
-from treerag_core.graph.types import Concept, ConceptRelation, LeafGraph, Span
-
-__all__ = ["Concept", "ConceptRelation", "LeafGraph", "Span"]

@@ -1,0 +1,397 @@
+"""The in-memory corpus index (trees, chunks, vectors, per-leaf FAISS and BM25) and its build."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from treerag_core.base.config import IndexSettings
+from treerag_core.base.pagemap import page_span
+from treerag_core.base.text_rules import detect_language
+from treerag_core.base.types import Chunk, DocumentInfo, Language, SourceDocument, TreeNode
+from treerag_core.index.bm25 import BM25Stats, LeafBM25
+from treerag_core.index.embedders import Embedder, embedder_fingerprint
+from treerag_core.index.tokens import tokenize
+from treerag_core.index.vectors.faiss_store import FlatGroup
+from treerag_core.ingest.chunking import chunk_leaf
+from treerag_core.ingest.node_summaries import content_key, summarize_tree
+from treerag_core.ingest.parsing import parse_document
+from treerag_core.strategies.drilldown.ktype import KTypeLLM
+from treerag_core.strategies.drilldown.layers import Layers, build_layers
+from treerag_core.strategies.graph.build import (
+    LeafExtractor,
+    build_graphs,
+    concept_names,
+    split_vectors,
+)
+from treerag_core.strategies.graph.extract import EXTRACTOR_VERSION
+from treerag_core.strategies.graph.types import LeafGraph
+
+MAX_SCOPE_CACHE = 8  # distinct document scopes whose flat FAISS + BM25 stay in memory
+# progress(stage, done, total): stage is "parse", "embed", "graph" or "index".
+ProgressFn = Callable[[str, int, int], None]
+
+
+@dataclass
+class CorpusIndex:
+    """Everything a query needs, held in memory. Build with `build_index`, persist with `store`."""
+
+    settings: IndexSettings
+    embedder_name: str
+    dim: int
+    documents: list[DocumentInfo]
+    texts: dict[str, str]
+    nodes: dict[str, TreeNode]
+    chunks: list[Chunk]
+    embeddings: np.ndarray
+    tokens: list[list[str]]
+    summary_cache: dict[str, str] = field(default_factory=dict)
+    layers: Layers | None = None  # drill-down: K-Type document and section vectors
+    graphs: dict[str, LeafGraph] | None = None  # long leaf id -> its graph; None: built without
+    graph_vectors: dict[str, np.ndarray] = field(default_factory=dict)  # concept name vectors
+    embedder_fingerprint: tuple[float, ...] = ()  # the embedder's vector of a probe text
+    folder: str | None = None  # where it was loaded from or saved to (derived artifacts go there)
+    _leaf_rows: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    _chunk_rows: dict[str, int] = field(default_factory=dict, repr=False)
+    _faiss: dict[str, FlatGroup] = field(default_factory=dict, repr=False)
+    _bm25: dict[str, LeafBM25] = field(default_factory=dict, repr=False)
+    _doc_stats: dict[str, BM25Stats] = field(default_factory=dict, repr=False)
+    _scopes: dict[str, tuple] = field(default_factory=dict, repr=False)
+    _heading_terms: dict[str, frozenset[str]] = field(default_factory=dict, repr=False)
+    _structure: dict[str, Any] = field(default_factory=dict, repr=False)  # structure.py's tables
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def __post_init__(self) -> None:
+        rows: dict[str, list[int]] = {}
+        for row, chunk in enumerate(self.chunks):
+            rows.setdefault(chunk.source_node_id, []).append(row)
+        self._leaf_rows = {k: np.asarray(v, dtype=np.int64) for k, v in rows.items()}
+        self._chunk_rows = {chunk.chunk_id: row for row, chunk in enumerate(self.chunks)}
+
+    # ---- structure -------------------------------------------------------------------
+    def leaves(self, doc_id: str | None = None) -> list[TreeNode]:
+        return [
+            n for n in self.nodes.values() if n.is_leaf and (doc_id is None or n.doc_id == doc_id)
+        ]
+
+    def sources(self) -> list[SourceDocument]:
+        """The documents as SourceDocuments again (texts, page maps and formats kept), to
+        rebuild with other settings or add files without losing a PDF's pages."""
+        return [
+            SourceDocument(d.doc_id, self.texts[d.doc_id], d.page_starts, d.source_format)
+            for d in self.documents
+        ]
+
+    def document(self, doc_id: str) -> DocumentInfo:
+        for doc in self.documents:
+            if doc.doc_id == doc_id:
+                return doc
+        raise KeyError(doc_id)
+
+    def leaf_rows(self, leaf_id: str) -> np.ndarray:
+        """Row numbers (into chunks/embeddings) of a leaf's chunks; empty for an empty leaf."""
+        return self._leaf_rows.get(leaf_id, np.zeros(0, dtype=np.int64))
+
+    def chunk_row(self, chunk_id: str) -> int:
+        """The row of a chunk id (into chunks/embeddings); KeyError for an id not in the index."""
+        return self._chunk_rows[chunk_id]
+
+    def ancestors(self, node_id: str) -> list[str]:
+        out: list[str] = []
+        parent = self.nodes[node_id].parent_id
+        while parent is not None:
+            out.append(parent)
+            parent = self.nodes[parent].parent_id
+        return out
+
+    # ---- search primitives -----------------------------------------------------------
+    def leaf_faiss(self, leaf_id: str) -> FlatGroup:
+        """The leaf's flat inner-product index (rows normalised: cosine); built once, lazily."""
+        with self._lock:
+            index = self._faiss.get(leaf_id)
+            if index is None:
+                index = FlatGroup(self.embeddings[self.leaf_rows(leaf_id)], self.dim)
+                self._faiss[leaf_id] = index
+            return index
+
+    def leaf_bm25(self, leaf_id: str) -> LeafBM25:
+        """The leaf's BM25, scoring only its chunks but with IDF over its whole document."""
+        with self._lock:
+            scorer = self._bm25.get(leaf_id)
+            if scorer is None:
+                doc_id = self.nodes[leaf_id].doc_id
+                stats = self._doc_stats.get(doc_id)
+                if stats is None:
+                    doc_rows = [i for i, c in enumerate(self.chunks) if c.doc_id == doc_id]
+                    stats = BM25Stats.from_tokens([self.tokens[i] for i in doc_rows])
+                    self._doc_stats[doc_id] = stats
+                rows = self.leaf_rows(leaf_id)
+                scorer = LeafBM25.from_tokens([self.tokens[i] for i in rows], stats)
+                self._bm25[leaf_id] = scorer
+            return scorer
+
+    def score_leaf(
+        self, leaf_id: str, query_vector: np.ndarray, query_tokens: list[str]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Dense and BM25 scores of every chunk of one leaf, as (rows, dense, bm25)."""
+        rows = self.leaf_rows(leaf_id)
+        if not len(rows):
+            empty = np.zeros(0, dtype=np.float32)
+            return rows, empty, empty
+        dense = self.leaf_faiss(leaf_id).scores(query_vector)
+        bm25 = self.leaf_bm25(leaf_id).scores(query_tokens).astype(np.float32)
+        return rows, dense, bm25
+
+    def scope_rows(self, scope: Sequence[str] | None) -> np.ndarray:
+        """Rows of every chunk in the given documents (all documents when scope is None)."""
+        if scope is None:
+            return np.arange(len(self.chunks), dtype=np.int64)
+        wanted = set(scope)
+        return np.asarray(
+            [i for i, c in enumerate(self.chunks) if c.doc_id in wanted], dtype=np.int64
+        )
+
+    def score_scope(
+        self, scope: Sequence[str] | None, query_vector: np.ndarray, query_tokens: list[str]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Flat scores over every chunk in scope: one FAISS index and one BM25 for the scope."""
+        key = "*" if scope is None else "*" + "\x1f".join(sorted(set(scope)))
+        with self._lock:
+            cached = self._scopes.pop(key, None)
+            if cached is None:
+                rows = self.scope_rows(scope)
+                index = FlatGroup(self.embeddings[rows], self.dim)
+                tokens = [self.tokens[i] for i in rows]
+                scorer = LeafBM25.from_tokens(tokens, BM25Stats.from_tokens(tokens))
+                cached = (rows, index, scorer)
+            self._scopes[key] = cached  # most recently used last
+            # Each distinct scope holds a FAISS + BM25 copy: keep only the recent few, so no
+            # client can grow memory by asking over ever new sets of documents.
+            while len(self._scopes) > MAX_SCOPE_CACHE:
+                self._scopes.pop(next(iter(self._scopes)))
+        rows, index, scorer = cached
+        if not len(rows):
+            empty = np.zeros(0, dtype=np.float32)
+            return rows, empty, empty
+        dense = index.scores(query_vector)
+        return rows, dense, scorer.scores(query_tokens).astype(np.float32)
+
+    def heading_terms(self, leaf_id: str) -> frozenset[str]:
+        """Tokens of a leaf's heading path and summary, tokenised once per index."""
+        terms = self._heading_terms.get(leaf_id)
+        if terms is None:
+            node = self.nodes[leaf_id]
+            terms = frozenset(tokenize(f"{node.heading_path} {node.summary}"))
+            self._heading_terms[leaf_id] = terms  # a racing duplicate computes the same set
+        return terms
+
+
+def _unique_names(sources: Sequence[SourceDocument]) -> list[SourceDocument]:
+    """Make document names unique (two `README.md` from different folders stay apart)."""
+    seen: dict[str, int] = {}
+    out = []
+    for src in sources:
+        count = seen.get(src.name, 0)
+        seen[src.name] = count + 1
+        out.append(src if count == 0 else replace(src, name=f"{src.name}#{count + 1}"))
+    return out
+
+
+def build_index(
+    sources: Sequence[SourceDocument],
+    settings: IndexSettings,
+    embedder: Embedder,
+    previous: CorpusIndex | None = None,
+    progress: ProgressFn | None = None,
+    summary_overrides: dict[str, str] | None = None,
+    summarizer: Callable[[Sequence[TreeNode], Language], dict[str, str]] | None = None,
+    ktype_summarizer: KTypeLLM | None = None,
+    graph_extractor: LeafExtractor | None = None,
+) -> CorpusIndex:
+    """Parse, summarise, chunk, tokenise and embed `sources` into a CorpusIndex.
+
+    With `previous` (an index built with the same settings and embedder), documents whose
+    content hash is unchanged reuse their embeddings: only changed documents hit the model.
+    `summarizer` (LLM summaries) returns {content_key: summary} for a document's nodes; its
+    results are kept in the index's summary cache, so an unchanged section is never resent.
+    Leaves of at least `settings.graph_min_leaf_chars` get a graph (`graph_extractor`, else
+    the offline one); graphs of unchanged leaves are taken from `previous`.
+    `ktype_summarizer` (LLM K-Type document summaries) is cached by content hash in the layers.
+    """
+    notify = progress or (lambda stage, done, total: None)
+    sources = _unique_names(sources)
+    reusable = reusable_embeddings(previous, settings, embedder)
+
+    documents: list[DocumentInfo] = []
+    nodes: dict[str, TreeNode] = {}
+    chunks: list[Chunk] = []
+    next_id = 1
+    # LLM summaries of the previous build are reused only while the option stays on.
+    use_cache = previous is not None and settings.llm_summaries
+    overrides = dict(previous.summary_cache) if use_cache else {}
+    overrides.update(summary_overrides or {})
+    for done, src in enumerate(sources):
+        doc_nodes = parse_document(
+            src.text, doc_id=src.name, name=src.name, max_depth=settings.max_depth, first_id=next_id
+        )
+        if summarizer is not None:
+            overrides.update(summarizer(doc_nodes, detect_language(src.text)))
+        doc_nodes = summarize_tree(
+            doc_nodes, max_chars=settings.summary_chars, overrides=overrides or None
+        )
+        next_id += len(doc_nodes)
+        root = doc_nodes[0]
+        documents.append(
+            DocumentInfo(
+                doc_id=src.name,
+                name=src.name,
+                title=root.heading,
+                language=detect_language(src.text),
+                sha256=src.sha256,
+                size_chars=len(src.text),
+                root_id=root.node_id,
+                page_starts=tuple(src.page_starts),
+                source_format=src.source_format,
+            )
+        )
+        for node in doc_nodes:
+            nodes[node.node_id] = node
+            if node.is_leaf:
+                leaf_chunks = chunk_leaf(
+                    node,
+                    src.text,
+                    chunk_size=settings.chunk_size,
+                    overlap=settings.chunk_overlap,
+                    min_chars=settings.min_chunk_chars,
+                )
+                chunks.extend(with_pages(leaf_chunks, src.page_starts))
+        notify("parse", done + 1, len(sources))
+
+    tokens = [tokenize(c.text) for c in chunks]
+    embeddings = _embed_with_reuse(chunks, documents, embedder, reusable, notify)
+    summary_cache = {
+        content_key(n): n.summary for n in nodes.values() if content_key(n) in overrides
+    }
+    index = CorpusIndex(
+        settings=settings,
+        embedder_name=embedder.name,
+        dim=embedder.dim,
+        documents=documents,
+        texts={src.name: src.text for src in sources},
+        nodes=nodes,
+        chunks=chunks,
+        embeddings=embeddings,
+        tokens=tokens,
+        summary_cache=summary_cache,
+        embedder_fingerprint=embedder_fingerprint(embedder),
+    )
+    previous_layers = previous.layers if previous is not None else None
+    index.layers = build_layers(index, embedder.embed, ktype_summarizer, previous_layers)
+    if settings.graph_min_leaf_chars > 0:
+        index.graphs, index.graph_vectors = graph_stage(
+            index, embedder, previous, graph_extractor, notify
+        )
+    notify("index", 1, 1)
+    return index
+
+
+def graph_stage(
+    index: CorpusIndex,
+    embedder: Embedder,
+    previous: CorpusIndex | None = None,
+    extractor: LeafExtractor | None = None,
+    notify: ProgressFn | None = None,
+) -> tuple[dict[str, LeafGraph], dict[str, np.ndarray]]:
+    """Leaf graphs and the vectors of their concept names (matched to questions by meaning)."""
+    graphs = build_graphs(
+        index.nodes,
+        index.chunks,
+        {d.doc_id: d.language for d in index.documents},
+        index.settings.graph_min_leaf_chars,
+        previous=previous.graphs if previous is not None else None,
+        extractor=extractor,
+        extractor_version=getattr(extractor, "version", EXTRACTOR_VERSION),
+        progress=None if notify is None else lambda done, total: notify("graph", done, total),
+    )
+    names = concept_names(graphs)
+    matrix = embedder.embed(names) if names else np.zeros((0, embedder.dim), dtype=np.float32)
+    return graphs, split_vectors(graphs, np.asarray(matrix, dtype=np.float32))
+
+
+def with_pages(chunks: Sequence[Chunk], page_starts: Sequence[int]) -> list[Chunk]:
+    """The chunks with their first and last page set (unchanged when there are no pages)."""
+    if not page_starts:
+        return list(chunks)
+    return [
+        replace(c, page_start=first, page_end=last)
+        for c in chunks
+        for first, last in [page_span(page_starts, c.start, c.end)]
+    ]
+
+
+def reusable_embeddings(
+    previous: CorpusIndex | None, settings: IndexSettings, embedder: Embedder
+) -> dict[str, tuple[list[str], np.ndarray]]:
+    """sha256 -> (chunk texts, their vectors) from a compatible previous index."""
+    if previous is None or previous.embedder_name != embedder.name:
+        return {}
+    same_chunking = (
+        previous.settings.chunk_size == settings.chunk_size
+        and previous.settings.chunk_overlap == settings.chunk_overlap
+        and previous.settings.min_chunk_chars == settings.min_chunk_chars
+        and previous.settings.max_depth == settings.max_depth
+    )
+    if not same_chunking:
+        return {}
+    out = {}
+    for doc in previous.documents:
+        rows = [i for i, c in enumerate(previous.chunks) if c.doc_id == doc.doc_id]
+        out[doc.sha256] = ([previous.chunks[i].text for i in rows], previous.embeddings[rows])
+    return out
+
+
+def _embed_with_reuse(
+    chunks: list[Chunk],
+    documents: list[DocumentInfo],
+    embedder: Embedder,
+    reusable: dict[str, tuple[list[str], np.ndarray]],
+    notify: ProgressFn,
+) -> np.ndarray:
+    embeddings = np.zeros((len(chunks), embedder.dim), dtype=np.float32)
+    todo: list[int] = []
+    for doc in documents:
+        rows = [i for i, c in enumerate(chunks) if c.doc_id == doc.doc_id]
+        cached = reusable.get(doc.sha256)
+        # Reuse only when the chunk texts match one to one (same parse, same chunking).
+        if cached is not None and cached[0] == [chunks[i].text for i in rows]:
+            embeddings[rows] = cached[1]
+        else:
+            todo.extend(rows)
+    if todo:
+        vectors = embedder.embed(
+            [chunks[i].text for i in todo],
+            progress=lambda done, total: notify("embed", done, total),
+        )
+        embeddings[todo] = vectors
+    notify("embed", len(todo), len(todo))
+    return embeddings
+
+
+def corpus_stats(index: CorpusIndex) -> dict[str, int]:
+    """Counts for the CLI summary and the UI."""
+    leaves = index.leaves()
+    longest = max((n.end - n.start for n in leaves), default=0)
+    graphs = index.graphs or {}
+    return {
+        "documents": len(index.documents),
+        "nodes": len(index.nodes),
+        "leaves": len(leaves),
+        "chunks": len(index.chunks),
+        "longest_leaf_chars": longest,
+        "graphs": len(graphs),
+        "graph_max_degree": max((g.max_degree for g in graphs.values()), default=0),
+    }

@@ -1,0 +1,1 @@
+"""Ingest stage: files to documents (converters, parsing, chunking, tree edits, node summaries)."""

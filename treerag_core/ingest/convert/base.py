@@ -1,0 +1,111 @@
+"""What a converter returns (Markdown-ish text, page map, inferred headings) and its writer."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from treerag_core.base.pagemap import page_of
+
+# Body lines that the Markdown tree builder would read as structure get a backslash in front,
+# so only the headings the converter chose become headings.
+_MARKUP_LINE = re.compile(r"^ {0,3}(?:#{1,6}(?:[ \t]|$)|=+[ \t]*$|-{2,}[ \t]*$|`{3,}|~{3,})")
+_SPACES = re.compile(r"[ \t\u00a0\u2000-\u200b\u3000]+")
+
+
+@dataclass(frozen=True)
+class InferredHeading:
+    """A heading the converter found: its level, text, line span in the text, and why.
+
+    `signals` name what made the line a heading ("style Heading 2", "size 14.0 > body 10.0",
+    "bold", "numbering item", "h2", "markdown"), so the tree editor can show the evidence.
+    """
+
+    level: int
+    text: str
+    start: int
+    end: int
+    page: int | None = None
+    signals: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ConvertedDocument:
+    """A file as the text the index holds: headings are `#` lines, offsets exact into `text`.
+
+    `page_starts[i]` is the offset where PDF page i + 1 begins (empty for unpaged formats).
+    """
+
+    name: str
+    text: str
+    fmt: str  # pdf | docx | html | markdown | text
+    page_starts: tuple[int, ...] = ()
+    headings: tuple[InferredHeading, ...] = ()
+    n_pages: int = 0
+    notes: tuple[str, ...] = ()
+
+    def page_of(self, offset: int) -> int | None:
+        return page_of(self.page_starts, offset)
+
+
+def clean_inline(text: str) -> str:
+    """Collapse runs of spaces (incl. no-break and ideographic ones) and trim."""
+    return _SPACES.sub(" ", text).strip()
+
+
+def escape_line(line: str) -> str:
+    """A body line, made unable to read as a Markdown heading, setext underline or fence."""
+    return "\\" + line if _MARKUP_LINE.match(line) else line
+
+
+@dataclass
+class MarkdownWriter:
+    """Appends headings and paragraphs as Markdown, recording offsets and page starts."""
+
+    parts: list[str] = field(default_factory=list)
+    length: int = 0
+    page_starts: list[int] = field(default_factory=list)
+    headings: list[InferredHeading] = field(default_factory=list)
+    page: int | None = None
+
+    def _block(self, block: str) -> int:
+        if self.length:
+            self.parts.append("\n\n")
+            self.length += 2
+        start = self.length
+        self.parts.append(block)
+        self.length += len(block)
+        return start
+
+    def start_page(self) -> None:
+        """The next block starts a new page (page numbers count from 1)."""
+        self.page_starts.append(self.length + 2 if self.length else 0)
+        self.page = len(self.page_starts)
+
+    def heading(self, level: int, text: str, signals: tuple[str, ...] = ()) -> None:
+        title = clean_inline(text.replace("\n", " "))
+        if not title:
+            return
+        level = min(max(level, 1), 6)
+        line = f"{'#' * level} {title}"
+        start = self._block(line)
+        self.headings.append(
+            InferredHeading(level, title, start, start + len(line), self.page, signals)
+        )
+
+    def paragraph(self, text: str) -> None:
+        lines = [escape_line(line.rstrip()) for line in text.split("\n")]
+        block = "\n".join(line for line in lines if line.strip())
+        if block.strip():
+            self._block(block)
+
+    def text(self) -> str:
+        return "".join(self.parts) + "\n" if self.parts else ""
+
+    def result(self, name: str, fmt: str, n_pages: int = 0, notes=()) -> ConvertedDocument:
+        text = self.text()
+        # A page that ended up empty at the very end starts past the text: clamp it.
+        starts = tuple(min(s, max(len(text) - 1, 0)) for s in self.page_starts)
+        return ConvertedDocument(
+            name, text, fmt, starts, tuple(self.headings), n_pages, tuple(notes)
+        )

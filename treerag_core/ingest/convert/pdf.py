@@ -1,0 +1,356 @@
+"""PDF with pypdfium2: lines from glyph positions, running headers and page numbers removed,
+table rows kept as rows, headings inferred from size, weight, isolation and numbering."""
+
+from __future__ import annotations
+
+import ctypes
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+from treerag_core.base.errors import (
+    CorruptDocumentError,
+    EncryptedDocumentError,
+    NeedsOCRError,
+    TooManyPagesError,
+)
+from treerag_core.ingest.convert.base import ConvertedDocument, MarkdownWriter
+from treerag_core.ingest.convert.levels import (
+    Candidate,
+    assign_levels,
+    list_like,
+    structural_numbering,
+)
+
+CELL_GAP = 1.6  # a horizontal gap wider than this many font sizes separates table cells
+MARGIN = 0.09  # running headers and footers live in the top and bottom 9% of a page
+HEADING_MAX_CHARS = 150
+_BOLD_NAME = re.compile(r"bold|black|heavy|semibold|demi", re.I)
+_MONO_NAME = re.compile(r"mono|courier|code|consol", re.I)
+SIZE_RATIO = 1.1  # a line this much larger than the body type is set as a heading
+_PAGE_NUMBER = re.compile(
+    r"^(?:page\s+)?[-–—]?\s*(?:\d{1,4}|[ivxlcdm]{1,6})\s*[-–—]?(?:\s*(?:of|/)\s*\d{1,4})?$", re.I
+)
+# A table-of-contents line: "Item 7. Management's Discussion ..... 23" or "... | 23".
+_SENTENCE = re.compile(r"[。；，;]|, ")
+_TRAILING_PAGE_REF = re.compile(r"(?:\.{2,}|\|)\s*\d{1,4}$")
+
+
+@dataclass(frozen=True)
+class _Line:
+    text: str
+    top: float
+    bottom: float
+    size: float
+    bold: bool
+    font: str  # the line's main font: its name, or an id when the PDF gives none
+    cells: int  # how many table cells the line was cut into (1: running text)
+    chars: int
+
+
+def _font_style(textpage, index: int, cache: dict[int, tuple[bool, float, str]], raw):
+    """(bold, effective size in points, font key) of the char's text object, cached.
+
+    pdfium's per-char font size ignores the object's matrix (some filings draw 416-pt text
+    scaled by 0.021), so the size is the object's font size times the matrix scale.
+    """
+    obj = raw.FPDFText_GetTextObject(textpage, index)
+    key = ctypes.cast(obj, ctypes.c_void_p).value or 0
+    style = cache.get(key)
+    if style is None:
+        bold, size, font_key = False, 0.0, ""
+        if obj:
+            font = raw.FPDFTextObj_GetFont(obj)
+            if font:
+                buf = ctypes.create_string_buffer(256)
+                raw.FPDFFont_GetBaseFontName(font, buf, 256)
+                name = buf.value.decode("latin-1", "replace").split("+")[-1]
+                bold = bool(_BOLD_NAME.search(name)) or raw.FPDFFont_GetWeight(font) >= 600
+                # Chromium embeds synthetic-bold faces with no name: the font's id tells
+                # them apart from the body font.
+                font_key = name or f"#{ctypes.cast(font, ctypes.c_void_p).value}"
+            points = ctypes.c_float()
+            matrix = raw.FS_MATRIX()
+            if raw.FPDFTextObj_GetFontSize(obj, points) and raw.FPDFPageObj_GetMatrix(obj, matrix):
+                size = points.value * abs(matrix.a * matrix.d - matrix.b * matrix.c) ** 0.5
+        bold = bold or raw.FPDFText_GetFontWeight(textpage, index) >= 600
+        style = cache[key] = (bold, size, font_key)
+    return style
+
+
+def _page_lines(page, raw) -> list[_Line]:
+    """The page's text lines, top to bottom, each sorted left to right."""
+    textpage = page.get_textpage()
+    try:
+        count = textpage.count_chars()
+        box = raw.FS_RECTF()  # the loose box spans the glyph's advance: no false gaps
+        ox, oy = ctypes.c_double(), ctypes.c_double()
+        fonts: dict[int, tuple[bool, float, str]] = {}
+        chars: list[tuple[float, float, float, float, str, bool, bool]] = []
+        space = False
+        for i in range(count):
+            code = raw.FPDFText_GetUnicode(textpage, i)
+            ch = chr(code) if 0 < code < 0x110000 else ""
+            if ch.isspace() or not ch or code in (0xFFFE, 0xFFFF):
+                space = True
+                continue
+            if ch == "\x02":  # pdfium's mark for a hyphen at a line end
+                ch = "-"
+            raw.FPDFText_GetLooseCharBox(textpage, i, box)
+            raw.FPDFText_GetCharOrigin(textpage, i, ox, oy)
+            bold, size, font = _font_style(textpage, i, fonts, raw)
+            if size <= 0:
+                size = max(box.top - box.bottom, 1.0)
+            chars.append((oy.value, box.left, box.right, size, ch, bold, space, font))
+            space = False
+    finally:
+        textpage.close()
+    return _group_lines(chars)
+
+
+def _group_lines(chars) -> list[_Line]:
+    chars.sort(key=lambda c: -c[0])
+    groups: list[list] = []
+    for c in chars:
+        if groups and abs(groups[-1][0][0] - c[0]) <= 0.4 * max(c[3], groups[-1][0][3], 1.0):
+            groups[-1].append(c)
+        else:
+            groups.append([c])
+    lines = []
+    for group in groups:
+        group.sort(key=lambda c: c[1])
+        parts: list[str] = []
+        cells = 1
+        prev = None
+        for c in group:
+            if prev is not None:
+                if c[4] == prev[4] and abs(c[1] - prev[1]) < 0.3:
+                    continue  # the same glyph drawn twice (fake bold)
+                gap = c[1] - prev[2]
+                size = max(c[3], 1.0)
+                if gap > CELL_GAP * size:
+                    parts.append(" | ")
+                    cells += 1
+                elif c[6] or gap > 0.18 * size:
+                    parts.append(" ")
+            parts.append(c[4])
+            prev = c
+        text = "".join(parts).strip()
+        if not text:
+            continue
+        sizes = Counter(round(c[3] * 4) / 4 for c in group)
+        size = sizes.most_common(1)[0][0]
+        font = Counter(c[7] for c in group).most_common(1)[0][0]
+        bold = all(c[5] for c in group if c[4].isalnum()) and any(c[4].isalpha() for c in group)
+        baseline = group[0][0]
+        lines.append(_Line(text, baseline + size, baseline, size, bold, font, cells, len(group)))
+    return lines
+
+
+def _open(name: str, data: bytes):
+    import pypdfium2 as pdfium
+
+    try:
+        return pdfium.PdfDocument(data)
+    except pdfium.PdfiumError as exc:
+        message = str(exc)
+        if "password" in message.lower():
+            raise EncryptedDocumentError(
+                f"{name}: the PDF is encrypted (password-protected); save an unprotected copy"
+            ) from exc
+        raise CorruptDocumentError(f"{name}: not a readable PDF ({message})") from exc
+
+
+def _running_keys(pages: list[tuple[float, list[_Line]]]) -> set[str]:
+    """Normalised texts of lines in the page margins that repeat on many pages."""
+    counts: Counter[str] = Counter()
+    for height, lines in pages:
+        keys = {_key(line) for line in lines if _in_margin(line, height)}
+        counts.update(keys)
+    need = max(3, int(0.3 * len(pages)))
+    return {key for key, n in counts.items() if n >= need}
+
+
+def _key(line: _Line) -> str:
+    return re.sub(r"\d+", "#", " ".join(line.text.lower().split()))
+
+
+def _in_margin(line: _Line, height: float) -> bool:
+    return line.bottom > height * (1 - MARGIN) or line.top < height * MARGIN
+
+
+def _blocks(lines: list[_Line]) -> list[list[_Line]]:
+    """Consecutive lines of one style and no wide vertical gap form a block."""
+    blocks: list[list[_Line]] = []
+    for line in lines:
+        if blocks:
+            prev = blocks[-1][-1]
+            gap = prev.bottom - line.top  # space between the previous baseline and this top
+            same_style = (
+                prev.bold == line.bold
+                and prev.font == line.font
+                and abs(prev.size - line.size) < 0.75
+            )
+            if gap < 0.8 * max(line.size, prev.size) and same_style:
+                blocks[-1].append(line)
+                continue
+        blocks.append([line])
+    return blocks
+
+
+def heading_text(block: list[_Line]) -> str:
+    return " ".join(line.text.replace(" | ", " ") for line in block)
+
+
+def _other_font(block: list[_Line], body_font: str) -> bool:
+    return block[0].font != body_font and not _MONO_NAME.search(block[0].font)
+
+
+def _title_shape(text: str) -> bool:
+    """Short, no sentence punctuation inside, no punctuation at the end."""
+    return len(text) <= 80 and not _SENTENCE.search(text) and text[-1] not in ".:：,，;；。"
+
+
+def _bare_title(text: str, num) -> bool:
+    """A numbered line in body type reads as a heading only when it is a short title:
+    no sentence punctuation, and not an article or list item (第二条 …。, （一）…；, (1), A.)."""
+    if len(text) > 60 or _SENTENCE.search(text) or text[-1] in ".:：":
+        return False
+    return not (num.family == "zh" and num.rank >= 4) and not list_like(num)
+
+
+def _heading_signals(block: list[_Line], body: float, body_font: str) -> tuple[str, ...] | None:
+    text = heading_text(block)
+    numbered = structural_numbering(text) is not None
+    # "Item 1. | Business": a numbered heading set in two columns is still one heading.
+    cells_ok = all(li.cells == 1 or (numbered and li.cells == 2) for li in block)
+    if len(block) > 3 or len(text) > HEADING_MAX_CHARS or not cells_ok:
+        return None
+    letters = sum(ch.isalpha() for ch in text)
+    if letters < 2 or letters < 0.5 * len(text.replace(" ", "")) or text[-1] in ",;":
+        return None
+    why = []
+    size = block[0].size
+    if size >= body * SIZE_RATIO:
+        why.append(f"size {size:g} > body {body:g}")
+    if block[0].bold:
+        why.append("bold")
+    elif _other_font(block, body_font) and len(block) == 1 and _title_shape(text):
+        # Only another font (often a CJK or symbol subset without a name): titles only.
+        why.append("font")
+    num = structural_numbering(text)
+    toc_line = _TRAILING_PAGE_REF.search(block[0].text)
+    if num is not None and len(block) == 1 and not toc_line and (why or _bare_title(text, num)):
+        why.append(f"numbering {num.label}")
+    if why and text[-1] == "." and not why[-1].startswith("numbering") and len(text) > 60:
+        return None  # a bold sentence ending in a period reads as body text
+    return tuple(why) or None
+
+
+def _style(block: list[_Line], body_font: str) -> tuple[float, bool]:
+    """Sort key of a heading's look: larger first, then emphasised (bold or another font)."""
+    line = block[0]
+    return -line.size, not (line.bold or line.font != body_font)
+
+
+def convert_pdf(name: str, data: bytes, max_pages: int) -> ConvertedDocument:
+    """Convert a PDF's text layer. Pages start new blocks; `page_starts` maps offsets to pages.
+
+    Raises:
+        EncryptedDocumentError, CorruptDocumentError, TooManyPagesError, NeedsOCRError.
+    """
+    import pypdfium2 as pdfium
+    import pypdfium2.raw as raw
+
+    pdf = _open(name, data)
+    try:
+        n_pages = len(pdf)
+        if n_pages > max_pages:
+            raise TooManyPagesError(
+                f"{name}: {n_pages} pages is more than the limit of {max_pages}; raise it with "
+                "the max_pages setting (--max-pages)"
+            )
+        if n_pages == 0:
+            raise CorruptDocumentError(f"{name}: the PDF has no pages")
+        pages = []
+        for i in range(n_pages):
+            try:
+                page = pdf[i]
+            except pdfium.PdfiumError as exc:  # e.g. the page tree lists a font as a page
+                raise CorruptDocumentError(
+                    f"{name}: page {i + 1} of {n_pages} cannot be read ({exc})"
+                ) from exc
+            try:
+                pages.append((page.get_height(), _page_lines(page, raw)))
+            except pdfium.PdfiumError as exc:
+                raise CorruptDocumentError(
+                    f"{name}: the text of page {i + 1} of {n_pages} cannot be read ({exc})"
+                ) from exc
+            finally:
+                page.close()
+    finally:
+        pdf.close()
+
+    solid = sum(line.chars for _, lines in pages for line in lines)
+    if solid < 20:
+        raise NeedsOCRError(
+            f"{name}: no text layer ({n_pages} page(s), {solid} characters): it looks scanned "
+            "and needs OCR first"
+        )
+    running = _running_keys(pages) if n_pages >= 3 else set()
+    removed = 0
+    kept_pages: list[list[_Line]] = []
+    for height, lines in pages:
+        kept = []
+        for line in lines:
+            margin = _in_margin(line, height)
+            if margin and (_key(line) in running or _PAGE_NUMBER.match(line.text)):
+                removed += 1
+                continue
+            kept.append(line)
+        kept_pages.append(kept)
+
+    sizes: Counter[float] = Counter()
+    for lines in kept_pages:
+        for line in lines:
+            sizes[line.size] += line.chars
+    body = sizes.most_common(1)[0][0] if sizes else 10.0
+    fonts: Counter[str] = Counter()
+    for lines in kept_pages:
+        for line in lines:
+            fonts[line.font] += line.chars
+    body_font = fonts.most_common(1)[0][0] if fonts else ""
+
+    page_blocks = [_blocks(lines) for lines in kept_pages]
+    found: list[tuple[int, int, tuple[str, ...]]] = []
+    for p, blocks in enumerate(page_blocks):
+        for b, block in enumerate(blocks):
+            signals = _heading_signals(block, body, body_font)
+            if signals is not None:
+                found.append((p, b, signals))
+    styles = sorted({_style(page_blocks[p][b], body_font) for p, b, _ in found})
+    cands = []
+    for p, b, _ in found:
+        block = page_blocks[p][b]
+        text = heading_text(block)
+        rank = styles.index(_style(block, body_font))
+        cands.append(Candidate(text, rank, structural_numbering(text)))
+    levels = {(p, b): lv for (p, b, _), lv in zip(found, assign_levels(cands), strict=True)}
+    signals_of = {(p, b): s for p, b, s in found}
+
+    writer = MarkdownWriter()
+    empty = []
+    for p, blocks in enumerate(page_blocks):
+        writer.start_page()
+        if not blocks:
+            empty.append(p + 1)
+        for b, block in enumerate(blocks):
+            if (p, b) in levels:
+                writer.heading(levels[(p, b)], heading_text(block), signals_of[(p, b)])
+            else:
+                writer.paragraph("\n".join(line.text for line in block))
+    notes = [f"removed {removed} running header, footer and page-number lines"]
+    if empty:
+        shown = ", ".join(map(str, empty[:10])) + (" ..." if len(empty) > 10 else "")
+        notes.append(f"{len(empty)} page(s) without text (scanned or blank): {shown}")
+    return writer.result(name, "pdf", n_pages, notes)

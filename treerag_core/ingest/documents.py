@@ -1,0 +1,104 @@
+"""From files or uploads to SourceDocuments, reporting bad inputs instead of failing the batch."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from treerag_core.base.errors import InputDocumentError
+from treerag_core.base.types import SourceDocument
+from treerag_core.ingest.convert import DEFAULT_MAX_PAGES, ConvertedDocument, convert_bytes
+from treerag_core.ingest.loading import collect_inputs, read_bytes
+from treerag_core.ingest.tree_edits import TreeEdit, apply_edits, edits_for
+
+Edits = Mapping[str, Sequence[TreeEdit]]  # source sha256 -> that document's tree edits
+
+
+@dataclass(frozen=True)
+class Rejected:
+    """An input that was skipped, and the user-facing reason."""
+
+    name: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Converted:
+    """One input after conversion: the document as inferred, and its source bytes' hash."""
+
+    document: ConvertedDocument
+    sha256: str  # of the file's bytes: the key its tree edits are stored under
+
+
+def convert_upload(
+    name: str, data: bytes, max_bytes: int, max_pages: int = DEFAULT_MAX_PAGES
+) -> Converted:
+    """Convert one file's bytes (raises InputDocumentError or a subclass)."""
+    return Converted(convert_bytes(name, data, max_bytes, max_pages), _sha(data))
+
+
+def to_source(converted: Converted, edits: Edits | None = None) -> tuple[SourceDocument, list[str]]:
+    """The SourceDocument to index, with the stored edits applied; problems are returned."""
+    doc, problems = converted.document, []
+    todo = edits_for(edits, converted.sha256)
+    if todo:
+        doc, problems = apply_edits(doc, todo)
+    source = SourceDocument(doc.name, doc.text, doc.page_starts, doc.fmt)
+    return source, [f"{doc.name}: tree edit not applied ({p})" for p in problems]
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def sources_from_paths(
+    paths: Sequence[str | Path],
+    max_bytes: int,
+    edits: Edits | None = None,
+    max_pages: int = DEFAULT_MAX_PAGES,
+    notes: list[str] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[list[SourceDocument], list[Rejected]]:
+    """Read and convert files and folders; a bad file is reported and skipped, the others kept.
+
+    `notes` (when given) collects tree edits that no longer apply; `progress(done, total)`
+    hears of each file converted (PDF conversion can take minutes).
+    """
+    uploads: list[tuple[str, bytes]] = []
+    rejected: list[Rejected] = []
+    for path in collect_inputs([Path(p) for p in paths]):
+        try:
+            uploads.append((path.name, read_bytes(path, max_bytes)))
+        except InputDocumentError as exc:
+            rejected.append(Rejected(path.name, str(exc)))
+    sources, bad = sources_from_uploads(uploads, max_bytes, edits, max_pages, notes, progress)
+    return sources, rejected + bad
+
+
+def sources_from_uploads(
+    uploads: Sequence[tuple[str, bytes]],
+    max_bytes: int,
+    edits: Edits | None = None,
+    max_pages: int = DEFAULT_MAX_PAGES,
+    notes: list[str] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[list[SourceDocument], list[Rejected]]:
+    """Convert uploaded files (name, bytes) the same way as files on disk."""
+    sources: list[SourceDocument] = []
+    rejected: list[Rejected] = []
+    for done, (name, data) in enumerate(uploads):
+        if progress is not None:  # before each file: the first line shows before a slow PDF
+            progress(done, len(uploads))
+        try:
+            source, problems = to_source(convert_upload(name, data, max_bytes, max_pages), edits)
+        except InputDocumentError as exc:
+            rejected.append(Rejected(name, str(exc)))
+            continue
+        sources.append(source)
+        if notes is not None:
+            notes.extend(problems)
+    if progress is not None and uploads:
+        progress(len(uploads), len(uploads))
+    return sources, rejected

@@ -1,0 +1,1 @@
+"""Search stage: fusion, retrieval in leaves, structure signals, locators, routing, rerank."""

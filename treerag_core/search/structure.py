@@ -1,0 +1,364 @@
+"""Structure-aware scores: a passage read with its heading path, and its section as a whole.
+
+Two signals a structure-blind search cannot see, both computed over the whole scope with
+one set of statistics (scope-wide IDF), so every chunk's score compares with every other's:
+
+- passage BM25 over `heading path + passage` tokens: a section title is part of what its
+  passages are about (the title field of BM25F, folded into one field);
+- section evidence: BM25 of the question against the section's whole text and path, with
+  IDF over the scope's sections, min-max over the sections in scope; a chunk inherits it.
+  This is passage retrieval with a section prior (Callan 1994: passage + document score).
+
+The dense side is the flat one (the chunk's own vector), so the fused score differs from
+flat hybrid's only by what the headings add.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from treerag_core.base.types import LocatedLeaf, LocateResult, RetrievedChunk
+from treerag_core.index.bm25 import BM25Stats, LeafBM25
+from treerag_core.index.corpus import CorpusIndex
+from treerag_core.index.tokens import tokenize
+from treerag_core.search.fusion import fuse, minmax
+from treerag_core.search.routing import best_per_document, document_table
+
+_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True, eq=False)
+class ScopeStructure:
+    """Per-scope BM25 over path-aware passages and over whole sections (built once)."""
+
+    rows: np.ndarray  # chunk rows in scope, ascending
+    leaf_ids: tuple[str, ...]  # the scope's non-empty leaves
+    leaf_of_row: np.ndarray  # per row: position in leaf_ids
+    passages: LeafBM25  # heading path + chunk tokens; IDF over the scope's passages
+    sections: LeafBM25  # heading path + all the leaf's chunk tokens; IDF over its sections
+    doc_of_row: tuple[str, ...]
+
+
+def _scope_key(scope: Sequence[str] | None) -> str:
+    return "*" if scope is None else "*" + "\x1f".join(sorted(scope))
+
+
+def scope_structure(index: CorpusIndex, scope: Sequence[str] | None) -> ScopeStructure:
+    """The scope's structure-aware BM25 tables, cached on the index."""
+    key = _scope_key(scope)
+    cached = index._structure.get(key)
+    if cached is not None:
+        return cached
+    with _LOCK:
+        cached = index._structure.get(key)
+        if cached is not None:
+            return cached
+        rows = index.scope_rows(scope)
+        leaf_ids: list[str] = []
+        position: dict[str, int] = {}
+        leaf_of_row = np.zeros(len(rows), dtype=np.int64)
+        for i, row in enumerate(rows.tolist()):
+            leaf = index.chunks[row].source_node_id
+            if leaf not in position:
+                position[leaf] = len(leaf_ids)
+                leaf_ids.append(leaf)
+            leaf_of_row[i] = position[leaf]
+        path_tokens = [tokenize(index.nodes[leaf].heading_path) for leaf in leaf_ids]
+        passage_tokens = [
+            path_tokens[leaf_of_row[i]] + index.tokens[row] for i, row in enumerate(rows.tolist())
+        ]
+        section_tokens = [list(p) for p in path_tokens]
+        for i, row in enumerate(rows.tolist()):
+            section_tokens[leaf_of_row[i]].extend(index.tokens[row])
+        cached = ScopeStructure(
+            rows=rows,
+            leaf_ids=tuple(leaf_ids),
+            leaf_of_row=leaf_of_row,
+            passages=LeafBM25.from_tokens(passage_tokens, BM25Stats.from_tokens(passage_tokens)),
+            sections=LeafBM25.from_tokens(section_tokens, BM25Stats.from_tokens(section_tokens)),
+            doc_of_row=tuple(index.chunks[row].doc_id for row in rows.tolist()),
+        )
+        index._structure[key] = cached
+        return cached
+
+
+@dataclass(frozen=True, eq=False)
+class StructuredScores:
+    """Every chunk in scope with its structure-aware scores (arrays parallel to `rows`)."""
+
+    rows: np.ndarray
+    dense: np.ndarray  # cosine of the chunk's own vector (as flat search)
+    bm25: np.ndarray  # BM25 of heading path + passage
+    dense_norm: np.ndarray  # the normalised values the fusion combined
+    bm25_norm: np.ndarray
+    fused: np.ndarray  # weighted fusion of the two (min-max over the scope)
+    section: np.ndarray  # the chunk's section evidence, min-max over the scope's sections
+    score: np.ndarray  # fused + section_weight * section: the order of the window
+    leaf_ids: tuple[str, ...]
+    leaf_of_row: np.ndarray
+    section_raw: np.ndarray  # per leaf (parallel to leaf_ids): raw section BM25
+    doc_of_row: tuple[str, ...] = ()
+
+
+def structured_scores(
+    index: CorpusIndex,
+    scope: Sequence[str] | None,
+    query_vector: np.ndarray,
+    query_tokens: list[str],
+    *,
+    dense_weight: float,
+    section_weight: float,
+    fusion: str = "weighted",
+    rrf_k: int = 60,
+) -> StructuredScores:
+    """Score every chunk in scope: path-aware hybrid plus its section's evidence.
+
+    The last few results are kept on the index, so step 1 and step 2 of one question
+    (treerag scores in both) pay once.
+    """
+    key = (
+        _scope_key(scope),
+        np.asarray(query_vector, dtype=np.float32).tobytes(),
+        tuple(query_tokens),
+        dense_weight,
+        section_weight,
+        fusion,
+        rrf_k,
+    )
+    recent: dict = index._structure.setdefault("recent", {})
+    if key in recent:
+        return recent[key]
+    result = _score(
+        index, scope, query_vector, query_tokens, dense_weight, section_weight, fusion, rrf_k
+    )
+    if len(recent) >= 4:  # bounded: only the current question's steps need it
+        recent.pop(next(iter(recent)))
+    recent[key] = result
+    return result
+
+
+def _score(
+    index: CorpusIndex,
+    scope: Sequence[str] | None,
+    query_vector: np.ndarray,
+    query_tokens: list[str],
+    dense_weight: float,
+    section_weight: float,
+    fusion: str,
+    rrf_k: int,
+) -> StructuredScores:
+    table = scope_structure(index, scope)
+    rows, dense, _ = index.score_scope(scope, query_vector, [])
+    if not np.array_equal(rows, table.rows):  # both come from scope_rows: a bug if not
+        raise RuntimeError("scope rows of the flat and structure tables differ")
+    bm25 = table.passages.scores(query_tokens)
+    section_raw = table.sections.scores(query_tokens)
+    if not len(rows):
+        empty = np.zeros(0)
+        return StructuredScores(
+            rows, empty, empty, empty, empty, empty, empty, empty, (), rows, section_raw, ()
+        )
+    result = fuse(dense, bm25, fusion, dense_weight, rrf_k)
+    fused = np.asarray(result.fused)
+    section = minmax(section_raw)[table.leaf_of_row]
+    score = fused + section_weight * section
+    return StructuredScores(
+        rows=rows,
+        dense=np.asarray(dense, dtype=np.float64),
+        bm25=bm25,
+        dense_norm=np.asarray(result.dense_norm),
+        bm25_norm=np.asarray(result.bm25_norm),
+        fused=fused,
+        section=section,
+        score=score,
+        leaf_ids=table.leaf_ids,
+        leaf_of_row=table.leaf_of_row,
+        section_raw=section_raw,
+        doc_of_row=table.doc_of_row,
+    )
+
+
+def path_passage(heading_path: str, text: str) -> str:
+    """What a structure-aware cross-encoder reads: the section's path, then the passage."""
+    return f"{heading_path}\n{text}" if heading_path else text
+
+
+def window(
+    scores: StructuredScores,
+    size: int,
+    documents: Sequence[str] = (),
+    leaves: Sequence[str] = (),
+) -> np.ndarray:
+    """Positions (into `scores.rows`) of the best `size` chunks, best first, ties in row order;
+    with `documents` (or `leaves`), only chunks of those documents (leaves) compete."""
+    score = scores.score
+    keep = np.ones(len(score), dtype=bool)
+    if documents:
+        wanted = set(documents)
+        keep &= np.asarray([doc in wanted for doc in scores.doc_of_row], dtype=bool)
+    if leaves:
+        wanted = set(leaves)
+        keep &= np.asarray([leaf in wanted for leaf in scores.leaf_ids], dtype=bool)[
+            scores.leaf_of_row
+        ]
+    if documents or leaves:
+        score = np.where(keep, score, -np.inf)
+        size = min(size, int(keep.sum()))
+    return np.argsort(-score, kind="stable")[:size]
+
+
+def document_votes(scores: StructuredScores, size: int) -> list[tuple[str, float]]:
+    """Documents ranked by their share of the unrouted window: each chunk in it votes its
+    score above the window's lowest. Evidence spread over several passages of one document
+    outweighs a single stray match."""
+    top = window(scores, size)
+    if not len(top):
+        return []
+    floor = float(scores.score[top].min())
+    votes: dict[str, float] = {}
+    for pos in top.tolist():
+        doc = scores.doc_of_row[pos]
+        votes[doc] = votes.get(doc, 0.0) + float(scores.score[pos]) - floor + 1e-9
+    total = sum(votes.values())
+    return sorted(((d, v / total) for d, v in votes.items()), key=lambda dv: -dv[1])
+
+
+def section_ranking(
+    scores: StructuredScores, size: int, documents: Sequence[str] = ()
+) -> list[tuple[str, float, int]]:
+    """Sections of the window as (leaf id, best chunk score, chunks in the window), best
+    first: what step 1 shows as its section scores."""
+    best: dict[str, float] = {}
+    count: dict[str, int] = {}
+    for pos in window(scores, size, documents).tolist():
+        leaf = scores.leaf_ids[scores.leaf_of_row[pos]]
+        best[leaf] = max(best.get(leaf, -np.inf), float(scores.score[pos]))
+        count[leaf] = count.get(leaf, 0) + 1
+    return sorted(((leaf, best[leaf], count[leaf]) for leaf in best), key=lambda r: -r[1])
+
+
+def window_hits(
+    index: CorpusIndex,
+    scores: StructuredScores,
+    size: int,
+    question: str,
+    documents: Sequence[str] = (),
+    leaves: Sequence[str] = (),
+) -> list[RetrievedChunk]:
+    """The window as hits, best first: every score kept, the section evidence as `prior`."""
+    return [
+        RetrievedChunk(
+            chunk=index.chunks[int(scores.rows[p])],
+            dense=float(scores.dense[p]),
+            bm25=float(scores.bm25[p]),
+            dense_norm=float(scores.dense_norm[p]),
+            bm25_norm=float(scores.bm25_norm[p]),
+            fused=float(scores.fused[p]),
+            leaf_rank=rank,
+            pooled_rank=rank,
+            pool_fused=float(scores.score[p]),
+            prior=float(scores.section[p]),
+            sub_query=question,
+        )
+        for rank, p in enumerate(window(scores, size, documents, leaves).tolist(), start=1)
+    ]
+
+
+# Scores a list of hits (input order) as step 2b would, or None when step 2b keeps the fused order.
+Judge = Callable[[Sequence[RetrievedChunk]], np.ndarray | None]
+
+
+def best_passage(hits: Sequence[RetrievedChunk], judge: Judge | None) -> tuple[int, str]:
+    """Position of the best hit by the final reader (`judge`), or the first hit (the fused
+    order) when it gives no scores; and which reader decided."""
+    scores = judge(hits) if judge is not None else None
+    if scores is None or len(scores) != len(hits):
+        return 0, "the fused order"
+    best = min(range(len(hits)), key=lambda i: (-float(scores[i]), i))
+    return best, "the cross-encoder"
+
+
+def route(
+    index: CorpusIndex,
+    scores: StructuredScores,
+    size: int,
+    question: str,
+    max_leaves: int,
+    route_documents: int,
+    judge: Judge | None = None,
+) -> LocateResult:
+    """Step 1 of treerag's local path: the documents to keep and the sections' scores.
+
+    Documents are cut only when the scope holds more than `route_documents` of them (the
+    best by their share of the window), and, with a `judge`, only when the final reader
+    agrees: the best passage of the unrouted window (by step 2b's scorer, or the fused order
+    when it does not run) must be in a kept document. Otherwise routing is unsure and the
+    flat window stays. Sections are ranked, shown and scored, never cut, because a wrong
+    section costs the evidence a flat search would have found.
+    """
+    votes = document_votes(scores, size)
+    names = {d.doc_id: d.name for d in index.documents}
+    notes = []
+    if votes:
+        shares = ", ".join(f"{names.get(d, d)} {share:.0%}" for d, share in votes[:5])
+        notes.append(f"documents by share of the window: {shares}")
+    routed: tuple[str, ...] = ()
+    unsure = ""
+    if route_documents and len(votes) > route_documents:
+        routed = tuple(doc for doc, _ in votes[:route_documents])
+        if judge is not None:
+            hits = window_hits(index, scores, size, question)
+            best, reader = best_passage(hits, judge)
+            best_doc = hits[best].chunk.doc_id
+            verdict = "kept" if best_doc in routed else "not kept: no document cut"
+            notes.append(
+                f"routing check: the unrouted window's best passage by {reader} is in "
+                f"{names.get(best_doc, best_doc)} ({verdict})"
+            )
+            if best_doc not in routed:
+                unsure = names.get(best_doc, best_doc)
+                routed = ()
+    sections = section_ranking(scores, size, routed)
+    leaves = tuple(
+        LocatedLeaf(leaf, index.nodes[leaf].heading_path, question, round(best, 4), "local")
+        for leaf, best, _ in sections[:max_leaves]
+    )
+    if routed:
+        kept = ", ".join(names.get(d, d) for d in routed)
+        thinking = (
+            f"Structure-aware locator: every chunk scored with its heading path; kept the "
+            f"{len(routed)} best of {len(votes)} documents in the window ({kept}); sections "
+            "below are ranked by their best chunk and are scores, not a cut."
+        )
+    elif unsure:
+        thinking = (
+            "Structure-aware locator: every chunk scored with its heading path; routing was "
+            f"unsure (the best passage is in {unsure}, outside the documents with the largest "
+            "share of the window), so no document cut; sections below are scores, not a cut."
+        )
+    else:
+        thinking = (
+            "Structure-aware locator: every chunk scored with its heading path; no document "
+            "cut; sections below are ranked by their best chunk and are scores, not a cut."
+        )
+    # Every document in scope with its share (0: none of its chunks in the window) and its
+    # best chunk, so the trace shows why a document was cut.
+    table = document_table(
+        index,
+        votes,
+        routed or None,
+        "share of the window",
+        passage=best_per_document(scores.doc_of_row, scores.score),
+    )
+    return LocateResult(
+        leaves,
+        thinking,
+        "local",
+        notes=tuple(notes),
+        documents=routed,
+        document_scores=table,
+    )

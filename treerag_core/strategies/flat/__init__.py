@@ -1,0 +1,1 @@
+"""The flat family: structure-blind baselines (hybrid, dense, BM25) over the whole scope."""

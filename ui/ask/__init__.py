@@ -1,0 +1,1 @@
+"""The Ask page's panels: the question's story, Compare, trace panels, family evidence views."""

@@ -1,0 +1,246 @@
+"""Compare on Ask: the question through every strategy, as one summary table, then cards."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from treerag_core.base.settings import QuerySettings
+from treerag_core.base.text_rules import path_leaf, preview
+from treerag_core.base.types import RetrievedChunk, Trace
+from treerag_core.compare import Compared, compare_strategies
+from treerag_core.pipeline import Engine
+from treerag_core.strategies import get_strategy, strategy_names
+from ui.common.query_controls import ASK_SETTINGS, RERUN_SETTINGS, describe_moves
+from ui.common.session import AskState
+from ui.common.text_safety import code, error_markdown, plain
+from ui.evaluate.gold import SHOWN, Gold, gold_for, strategy_metrics
+
+COMPARE_TEXT_CHARS = 160
+COMPARE_TOP = 3  # passages named per strategy in the table and shown per card
+SECTION_SEP = " · "
+
+
+def _top_score(hits: Sequence[RetrievedChunk]) -> str:
+    """The first passage's score, named by its scale: a rerank logit and a fused score in
+    [0, 1] are not comparable, so the cell says which it is."""
+    if not hits:
+        return "—"
+    top = hits[0]
+    if top.rerank is not None:
+        return f"{top.rerank:.2f} rerank"
+    return f"{top.fused:.2f} fused"
+
+
+def top_sections(hits: Sequence[RetrievedChunk]) -> str:
+    """The first passages' sections in order, each once ("×2": it holds two of them), each
+    by its last heading: full paths share their first headings, so a narrow cell cut them
+    all to the same "3 Methods > …" (the full paths are in each strategy's card)."""
+    counts = Counter(h.chunk.heading_path or h.chunk.doc_id for h in hits[:COMPARE_TOP])
+    return SECTION_SEP.join(
+        f"{path_leaf(s) or s} ×{n}" if n > 1 else path_leaf(s) or s for s, n in counts.items()
+    )
+
+
+def _picked(trace: Trace) -> str:
+    """Sections picked in step 1; "—" for a strategy that picks none by design (flat-*)."""
+    if trace.locate is None or not get_strategy(trace.strategy).locates:
+        return "—"
+    return str(len(trace.locate.leaves))
+
+
+def summary_frame(
+    results: Sequence[Compared], base: Sequence[str], own: str, gold: Gold | None = None
+) -> pd.DataFrame:
+    """One row per strategy that ran: its top passages' sections, how many of its passages
+    the trace's own strategy (`own`, passages `base`) also found, its top score, its time;
+    with `gold`, the harness's metrics. Strategies that could not run are left to a note."""
+    shared_label = f"shared with {own}"
+    rows = []
+    for item in results:
+        if item.trace is None:
+            continue
+        hits = list(item.trace.reranked)
+        ids = [h.chunk.chunk_id for h in hits]
+        row: dict[str, object] = {
+            "strategy": item.strategy,
+            "top sections": top_sections(hits),
+            shared_label: f"{len(set(base) & set(ids))}/{len(ids)}",
+            "picked": _picked(item.trace),
+            "top score": _top_score(hits),
+            "ms": round(item.seconds * 1000),
+        }
+        if gold is not None:
+            found = strategy_metrics(gold, item.trace)
+            # Text cells: a metric a strategy has no value for (no section pick) reads "—".
+            for label in SHOWN.values():
+                row[label] = f"{found[label]:.2f}" if label in found else "—"
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _run(
+    engine: Engine, trace: Trace, settings: QuerySettings, scope: list[str] | None
+) -> list[Compared]:
+    """Every runnable strategy in turn, with a progress bar naming the one running."""
+    names = strategy_names(runnable=True)
+    bar = st.progress(0.0, text="Comparing…")
+    results: list[Compared] = []
+    for i, name in enumerate(names):
+        bar.progress(i / len(names), text=f"Running {name} ({i + 1} of {len(names)})…")
+        results += compare_strategies(
+            engine, trace.question, settings, strategies=[name], scope=scope,
+            located=trace.locate, located_by=trace.strategy,
+        )  # fmt: skip
+    bar.empty()
+    return results
+
+
+def compare_panel(
+    trace: Trace, engine: Engine, settings: QuerySettings, kind: str | None = None
+) -> None:
+    """The same question through every registered strategy (no LLM call): a summary table
+    first, each strategy's passages on demand below it."""
+    state = AskState()
+    scope = list(state.trace_scope) if state.trace_scope else None  # the question's own scope
+    st.caption(
+        "The question through every registered strategy (steps 1-2, no LLM call; the "
+        "trace's own strategy reuses its step 1)."
+    )
+    stamp = (trace.created_at, trace.question, repr(settings.to_dict()))
+    base = [h.chunk.chunk_id for h in trace.reranked]
+    if st.button("Compare strategies", icon=":material/compare_arrows:", key="compare_run"):
+        results = _run(engine, trace, settings, scope)
+        with st.spinner("Looking for this question's gold evidence in the dev sets…"):
+            lookup = gold_for(trace.question, engine.index)
+        gold = lookup.gold if lookup is not None else None
+        # The table is made once per compare, kept with its results: every other rerun
+        # (a toggle, an inspected node, an open card) reads it, never recomputes the metrics.
+        frame = summary_frame(results, base, trace.strategy, gold)
+        state.compare = {
+            "stamp": stamp,
+            "question": trace.question,
+            "corpus": state.trace_corpus,
+            "base": base,
+            "controls": settings.to_dict(),
+            "results": results,
+            "gold": lookup,
+            "summary": frame,
+        }
+    data = state.compare
+    if not data or (data["question"], data["corpus"]) != (trace.question, state.trace_corpus):
+        return  # another question's or corpus's comparison: nothing of it applies here
+    if data["stamp"] != stamp:
+        _stale(data["controls"], settings, ran_again=data["stamp"][0] != trace.created_at)
+    results: list[Compared] = data["results"]
+    lookup = data.get("gold")
+    gold = lookup.gold if lookup is not None else None
+    for problem in lookup.problems if lookup is not None else ():
+        # Metrics are missing for a reason the user can fix.
+        st.warning(f"No gold metrics from a dev set: {plain(problem)}", icon=":material/error:")
+    _summary(results, data["summary"], trace.strategy, gold, kind)
+    st.markdown("**Each strategy's passages** (open one to read them)")
+    for item in results:
+        _card(item, set(data["base"]), trace.strategy)  # the table's "shared with" base
+
+
+def _stale(before: Mapping[str, Any], settings: QuerySettings, ran_again: bool) -> None:
+    """The comparison stays on screen, marked: rerunning every strategy on each slider step
+    would cost seconds per step (more with real models), and a vanished table reads as lost."""
+    # Only settings the comparison read: one it did not (absent before) is not a change.
+    moves = describe_moves(before, settings, (*ASK_SETTINGS, *RERUN_SETTINGS), skip_new=True)
+    if moves:
+        what = f"**Settings changed since this comparison:** {plain('; '.join(moves))}."
+    elif ran_again:  # an override or a regenerated answer: same settings, another run
+        what = "**The question ran again since this comparison.**"
+    else:
+        what = "**Settings changed since this comparison.**"
+    st.warning(
+        f"{what} The table below is from before: press **Compare strategies** to refresh it.",
+        icon=":material/update:",
+    )
+
+
+def _summary(
+    results: Sequence[Compared],
+    frame: pd.DataFrame,
+    own: str,
+    gold: Gold | None,
+    kind: str | None,
+) -> None:
+    if gold is not None:
+        st.markdown(
+            f"**Against the gold evidence** · this is question {code(gold.question.id)} of the "
+            f"{code(gold.dataset)} dev set"
+        )
+    if not frame.empty:
+        st.dataframe(
+            frame,
+            hide_index=True,
+            width="stretch",
+            height="content",  # every strategy's row at once: no scroll inside the table
+            key="compare_metrics" if gold is not None else "compare_summary",
+            column_config={
+                "top sections": st.column_config.TextColumn(
+                    "top sections",
+                    width="large",
+                    help="the last heading of the first passages' sections; the full paths "
+                    "are in each strategy's card below",
+                ),
+                "picked": st.column_config.TextColumn(
+                    "picked",
+                    width="small",
+                    help="sections picked in step 1 (—: the strategy picks none)",
+                ),
+                "top score": st.column_config.TextColumn(
+                    "top score",
+                    width="small",
+                    help="the first passage's cross-encoder logit (rerank), or its fused "
+                    "dense + BM25 score in [0, 1] where no reranker ran: compare within a kind",
+                ),
+                "ms": st.column_config.NumberColumn(
+                    "ms", width="small", help="steps 1-2, this run"
+                ),
+            },
+        )
+    st.caption(
+        f"Top sections: the first {COMPARE_TOP} passages' sections. Shared with {plain(own)}: "
+        f"how many of a strategy's passages {plain(own)} (this answer's strategy) also found."
+        + (
+            " Recall@Nc: share of the gold evidence inside the first N characters of passages; "
+            "Hit@5: a gold span in the top 5; Section hit@5: a picked section is a gold one "
+            "(— for strategies that pick no sections). Rules: docs/evaluation.md."
+            if gold is not None
+            else ""
+        )
+    )
+    for item in results:
+        if item.trace is None:
+            failure = item.failure
+            why = error_markdown(failure, kind) if failure is not None else plain(item.error)
+            st.caption(f"**{plain(item.strategy)}** could not run: {why}")
+
+
+def _card(item: Compared, base: set[str], own: str) -> None:
+    if item.trace is None:
+        return  # named under the table
+    ids = [h.chunk.chunk_id for h in item.trace.reranked]
+    shared, ms = f"{len(base & set(ids))}/{len(ids)}", f"{item.seconds * 1000:,.0f} ms"
+    with st.expander(plain(f"{item.strategy} · {shared} shared with {own} · {ms}")):
+        st.caption(plain(item.label))
+        st.caption(f"{ms} · {shared} shared with {plain(own)}")
+        loc = item.trace.locate
+        if loc is not None and loc.leaves:
+            st.markdown("Picked sections:")
+            for leaf in loc.leaves:
+                st.caption(f"`{leaf.node_id}` {plain(leaf.heading_path)}")
+        st.markdown("Top passages:")
+        for h in item.trace.reranked:  # full section names, wrapped: a table would cut them
+            st.markdown(
+                f"{h.final_rank}. **{plain(h.chunk.heading_path)}** · "
+                f"{plain(preview(h.chunk.text, COMPARE_TEXT_CHARS))}"
+            )

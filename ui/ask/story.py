@@ -1,0 +1,462 @@
+"""The Ask page's story of one question: ① Locate (the tree) → ② Evidence → ③ Answer."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+
+import streamlit as st
+
+from treerag_core.base.types import Trace
+from treerag_core.index.corpus import CorpusIndex
+from treerag_core.pipeline import Engine
+from treerag_core.records.trace_json import trace_to_json
+from ui.ask import trace_panels
+from ui.ask.compare_view import compare_panel as compare_panel  # drawn by pages/ask.py
+from ui.common.examples import examples_for, gold_examples_for
+from ui.common.inspector import inspector, node_picker
+from ui.common.query_controls import setting
+from ui.common.resources import Corpus
+from ui.common.score_tables import rank_moves
+from ui.common.session import AskState
+from ui.common.text_safety import plain, safe_answer, safe_answer_stream
+from ui.common.tree_graph import (
+    PRESENT_SCALE,
+    GraphMarks,
+    TreeGraph,
+    graph_legend,
+    graph_view,
+    heading_matches,
+)
+
+GRAPH = TreeGraph("ask_graph")
+PRESENT = "ask_present"  # the presentation-mode toggle's key
+PRESENT_PARAM = "present"  # ?present=1 keeps the mode across a reload
+PRESENT_READ = "ask_present_read"  # the link's ?present= is read once per session
+PRESENT_HELP = (
+    "Larger type and graph, fewer controls. The sidebar is hidden while it is on: turn it "
+    "off to get the sidebar back. Kept across a reload (the page's link ends in ?present=1)."
+)
+# Score tables are canvas grids (glide-data-grid): they draw with their own JS theme and
+# honour no CSS font size, so the grid's container is enlarged whole with CSS zoom (text,
+# rows, columns; Chrome maps clicks through it), its width divided by the zoom so the grid
+# still ends at the column's edge.
+PRESENT_CSS = """
+<style>
+[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"] { display: none; }
+.stMainBlockContainer [data-testid="stElementContainer"]:has([data-testid="stDataFrame"]):not(
+  :has([data-testid="stElementContainer"])) {
+  zoom: 1.45; width: calc(100% / 1.45) !important; }
+.stMainBlockContainer p, .stMainBlockContainer li { font-size: 1.25rem; line-height: 1.5; }
+.stMainBlockContainer h1 { font-size: 2.2rem; }
+.stMainBlockContainer h2, .stMainBlockContainer h3 { font-size: 1.7rem; }
+[data-testid="stCaptionContainer"] { font-size: 1.05rem; }
+.stMainBlockContainer [data-testid="stTextInput"] input { font-size: 1.25rem; }
+.stMainBlockContainer [data-testid="stTextInput"] { min-height: 2.9rem; }
+.stMainBlockContainer button p { font-size: 1.15rem; }
+/* Toggles: the switch centred on its (now larger) label, the label on one line. */
+.stMainBlockContainer [data-testid="stCheckbox"] label { align-items: center; }
+.stMainBlockContainer [data-testid="stCheckbox"] label > div:first-of-type { margin-top: 0; }
+.stMainBlockContainer [data-testid="stCheckbox"] p { white-space: nowrap; }
+.st-key-ask_present [data-testid="stCheckbox"] p { font-size: 1.1rem; }
+</style>
+"""
+
+
+def sync_present() -> None:
+    """A reload keeps presentation mode: the link's `?present=1` is read once per session (only
+    "1" turns it on), then the link follows the toggle (removed when the mode is off)."""
+    ss = st.session_state
+    wanted = st.query_params.get(PRESENT_PARAM)
+    if not ss.get(PRESENT_READ):
+        ss[PRESENT_READ] = True
+        if wanted == "1":
+            ss[PRESENT] = True
+    if ss.get(PRESENT):
+        if wanted != "1":
+            st.query_params[PRESENT_PARAM] = "1"
+    elif PRESENT_PARAM in st.query_params:
+        del st.query_params[PRESENT_PARAM]
+
+
+def picked_leaves(trace: Trace | None, index: CorpusIndex) -> list[str]:
+    if trace is None or trace.locate is None:
+        return []
+    return [leaf.node_id for leaf in trace.locate.leaves if leaf.node_id in index.nodes]
+
+
+def focus_order(picked: Sequence[str], cited: set[str]) -> list[str]:
+    """The picked leaves in the order the graph fits them: those holding the answer's cited
+    evidence first (what the user reads about), then the others in step 1's order."""
+    return sorted(picked, key=lambda node: node not in cited)  # stable: step 1's order kept
+
+
+def cited_nodes(trace: Trace | None, index: CorpusIndex) -> set[str]:
+    """Nodes holding cited evidence: of a supported citation's nodes, those that were retrieved.
+
+    A heading path can name several nodes ("Abstract" in two papers); only the ones whose
+    chunks were in the evidence are marked.
+    """
+    if trace is None:
+        return set()
+    sources = {hit.chunk.source_node_id for hit in trace.reranked}
+    return {
+        i
+        for c in trace.citations
+        if c.supported
+        for i in c.node_ids
+        if i in sources and i in index.nodes
+    }
+
+
+def marks_for(trace: Trace | None, index: CorpusIndex, doc_ids: Sequence[str]) -> GraphMarks:
+    state = AskState()
+    cited = cited_nodes(trace, index)
+    unsupported = {
+        i
+        for c in (trace.citations if trace else ())
+        if not c.supported
+        for i in c.node_ids
+        if i in index.nodes and i not in cited
+    }
+    find = str(st.session_state.get("ask_find", "")).strip()
+    routed = trace.locate.documents if trace is not None and trace.locate is not None else ()
+    picked = picked_leaves(trace, index)
+    ranked = focus_order(picked, cited)
+    return GraphMarks(
+        picked=frozenset(ranked),
+        ranked=tuple(ranked),
+        routed=frozenset(index.document(d).root_id for d in routed if d in index.texts),
+        cited=frozenset(cited),
+        unsupported=frozenset(unsupported),
+        matches=frozenset(heading_matches(index, doc_ids, find)),
+        selected=state.inspect if state.inspect in index.nodes else None,
+        expanded=frozenset(state.expanded),
+    )
+
+
+def graph_docs(index: CorpusIndex, doc_ids: Sequence[str], marks: GraphMarks) -> list[str]:
+    """Documents to draw: those routed to or holding picked/cited/selected nodes, else all."""
+    focus = (
+        marks.picked | marks.routed | marks.cited | ({marks.selected} if marks.selected else set())
+    )
+    docs = [
+        d for d in doc_ids if any(index.nodes[i].doc_id == d for i in focus if i in index.nodes)
+    ]
+    return docs or list(doc_ids)
+
+
+def locate_step(corpus: Corpus, doc_ids: Sequence[str], trace: Trace | None) -> None:
+    """① The tree with the picked sections; a click opens a node in the inspector."""
+    index = corpus.index
+    state = AskState()
+    GRAPH.take_click(index, state)
+    marks = marks_for(trace, index, doc_ids)
+    docs = (
+        list(doc_ids) if st.session_state.get("ask_all_docs") else graph_docs(index, doc_ids, marks)
+    )
+    n = len(marks.picked)
+    st.subheader("① Locate" + (f" · {n} section{'s' if n != 1 else ''} picked" if n else ""))
+    # The controls get their own row: beside the heading they were cut to "W…" at 1280 px.
+    c1, c2, c3 = st.columns([1, 0.85, 1], vertical_alignment="center")
+    c1.text_input(
+        "Find a heading", key="ask_find", placeholder="Find a heading", label_visibility="collapsed"
+    )
+    c2.toggle("Whole tree", key="ask_full", help="Draw every node (no collapsing).")
+    c3.toggle("All documents", key="ask_all_docs", help="Draw every document in scope.")
+    view = graph_view(index, docs, marks, full=bool(st.session_state.get("ask_full")))
+    st.session_state.ask_graph_view = view  # tests read what was drawn
+    GRAPH.draw(index, view, state, scale=PRESENT_SCALE if st.session_state.get(PRESENT) else 1)
+    graph_legend(view, query_marks=trace is not None)
+    if len(docs) < len(doc_ids):
+        st.caption(
+            f"Drawn: the {len(docs)} document(s) holding the picked sections; "
+            f"{len(doc_ids) - len(docs)} other(s) not drawn (the toggle above draws them)."
+        )
+    if trace is not None and trace.locate is not None and trace.locate.document_scores:
+        with st.expander("Document routing: " + trace_panels.routing_caption(trace.locate)):
+            trace_panels.document_routing(trace.locate, key="locate_routing")
+
+
+def answer_step(
+    trace: Trace, index: CorpusIndex, live: Iterator[str] | None, regenerate: Callable[[], None]
+) -> None:
+    """③ The answer (streamed while it is written), its citations and what fell back."""
+    state = AskState()
+    st.subheader("③ Answer")
+    st.caption(f"Q: {plain(trace.question)}")
+    slider_moved(trace)
+    st.caption(context_used(trace))
+    if live is not None:
+        st.write_stream(safe_answer_stream(live))
+        return
+    if state.stale_answer:
+        st.warning(
+            "The evidence changed since this answer was written: LLM answers are not "
+            "regenerated when a slider moves (that would cost a call each time).",
+            icon=":material/sync_problem:",
+        )
+        st.markdown(safe_answer(state.stale_answer))
+        trace_panels.question_flags(trace)
+        st.button(
+            "Regenerate the answer from the new evidence",
+            on_click=regenerate,
+            icon=":material/edit_note:",
+            key="regenerate",
+        )
+        return
+    if not trace.answer:
+        st.info("No answer in this trace (steps 1-2 only).")
+        return
+    st.markdown(safe_answer(trace.answer))
+    trace_panels.question_flags(trace)
+    trace_panels.citations(trace, index, open_citation)
+    trace_panels.fallbacks(trace)
+
+
+def context_used(trace: Trace) -> str:
+    """What the answer read: its passages and their characters, against the run's rule
+    (a character budget, or the top-k)."""
+    n = len(trace.reranked)
+    chars = sum(len(h.chunk.text) for h in trace.reranked)
+    budget = setting(trace.settings, "answer.context_chars") or 0
+    top_k = setting(trace.settings, "answer.final_top_k")
+    rule = (
+        f"filled to a budget of {int(budget):,} characters"
+        if budget > 0
+        else f"top-{top_k}"
+        if top_k is not None
+        else "as the run chose"
+    )
+    return f"Answer context: {n} passage{'s' if n != 1 else ''} · {chars:,} characters ({rule})"
+
+
+def slider_moved(trace: Trace) -> None:
+    """After slider moves: what changed since the last full run (Ask, override, History…),
+    at the top of the answer (where the user looks)."""
+    state = AskState()
+    if state.origin != "rerun" or not state.moved:
+        return
+    moves = rank_moves(state.previous_ranks, trace.reranked)
+    if state.stale_answer:
+        answer = "the LLM answer was kept (see below)"
+    elif moves.any:
+        answer = "answer rewritten from the new evidence"
+    else:
+        answer = "answer written again from the same evidence"
+    st.info(
+        f"Since the last full run: **{plain(', '.join(state.moved))}** · evidence: "
+        f"{moves.describe()} · {answer}. "
+        "The moved passages are tinted in ② Evidence.",
+        icon=":material/swap_vert:",
+    )
+
+
+def strategy_views(trace: Trace, engine: Engine) -> None:
+    """Views a strategy adds under the step panels, drawn by the strategy's own UI module."""
+    if trace.strategy == "treerag-kg":
+        leaf_graphs(trace, engine)
+    elif trace.strategy.startswith("hirag"):
+        from ui.ask.hirag_view import graph_store_for, is_hirag_trace, render_hirag
+
+        if is_hirag_trace(trace.sections):
+            st.subheader("HiRAG graph neighbourhood")
+            store, problem = graph_store_for(engine.index)
+            if problem:  # e.g. a corrupt build: say so, and draw what the trace holds
+                st.warning(
+                    f"The HiRAG graph cannot be read: {plain(problem)}. The neighbourhood "
+                    "below is drawn from this trace's tables only.",
+                    icon=":material/error:",
+                )
+            render_hirag(trace.sections, store, key="ask_hirag")
+    elif trace.strategy == "drilldown":
+        drilldown_layers(trace, engine)
+
+
+def drilldown_layers(trace: Trace, engine: Engine) -> None:
+    """drilldown: the K-Type summary of each chosen document, then the three layers."""
+    from ui.ask.drilldown_view import is_drilldown, layer_view, lit_ids
+    from ui.common.ktype_card import ktype_card
+
+    if not is_drilldown(trace.sections):
+        return
+    st.subheader("Drill-down: document → section → passages")
+    layers = engine.index.layers
+    summaries = layers.summaries if layers is not None else {}
+    for number, doc_id in enumerate(lit_ids(trace.sections).documents):
+        if doc_id in summaries:
+            with st.expander(f"K-Type summary · {plain(doc_id)}", expanded=number == 0):
+                ktype_card(summaries[doc_id], key=f"ask_ktype_{number}")
+    layer_view(trace.sections)
+
+
+def leaf_graphs(trace: Trace, engine: Engine) -> None:
+    """treerag-kg: each searched leaf graph, lit for the question as step 2 searched it."""
+    from ui.common.graph_view import render_leaf_graph
+    from ui.common.leaf_graph_panel import traced_result
+
+    index = engine.index
+    graphs = index.graphs or {}
+    groups = [g for g in trace.retrieved if g.kind == "graph" and g.leaf_id in graphs]
+    if not groups:
+        return
+    st.subheader("Leaf knowledge graphs")
+    for number, group in enumerate(groups):
+        leaf_id = str(group.leaf_id)
+        node = index.nodes[leaf_id]
+        with st.expander(f"[{leaf_id}] {plain(node.heading_path)}", expanded=number == 0):
+            result = traced_result(index, trace, leaf_id, engine.query_vector)
+            render_leaf_graph(
+                graphs[leaf_id], result, doc_text=index.texts[node.doc_id],
+                heading=node.heading_path, key=f"ask_leaf_graph_{number}",
+            )  # fmt: skip
+
+
+def open_citation(node_id: str | None, span: tuple[int, int] | None) -> None:
+    state = AskState()
+    state.inspect = node_id
+    state.highlight = span
+
+
+def evidence_step(trace: Trace) -> None:
+    """② The evidence: the final passages first, then every searched group and context."""
+    state = AskState()
+    moved = ""
+    if state.origin == "rerun" and state.moved:
+        moves = rank_moves(state.previous_ranks, trace.reranked)
+        moved = f" · :orange[{moves.describe()}]" if moves.any else " · unchanged"
+    st.subheader("② Evidence" + moved)
+    tabs = st.tabs(["Final passages (rerank)", "Scores per searched group", "Step 1 details"])
+    with tabs[0]:
+        trace_panels.rerank(trace, state.previous_ranks if state.origin == "rerun" else None)
+    with tabs[1]:
+        trace_panels.step2(trace)
+    with tabs[2]:
+        trace_panels.step1(trace)
+
+
+def inspector_panel(
+    corpus: Corpus,
+    doc_ids: Sequence[str],
+    trace: Trace | None,
+    on_toggle: Callable[[list[str]], None],
+) -> None:
+    index = corpus.index
+    state = AskState()
+    options = [n.node_id for n in index.nodes.values() if n.doc_id in set(doc_ids)]
+
+    def _pick(node_id: str | None) -> None:
+        state.inspect, state.highlight = node_id, None
+
+    with st.container(key=INSPECTOR_BOX):
+        node_picker(
+            index,
+            options,
+            state.inspect,
+            _pick,
+            key="ask_inspect_pick",
+            placeholder="Click a node in the tree, a citation, or pick one here",
+        )
+        if state.inspect not in index.nodes:
+            st.session_state[SCROLLED] = None
+            return
+        can_override = (
+            trace is not None and trace.locate is not None and state.trace_corpus == corpus.key
+        )
+        inspector(
+            index,
+            state.inspect,
+            picked=picked_leaves(trace, index) if can_override else None,
+            on_toggle=on_toggle if can_override else None,
+            highlight=state.highlight,
+            key="ask_inspector",
+        )
+    opened = (state.inspect, state.highlight)
+    if st.session_state.get(SCROLLED) != opened:  # newly opened: bring it (and its mark) in view
+        st.session_state[SCROLLED] = opened
+        st.session_state.ask_scroll_n = st.session_state.get("ask_scroll_n", 0) + 1
+        st.html(scroll_script(st.session_state.ask_scroll_n), unsafe_allow_javascript=True)
+
+
+INSPECTOR_BOX = "ask_inspector_box"  # the container's key: the scroll script finds it by class
+SCROLLED = "ask_inspector_scrolled"  # the (node, span) last scrolled to: scroll once per opening
+
+
+def scroll_script(nonce: int) -> str:
+    """Scroll the inspector's top into view, then its cited mark inside its text box.
+
+    Polls briefly for the box (the page may still be drawing); `nonce` makes each opening a
+    new element, so the browser runs it again."""
+    return f"""<script data-n="{nonce}">
+(() => {{
+  let tries = 0;
+  const go = () => {{
+    const box = document.querySelector(".st-key-{INSPECTOR_BOX}");
+    if (!box) {{ if (tries++ < 40) setTimeout(go, 100); return; }}
+    box.style.scrollMarginTop = "64px";  // below Streamlit's fixed header
+    box.scrollIntoView({{ block: "start" }});
+    const mark = box.querySelector("mark#cited");
+    if (mark) mark.scrollIntoView({{ block: "nearest" }});
+  }};
+  setTimeout(go, 50);
+}})();
+</script>"""
+
+
+def details(trace: Trace) -> None:
+    """Cost and time per stage, and the trace as JSON."""
+    state = AskState()
+    trace_panels.costs(trace, state.rerun_ms if state.origin == "rerun" else None)
+    st.download_button(
+        "Download the trace (JSON)",
+        trace_to_json(trace),
+        file_name=f"treerag-trace-{(trace.created_at or 'run').replace(':', '')}.json",
+        mime="application/json",
+        icon=":material/download:",
+        key="download_trace",
+        on_click="ignore",  # a download needs no rerun
+    )
+
+
+def examples(doc_ids: Sequence[str], on_pick: Callable[[str], None]) -> None:
+    found = examples_for(doc_ids)
+    gold = gold_examples_for(doc_ids)
+    if not found and not gold:
+        st.caption("Type a question about your documents above.")
+        return
+    _question_buttons(found, "example", on_pick)
+    if gold:
+        st.caption("From the dev eval sets (gold evidence known: Compare scores every strategy):")
+        _question_buttons(gold, "gold_example", on_pick, icon=":material/verified:")
+
+
+def _question_buttons(
+    pairs: Sequence[tuple[str, str]],
+    key: str,
+    on_pick: Callable[[str], None],
+    icon: str | None = None,
+) -> None:
+    """(document, question) pairs as buttons three to a row; a click asks the question."""
+    cols = st.columns(3)
+    for i, (doc, question) in enumerate(pairs):
+        cols[i % 3].button(
+            plain(question),
+            key=f"{key}_{i}",
+            on_click=on_pick,
+            args=(question,),
+            help=f"About {doc}",
+            icon=icon,
+            width="stretch",
+        )
+
+
+def welcome(doc_ids: Sequence[str], on_pick: Callable[[str], None]) -> None:
+    st.markdown(
+        "**Try a question** (no API key needed: a local locator and an extractive answer "
+        "run offline)"
+    )
+    examples(doc_ids, on_pick)
+    st.caption(
+        "① Locate picks 1-5 leaf sections of the heading tree (the LLM reads the tree, or a "
+        "local locator scores every leaf) · ② Evidence: a search inside them (dense + BM25, "
+        "fused, then reranked across sections) · ③ Answer: cited sentences from that evidence."
+    )

@@ -1,0 +1,1 @@
+"""Building blocks every page uses: session slots, resources, the tree graph, tables, errors."""

@@ -1,0 +1,160 @@
+"""The node inspector: heading path, summary, text (with a cited span marked), chunks, override."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable, Sequence
+
+import pandas as pd
+import streamlit as st
+
+from treerag_core.base.pagemap import format_pages
+from treerag_core.index.corpus import CorpusIndex
+from ui.common.score_tables import chunk_frame
+from ui.common.text_safety import plain
+
+MAX_LEAVES = 5  # step 1 picks at most this many leaves
+
+
+def marked_text(text: str, start: int, end: int) -> str:
+    """`text` as HTML-escaped preformatted text with text[start:end] in a <mark>."""
+    start, end = max(0, start), min(len(text), end)
+    if start >= end:
+        body = html.escape(text)
+    else:
+        body = (
+            html.escape(text[:start])
+            + '<mark id="cited">'
+            + html.escape(text[start:end])
+            + "</mark>"
+            + html.escape(text[end:])
+        )
+    # No raw line breaks: Markdown ends an HTML block at a blank line and would read the rest
+    # of the document as Markdown ("[x](https://…)" a live link, "![](…)" a remote image).
+    # As character references they still break lines under pre-wrap.
+    body = body.replace("\r", "").replace("\n", "&#10;")
+    return f'<div style="white-space: pre-wrap; font-size: 0.92em">{body}</div>'
+
+
+def node_picker(
+    index: CorpusIndex,
+    options: Sequence[str],
+    current: str | None,
+    on_pick: Callable[[str | None], None],
+    *,
+    key: str,
+    placeholder: str,
+) -> None:
+    """The "Inspect a node" select box: shows `current` (a click in the tree or a citation
+    may have changed it since the last run) and hands a choice made here to `on_pick`."""
+    st.session_state[key] = current if current in options else None
+    st.selectbox(
+        "Inspect a node",
+        options,
+        key=key,
+        on_change=lambda: on_pick(st.session_state[key]),
+        placeholder=placeholder,
+        format_func=lambda i: f"{i} · {index.nodes[i].heading_path or index.nodes[i].heading}",
+    )
+
+
+def inspector(
+    index: CorpusIndex,
+    node_id: str,
+    *,
+    picked: Sequence[str] | None = None,
+    on_toggle: Callable[[list[str]], None] | None = None,
+    highlight: tuple[int, int] | None = None,
+    key: str = "inspector",
+) -> None:
+    """Heading path, summary, content and chunks (with offsets) of one node.
+
+    With `picked` and `on_toggle`, a leaf gets a button that adds it to or removes it from
+    the picked leaves; `on_toggle` receives the new leaf list. `highlight` (document offsets,
+    e.g. a cited passage) is marked inside the node's text.
+    """
+    node = index.nodes.get(node_id)
+    if node is None:
+        st.info(f"Node {node_id} is not in this index (the documents changed since).")
+        return
+    kind = "document root" if node.is_root else "leaf" if node.is_leaf else "section"
+    with st.container(border=True):
+        st.markdown(f"**{plain(node.heading)}** `{node_id}` · {kind} · {plain(node.doc_id)}")
+        st.caption(plain(node.heading_path))
+        if picked is not None and on_toggle is not None and node.is_leaf:
+            _toggle_button(node_id, list(picked), on_toggle, key)
+        st.markdown("**Summary**")
+        st.text(node.summary or "(no summary)")
+        rows = index.leaf_rows(node_id)
+        st.markdown(f"**Content** · characters {node.start}–{node.end} of the document")
+        with st.container(height=240):
+            if not node.content:
+                st.text("(no text of its own: see its children)")
+            elif highlight is not None and node.start <= highlight[0] < node.end:
+                st.markdown(
+                    marked_text(node.content, highlight[0] - node.start, highlight[1] - node.start),
+                    unsafe_allow_html=True,  # every piece of document text is escaped above
+                )
+            else:
+                st.text(node.content)
+        if node.is_leaf:
+            st.markdown(f"**Chunks** ({len(rows)})")
+            frame = chunk_frame(index, node_id)
+            # A PDF's chunks say which pages they come from ("" for other formats).
+            frame.insert(
+                3,
+                "pages",
+                [
+                    format_pages(index.chunks[r].page_start, index.chunks[r].page_end)
+                    for r in rows.tolist()
+                ],
+            )
+            st.dataframe(
+                frame,
+                hide_index=True,
+                width="stretch",
+                column_config={"text": st.column_config.TextColumn("text", width="large")},
+                key=f"{key}_chunks",
+            )
+        else:
+            children = [index.nodes[c] for c in node.children]
+            st.markdown(f"**Children** ({len(children)})")
+            st.dataframe(
+                pd.DataFrame(
+                    [{"node": c.node_id, "heading": c.heading, "leaf": c.is_leaf} for c in children]
+                ),
+                hide_index=True,
+                width="stretch",
+                key=f"{key}_children",
+            )
+
+
+def _toggle_button(
+    node_id: str, picked: list[str], on_toggle: Callable[[list[str]], None], key: str
+) -> None:
+    """Add or remove this leaf; when the button is disabled, the reason is shown beside it."""
+    if node_id in picked:
+        last = len(picked) == 1
+        st.button(
+            "Remove from the picked leaves and rerun",
+            key=f"{key}_remove",
+            icon=":material/remove:",
+            disabled=last,
+            on_click=on_toggle,
+            args=([i for i in picked if i != node_id],),
+        )
+        if last:
+            st.caption("At least one leaf must stay picked.")
+    else:
+        full = len(picked) >= MAX_LEAVES
+        st.button(
+            "Add to the picked leaves and rerun",
+            key=f"{key}_add",
+            icon=":material/add:",
+            type="primary",
+            disabled=full,
+            on_click=on_toggle,
+            args=([*picked, node_id],),
+        )
+        if full:
+            st.caption(f"Step 1 picks at most {MAX_LEAVES} leaves: remove one first.")

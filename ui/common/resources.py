@@ -1,0 +1,126 @@
+"""Process-wide resources (st.cache_resource): embedders, the sample corpus, reranker, audit log."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import streamlit as st
+
+from treerag_core.base.config import IndexSettings, data_dir
+from treerag_core.base.errors import IndexFormatError, TreeRAGError
+from treerag_core.base.names import EmbedderName
+from treerag_core.index.corpus import CorpusIndex, build_index
+from treerag_core.index.embedders import EMBEDDER_ENV, Embedder, index_embedder
+from treerag_core.index.store import load_index, save_index
+from treerag_core.pipeline import Engine
+from treerag_core.records.audit_log import AuditLog
+from ui.common.corpora import SAMPLES, corpus_key, corpus_label
+from ui.common.examples import EXAMPLES
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLE_DIR = REPO / "sample_docs"
+EMBEDDER_CHOICES = tuple(EmbedderName.values())
+
+
+@dataclass(frozen=True, eq=False)
+class Corpus:
+    """An index the Ask page can query; `key` changes whenever its node ids may change."""
+
+    key: str
+    kind: str  # samples | uploads | eval
+    label: str
+    engine: Engine  # without an API key: the key is per session, see `engine_for`
+
+    @property
+    def index(self) -> CorpusIndex:
+        return self.engine.index
+
+
+def default_embedder() -> str:
+    """The embedder for new indexes: TREERAG_EMBEDDER or the engine's default (multilingual)."""
+    return os.environ.get(EMBEDDER_ENV, "").strip() or IndexSettings().embedder
+
+
+@st.cache_resource(show_spinner="Loading the embedding model…")
+def cached_embedder(name: str) -> Embedder:
+    """One embedder per name per process (the model is thread-safe for reads).
+
+    Every name the explorer loads comes through here, the names its saved indexes (samples,
+    workspaces, eval caches) hold included, so a local `st:` model folder loads only when
+    the operator named it in TREERAG_EMBEDDER (`index_embedder`); the browser names none.
+    """
+    return index_embedder(name)
+
+
+def sample_paths() -> list[Path]:
+    """The sample documents (sample_docs/*.md but its README), those with examples first."""
+    paths = [p for p in SAMPLE_DIR.glob("*.md") if p.is_file() and p.stem.lower() != "readme"]
+    known = list(EXAMPLES)
+    rank = {name: i for i, name in enumerate(known)}
+    return sorted(paths, key=lambda p: (rank.get(p.name, len(known)), p.name))
+
+
+def _fingerprint(paths: Sequence[Path]) -> str:
+    """Changes when a sample file is added, removed or edited (cheap: no file is read)."""
+    parts = [f"{p.name}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in paths]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+
+@st.cache_resource(show_spinner="Indexing the sample documents (once per server process)…")
+def _sample_corpus(embedder_name: str, fingerprint: str) -> Corpus:
+    from treerag_core.ingest.documents import sources_from_paths
+
+    settings = IndexSettings(embedder=embedder_name)
+    sources, _ = sources_from_paths(sample_paths(), settings.max_file_bytes)
+    embedder = cached_embedder(embedder_name)
+    folder = Path(data_dir()) / "samples" / embedder_name
+    previous = None
+    with contextlib.suppress(IndexFormatError):  # a previous process's index skips the model
+        previous = load_index(folder, expect_embedder=embedder_name)
+    index = build_index(sources, settings, embedder, previous=previous)
+    with contextlib.suppress(OSError):  # a read-only data dir only costs a re-embed next time
+        save_index(index, folder)
+    key = corpus_key(SAMPLES, embedder_name, fingerprint)
+    return Corpus(key, SAMPLES, corpus_label(SAMPLES), Engine(index=index, embedder=embedder))
+
+
+def sample_corpus() -> Corpus | None:
+    """The bundled samples, indexed with the default embedder; None when there are none."""
+    paths = sample_paths()
+    if not paths:
+        return None
+    return _sample_corpus(default_embedder(), _fingerprint(paths))
+
+
+@st.cache_resource(show_spinner="Loading the cross-encoder (once per server process)…")
+def warm_reranker(model: str) -> bool:
+    """Load and run the reranker once, so no query's rerank time includes the model load.
+
+    Returns False when it cannot load; the query then reports that as a fallback itself.
+    """
+    from treerag_core.search.rerank import get_reranker
+
+    try:
+        get_reranker(model).score("warm up", ["warm up"])
+    except (TreeRAGError, OSError, RuntimeError, ValueError):
+        return False  # the engine turns the same failure into a visible rerank fallback
+    return True
+
+
+@st.cache_resource(show_spinner=False)
+def _audit_log(path: str) -> AuditLog:
+    return AuditLog(path)
+
+
+def audit_log() -> AuditLog:
+    return _audit_log(str(Path(data_dir()) / "audit.sqlite"))
+
+
+def engine_for(corpus: Corpus, api_key: str | None) -> Engine:
+    """The corpus engine with this session's key; the query-vector cache stays shared."""
+    return replace(corpus.engine, api_key=api_key)

@@ -1,0 +1,161 @@
+"""The tree editor: the inferred heading tree of one converted file, corrected before indexing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from treerag_core.base.errors import InputDocumentError, LLMError
+from treerag_core.ingest.convert.llm_levels import propose_level_fixes
+from treerag_core.ingest.documents import Converted
+from treerag_core.ingest.tree_edits import TreeEdit, apply_edits, load_edits, save_edits
+
+ACTIONS = {
+    "promote": "Promote (one level up)",
+    "demote": "Demote (one level down)",
+    "rename": "Rename",
+    "merge": "Merge into the section before (no longer a heading)",
+}
+
+
+def outline_rows(converted: Converted, edits: tuple[TreeEdit, ...]) -> list[dict[str, Any]]:
+    """One row per heading of the edited document: level, indented text, page, why."""
+    doc, _ = apply_edits(converted.document, edits)
+    return [
+        {
+            "#": i,
+            "level": h.level,
+            "heading": "\u2003" * (h.level - 1) + h.text,
+            "page": h.page,
+            "why": ", ".join(h.signals),
+        }
+        for i, h in enumerate(doc.headings)
+    ]
+
+
+def _occurrence(headings, index: int) -> int:
+    return sum(1 for h in headings[:index] if h.text == headings[index].text)
+
+
+def tree_editor(
+    converted: Converted,
+    *,
+    key: str,
+    folder: str | Path | None = None,
+    client: Any = None,
+    model: str = "",
+) -> tuple[TreeEdit, ...]:
+    """Show the inferred tree and let the user promote, demote, rename, merge or mark headings.
+
+    Edits start from those saved in `folder` (tree_edits.json, keyed by the file's hash) and
+    are saved there with "Save corrections", so the next index build applies them. With an
+    LLM `client`, "Suggest level fixes" shows proposed changes to accept or reject.
+    Returns the current edits (saved or not).
+    """
+    ss = st.session_state
+    state = f"{key}_edits"
+    if state not in ss:
+        stored: tuple[TreeEdit, ...] = ()
+        if folder is not None:
+            try:
+                stored = load_edits(folder).get(converted.sha256, ())
+            except InputDocumentError as exc:
+                st.error(str(exc))
+        ss[state] = list(stored)
+    edits = tuple(ss[state])
+    doc, problems = apply_edits(converted.document, edits)
+    name = converted.document.name
+
+    st.markdown(f"**Inferred tree of {name}** ({len(doc.headings)} headings)")
+    for note in converted.document.notes:
+        st.caption(note)
+    for problem in problems:
+        st.warning(f"Not applied: {problem}")
+    if doc.headings:
+        st.dataframe(
+            pd.DataFrame(outline_rows(converted, edits)),
+            hide_index=True,
+            key=f"{key}_outline",
+        )
+    else:
+        st.info("No headings were found: the whole file is one section. Mark lines below.")
+
+    headings = doc.headings
+    if headings:
+        c1, c2 = st.columns([3, 2])
+        # The options are the labels themselves: after a Promote the picked heading's label
+        # changes, and so does the value (index options kept the old label on screen).
+        labels = [f"{i}. L{h.level} {h.text}" for i, h in enumerate(headings)]
+        picked = ss.get(f"{key}_pick")
+        if isinstance(picked, str) and picked not in labels:
+            number = picked.split(".", 1)[0]
+            at = int(number) if number.isdigit() else 0
+            ss[f"{key}_pick"] = labels[min(at, len(labels) - 1)]
+        pick = labels.index(c1.selectbox("Heading", labels, key=f"{key}_pick"))
+        action = c2.selectbox("Change", list(ACTIONS), format_func=ACTIONS.get, key=f"{key}_action")
+        new_text = st.text_input("New heading text (rename)", key=f"{key}_rename")
+        if st.button("Apply", key=f"{key}_apply"):
+            if action == "rename" and not new_text.strip():
+                st.error("Type the new heading text first.")
+            else:
+                h = headings[pick]
+                edit = TreeEdit(action, h.text, _occurrence(headings, pick), value=new_text)
+                ss[state] = [*edits, edit]
+                st.rerun()
+
+    c1, c2 = st.columns([3, 1])
+    line = c1.text_input("Mark a line as a heading (paste it exactly)", key=f"{key}_line")
+    level = c2.number_input("Level", 1, 6, 2, key=f"{key}_level")
+    if st.button("Mark as heading", key=f"{key}_mark") and line.strip():
+        ss[state] = [*edits, TreeEdit("mark", line.strip(), level=int(level))]
+        st.rerun()
+
+    if client is not None:
+        _llm_suggestions(converted, key, client, model)
+
+    c1, c2, c3 = st.columns(3)
+    if c1.button("Undo last", key=f"{key}_undo", disabled=not edits):
+        ss[state] = list(edits[:-1])
+        st.rerun()
+    if c2.button("Clear all", key=f"{key}_clear", disabled=not edits):
+        ss[state] = []
+        st.rerun()
+    if folder is not None and c3.button("Save corrections", key=f"{key}_save", type="primary"):
+        save_edits(folder, converted.sha256, name, edits)
+        st.success(f"Saved {len(edits)} correction(s) for {name}; re-indexing keeps them.")
+    if edits:
+        st.caption("Corrections: " + "; ".join(f"{e.op} {e.line!r}" for e in edits))
+    return tuple(ss[state])
+
+
+def _llm_suggestions(converted: Converted, key: str, client: Any, model: str) -> None:
+    """Proposed level fixes as a diff: each one accepted or rejected by a checkbox."""
+    ss = st.session_state
+    fixes_key = f"{key}_fixes"
+    doc, _ = apply_edits(converted.document, tuple(ss[f"{key}_edits"]))
+    if st.button("Suggest level fixes (LLM)", key=f"{key}_suggest"):
+        try:
+            ss[fixes_key], _usage = propose_level_fixes(client, model, doc.headings)
+        except LLMError as exc:
+            st.error(f"The LLM could not suggest fixes: {exc}")
+            ss[fixes_key] = []
+    fixes = ss.get(fixes_key)
+    if fixes is None:
+        return
+    if not fixes:
+        st.info("The LLM proposes no level changes.")
+        return
+    accepted = [
+        fix
+        for fix in fixes
+        if st.checkbox(
+            f"{fix.text}: level {fix.old} → {fix.new}", value=True, key=f"{key}_fix_{fix.index}"
+        )
+    ]
+    if st.button("Apply accepted fixes", key=f"{key}_accept"):
+        ss[f"{key}_edits"] = [*ss[f"{key}_edits"], *(f.edit(doc.headings) for f in accepted)]
+        ss[fixes_key] = None
+        st.rerun()

@@ -1,0 +1,1 @@
+"""The Evaluate page's panels: eval data, tables, curves and gold."""
