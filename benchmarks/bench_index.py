@@ -11,6 +11,7 @@ import pstats
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -414,10 +415,14 @@ def to_markdown(result: dict[str, Any]) -> str:
 
 
 # ---- embedders side by side (--compare) ------------------------------------------------------
-def chunk_texts(sources: Sequence[SourceDocument], embedder: str, most: int | None) -> list[str]:
-    """The chunk texts a build of `sources` embeds (a model-free build), the first `most`."""
-    index = build_index(sources, IndexSettings(embedder=embedder), NullEmbedder(1))
-    texts = [c.text for c in index.chunks]
+def chunk_texts(sources: Sequence[SourceDocument], most: int | None) -> list[str]:
+    """The chunk texts a build embeds (model-free builds), document by document until `most`."""
+    texts: list[str] = []
+    for source in sources:
+        if most is not None and len(texts) >= most:
+            break
+        index = build_index([source], IndexSettings(embedder="hashing"), NullEmbedder(1))
+        texts += [c.text for c in index.chunks]
     return texts if most is None else texts[:most]
 
 
@@ -450,15 +455,15 @@ def compare_embedders(
     the faster of its two runs is kept."""
     rows: list[dict[str, Any]] = []
     for dataset in datasets:
+        texts = chunk_texts(load_sources(data / dataset / "docs"), most)
         runs: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
-        for name in [*names, *reversed(names)]:
-            log(f"index bench: {dataset}: {name}")
-            argv = [sys.executable, __file__, "--one", name, "--dataset", dataset]
-            argv += ["--data", str(data)] + (["--max-chunks", str(most)] if most else [])
-            done = subprocess.run(argv, capture_output=True, text=True, check=False)
-            if done.returncode != 0:
-                raise TreeRAGError(f"{name} on {dataset} failed: {done.stderr.strip()[-500:]}")
-            runs[name].append(json.loads(done.stdout))
+        with tempfile.TemporaryDirectory() as folder:
+            shared = Path(folder) / "texts.json"
+            shared.write_text(json.dumps(texts, ensure_ascii=False), encoding="utf-8")
+            for name in [*names, *reversed(names)]:
+                log(f"index bench: {dataset}: {name} ({len(texts)} chunks)")
+                argv = [sys.executable, __file__, "--one", name, "--texts", str(shared)]
+                runs[name].append(_child(argv, f"{name} on {dataset}"))
         for name in names:
             best = max(runs[name], key=lambda r: r["chunks_per_s"])
             rows.append(
@@ -469,6 +474,13 @@ def compare_embedders(
                 }
             )
     return rows
+
+
+def _child(argv: list[str], what: str) -> dict[str, Any]:
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise TreeRAGError(f"{what} failed: {done.stderr.strip()[-500:]}")
+    return json.loads(done.stdout)
 
 
 def comparison_markdown(rows: Sequence[dict[str, Any]]) -> str:
@@ -510,15 +522,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "too), each in its own process: chunks/s, load time, peak RSS",
     )
     parser.add_argument("--max-chunks", type=int, help="with --compare: the first N chunks only")
-    parser.add_argument("--one", help=argparse.SUPPRESS)  # --compare's child process
+    parser.add_argument("--one", help=argparse.SUPPRESS)  # --compare's child process ...
+    parser.add_argument("--texts", type=Path, help=argparse.SUPPRESS)  # ... and its texts
     args = parser.parse_args(argv)
     if args.max_chunks is not None and args.max_chunks < 1:
         parser.error(f"--max-chunks must be >= 1, got {args.max_chunks}")
     if args.one:
-        sources = load_sources(args.data / args.dataset / "docs")
-        print(
-            json.dumps(embedder_figures(args.one, chunk_texts(sources, args.one, args.max_chunks)))
-        )
+        texts = json.loads(args.texts.read_text(encoding="utf-8"))
+        print(json.dumps(embedder_figures(args.one, texts)))
         return 0
     if args.compare:
         names = [n.strip() for n in args.compare.split(",") if n.strip()]

@@ -356,3 +356,40 @@ def test_an_eval_leaves_the_shared_score_cache_alone(eval_dir, index_cache, spy_
     SpyCrossEncoder.scored = []
     shared.score("an Ask question", ["a passage the explorer scored"])
     assert SpyCrossEncoder.scored == []  # still cached: nothing was scored again
+
+
+def test_oracle_leaves_of_page_gold_hold_text_on_the_gold_pages():
+    from treerag_core.evaluation.dataset import EvalQuestion, GoldPage
+    from treerag_core.index.corpus import SourceDocument, build_index
+    from treerag_core.index.embedders import get_embedder
+
+    text = (
+        "# Revenue\n\nRevenue grew to 12 billion dollars in the year.\n\n"
+        "# Costs\n\nCosts were flat at 3 billion dollars.\n\n"
+        "# Outlook\n\nThe outlook for next year is stable.\n"
+    )
+    costs = text.index("# Costs")
+    # Page 1: Revenue and the start of Costs; page 2: the rest of Costs and Outlook.
+    pages = (0, costs + 12)
+    doc = SourceDocument("filing.pdf", text, page_starts=pages)
+    index = build_index([doc], IndexSettings(embedder="hashing"), get_embedder("hashing"))
+    paths = {leaf.node_id: leaf.heading_path for leaf in index.leaves("filing.pdf")}
+
+    def asked(*gold: int) -> list[str]:
+        question = EvalQuestion(
+            id="q",
+            question="What were the costs?",
+            doc="filing.pdf",
+            docs=("filing.pdf",),
+            answers=("3 billion",),
+            evidences=(),
+            n_evidence_missing=0,
+            evidence_sections=(),
+            gold_pages=tuple(GoldPage("filing.pdf", p) for p in gold),
+        )
+        return [paths[leaf].split(" > ")[-1] for leaf in oracle_leaves(index, question)]
+
+    # Page 2 holds most of Costs and all of Outlook: Outlook has more characters there.
+    assert asked(2) == ["Outlook", "Costs"]
+    assert asked(1) == ["Revenue", "Costs"]
+    assert asked(3) == []  # a page the document does not have holds no leaf
