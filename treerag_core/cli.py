@@ -22,7 +22,7 @@ from treerag_core.base.settings import LLMSettings, QuerySettings
 from treerag_core.records.terminal import count_noun, terminal_safe
 from treerag_core.strategies import get_strategy, strategy_names
 from treerag_core.strategies.drilldown.search import DrilldownOptions
-from treerag_core.strategies.hirag.strategy.communities import DEFAULT_MAX_CLUSTER_SIZE
+from treerag_core.strategies.hirag.communities import DEFAULT_MAX_CLUSTER_SIZE
 
 if TYPE_CHECKING:
     from treerag_core.llm import LLMClient
@@ -185,7 +185,7 @@ def _hirag_client(args: argparse.Namespace) -> tuple[LLMClient | None, str]:
 
 def _index_hirag(index, output: Path, args: argparse.Namespace, llm, embedder) -> None:
     """`--hirag`: the corpus graph, communities, reports and entity vectors, in the folder."""
-    from treerag_core.strategies.hirag.strategy.build import HiragBuildSettings, build_into_folder
+    from treerag_core.strategies.hirag.build import HiragBuildSettings, build_into_folder
 
     client, model = llm
     graph_llm, reports_llm = _hirag_llm_flags(args)
