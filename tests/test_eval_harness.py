@@ -120,6 +120,8 @@ def test_report_keeps_paired_differences_from_flat_hybrid(report):
     # did not run, so treerag has no routing comparison here.
     diffs = report["differences"]
     assert set(diffs) == {"treerag", "oracle-sections"}
+    # Each question against its own paper: nothing to route, and each record says so.
+    assert all(r["routed"] == [] for r in report["questions"]["treerag"])
     assert set(diffs["treerag"]) == {"flat-hybrid"}
     for row in diffs:
         for key in ("recall@1000c", "recall@2000c", "hit@5"):

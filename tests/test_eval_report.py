@@ -14,6 +14,7 @@ from treerag_core.evaluation.report import (
     differences_json,
     load_report,
     paired_differences,
+    routing_summary,
     write_report,
 )
 
@@ -156,3 +157,14 @@ def test_differences_json_holds_plain_numbers():
     cell = got["flat-dense"]["flat-hybrid"]["hit@5"]
     assert json.loads(json.dumps(cell)) == cell
     assert cell["mean"] == 0.5 and 0.0 <= cell["low"] <= cell["mean"] <= cell["high"] <= 1.0
+
+
+def test_routing_summary_counts_the_questions_routing_cut():
+    report = {
+        "questions": {
+            "treerag": [{"id": "a", "routed": ["d1"]}, {"id": "b", "routed": []}],
+            "flat-hybrid": [{"id": "a", "routed": []}],
+        }
+    }
+    assert routing_summary(report) == "treerag routed 1 of 2 questions"
+    assert routing_summary({"questions": {"flat-hybrid": [{"id": "a"}]}}) == ""

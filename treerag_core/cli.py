@@ -853,6 +853,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         LOCATOR_KEYS,
         difference_table,
         markdown_table,
+        routing_summary,
         write_report,
     )
     from treerag_core.llm import api_key_for
@@ -909,6 +910,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if differences:  # only when a baseline ran beside the strategies
         print("Paired differences from the baselines (bootstrap 95% interval; bold: excludes 0):\n")
         print(differences)
+    routing = routing_summary(report)
+    if routing:
+        print(f"Routing: {routing} (the others searched every document in scope).\n")
     if args.llm:
         print("Locators on the same questions (local vs LLM):\n")
         print(markdown_table(report, LOCATOR_KEYS))

@@ -272,6 +272,8 @@ def question_record(question: EvalQuestion, trace: Trace, metrics: dict[str, flo
         ],
         "n_passages": len(trace.reranked),
         "locator": trace.locate.locator if trace.locate else "",
+        # the documents routing kept (empty: no cut), so a report can say how often it routed
+        "routed": list(trace.locate.documents) if trace.locate else [],
         "fallbacks": [f"{f.stage}:{f.reason}" for f in trace.fallbacks],
         "outcome": _explain(metrics, paths),
         "metrics": {k: round(v, 4) for k, v in metrics.items()},

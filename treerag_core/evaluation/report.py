@@ -212,6 +212,17 @@ def difference_table(report: Mapping[str, Any], keys: Sequence[str] | None = Non
     return "\n".join(lines) + "\n"
 
 
+def routing_summary(report: Mapping[str, Any]) -> str:
+    """How often each routing strategy cut documents: "treerag routed 12 of 30 questions"."""
+    parts = []
+    for row, records in (report.get("questions") or {}).items():
+        if row.split("+", 1)[0] not in ROUTING_STRATEGIES or not records:
+            continue
+        routed = sum(1 for r in records if r.get("routed"))
+        parts.append(f"{row} routed {routed} of {len(records)} questions")
+    return "; ".join(parts)
+
+
 def write_report(path: Path, report: Mapping[str, Any]) -> None:
     """Write `report` as UTF-8 JSON; a reader never sees a half-written file."""
     path = Path(path)
