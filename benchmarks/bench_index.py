@@ -467,6 +467,8 @@ def compare_embedders(
                 log(f"index bench: {dataset}: {name} ({len(texts)} chunks)")
                 argv = [sys.executable, __file__, "--one", name, "--texts", str(shared)]
                 runs[name].append(_child(argv, f"{name} on {dataset}"))
+                got = runs[name][-1]  # said at once: a long run stopped early keeps its figures
+                log(f"index bench: {dataset}: {name}: {json.dumps(got)}")
         for name in names:
             best = max(runs[name], key=lambda r: r["chunks_per_s"])
             rows.append(
