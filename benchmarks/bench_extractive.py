@@ -24,7 +24,14 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # run as `python benchmarks/bench_extractive.py` from anywhere
     sys.path.insert(0, str(REPO))
 
-from treerag_core.answer.flags import NOT_ANSWERED_SCORE, question_flags  # noqa: E402
+from treerag_core import (  # noqa: E402
+    Engine,
+    dataset_index,
+    get_embedder,
+    question_flags,
+    run,
+)
+from treerag_core.answer.flags import NOT_ANSWERED_SCORE  # noqa: E402
 from treerag_core.answer.synthesis import (  # noqa: E402
     choose_sentences,
     score_sentences,
@@ -35,11 +42,7 @@ from treerag_core.base.config import IndexSettings, data_dir  # noqa: E402
 from treerag_core.base.settings import QuerySettings  # noqa: E402
 from treerag_core.base.text_rules import sentence_spans  # noqa: E402
 from treerag_core.base.types import RetrievedChunk  # noqa: E402
-from treerag_core.evaluation.dataset import EvalQuestion, load_dataset  # noqa: E402
-from treerag_core.evaluation.harness import dataset_index  # noqa: E402
-from treerag_core.evaluation.metrics import Passage, hits  # noqa: E402
-from treerag_core.index.embedders import get_embedder  # noqa: E402
-from treerag_core.pipeline import Engine, run  # noqa: E402
+from treerag_core.evaluation import EvalQuestion, Passage, hits, load_dataset  # noqa: E402
 
 DEFAULT_DATA = REPO.parent / "shared" / "eval"
 THRESHOLDS = [round(float(t), 2) for t in np.arange(0.10, 0.72, 0.02)]

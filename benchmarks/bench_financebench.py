@@ -13,12 +13,16 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from treerag_core import (  # noqa: E402
+    EvalConfig,
+    build_index,
+    convert_upload,
+    evaluate,
+    get_embedder,
+    to_source,
+)
 from treerag_core.base.config import IndexSettings  # noqa: E402
-from treerag_core.evaluation.harness import EvalConfig, evaluate  # noqa: E402
-from treerag_core.evaluation.report import difference_table, markdown_table  # noqa: E402
-from treerag_core.index.corpus import build_index  # noqa: E402
-from treerag_core.index.embedders import get_embedder  # noqa: E402
-from treerag_core.ingest.documents import convert_upload, to_source  # noqa: E402
+from treerag_core.evaluation import difference_table, markdown_table  # noqa: E402
 
 
 def main() -> int:

@@ -18,10 +18,19 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # run as `python benchmarks/bench_graph_cost.py` from anywhere
     sys.path.insert(0, str(REPO))
 
+from treerag_core import (  # noqa: E402
+    SourceDocument,
+    build_index,
+    get_embedder,
+    save_index,
+)
 from treerag_core.base.config import IndexSettings  # noqa: E402
-from treerag_core.index.corpus import SourceDocument, build_index, graph_stage  # noqa: E402
-from treerag_core.index.embedders import get_embedder  # noqa: E402
-from treerag_core.index.store import GRAPH_VECTORS, save_index  # noqa: E402
+from treerag_core.strategies.graph.part import (  # noqa: E402
+    GRAPH_VECTORS,
+    graph_stage,
+    graphs_of,
+)
+from treerag_core.strategies.graph.part import PART as GRAPH_PART  # noqa: E402
 
 
 def _size(folder: Path) -> int:
@@ -44,10 +53,10 @@ def main(argv: list[str] | None = None) -> int:
     base_seconds = time.perf_counter() - began
     graphed = replace(base, settings=replace(plain, graph_min_leaf_chars=args.min_chars))
     began = time.perf_counter()
-    graphed.graphs, graphed.graph_vectors = graph_stage(graphed, embedder)
+    graphed.parts[GRAPH_PART] = graph_stage(graphed, embedder)
     graph_seconds = time.perf_counter() - began
-    extraction = sum(g.build_seconds for g in graphed.graphs.values())
-    concepts = sum(len(g.concepts) for g in graphed.graphs.values())
+    extraction = sum(g.build_seconds for g in graphs_of(graphed).values())
+    concepts = sum(len(g.concepts) for g in graphs_of(graphed).values())
     with tempfile.TemporaryDirectory() as tmp:
         without = _size(save_index(base, Path(tmp) / "without"))
         folder = save_index(graphed, Path(tmp) / "with")
@@ -55,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         graphs_json = (folder / "graphs.json").stat().st_size
         vectors = (folder / GRAPH_VECTORS).stat().st_size
     print(
-        f"{len(docs)} documents, {len(graphed.graphs)} leaves >= {args.min_chars} chars, "
+        f"{len(docs)} documents, {len(graphs_of(graphed))} leaves >= {args.min_chars} chars, "
         f"{concepts} concepts"
     )
     print(

@@ -12,11 +12,14 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # run as `python benchmarks/bench_hirag.py` from anywhere
     sys.path.insert(0, str(REPO))
 
+from treerag_core import (  # noqa: E402
+    SourceDocument,
+    build_index,
+    get_embedder,
+    save_index,
+)
 from treerag_core.base.config import IndexSettings  # noqa: E402
-from treerag_core.evaluation.dataset import load_dataset  # noqa: E402
-from treerag_core.index.corpus import SourceDocument, build_index  # noqa: E402
-from treerag_core.index.embedders import get_embedder  # noqa: E402
-from treerag_core.index.store import save_index  # noqa: E402
+from treerag_core.evaluation import load_dataset  # noqa: E402
 from treerag_core.strategies.hirag.build import build_hirag  # noqa: E402
 from treerag_core.strategies.hirag.store import FOLDER, save_hirag  # noqa: E402
 

@@ -24,9 +24,11 @@ if str(REPO) not in sys.path:  # run as `python benchmarks/bench_hirag_llm.py` f
     sys.path.insert(0, str(REPO))
 
 from tests.fake_anthropic import FakeAnthropicServer, reply  # noqa: E402
+from treerag_core import (  # noqa: E402
+    index_embedder,
+    load_index,
+)
 from treerag_core.base.text_rules import detect_language  # noqa: E402
-from treerag_core.index.embedders import index_embedder  # noqa: E402
-from treerag_core.index.store import load_index  # noqa: E402
 from treerag_core.llm import AnthropicClient  # noqa: E402
 from treerag_core.llm.prompts import estimate_tokens  # noqa: E402
 from treerag_core.strategies.graph.extract import terms_of  # noqa: E402

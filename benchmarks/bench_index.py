@@ -24,12 +24,17 @@ if str(REPO) not in sys.path:  # run as `python benchmarks/bench_index.py` from 
     sys.path.insert(0, str(REPO))
 
 from benchmarks.bench_query import ModelClock, TimedEmbedder  # noqa: E402
+from treerag_core import (  # noqa: E402
+    CorpusIndex,
+    Embedder,
+    SourceDocument,
+    build_index,
+    get_embedder,
+    tokenize,
+)
 from treerag_core.base.config import IndexSettings  # noqa: E402
 from treerag_core.base.errors import InputDocumentError, TreeRAGError  # noqa: E402
 from treerag_core.base.text_rules import detect_language  # noqa: E402
-from treerag_core.index.corpus import CorpusIndex, SourceDocument, build_index  # noqa: E402
-from treerag_core.index.embedders import Embedder, get_embedder  # noqa: E402
-from treerag_core.index.tokens import tokenize  # noqa: E402
 from treerag_core.ingest.chunking import chunk_leaf  # noqa: E402
 from treerag_core.ingest.node_summaries import summarize_tree  # noqa: E402
 from treerag_core.ingest.parsing import parse_document  # noqa: E402

@@ -17,17 +17,23 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # run as `python benchmarks/bench_query.py` from anywhere
     sys.path.insert(0, str(REPO))
 
+from treerag_core import (  # noqa: E402
+    CorpusIndex,
+    Embedder,
+    Engine,
+    dataset_index,
+    get_reranker,
+    index_embedder,
+    run,
+)
 from treerag_core.base.config import IndexSettings  # noqa: E402
 from treerag_core.base.errors import QueryError, TreeRAGError  # noqa: E402
 from treerag_core.base.names import StrategyName  # noqa: E402
 from treerag_core.base.settings import QuerySettings  # noqa: E402
-from treerag_core.evaluation.dataset import load_dataset  # noqa: E402
-from treerag_core.evaluation.harness import dataset_index  # noqa: E402
-from treerag_core.evaluation.metrics import percentile  # noqa: E402
-from treerag_core.index.corpus import CorpusIndex  # noqa: E402
-from treerag_core.index.embedders import Embedder, index_embedder  # noqa: E402
-from treerag_core.pipeline import Engine, run  # noqa: E402
-from treerag_core.search.rerank import get_reranker  # noqa: E402
+from treerag_core.evaluation import (  # noqa: E402
+    load_dataset,
+    percentile,
+)
 
 DEFAULT_DATA = REPO.parent / "shared" / "eval"
 DEFAULT_CACHE = REPO / "data" / "eval-cache"

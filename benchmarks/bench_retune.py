@@ -26,14 +26,20 @@ if str(REPO) not in sys.path:  # run as `python benchmarks/bench_retune.py` from
     sys.path.insert(0, str(REPO))
 
 from benchmarks.bench_query import ModelClock, TimedReranker  # noqa: E402
+from treerag_core import (  # noqa: E402
+    CorpusIndex,
+    Embedder,
+    Engine,
+    dataset_index,
+    get_embedder,
+    get_reranker,
+    rerun,
+    run,
+)
 from treerag_core.base.config import IndexSettings  # noqa: E402
 from treerag_core.base.settings import QuerySettings  # noqa: E402
-from treerag_core.evaluation.dataset import load_dataset  # noqa: E402
-from treerag_core.evaluation.harness import dataset_index  # noqa: E402
-from treerag_core.index.corpus import CorpusIndex  # noqa: E402
-from treerag_core.index.embedders import Embedder, get_embedder  # noqa: E402
-from treerag_core.pipeline import Engine, rerun, run  # noqa: E402
-from treerag_core.search.rerank import CachedReranker, Reranker, get_reranker  # noqa: E402
+from treerag_core.evaluation import load_dataset  # noqa: E402
+from treerag_core.search.rerank import CachedReranker, Reranker  # noqa: E402
 
 DEFAULT_DATA = REPO.parent / "shared" / "eval"
 TARGET_SECONDS = 0.3  # issue 14: a retune, rerank included, in under 0.3 s

@@ -29,9 +29,14 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from treerag_core.strategies.drilldown.layers import layers_of  # noqa: E402
+from treerag_core.strategies.drilldown.strategy import Drilldown  # noqa: E402
+from treerag_core.strategies.flat.strategy import FlatHybrid  # noqa: E402
+from treerag_core.strategies.treerag.strategy import TreeRAG  # noqa: E402
+
 DATASETS = ("qasper", "lecoqa_laws", "gitlab_handbook")
 BACKENDS = ("faiss", "qdrant")
-STRATEGIES = ("treerag", "flat-hybrid", "drilldown")
+STRATEGIES = (TreeRAG.name, FlatHybrid.name, Drilldown.name)
 _WORD = re.compile(r"[A-Za-z]{4,}|[\u4e00-\u9fff]{2}")
 
 
@@ -55,7 +60,7 @@ def mutate(text: str, copy: int, vocabulary: list[str]) -> str:
 
 def corpus(data: Path, target_chunks: int, chunk_size: int):
     """Source documents (dev docs of every set, then mutated copies) of ~target_chunks chunks."""
-    from treerag_core.index.corpus import SourceDocument
+    from treerag_core import SourceDocument
 
     originals = []
     for name in DATASETS:
@@ -79,10 +84,8 @@ def corpus(data: Path, target_chunks: int, chunk_size: int):
 
 def build_corpus(args) -> int:
     """Child process: build the index for one size and save it (JSON + .npy)."""
+    from treerag_core import build_index, get_embedder, save_index
     from treerag_core.base.config import IndexSettings
-    from treerag_core.index.corpus import build_index
-    from treerag_core.index.embedders import get_embedder
-    from treerag_core.index.store import save_index
 
     settings = IndexSettings(embedder=args.embedder)
     sources = corpus(Path(args.data), args.size, settings.chunk_size)
@@ -99,7 +102,7 @@ def build_corpus(args) -> int:
                 "documents": len(index.documents),
                 "languages": dict(langs),
                 "chunks": len(index.chunks),
-                "parents": len(index.layers.parent_ids),
+                "parents": len(layers_of(index).parent_ids),
                 "index_build_s": round(seconds, 1),
                 "index_build_cpu_s": round(cpu, 1),
                 "index_peak_rss_mb": round(peak_rss_mb(), 0),
@@ -138,9 +141,7 @@ def run_backend(args) -> int:
     """Child process: load one index, build one backend, time the three strategies."""
     import numpy as np
 
-    from treerag_core.index.embedders import index_embedder
-    from treerag_core.index.store import load_index
-    from treerag_core.index.tokens import tokenize
+    from treerag_core import index_embedder, load_index, tokenize
     from treerag_core.index.vectors.attach import attach_store
     from treerag_core.index.vectors.base import VectorQuery
 
@@ -152,8 +153,8 @@ def run_backend(args) -> int:
     started, cpu = time.perf_counter(), time.process_time()
     store = None
     if args.backend == "qdrant":
-        from treerag_core.index.vectors.push import push_index
         from treerag_core.index.vectors.qdrant_store import QdrantStore
+        from treerag_core.strategies.drilldown.vector_store import push_index
 
         store = QdrantStore.in_memory(index.dim)
         push_index(index, store)
@@ -162,7 +163,7 @@ def run_backend(args) -> int:
         # What the FAISS path builds before answering: the whole-corpus group (flat search,
         # treerag's locator) and every section's own group (treerag and drilldown step 2).
         index.score_scope(None, np.zeros(index.dim, np.float32), [])
-        for parent_id in index.layers.parent_ids:
+        for parent_id in layers_of(index).parent_ids:
             index.leaf_faiss(parent_id)
     build_s, build_cpu = time.perf_counter() - started, time.process_time() - cpu
 
@@ -173,9 +174,9 @@ def run_backend(args) -> int:
         for strategy in STRATEGIES:
             t0, c0 = time.perf_counter(), time.process_time()
             qvec = embedder.embed_query(question)
-            if strategy == "drilldown" or args.backend == "faiss":
+            if strategy == Drilldown.name or args.backend == "faiss":
                 run_plugin(index, strategy, question, qvec)  # drilldown: via the attached store
-            elif strategy == "flat-hybrid":
+            elif strategy == FlatHybrid.name:
                 store.search(VectorQuery(qvec, "child", limit=40, tokens=tuple(tokens)))
             else:
                 qdrant_treerag(store, index, qvec, tokens)
@@ -200,8 +201,8 @@ def run_backend(args) -> int:
 
 def run_plugin(index, strategy: str, question: str, qvec) -> None:
     """A registered strategy's steps 1-2 (local locator, no LLM, no cross-encoder)."""
+    from treerag_core import get_strategy
     from treerag_core.base.settings import QuerySettings
-    from treerag_core.strategies import get_strategy
     from treerag_core.strategies.base import QueryContext
 
     plugin = get_strategy(strategy)
@@ -219,7 +220,7 @@ def run_plugin(index, strategy: str, question: str, qvec) -> None:
 
 
 def tokenize_fn(text: str) -> list[str]:
-    from treerag_core.index.tokens import tokenize
+    from treerag_core import tokenize
 
     return tokenize(text)
 

@@ -181,8 +181,8 @@ import json, sys, time
 QUESTIONS = sys.argv[1:]
 t = time.perf_counter()
 from treerag_core.base.config import IndexSettings
-from treerag_core.index.embedders import get_embedder
-from treerag_core.index.corpus import build_index
+from treerag_core import get_embedder
+from treerag_core import build_index
 from treerag_core.ingest.documents import sources_from_paths
 from ui.common.resources import default_embedder, sample_paths
 imported = time.perf_counter() - t
@@ -193,8 +193,9 @@ settings = IndexSettings(embedder=name)
 sources, _ = sources_from_paths(sample_paths(), settings.max_file_bytes)
 t = time.perf_counter(); index = build_index(sources, settings, embedder)
 indexing = time.perf_counter() - t
-from treerag_core.pipeline import Engine, run_stream
-from treerag_core.search.rerank import get_reranker
+from treerag_core import Engine
+from treerag_core.pipeline import run_stream
+from treerag_core import get_reranker
 from treerag_core.base.settings import QuerySettings
 settings = QuerySettings().set("llm.enabled", False)
 get_reranker(settings.rerank.model).score("warm up", ["warm up"])  # as the app warms it

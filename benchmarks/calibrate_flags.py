@@ -17,13 +17,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from treerag_core import Engine, dataset_index, get_embedder, run
 from treerag_core.answer.flags import WEAK_DENSE_COSINE, WEAK_RERANK_LOGIT, evidence_scores
 from treerag_core.base.config import IndexSettings
 from treerag_core.base.settings import QuerySettings
-from treerag_core.evaluation.dataset import load_dataset
-from treerag_core.evaluation.harness import dataset_index
-from treerag_core.index.embedders import get_embedder
-from treerag_core.pipeline import Engine, run
+from treerag_core.evaluation import load_dataset
 
 # (questions from, asked of the corpus of, in scope?)
 PAIRS = (

@@ -29,15 +29,18 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # run as `python benchmarks/dump_window_features.py`
     sys.path.insert(0, str(REPO))
 
+from treerag_core import (  # noqa: E402
+    dataset_index,
+    get_reranker,
+    index_embedder,
+    tokenize,
+)
 from treerag_core.base.config import IndexSettings  # noqa: E402
 from treerag_core.base.settings import QuerySettings  # noqa: E402
 from treerag_core.base.text_rules import detect_language  # noqa: E402
-from treerag_core.evaluation.dataset import load_dataset  # noqa: E402
-from treerag_core.evaluation.harness import dataset_index  # noqa: E402
-from treerag_core.index.embedders import index_embedder  # noqa: E402
-from treerag_core.index.tokens import tokenize  # noqa: E402
+from treerag_core.evaluation import load_dataset  # noqa: E402
 from treerag_core.search.fusion import fuse  # noqa: E402
-from treerag_core.search.rerank import BUNDLED_EN, get_reranker  # noqa: E402
+from treerag_core.search.rerank import BUNDLED_EN  # noqa: E402
 from treerag_core.search.structure import (  # noqa: E402
     document_votes,
     path_passage,

@@ -24,10 +24,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from treerag_core import CorpusIndex, dataset_index
+from treerag_core.evaluation import EvalQuestion, load_dataset
 from treerag_core.evaluation.analysis import report_index_settings
-from treerag_core.evaluation.dataset import EvalQuestion, load_dataset
-from treerag_core.evaluation.harness import dataset_index
-from treerag_core.index.corpus import CorpusIndex
+from treerag_core.strategies.graph.strategy import TreeRAGKG
 
 METRICS = ("recall@1000c", "recall@2000c", "hit@5", "mrr@10")
 SUBSETS = ("all", "gold in long leaf", "gold elsewhere", "gold in 2+ sections", "2+ in a long leaf")
@@ -116,7 +116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for report in reports:
         built = report["settings"]["index"].get("graph_min_leaf_chars", 0)
         for strategy, subsets in subset_means(report, membership).items():
-            label = f"{strategy} ({built})" if strategy == "treerag-kg" else strategy
+            label = f"{strategy} ({built})" if strategy == TreeRAGKG.name else strategy
             rows.extend((label, name, subsets[name]) for name in SUBSETS)
     rows.sort(key=lambda r: (SUBSETS.index(r[1]), r[0]))
     print(f"long leaf: >= {args.graph_min_leaf_chars} characters; {dataset.name}")

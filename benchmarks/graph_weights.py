@@ -18,10 +18,11 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # run as `python benchmarks/graph_weights.py` from anywhere
     sys.path.insert(0, str(REPO))
 
+from treerag_core import EvalConfig, evaluate  # noqa: E402
 from treerag_core.base.config import IndexSettings  # noqa: E402
 from treerag_core.base.settings import QuerySettings  # noqa: E402
-from treerag_core.evaluation.harness import EvalConfig, evaluate  # noqa: E402
 from treerag_core.strategies.graph.search import GraphSearchOptions  # noqa: E402
+from treerag_core.strategies.graph.strategy import TreeRAGKG  # noqa: E402
 
 METRICS = ("recall@1000c", "recall@2000c", "hit@5", "mrr@10")
 
@@ -58,18 +59,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--modes takes {', '.join(MODES)}")
     index = IndexSettings(embedder=args.embedder, graph_min_leaf_chars=args.graph_min_leaf_chars)
     base = QuerySettings().set("answer.final_top_k", 10)
-    print(f"| treerag-kg, graphs from {args.graph_min_leaf_chars} | n | " + " | ".join(METRICS))
+    print(
+        f"| {TreeRAGKG.name}, graphs from {args.graph_min_leaf_chars} | n | " + " | ".join(METRICS)
+    )
     print("|---|---:|" + "---:|" * len(METRICS))
     for label, options in variants(weights, modes):
         config = EvalConfig(
-            strategies=("treerag-kg",),
+            strategies=(TreeRAGKG.name,),
             scope=args.scope,
             limit=args.limit,
             index_settings=index,
-            query_settings=base.with_option("treerag-kg", options),
+            query_settings=base.with_option(TreeRAGKG.name, options),
         )
         report = evaluate(Path(args.data), config, cache_dir=Path(args.cache))
-        row = report["strategies"]["treerag-kg"]
+        row = report["strategies"][TreeRAGKG.name]
         values = " | ".join(f"{row[m]:.3f}" for m in METRICS)
         print(f"| {label} | {row['n_questions']} | {values} |", flush=True)
     return 0

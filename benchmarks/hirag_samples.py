@@ -10,13 +10,19 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from treerag_core import (  # noqa: E402
+    Engine,
+    SourceDocument,
+    build_index,
+    get_embedder,
+    run,
+)
 from treerag_core.base.config import IndexSettings  # noqa: E402
 from treerag_core.base.settings import LLMSettings, QuerySettings  # noqa: E402
-from treerag_core.index.corpus import SourceDocument, build_index  # noqa: E402
-from treerag_core.index.embedders import get_embedder  # noqa: E402
-from treerag_core.pipeline import Engine, run  # noqa: E402
+from treerag_core.strategies.hirag.strategy import MODES as MODE_CLASSES  # noqa: E402
+from treerag_core.strategies.hirag.strategy import Hirag  # noqa: E402
 
-MODES = ("hirag-naive", "hirag-local", "hirag-global", "hirag-bridge", "hirag")
+MODES = tuple(mode.name for mode in MODE_CLASSES)
 HIDDEN = {"nodes", "entity_keys", "key", "source_key", "target_key"}
 SHORT = {  # what one row of each section says, in the README's one-line form
     "entities": lambda r: f"{r['entity']} (score {r['score']}, {r['passages']} passages)",
@@ -74,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         short_table(engine, args.question, settings)
         return 0
     for mode in MODES:
-        trace = run(engine, args.question, settings, strategy=mode, synthesize=mode == "hirag")
+        trace = run(engine, args.question, settings, strategy=mode, synthesize=mode == Hirag.name)
         print(f"### `{mode}`\n")
         top = trace.reranked[0].chunk if trace.reranked else None
         if top is not None:

@@ -22,8 +22,14 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # run as `python benchmarks/offline_rank.py`
     sys.path.insert(0, str(REPO))
 
-from treerag_core.evaluation.dataset import load_dataset  # noqa: E402
-from treerag_core.evaluation.metrics import Passage, question_metrics  # noqa: E402
+from treerag_core.evaluation import (  # noqa: E402
+    Passage,
+    load_dataset,
+    question_metrics,
+)
+from treerag_core.strategies.flat.strategy import FlatHybrid  # noqa: E402
+from treerag_core.strategies.treerag.strategy import TreeRAG  # noqa: E402
+from treerag_core.strategies.treerag.structured import FlatStructured  # noqa: E402
 
 KEYS = ("recall@1000c", "recall@2000c", "hit@5", "mrr@10")
 # A method: (question record) -> candidate positions, best first.
@@ -145,16 +151,16 @@ if __name__ == "__main__":
     parser.add_argument("dump", type=Path)
     args = parser.parse_args()
     methods: dict[str, Method] = {
-        "flat-hybrid": window_order("flat"),
-        "flat-structured": window_order("structured"),
-        "treerag": window_order("route2"),
+        FlatHybrid.name: window_order("flat"),
+        FlatStructured.name: window_order("structured"),
+        TreeRAG.name: window_order("route2"),
     }
     first = json.loads(args.dump.read_text())["questions"][0]
     if has_ce(first):
         methods = {
-            "flat-hybrid": by("flat", col("ce_plain")),
-            "flat-structured (path CE)": by("structured", col("ce_path")),
-            "treerag (path CE)": by("route2", col("ce_path")),
+            FlatHybrid.name: by("flat", col("ce_plain")),
+            f"{FlatStructured.name} (path CE)": by("structured", col("ce_path")),
+            f"{TreeRAG.name} (path CE)": by("route2", col("ce_path")),
             "structured, plain CE": by("structured", col("ce_plain")),
             "structured, plain + path CE": by("structured", total(col("ce_plain"), col("ce_path"))),
             "structured, RRF(plain, path)": by("structured", rrf(col("ce_plain"), col("ce_path"))),

@@ -27,8 +27,10 @@ if str(BENCH) not in sys.path:
 from dump_window_features import dev_set  # noqa: E402
 from offline_rank import Method, by, col, evaluate, report, total  # noqa: E402
 
+from treerag_core import get_reranker  # noqa: E402
 from treerag_core.base.text_rules import path_leaf  # noqa: E402
-from treerag_core.search.rerank import BUNDLED_EN, get_reranker  # noqa: E402
+from treerag_core.search.rerank import BUNDLED_EN  # noqa: E402
+from treerag_core.strategies.flat.strategy import FlatHybrid  # noqa: E402
 
 # name -> (heading path, passage) -> the text the cross-encoder reads
 PRESENTATIONS: dict[str, Callable[[str, str], str]] = {
@@ -71,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     scored = args.dump.with_suffix(".presentations.json")
     scored.write_text(json.dumps(dump), encoding="utf-8")
     methods: dict[str, Method] = {
-        "flat-hybrid": by("flat", col("ce_plain")),
+        FlatHybrid.name: by("flat", col("ce_plain")),
         "path + newline + passage (default)": by("structured", col("ce_path")),
     }
     for name in PRESENTATIONS:

@@ -15,9 +15,13 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # run as `python benchmarks/short_paragraphs.py`
     sys.path.insert(0, str(REPO))
 
+from treerag_core import (  # noqa: E402
+    CorpusIndex,
+    SourceDocument,
+    build_index,
+    get_embedder,
+)
 from treerag_core.base.config import IndexSettings  # noqa: E402
-from treerag_core.index.corpus import CorpusIndex, SourceDocument, build_index  # noqa: E402
-from treerag_core.index.embedders import get_embedder  # noqa: E402
 from treerag_core.ingest.chunking import paragraph_spans  # noqa: E402
 
 

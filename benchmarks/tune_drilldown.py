@@ -23,15 +23,23 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np  # noqa: E402
 
+from treerag_core import (  # noqa: E402
+    dataset_index,
+    index_cache_key,
+    index_embedder,
+    save_index,
+    tokenize,
+)
 from treerag_core.base.config import IndexSettings  # noqa: E402
-from treerag_core.evaluation.dataset import load_dataset  # noqa: E402
-from treerag_core.evaluation.harness import dataset_index, index_cache_key  # noqa: E402
-from treerag_core.evaluation.metrics import Passage, aggregate, question_metrics  # noqa: E402
-from treerag_core.index.embedders import index_embedder  # noqa: E402
-from treerag_core.index.store import save_index  # noqa: E402
-from treerag_core.index.tokens import tokenize  # noqa: E402
+from treerag_core.evaluation import (  # noqa: E402
+    Passage,
+    aggregate,
+    load_dataset,
+    question_metrics,
+)
 from treerag_core.search.fusion import fuse  # noqa: E402
-from treerag_core.strategies.drilldown.layers import build_layers  # noqa: E402
+from treerag_core.strategies.drilldown.layers import PART as LAYERS_PART  # noqa: E402
+from treerag_core.strategies.drilldown.layers import build_layers, layers_of  # noqa: E402
 from treerag_core.strategies.drilldown.search import (  # noqa: E402
     FuseParams,
     child_hits,
@@ -44,8 +52,8 @@ KEYS = ("doc_hit", "section_hit@1", "hit@5", "recall@5", "recall@1000c", "recall
 
 def with_layers(index, embedder, cache_dir: Path, dataset) -> object:
     """An eval-cache index built before layers existed gets them (and the cache is updated)."""
-    if index.layers is None or index.layers.vectors_from != "embedded":
-        index.layers = build_layers(index, embedder.embed)
+    if layers_of(index) is None or layers_of(index).vectors_from != "embedded":
+        index.parts[LAYERS_PART] = build_layers(index, embedder.embed)
         save_index(index, cache_dir / index_cache_key(dataset, index.settings))
     return index
 

@@ -32,8 +32,10 @@ if str(REPO) not in sys.path:  # run as `python benchmarks/zh_scorers.py`
 
 from benchmarks.dump_window_features import dev_set, path_vectors, scope_scores  # noqa: E402
 from treerag_core.base.settings import QuerySettings  # noqa: E402
-from treerag_core.evaluation.metrics import Passage, question_metrics  # noqa: E402
+from treerag_core.evaluation import Passage, question_metrics  # noqa: E402
 from treerag_core.search.fusion import fuse, minmax  # noqa: E402
+from treerag_core.strategies.flat.strategy import FlatHybrid  # noqa: E402
+from treerag_core.strategies.treerag.structured import FlatStructured  # noqa: E402
 
 KEYS = ("recall@1000c", "recall@2000c", "hit@5", "mrr@10")
 
@@ -118,8 +120,8 @@ def main(argv: list[str] | None = None) -> int:
         raw_section = st.score + section[st.leaf_of_row]
         with_neighbour = st.score + 0.5 * best_neighbour(index, rows, np.asarray(st.score))
         orders = {
-            "flat-hybrid": top(flat, size),
-            "flat-structured": structured,
+            FlatHybrid.name: top(flat, size),
+            FlatStructured.name: structured,
             "+ dense of path + passage, averaged": top(averaged, size),
             "dense of path + passage only": top(path_only, size),
             "+ section evidence by meaning": top(with_section, size),

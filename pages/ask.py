@@ -8,12 +8,12 @@ from typing import Any
 
 import streamlit as st
 
+from treerag_core import Engine, Event, override_locate, rerun
+from treerag_core import ask as ask_events
 from treerag_core.base.errors import TreeRAGError
 from treerag_core.base.settings import QuerySettings
 from treerag_core.base.types import Trace
 from treerag_core.llm import resolve_key
-from treerag_core.pipeline import Engine, Event, rerun, run_stream
-from treerag_core.search.override import override_locate
 from ui.ask import story
 from ui.ask.last_question import offer_last_question
 from ui.ask.stored_view import stored_result
@@ -48,12 +48,12 @@ def _ask_example(question: str) -> None:
 def _events(kind: str, pending: dict, engine: Engine, trace: Trace | None, settings, scope, corpus):
     """The event stream for an action (raises TreeRAGError/ValueError before any work)."""
     if kind == "ask":
-        return run_stream(engine, str(ss[qc.QUESTION]), settings, scope=scope)
+        return ask_events(engine, str(ss[qc.QUESTION]), settings, scope=scope)
     assert trace is not None and trace.locate is not None
     located = trace.locate
     if kind == "override":
         located = override_locate(corpus.index, trace.locate, trace.question, pending["leaves"])
-    return run_stream(
+    return ask_events(
         engine, trace.question, settings, strategy=trace.strategy, located=located, scope=scope
     )
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from treerag_core import corpus_stats
 from treerag_core.base.config import IndexSettings
 from treerag_core.base.errors import TreeRAGError
-from treerag_core.index.corpus import corpus_stats
 from ui.common.corpora import SAMPLES, UPLOADS, corpus_label
 from ui.common.inspector import inspector, node_picker
 from ui.common.ktype_card import document_ktype

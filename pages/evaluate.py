@@ -9,10 +9,13 @@ from typing import Any
 
 import streamlit as st
 
+from treerag_core import EvalConfig, evaluate, oracle_leaves, strategy_names
 from treerag_core.base.config import IndexSettings
 from treerag_core.base.errors import TreeRAGError
 from treerag_core.base.settings import QuerySettings
+from treerag_core.evaluation import EvalDataError, EvalDataset, load_report
 from treerag_core.evaluation.analysis import (
+    BASELINE,
     TREE,
     check_report,
     coverage,
@@ -20,17 +23,13 @@ from treerag_core.evaluation.analysis import (
     parse_report,
     report_index_settings,
 )
-from treerag_core.evaluation.dataset import EvalDataError, EvalDataset
-from treerag_core.evaluation.harness import EvalConfig, evaluate, oracle_leaves
-from treerag_core.evaluation.report import load_report
-from treerag_core.strategies import strategy_names
 from ui.common.query_log import open_trace
 from ui.common.resources import default_embedder, warm_reranker
 from ui.common.session import EvalState, require_app
 from ui.common.text_safety import plain, show_error
 from ui.common.workspace import sync_workspace
-from ui.evaluate import eval_data as ed
-from ui.evaluate import eval_panels as panels
+from ui.evaluate import data as ed
+from ui.evaluate import panels
 
 require_app("pages/evaluate.py")
 ss = st.session_state
@@ -46,7 +45,7 @@ FAILS = (TreeRAGError, OSError, ValueError)
 WIDGET_DEFAULTS: dict[str, Any] = {
     "ev_dataset": ed.DEV_SETS[0],
     "ev_folder": "",
-    "ev_strategies": [TREE, "flat-hybrid"],
+    "ev_strategies": [TREE, BASELINE],
     "ev_scope": "doc",
     "ev_limit": 20,
     "ev_rerank": True,

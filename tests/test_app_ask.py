@@ -522,7 +522,7 @@ def test_flat_strategy_and_compare():
 
 
 def test_compare_scores_each_strategy_on_a_dev_set_question_with_gold():
-    from ui.evaluate.eval_data import dev_set_folder
+    from ui.evaluate.data import dev_set_folder
     from ui.evaluate.gold import SHOWN, strategy_metrics
 
     if not dev_set_folder("qasper").is_dir():

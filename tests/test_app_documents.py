@@ -13,6 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 from tests.app_helpers import APP, ask, graph_nodes, open_app, page_text, unescape
 from tests.conftest import keyless_app
+from treerag_core.strategies.drilldown.layers import layers_of
 
 REPO = Path(__file__).resolve().parents[1]
 PAPER = (REPO / "sample_docs" / "test_paper.md").read_bytes()
@@ -394,7 +395,7 @@ def _ktype_text(at: AppTest) -> str:
 
 def test_each_document_shows_its_extractive_ktype_card_without_a_key():
     at = upload(documents_page(), ("paper.md", PAPER))
-    summary = at.session_state["ws_index"].layers.summaries["paper.md"]
+    summary = layers_of(at.session_state["ws_index"]).summaries["paper.md"]
     assert summary.method == "extractive"
     assert any(e.label.startswith("K-Type summary") for e in at.expander)
     shown = _ktype_text(at)
@@ -424,7 +425,7 @@ def test_with_an_llm_configured_the_ktype_is_written_by_it_once(monkeypatch):
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "test-key")
         at = upload(documents_page(), ("paper.md", PAPER))
-        summary = at.session_state["ws_index"].layers.summaries["paper.md"]
+        summary = layers_of(at.session_state["ws_index"]).summaries["paper.md"]
         assert summary.method == "llm" and summary.modules == ("Router training", "Evaluation")
         shown = _ktype_text(at)
         assert "written by the LLM" in shown and "a recipe for training the router" in shown
@@ -438,7 +439,7 @@ def test_with_an_llm_configured_the_ktype_is_written_by_it_once(monkeypatch):
         upload(at, ("notes.md", HOSTILE.encode()))
         assert len(server.requests) == calls + 1
         assert paper_key not in json.dumps(server.requests[-1].body, ensure_ascii=False)
-        assert at.session_state["ws_index"].layers.summaries["paper.md"].method == "llm"
+        assert layers_of(at.session_state["ws_index"]).summaries["paper.md"].method == "llm"
 
 
 def test_the_no_graphs_note_says_how_to_add_graphs_to_this_corpus_under_any_document():

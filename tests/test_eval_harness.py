@@ -18,6 +18,7 @@ from treerag_core.evaluation.report import (
     markdown_table,
     write_report,
 )
+from treerag_core.strategies.graph.part import graph_vectors_of, graphs_of
 
 SETTINGS = IndexSettings(embedder="hashing")
 
@@ -205,14 +206,16 @@ def test_graph_indexes_add_graphs_to_the_cached_plain_index(eval_dir, tmp_path):
     assert (tmp_path / index_cache_key(dataset, SETTINGS) / "manifest.json").is_file()
     assert (tmp_path / index_cache_key(dataset, with_graphs) / "graphs.json").is_file()
     fresh = build_index(dataset_sources(dataset), with_graphs, get_embedder("hashing"))
-    assert index.graphs and sorted(index.graphs) == sorted(fresh.graphs)
-    for leaf_id, graph in fresh.graphs.items():
-        assert index.graphs[leaf_id].concepts == graph.concepts
-        assert index.graphs[leaf_id].relations == graph.relations
-        np.testing.assert_allclose(index.graph_vectors[leaf_id], fresh.graph_vectors[leaf_id])
+    assert graphs_of(index) and sorted(graphs_of(index)) == sorted(graphs_of(fresh))
+    for leaf_id, graph in graphs_of(fresh).items():
+        assert graphs_of(index)[leaf_id].concepts == graph.concepts
+        assert graphs_of(index)[leaf_id].relations == graph.relations
+        np.testing.assert_allclose(
+            graph_vectors_of(index)[leaf_id], graph_vectors_of(fresh)[leaf_id]
+        )
     again = dataset_index(dataset, with_graphs, tmp_path)  # from the cache now
-    assert again.settings.graph_min_leaf_chars == 6000 and sorted(again.graphs) == sorted(
-        index.graphs
+    assert again.settings.graph_min_leaf_chars == 6000 and sorted(graphs_of(again)) == sorted(
+        graphs_of(index)
     )
 
 

@@ -23,6 +23,7 @@ from treerag_core.evaluation.metrics import (
     recall_at_k,
     section_hit_at_k,
     section_path_ends_with,
+    section_path_within,
 )
 from treerag_core.evaluation.report import load_report, markdown_table, write_report
 
@@ -403,3 +404,16 @@ def test_page_level_gold_counts_a_passage_mostly_on_the_page():
     assert got["page_recall@3"] == 1.0 and got["page_recall@1"] == 0.0
     assert got["page_mrr@10"] == 0.5
     assert got["page_hit@1000c"] == 1.0
+
+
+def test_a_pick_inside_the_gold_section_is_a_hit() -> None:
+    gold = "第二编 分则 > 第九章 渎职罪"
+    assert section_path_within("第二编 分则 > 第九章 渎职罪 > 第三百九十七条", gold)
+    assert section_path_within("第二编 分则 > 第九章 渎职罪", gold)
+    assert section_path_within("刑法 > 第二编 分则 > 第九章 渎职罪 > 第一节 > 第一条", gold)
+    assert not section_path_within("第二编 分则 > 第八章 贪污贿赂罪 > 第三百八十五条", gold)
+    assert not section_path_within("第二编 分则", gold)  # the parent is not inside its child
+    assert not section_path_within("X > 第九章 渎职罪 > Y", "")
+    paths = ["A > B > 第十条", "C > D > 第二条"]
+    assert section_hit_at_k(paths, ["C > D"], 1) == 0.0
+    assert section_hit_at_k(paths, ["C > D"], 2) == 1.0

@@ -14,6 +14,7 @@ from treerag_core.index.embedders import get_embedder
 from treerag_core.ingest.chunking import chunk_leaf
 from treerag_core.llm import AnthropicClient
 from treerag_core.strategies.graph.extract_llm import LLMGraphExtractor, blocks, extract_llm
+from treerag_core.strategies.graph.part import graphs_of
 from treerag_core.strategies.graph.prompts import build_graph_prompt, parse_graph_response
 
 KEY = "sk-ant-test-graphs"
@@ -90,9 +91,9 @@ def test_graphs_are_cached_and_a_failure_resumes():
         broken = LLMGraphExtractor(client(fake), "claude-haiku-4-5")
         first = build_index(sources, SETTINGS, embedder, graph_extractor=broken)
         assert broken.failure is not None and broken.fallback_leaves
-        llm_made = {k for k, g in first.graphs.items() if g.extractor.startswith("llm:")}
+        llm_made = {k for k, g in graphs_of(first).items() if g.extractor.startswith("llm:")}
         assert len(llm_made) == 1
-        assert {k for k, g in first.graphs.items() if g.extractor == "offline"} == set(
+        assert {k for k, g in graphs_of(first).items() if g.extractor == "offline"} == set(
             broken.fallback_leaves
         )
         calls = len(fake.requests)
@@ -104,14 +105,14 @@ def test_graphs_are_cached_and_a_failure_resumes():
             len(blocks([c for c in first.chunks if c.source_node_id == leaf]))
             for leaf in broken.fallback_leaves
         )
-        assert all(g.extractor == "llm:claude-haiku-4-5" for g in second.graphs.values())
-        assert second.graphs[next(iter(llm_made))] == first.graphs[next(iter(llm_made))]
+        assert all(g.extractor == "llm:claude-haiku-4-5" for g in graphs_of(second).values())
+        assert graphs_of(second)[next(iter(llm_made))] == graphs_of(first)[next(iter(llm_made))]
 
         calls = len(fake.requests)
         again = LLMGraphExtractor(client(fake), "claude-haiku-4-5")
         third = build_index(sources, SETTINGS, embedder, previous=second, graph_extractor=again)
         assert len(fake.requests) == calls and again.usage.input_tokens == 0
-        assert third.graphs == second.graphs
+        assert graphs_of(third) == graphs_of(second)
 
 
 def test_a_leaf_failing_on_a_later_block_still_counts_the_calls_it_made():

@@ -15,6 +15,7 @@ from treerag_core.index.tokens import tokenize
 from treerag_core.llm.prompts import estimate_tokens
 from treerag_core.search.structure import structured_scores
 from treerag_core.strategies.graph.context import graph_sections, path_text
+from treerag_core.strategies.graph.part import graphs_of
 from treerag_core.strategies.graph.retrieve import (
     FusionParams,
     add_graph,
@@ -45,7 +46,7 @@ def test_add_graph_is_a_bonus_for_weighted_and_rrf():
 
 def test_graph_column_is_per_leaf_and_lifts_graph_chunks(law):
     index, embedder = law
-    leaf_id = sorted(index.graphs)[0]
+    leaf_id = sorted(graphs_of(index))[0]
     located = [LocatedLeaf(leaf_id, index.nodes[leaf_id].heading_path, QUESTION)]
     found = search_leaves(index, located, QUESTION, embedder.embed_query, tokenize)
     assert list(found.results) == [leaf_id]
@@ -79,14 +80,14 @@ def test_an_index_without_graphs_asks_for_a_rebuild(law):
     with pytest.raises(IndexFormatError, match="rebuild it to add graphs"):
         search_leaves(bare, [], QUESTION, embedder.embed_query, tokenize)
     # The same law indexed with graphs answers the same call (nothing located: no results).
-    assert bare.graphs is None and index.graphs
+    assert graphs_of(bare) is None and graphs_of(index)
     assert search_leaves(index, [], QUESTION, embedder.embed_query, tokenize).results == {}
 
 
 def test_sections_give_paths_with_evidence_and_a_stage_record(law):
     index, _ = law
-    leaf_id = sorted(index.graphs)[0]
-    graph = index.graphs[leaf_id]
+    leaf_id = sorted(graphs_of(index))[0]
+    graph = graphs_of(index)[leaf_id]
     result = search_graph(graph, QUESTION, "zh", tokenize)
     leaf = index.nodes[leaf_id]
     paths, stage = graph_sections(graph, result, index.texts[leaf.doc_id], leaf.heading_path)
@@ -111,8 +112,8 @@ def test_a_citation_of_the_graph_paths_maps_to_their_leaf(law):
     from treerag_core.answer.synthesis import synthesis_prompt
 
     index, _ = law
-    leaf_id = sorted(index.graphs)[0]
-    graph, leaf = index.graphs[leaf_id], index.nodes[leaf_id]
+    leaf_id = sorted(graphs_of(index))[0]
+    graph, leaf = graphs_of(index)[leaf_id], index.nodes[leaf_id]
     result = search_graph(graph, QUESTION, "zh", tokenize)
     paths, _ = graph_sections(graph, result, index.texts[leaf.doc_id], leaf.heading_path)
     assert paths.title == leaf.heading_path and paths.text.startswith("图路径")

@@ -17,6 +17,7 @@ from treerag_core.index.embedders import get_embedder
 from treerag_core.index.store import load_index, save_index
 from treerag_core.ingest.chunking import chunk_leaf
 from treerag_core.strategies.graph.extract import build_leaf_graph
+from treerag_core.strategies.graph.part import graph_vectors_of, graphs_of
 from treerag_core.strategies.graph.store import (
     GRAPHS_FILE,
     dumps_graphs,
@@ -122,7 +123,7 @@ def graph_folder(tmp_path_factory) -> Path:
     embedder = get_embedder("hashing")
     settings = IndexSettings(embedder="hashing", graph_min_leaf_chars=300)
     index = build_index(sample_sources(["test_paper.md"]), settings, embedder)
-    assert index.graphs
+    assert graphs_of(index)
     return save_index(index, tmp_path_factory.mktemp("graphs") / "idx")
 
 
@@ -150,7 +151,7 @@ def _span_past_the_text(graph: dict) -> None:
 
 def test_a_good_graph_folder_loads(graph_folder):
     index = load_index(graph_folder)
-    assert index.graphs and set(index.graph_vectors) == set(index.graphs)
+    assert graphs_of(index) and set(graph_vectors_of(index)) == set(graphs_of(index))
 
 
 @pytest.mark.parametrize(

@@ -23,6 +23,8 @@ from treerag_core.index.store import (
     recover_index,
     save_index,
 )
+from treerag_core.strategies.drilldown.layers import layers_of
+from treerag_core.strategies.graph.part import graphs_of
 
 
 class CountingEmbedder:
@@ -101,7 +103,7 @@ def test_reindex_embeds_only_the_changed_document(tmp_path):
     sources = sample_sources(["test_paper.md", "zh_sample.md"])
     first = build_index(sources, settings, embedder)
     # chunks, then the drill-down layers (one K-Type per document, one vector per section)
-    assert embedder.embedded == len(first.chunks) + len(first.layers.texts)
+    assert embedder.embedded == len(first.chunks) + len(layers_of(first).texts)
     changed = [
         sources[0],
         SourceDocument(
@@ -113,8 +115,8 @@ def test_reindex_embeds_only_the_changed_document(tmp_path):
     embedder.embedded = 0
     second = build_index(changed, settings, embedder, previous=first)
     zh_chunks = [c for c in second.chunks if c.doc_id == "zh_sample.md"]
-    new_layer_texts = set(second.layers.texts) - set(first.layers.texts)
-    assert 0 < len(new_layer_texts) < len(second.layers.texts)
+    new_layer_texts = set(layers_of(second).texts) - set(layers_of(first).texts)
+    assert 0 < len(new_layer_texts) < len(layers_of(second).texts)
     assert embedder.embedded == len(zh_chunks) + len(new_layer_texts)
     paper_rows = [i for i, c in enumerate(second.chunks) if c.doc_id == "test_paper.md"]
     old_rows = [i for i, c in enumerate(first.chunks) if c.doc_id == "test_paper.md"]
@@ -504,7 +506,7 @@ def test_the_full_folder_loads_before_it_is_tampered(full_folder):
     from treerag_core.strategies.hirag.store import load_hirag
 
     index = load_index(full_folder)
-    assert index.layers is not None and index.graphs
+    assert layers_of(index) is not None and graphs_of(index)
     assert load_hirag(full_folder).entity_vectors.shape[1] == index.dim
 
 

@@ -18,6 +18,7 @@ from treerag_core.strategies.drilldown.ktype import (
     render_ktype,
     type_shares,
 )
+from treerag_core.strategies.drilldown.layers import layers_of
 
 
 def _leaf(content: str, heading: str = "H") -> TreeNode:
@@ -54,7 +55,7 @@ def test_render_follows_the_seed_in_both_languages():
 
 
 def test_extractive_summaries_of_the_sample_documents(hashing_index):
-    layers = hashing_index.layers
+    layers = layers_of(hashing_index)
     law = layers.summaries["劳动合同法(2012-12-28).md"]
     assert law.method == "extractive" and law.types[0][0] == "Rule"
     assert "第一章 总则" in law.modules and "劳动合同" in law.key_terms
@@ -123,11 +124,11 @@ def test_llm_summaries_land_in_the_index_and_its_cache(tmp_path):
     sources = sample_sources(["test_paper.md"])
     summarizer = make_ktype_summarizer(client, "m", cache={})
     index = build_index(sources, settings, get_embedder("hashing"), ktype_summarizer=summarizer)
-    summary = index.layers.summaries["test_paper.md"]
+    summary = layers_of(index).summaries["test_paper.md"]
     assert summary.method == "llm" and summary.modules == ("M",) and "Good for: ops" in summary.text
     loaded = load_index(save_index(index, tmp_path / "ix"))
-    assert loaded.layers.summaries == index.layers.summaries
-    assert loaded.layers.ktype_cache == index.layers.ktype_cache
+    assert layers_of(loaded).summaries == layers_of(index).summaries
+    assert layers_of(loaded).ktype_cache == layers_of(index).ktype_cache
     # A rebuild without a client keeps the cached LLM summaries of unchanged documents.
     rebuilt = build_index(sources, settings, get_embedder("hashing"), previous=loaded)
-    assert rebuilt.layers.summaries["test_paper.md"].method == "llm"
+    assert layers_of(rebuilt).summaries["test_paper.md"].method == "llm"

@@ -15,12 +15,13 @@ from treerag_core.strategies.drilldown.layers import (
     chunk_mean_layers,
     ensure_layers,
     layer_points,
+    layers_of,
     parent_text,
 )
 
 
 def test_layers_cover_every_document_and_section_with_chunks(hashing_index):
-    layers = hashing_index.layers
+    layers = layers_of(hashing_index)
     assert layers.doc_ids == [d.doc_id for d in hashing_index.documents]
     with_chunks = {c.source_node_id for c in hashing_index.chunks}
     assert set(layers.parent_ids) == with_chunks
@@ -33,8 +34,8 @@ def test_layers_cover_every_document_and_section_with_chunks(hashing_index):
 def test_round_trip_and_corruption(hashing_index, tmp_path):
     folder = save_index(hashing_index, tmp_path / "ix")
     loaded = load_index(folder)
-    assert loaded.layers.texts == hashing_index.layers.texts
-    assert np.array_equal(loaded.layers.vectors, hashing_index.layers.vectors)
+    assert layers_of(loaded).texts == layers_of(hashing_index).texts
+    assert np.array_equal(layers_of(loaded).vectors, layers_of(hashing_index).vectors)
     data = json.loads((folder / LAYERS_JSON).read_text(encoding="utf-8"))
     data["doc_ids"] = data["doc_ids"][::-1]
     (folder / LAYERS_JSON).write_text(json.dumps(data), encoding="utf-8")
@@ -46,11 +47,11 @@ def test_round_trip_and_corruption(hashing_index, tmp_path):
 
 
 def test_an_index_without_layers_gets_chunk_means(hashing_index):
-    old = replace(hashing_index, layers=None)
+    old = replace(hashing_index, parts={})
     layers = ensure_layers(old)
     assert layers.vectors_from == "chunk-mean" and "chunk means" in layers.notes[0]
     assert ensure_layers(old) is layers  # computed once
-    assert layers.doc_ids == hashing_index.layers.doc_ids
+    assert layers.doc_ids == layers_of(hashing_index).doc_ids
     direct = chunk_mean_layers(hashing_index)
     assert np.allclose(direct.vectors, layers.vectors)
 

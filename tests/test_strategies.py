@@ -2,26 +2,40 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.conftest import sample_sources
+from treerag_core.base.artifacts import read_json
+from treerag_core.base.config import IndexSettings
+from treerag_core.base.errors import IndexFormatError
 from treerag_core.base.names import StrategyName
 from treerag_core.base.settings import QuerySettings
 from treerag_core.base.types import ContextSection, LocatedLeaf, LocateResult
 from treerag_core.cli import build_parser, main
 from treerag_core.evaluation.harness import EvalConfig
+from treerag_core.index.corpus import build_index, corpus_stats
 from treerag_core.index.embedders import get_embedder
+from treerag_core.index.parts import BuildCost, PartBuild, estimate_seconds, index_parts
+from treerag_core.index.store import kept_on_rebuild, load_index, save_index
 from treerag_core.pipeline import Engine, run
 from treerag_core.strategies import (
+    Family,
     QueryContext,
     Retrieval,
+    families,
+    family_of,
     get_strategy,
     option_types,
     register,
+    register_family,
     strategy_names,
     unregister,
+    unregister_family,
 )
 from treerag_core.strategies.treerag.strategy import leaf_search
 
@@ -165,3 +179,150 @@ def test_strategies_that_do_not_search_each_leaf_ignore_the_per_leaf_top_k(name,
     shown = [[[h.chunk.chunk_id for h in g.hits] for g in t.retrieved] for t in runs]
     reranked = [[h.chunk.chunk_id for h in t.reranked] for t in runs]
     assert shown[0] == shown[1] and reranked[0] == reranked[1]
+
+
+# ---- a family with its own index part and view: one folder's worth, registered at test time
+
+
+LENGTHS_FILE = "leaf_lengths.json"
+LENGTHS_NOTES = "leaf_lengths-notes.txt"  # a file the family keeps across rebuilds
+
+
+class LeafLengthsPart:
+    """The family's index part: each leaf's length (characters or tokens), stored as JSON."""
+
+    key = "leaf-lengths"
+    files = (LENGTHS_FILE,)
+    kept_on_rebuild = (LENGTHS_NOTES,)
+    inputs = ("length_unit",)  # a build_index keyword this part reads
+    cost = BuildCost("leaf", 1e-6)
+
+    def build(self, index, ctx: PartBuild) -> dict[str, int]:
+        chars = ctx.inputs.get("length_unit", "chars") == "chars"
+        out = {}
+        for leaf in index.leaves():
+            text = index.texts[leaf.doc_id][leaf.start : leaf.end]
+            out[leaf.node_id] = len(text) if chars else len(text.split())
+        return out
+
+    def save(self, part, folder: Path, index) -> None:
+        (folder / LENGTHS_FILE).write_text(json.dumps(part), encoding="utf-8")
+
+    def load(self, folder: Path, index, hint: str) -> dict[str, int] | None:
+        path = folder / LENGTHS_FILE
+        if not path.is_file():
+            return None
+        data = read_json(path, dict, hint)
+        if set(data) - set(index.nodes):
+            raise IndexFormatError(f"{path} does not match this index; {hint}")
+        return data
+
+    def stats(self, part) -> dict[str, int]:
+        return {"longest_leaf_measured": max((part or {}).values(), default=0)}
+
+    def units(self, index) -> int:
+        return len(index.leaves())
+
+
+class LongestLeaves(FirstLeaves):
+    """Locate the longest leaves by the family's part; search them with treerag's leaf search."""
+
+    name = "longest-leaves"
+    label = "The longest leaves (a test family with an index part)"
+    options_type = FirstLeafOptions
+
+    def locate(self, ctx: QueryContext) -> LocateResult:
+        lengths = ctx.index.parts[LeafLengthsPart.key]
+        options = ctx.settings.option(self.name, FirstLeafOptions())
+        longest = sorted(lengths, key=lambda leaf: (-lengths[leaf], leaf))[: options.leaves]
+        leaves = tuple(
+            LocatedLeaf(leaf, ctx.index.nodes[leaf].heading_path, ctx.question, None, "long")
+            for leaf in longest
+        )
+        return LocateResult(leaves, "The longest leaves.", "long")
+
+
+LENGTHS_FAMILY = Family(
+    name="leaf-lengths",
+    strategies=(LongestLeaves.name,),
+    part=LeafLengthsPart(),
+    options_type=FirstLeafOptions,
+    view="leaf-length-bars",
+)
+
+
+@pytest.fixture()
+def lengths_family():
+    from ui.ask import views
+
+    drawn: list[tuple[str, int]] = []
+    register_family(LENGTHS_FAMILY)
+    register(LongestLeaves)
+    views.register_view("leaf-length-bars", lambda trace, engine: drawn.append((trace.strategy, 1)))
+    yield drawn
+    views.unregister_view("leaf-length-bars")
+    unregister(LongestLeaves.name)
+    unregister_family(LENGTHS_FAMILY.name)
+
+
+def test_a_family_with_an_index_part_and_a_view_is_one_registration(lengths_family, tmp_path):
+    from ui.ask import views
+
+    embedder = get_embedder("hashing")
+    sources = sample_sources()
+    settings = IndexSettings(embedder="hashing")
+    # The index build finds the part and hands it its own keyword argument.
+    index = build_index(sources, settings, embedder, length_unit="chars")
+    lengths = index.parts[LeafLengthsPart.key]
+    leaf = index.leaves()[0]
+    assert lengths[leaf.node_id] == leaf.end - leaf.start and len(lengths) == len(index.leaves())
+    assert corpus_stats(index)["longest_leaf_measured"] == max(lengths.values())
+    assert estimate_seconds(index)[LeafLengthsPart.key] == pytest.approx(1e-6 * len(lengths))
+    # The store writes it, loads it back, and keeps the family's kept file across a rebuild.
+    folder = save_index(index, tmp_path / "idx")
+    assert (folder / LENGTHS_FILE).is_file()
+    (folder / LENGTHS_NOTES).write_text("kept", encoding="utf-8")
+    loaded = load_index(folder)
+    assert loaded.parts[LeafLengthsPart.key] == lengths
+    rebuilt = build_index(sources, settings, embedder, previous=loaded, length_unit="words")
+    assert rebuilt.parts[LeafLengthsPart.key] != lengths  # its input changed what it built
+    save_index(rebuilt, folder)
+    assert (folder / LENGTHS_NOTES).read_text(encoding="utf-8") == "kept"
+    (folder / LENGTHS_FILE).write_text(json.dumps({"nope": 1}), encoding="utf-8")
+    with pytest.raises(IndexFormatError, match="does not match this index"):
+        load_index(folder)
+    # The registry knows the strategy's family; the pipeline runs it; the Ask page draws its view.
+    assert family_of(LongestLeaves.name) is LENGTHS_FAMILY
+    assert option_types()[LongestLeaves.name] is FirstLeafOptions
+    engine = Engine(loaded, embedder)
+    trace = run(engine, "router accuracy", MOCK, strategy=LongestLeaves.name)
+    longest = sorted(lengths, key=lambda leaf_id: (-lengths[leaf_id], leaf_id))[:2]
+    assert [leaf.node_id for leaf in trace.locate.leaves] == longest
+    assert views.draw(trace, engine) and lengths_family == [(LongestLeaves.name, 1)]
+
+
+def test_a_removed_family_leaves_the_index_as_before(lengths_family, hashing_index):
+    unregister_family(LENGTHS_FAMILY.name)
+    settings, embedder = IndexSettings(embedder="hashing"), get_embedder("hashing")
+    index = build_index(sample_sources(), settings, embedder)
+    assert LeafLengthsPart.key not in index.parts
+    assert sorted(index.parts) == sorted(hashing_index.parts)
+    with pytest.raises(TypeError, match="length_unit"):  # no part reads it any more
+        build_index(sample_sources(), settings, embedder, length_unit="chars")
+
+
+def test_each_builtin_family_declares_its_strategies_part_and_view():
+    from ui.ask import views
+
+    owned = [name for family in families() for name in family.strategies]
+    assert sorted(owned) == sorted(strategy_names())  # every built-in has exactly one family
+    with_view = [f for f in families() if f.view is not None]
+    assert all(f.view in views.VIEWS for f in with_view)  # the explorer draws each one
+    kept = kept_on_rebuild()
+    assert "tree_edits.json" in kept
+    for family in families():
+        if family.part is not None:
+            assert family.part.key in {p.key for p in index_parts()}
+            assert set(family.part.kept_on_rebuild) <= set(kept)
+            assert family.part.cost.seconds_per_unit > 0
+    assert views.view_for(FirstLeaves.name) is None  # a strategy without a family: no view

@@ -14,6 +14,7 @@ from treerag_core.index.embedders import get_embedder
 from treerag_core.index.tokens import tokenize
 from treerag_core.llm.prompts import estimate_tokens
 from treerag_core.strategies import QueryContext, get_strategy
+from treerag_core.strategies.graph.part import graphs_of
 from treerag_core.strategies.graph.search import GraphSearchOptions
 from treerag_core.strategies.treerag.structured import StructureOptions
 
@@ -62,7 +63,7 @@ def test_graph_leaves_get_a_graph_column_paths_and_a_stage(ctx_for):
     retrieval = get_strategy("treerag-kg").retrieve(ctx, located)
     scope, *graph_groups = retrieval.groups
     assert scope.kind == "scope" and scope.hits == retrieval.candidates
-    graph_leaves = [leaf.node_id for leaf in located.leaves if leaf.node_id in ctx.index.graphs]
+    graph_leaves = [leaf.node_id for leaf in located.leaves if leaf.node_id in graphs_of(ctx.index)]
     assert len(graph_leaves) == 2  # two long leaves, one short
     assert [g.leaf_id for g in graph_groups] == graph_leaves
     assert all(g.kind == "graph" for g in graph_groups)
@@ -121,7 +122,7 @@ def test_pipeline_run_gives_paths_to_the_trace_and_the_extractive_answer(ctx_for
 
     ctx = ctx_for(2000)
     engine = Engine(index=ctx.index, embedder=get_embedder("hashing"), api_key=None)
-    leaves = [g for g in sorted(ctx.index.graphs)]
+    leaves = [g for g in sorted(graphs_of(ctx.index))]
     trace = run(engine, QUESTION, QuerySettings(strategy="treerag-kg"), leaves=leaves)
     kinds = [s.kind for s in trace.sections]
     assert kinds.count("graph") == len(leaves) and kinds.count("graph-stage") == len(leaves)

@@ -77,3 +77,27 @@ def test_llm_suggestions_are_accepted_as_a_diff(tmp_path, monkeypatch) -> None:
     assert at.checkbox(key="te_fix_2").label == "Pay: level 2 → 3"
     at.button(key="te_accept").click().run()
     assert _outline(at)[2] == (3, "Pay")
+
+
+def test_every_line_like_one_changes_in_one_action_and_undoes_together(app: AppTest) -> None:
+    app.selectbox(key="te_pick").select_index(1)  # Leave: level 2, from Markdown
+    app.selectbox(key="te_like_by").set_value("style")
+    app.button(key="te_like").click().run()
+    assert app.multiselect(key="te_many").value == ["1. Leave", "2. Pay"]
+    app.selectbox(key="te_bulk_op").set_value("demote")
+    app.button(key="te_bulk").click().run()
+    assert _outline(app) == [(1, "Guide"), (3, "Leave"), (3, "Pay")]
+    assert app.multiselect(key="te_many").value == []  # the action clears the selection
+    # Before / after, side by side.
+    before, after = (app.dataframe[i].value for i in (1, 2))
+    assert list(before.level) == [1, 2, 2] and list(after.level) == [1, 3, 3]
+    app.button(key="te_undo").click().run()  # one undo takes back the whole action
+    assert _outline(app) == [(1, "Guide"), (2, "Leave"), (2, "Pay")]
+
+
+def test_selected_lines_stop_being_headings_in_one_action(app: AppTest) -> None:
+    app.multiselect(key="te_many").select("1. Leave").select("2. Pay")
+    app.selectbox(key="te_bulk_op").set_value("remove").run()  # the button counts them
+    app.button(key="te_bulk").click().run()
+    assert _outline(app) == [(1, "Guide")]
+    assert "edits=2" in [t.value for t in app.text]

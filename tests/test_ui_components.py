@@ -220,7 +220,7 @@ def test_the_tree_component_ships_its_vis_network_build():
 
 def test_gold_needs_the_same_question_and_the_same_document_text():
     from ui.evaluate import gold
-    from ui.evaluate.eval_data import dev_set_folder
+    from ui.evaluate.data import dev_set_folder
 
     if not dev_set_folder("qasper").is_dir():
         skip_unless_ci("eval-data test", "the qasper dev set is not beside the repo")
@@ -243,8 +243,9 @@ def test_gold_needs_the_same_question_and_the_same_document_text():
 def test_dev_sets_come_from_treerag_eval_dirs_and_a_broken_one_is_named(tmp_path, monkeypatch):
     """With TREERAG_EVAL_DIRS set, the dev sets are read there (they once came from a second,
     fixed folder outside the allowed roots: UnsafePathError, swallowed, metrics gone)."""
-    from ui.evaluate import eval_data, gold
-    from ui.evaluate.eval_data import dev_set_folder, resolve_folder, selected_folder
+    from ui.evaluate import data as eval_data
+    from ui.evaluate import gold
+    from ui.evaluate.data import dev_set_folder, resolve_folder, selected_folder
 
     real = dev_set_folder("qasper")
     if not real.is_dir():
@@ -271,7 +272,7 @@ def test_dev_sets_come_from_treerag_eval_dirs_and_a_broken_one_is_named(tmp_path
 
 
 def test_the_evaluate_metric_table_fits_the_page_width():
-    from ui.evaluate import eval_tables
+    from ui.evaluate import tables as eval_tables
 
     config = eval_tables.metric_columns()
     widths = [c["width"] for c in config.values()]
@@ -283,7 +284,7 @@ def test_the_evaluate_metric_table_fits_the_page_width():
 def test_every_offered_gold_example_has_its_gold_in_the_samples():
     from ui.common.examples import GOLD_EXAMPLES
     from ui.evaluate import gold
-    from ui.evaluate.eval_data import dev_set_folder
+    from ui.evaluate.data import dev_set_folder
 
     if not dev_set_folder("qasper").is_dir() or not dev_set_folder("lecoqa_laws").is_dir():
         skip_unless_ci("eval-data test", "the dev sets are not beside the repo")
@@ -367,7 +368,7 @@ def test_score_columns_come_before_the_bounded_text_columns(paper_engine):
 
 
 def test_metric_headers_are_short_enough_to_read_with_the_full_name_in_help():
-    from ui.evaluate import eval_tables
+    from ui.evaluate import tables as eval_tables
 
     config = eval_tables.metric_columns()
     left_out = config[eval_tables.LEFT_OUT]

@@ -15,6 +15,7 @@ from treerag_core.index.corpus import build_index
 from treerag_core.index.embedders import get_embedder
 from treerag_core.index.tokens import tokenize
 from treerag_core.pipeline import Engine, run
+from treerag_core.strategies.graph.part import graph_vectors_of, graphs_of
 from treerag_core.strategies.graph.search import search_graph
 from ui.common.graph_view import FONT_PX, wrap_label
 from ui.common.leaf_graph_panel import edge_table, graph_stats_frame, node_table, traced_result
@@ -42,9 +43,9 @@ def test_labels_wrap_cjk_and_english_in_short_lines():
 def test_stats_frame_has_a_row_per_graph_leaf(law):
     index, _ = law
     frame = graph_stats_frame(index, LAW)
-    assert list(frame["leaf"]) == sorted(index.graphs)
+    assert list(frame["leaf"]) == sorted(graphs_of(index))
     for row in frame.to_dict("records"):
-        graph = index.graphs[row["leaf"]]
+        graph = graphs_of(index)[row["leaf"]]
         assert (row["nodes"], row["edges"]) == (len(graph.concepts), len(graph.relations))
         assert row["max degree"] == graph.max_degree and row["extractor"] == "offline"
         assert row["characters"] >= 2000 and row["cost"] == "" and row["tokens"] is None
@@ -54,16 +55,21 @@ def test_stats_frame_has_a_row_per_graph_leaf(law):
 def test_traced_result_replays_step_2s_search_and_lights_the_tables(law):
     index, embedder = law
     engine = Engine(index=index, embedder=embedder, api_key=None)
-    leaf_id = sorted(index.graphs)[0]
+    leaf_id = sorted(graphs_of(index))[0]
     trace = run(engine, QUESTION, QuerySettings(strategy="treerag-kg"), leaves=[leaf_id])
     result = traced_result(index, trace, leaf_id, engine.query_vector)
-    graph = index.graphs[leaf_id]
+    graph = graphs_of(index)[leaf_id]
     expected = search_graph(
-        graph, QUESTION, "zh", tokenize, engine.query_vector(QUESTION), index.graph_vectors[leaf_id]
+        graph,
+        QUESTION,
+        "zh",
+        tokenize,
+        engine.query_vector(QUESTION),
+        graph_vectors_of(index)[leaf_id],
     )
     assert result is not None and result.matches == expected.matches
     assert result.paths == expected.paths
-    other = sorted(index.graphs)[1]
+    other = sorted(graphs_of(index))[1]
     assert traced_result(index, trace, other, engine.query_vector) is None  # not searched
     plain = run(engine, QUESTION, QuerySettings(strategy="treerag"), leaves=[leaf_id])
     assert traced_result(index, plain, leaf_id, engine.query_vector) is None
@@ -101,11 +107,11 @@ def _leaf_graph_lit_by_the_last_question() -> None:
     next(b for b in at.button if b.label == "Rebuild").click().run()
     assert not at.exception, at.exception
     index = at.session_state["ws_index"]
-    assert index.graphs and index.settings.graph_min_leaf_chars == 2000
+    assert graphs_of(index) and index.settings.graph_min_leaf_chars == 2000
     [stats] = [d.value for d in at.dataframe if "max degree" in d.value.columns]
-    assert sorted(stats["leaf"]) == sorted(index.graphs)
+    assert sorted(stats["leaf"]) == sorted(graphs_of(index))
     # Inspect a long leaf: its graph is drawn beside the node and edge tables, nothing lit.
-    leaf_id = sorted(index.graphs)[0]
+    leaf_id = sorted(graphs_of(index))[0]
     at.session_state[at.session_state["doc_graph_key"]] = leaf_id
     at.run()
     assert not at.exception, at.exception

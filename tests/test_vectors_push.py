@@ -9,8 +9,9 @@ import pytest
 
 from tests.conftest import REPO
 from tests.test_cli import cli
-from treerag_core.index.vectors.push import push_index
 from treerag_core.index.vectors.qdrant_store import QdrantStore
+from treerag_core.strategies.drilldown.layers import layers_of
+from treerag_core.strategies.drilldown.vector_store import push_index
 
 
 def test_push_counts_each_kind_and_a_second_push_replaces(hashing_index):
@@ -18,7 +19,7 @@ def test_push_counts_each_kind_and_a_second_push_replaces(hashing_index):
     counts = push_index(hashing_index, store)
     assert counts["document"] == len(hashing_index.documents)
     assert counts["child"] == len(hashing_index.chunks)
-    assert counts["parent"] == len(hashing_index.layers.parent_ids)
+    assert counts["parent"] == len(layers_of(hashing_index).parent_ids)
     push_index(hashing_index, store)
     assert store.count() == sum(counts.values())
 
@@ -48,7 +49,8 @@ def test_the_push_command_is_documented():
 
 def test_a_store_is_attached_only_when_it_holds_this_index(hashing_index):
     from treerag_core.base.errors import VectorStoreError
-    from treerag_core.index.vectors.attach import attach_checked, attach_store, store_for
+    from treerag_core.index.vectors.attach import attach_store, store_for
+    from treerag_core.strategies.drilldown.vector_store import attach_checked
 
     store = QdrantStore.in_memory(hashing_index.dim)
     with pytest.raises(VectorStoreError, match="0 document points, the index 4"):
@@ -93,7 +95,8 @@ def test_a_collection_of_another_index_with_as_many_documents_is_refused(
     hashing_index, foreign_index
 ):
     from treerag_core.base.errors import VectorStoreError
-    from treerag_core.index.vectors.attach import attach_checked, store_for
+    from treerag_core.index.vectors.attach import store_for
+    from treerag_core.strategies.drilldown.vector_store import attach_checked
 
     assert len(foreign_index.documents) == len(hashing_index.documents)
     store = QdrantStore.in_memory(hashing_index.dim)
@@ -109,8 +112,9 @@ def test_a_collection_with_this_index_names_but_other_vectors_is_refused(hashing
     import numpy as np
 
     from treerag_core.base.errors import VectorStoreError
-    from treerag_core.index.vectors.attach import attach_checked, store_for
+    from treerag_core.index.vectors.attach import store_for
     from treerag_core.strategies.drilldown.layers import layer_points
+    from treerag_core.strategies.drilldown.vector_store import attach_checked
 
     store = QdrantStore.in_memory(hashing_index.dim)
     push_index(hashing_index, store)
@@ -132,7 +136,8 @@ class ApproximateStore(QdrantStore):
 def test_the_attach_check_lists_documents_exactly_not_by_search(hashing_index):
     from qdrant_client import QdrantClient
 
-    from treerag_core.index.vectors.attach import attach_checked, attach_store, store_for
+    from treerag_core.index.vectors.attach import attach_store, store_for
+    from treerag_core.strategies.drilldown.vector_store import attach_checked
 
     store = ApproximateStore(QdrantClient(":memory:"), hashing_index.dim, payload_indexes=False)
     push_index(hashing_index, store)
@@ -149,9 +154,10 @@ def test_the_same_vector_bound_is_the_measured_float32_round_trip(hashing_index)
     import numpy as np
 
     from treerag_core.base.errors import VectorStoreError
-    from treerag_core.index.vectors.attach import SAME_VECTOR_ATOL, attach_checked, store_for
+    from treerag_core.index.vectors.attach import store_for
     from treerag_core.index.vectors.base import unit_rows
     from treerag_core.strategies.drilldown.layers import ensure_layers, layer_points
+    from treerag_core.strategies.drilldown.vector_store import SAME_VECTOR_ATOL, attach_checked
 
     # The in-process client, on this index's document vectors.
     store = QdrantStore.in_memory(hashing_index.dim)

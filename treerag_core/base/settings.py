@@ -8,10 +8,68 @@ object can key caches, and a step's result can carry the exact settings it was m
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
+from dataclasses import MISSING, Field, asdict, dataclass, field, fields, is_dataclass, replace
 from typing import Any
 
 from treerag_core.base.names import Fusion, Locator, Provider, StrategyName
+
+SETTING = "setting"  # the dataclass field metadata key of a setting's SettingInfo
+
+
+@dataclass(frozen=True)
+class SettingInfo:
+    """How a setting is shown and asked for: the CLI flags and the explorer's widgets read it.
+
+    `min`/`max` are the values the settings class accepts (its `__post_init__` refuses
+    others); `top` is the highest value a widget offers (default `max`); `step` a widget's
+    step; `choices` (value, short label) pairs for a setting with named values.
+    """
+
+    label: str
+    help: str
+    min: float | None = None
+    max: float | None = None
+    top: float | None = None
+    step: float | None = None
+    choices: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def widget_range(self) -> tuple[float, float]:
+        """(lowest, highest) a slider offers."""
+        high = self.top if self.top is not None else self.max
+        if self.min is None or high is None:
+            raise ValueError(f"{self.label!r} has no widget range (min and max or top)")
+        return self.min, high
+
+    def choice_label(self, value: str) -> str:
+        return dict(self.choices).get(value, value)
+
+
+def setting(default: Any, **info: Any) -> Any:
+    """A dataclass field with `default` and its SettingInfo (label, help, range, choices)."""
+    return field(default=default, metadata={SETTING: SettingInfo(**info)})
+
+
+def info_of(cls: type, name: str) -> SettingInfo:
+    """The SettingInfo of field `name` of the settings (or options) class `cls`."""
+    found: Field | None = next((f for f in fields(cls) if f.name == name), None)
+    if found is None:
+        raise KeyError(f"{cls.__name__} has no field {name!r}")
+    info = found.metadata.get(SETTING)
+    if info is None:
+        raise KeyError(f"{cls.__name__}.{name} has no SettingInfo")
+    return info
+
+
+def field_default(cls: type, name: str) -> Any:
+    """The default of field `name` of `cls` (read without building an instance)."""
+    for f in fields(cls):
+        if f.name == name:
+            if f.default is not MISSING:
+                return f.default
+            if f.default_factory is not MISSING:
+                return f.default_factory()
+    raise KeyError(f"{cls.__name__} has no default for {name!r}")
 
 
 def _check(ok: bool, message: str) -> None:
@@ -48,9 +106,22 @@ StrEnumLike = (Fusion, Locator, Provider)
 class LocateSettings(_Step):
     """Step 1: who picks leaves and how many."""
 
-    locator: Locator = Locator.AUTO
-    max_leaves: int = 5
-    budget_tokens: int = 6000  # the serialized tree sent to the LLM; past it, documents are cut
+    locator: Locator = setting(
+        Locator.AUTO,
+        label="Locator",
+        help="who picks the sections in step 1: auto (the LLM when one is configured, else "
+        "local), llm, local (heading-aware ranking: best chunk + heading match per leaf) or "
+        "keyword (question terms against headings and summaries)",
+    )
+    max_leaves: int = setting(
+        5, label="Max leaves", help="most sections step 1 picks", min=1, max=5
+    )
+    budget_tokens: int = setting(
+        6000,
+        label="Locate budget (tokens)",
+        help="the serialized tree sent to the LLM; past it, documents are cut",
+        min=1,
+    )
 
     def __post_init__(self) -> None:
         _coerce(self, "locator", Locator)
@@ -62,11 +133,39 @@ class LocateSettings(_Step):
 class RetrieveSettings(_Step):
     """Step 2: dense + BM25 inside the picked leaves (or the whole scope), fused."""
 
-    fusion: Fusion = Fusion.WEIGHTED
-    dense_weight: float = 0.5
-    rrf_k: int = 60
-    top_k_per_leaf: int = 8  # measured: 8 beat 3, 5 and 12 on both dev sets
-    candidate_window: int = 40  # pooled candidates handed to step 3: the same for every strategy
+    fusion: Fusion = setting(
+        Fusion.WEIGHTED,
+        label="Fusion",
+        help="how dense and BM25 scores are combined: weighted (min-max normalise both, then "
+        "a weighted sum by the dense weight), rrf (reciprocal rank), dbsf (normalised by mean "
+        "± 3 std) or union (either retriever's hits, once per chunk)",
+        # Short enough for the sidebar's select box at 1440 px (the help says the rest).
+        choices=(
+            ("weighted", "weighted (min-max)"),
+            ("rrf", "RRF (reciprocal rank)"),
+            ("dbsf", "DBSF (mean ± 3 std)"),
+            ("union", "union (either retriever)"),
+        ),
+    )
+    dense_weight: float = setting(
+        0.5, label="Dense weight", help="BM25 gets 1 - this", min=0.0, max=1.0, step=0.05
+    )
+    rrf_k: int = setting(60, label="RRF k", help="used by RRF only: 1 / (k + rank)", min=1, top=120)
+    # measured: 8 beat 3, 5 and 12 on both dev sets
+    top_k_per_leaf: int = setting(
+        8,
+        label="Top-k per leaf",
+        help="passages kept from each picked leaf, read only by strategies that search each "
+        "picked leaf on its own",
+        min=1,
+        top=20,
+    )
+    candidate_window: int = setting(
+        40,
+        label="Candidate window",
+        help="pooled candidates handed to step 3: the same for every strategy",
+        min=1,
+    )
 
     def __post_init__(self) -> None:
         _coerce(self, "fusion", Fusion)
@@ -85,15 +184,37 @@ class RetrieveSettings(_Step):
     def bm25_weight(self) -> float:
         return 1.0 - self.dense_weight
 
+    @property
+    def fusion_args(self) -> tuple[Fusion, float, int]:
+        """(fusion, dense_weight, rrf_k): what `search.fusion.fuse` takes after the scores."""
+        return self.fusion, self.dense_weight, self.rrf_k
+
 
 @dataclass(frozen=True)
 class RerankSettings(_Step):
     """Step 2b: the cross-encoder ordering the pooled candidates."""
 
-    enabled: bool = True
-    model: str = "bundled-en"  # bundled-en | <sentence-transformers CrossEncoder folder>
-    chinese: bool = False  # the bundled model is English: measured to hurt Chinese questions
-    read_path: bool = True  # strategies that read structure: the model reads path + passage
+    enabled: bool = setting(
+        True,
+        label="Rerank (cross-encoder)",
+        help="the cross-encoder orders the pooled candidates; off keeps the fused order",
+    )
+    model: str = setting(
+        "bundled-en",
+        label="Rerank model",
+        help="bundled-en, or a sentence-transformers CrossEncoder folder",
+    )
+    # the bundled model is English: measured to hurt Chinese questions
+    chinese: bool = setting(
+        False,
+        label="Rerank Chinese questions too",
+        help="The bundled cross-encoder is English-only; off by default for Chinese.",
+    )
+    read_path: bool = setting(
+        True,
+        label="Rerank reads the heading path",
+        help="strategies that read structure: the model reads path + passage",
+    )
 
     def __post_init__(self) -> None:
         _check(bool(self.model.strip()), "rerank model must not be empty")
@@ -103,8 +224,23 @@ class RerankSettings(_Step):
 class AnswerSettings(_Step):
     """Step 3: what the answer reads."""
 
-    final_top_k: int = 5
-    context_chars: int = 0  # > 0: fill the context to this many characters instead of top-k
+    final_top_k: int = setting(
+        5,
+        label="Final top-k",
+        help="how many passages the answer reads, kept after rerank (not used while an "
+        "answer context budget is set)",
+        min=1,
+        top=50,
+    )
+    context_chars: int = setting(
+        0,
+        label="Answer context budget (characters)",
+        help="0 (off): the answer reads the Final top-k passages. Above 0: passages in final "
+        "order until their text fills this many characters (at least one).",
+        min=0,
+        top=8000,
+        step=250,
+    )
 
     def __post_init__(self) -> None:
         _check(self.final_top_k > 0, f"final_top_k must be > 0, but got {self.final_top_k}")
@@ -115,14 +251,39 @@ class AnswerSettings(_Step):
 class LLMSettings(_Step):
     """LLM access shared by every step that may call a model (no key is ever stored here)."""
 
-    enabled: bool = True
-    provider: Provider = Provider.ANTHROPIC
-    base_url: str = ""  # "": the provider's default, or its *_BASE_URL environment variable
-    locate_model: str = "claude-haiku-4-5"
-    answer_model: str = "claude-sonnet-4-6"  # 4-5 is retired on 2026-11-30 (SDK notice)
-    timeout: float = 30.0
-    max_retries: int = 2
-    context_tokens: int = 200_000  # the model's context window: bounds the locate prompt
+    enabled: bool = setting(
+        True, label="Use an LLM", help="off: no LLM call at all; everything else runs"
+    )
+    provider: Provider = setting(
+        Provider.ANTHROPIC,
+        label="Provider",
+        help="LLM API: anthropic (ANTHROPIC_API_KEY) or openai, i.e. any OpenAI-compatible "
+        "server (OPENAI_API_KEY, may be empty for a local one)",
+    )
+    # "": the provider's default, or its *_BASE_URL environment variable
+    base_url: str = setting(
+        "",
+        label="Endpoint (base URL)",
+        help="the server, e.g. http://127.0.0.1:11434/v1 for Ollama (default: "
+        "OPENAI_BASE_URL / ANTHROPIC_BASE_URL, else the provider's API)",
+    )
+    locate_model: str = setting(
+        "claude-haiku-4-5", label="Locate model", help="the model that picks sections"
+    )
+    # 4-5 is retired on 2026-11-30 (SDK notice)
+    answer_model: str = setting(
+        "claude-sonnet-4-6", label="Answer model", help="the model that writes the answer"
+    )
+    timeout: float = setting(30.0, label="Timeout (s)", help="seconds per LLM call")
+    max_retries: int = setting(
+        2, label="Retries", help="retries of a failed LLM call", min=0, max=10
+    )
+    context_tokens: int = setting(
+        200_000,
+        label="Context size (tokens)",
+        help="the model's context window; the locate prompt is cut to fit it",
+        min=1000,
+    )
 
     def __post_init__(self) -> None:
         _coerce(self, "provider", Provider)
@@ -171,13 +332,17 @@ class QuerySettings:
     a strategy reads its own with `option(name, default)`.
     """
 
-    strategy: str = StrategyName.TREERAG.value
+    strategy: str = setting(
+        StrategyName.TREERAG.value, label="Strategy", help="how a question is answered"
+    )
     locate: LocateSettings = field(default_factory=LocateSettings)
     retrieve: RetrieveSettings = field(default_factory=RetrieveSettings)
     rerank: RerankSettings = field(default_factory=RerankSettings)
     answer: AnswerSettings = field(default_factory=AnswerSettings)
     llm: LLMSettings = field(default_factory=LLMSettings)
-    max_question_chars: int = 2000
+    max_question_chars: int = setting(
+        2000, label="Longest question (characters)", help="a longer question is refused", min=1
+    )
     options: tuple[tuple[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
@@ -248,3 +413,28 @@ class QuerySettings:
             options=tuple(options),
             **{step: _STEPS[step].from_dict(values) for step, values in nested.items()},
         )
+
+
+def settings_info(path: str, option_types: Mapping[str, type] | None = None) -> SettingInfo:
+    """The SettingInfo of a dotted QuerySettings path: `strategy`, `retrieve.dense_weight`,
+    or `options.<strategy>.<field>` (with that strategy's options class in `option_types`)."""
+    head, _, rest = path.partition(".")
+    if head == "options":
+        strategy, _, name = rest.partition(".")
+        kind = (option_types or {}).get(strategy)
+        if kind is None:
+            raise KeyError(f"no options class given for {strategy!r}")
+        return info_of(kind, name)
+    if not rest:
+        return info_of(QuerySettings, head)
+    if head not in _STEPS:
+        raise KeyError(f"unknown settings step {head!r}")
+    return info_of(_STEPS[head], rest)
+
+
+def setting_paths() -> list[str]:
+    """Every dotted path of QuerySettings (strategy options aside)."""
+    paths = [f.name for f in fields(QuerySettings) if f.name not in _STEPS and f.name != "options"]
+    for step, cls in _STEPS.items():
+        paths.extend(f"{step}.{f.name}" for f in fields(cls))
+    return paths

@@ -150,6 +150,10 @@ _ZH_PAREN = re.compile(rf"^[（(]([{_ZH_NUMERALS}]+)[）)]")
 # A book (编, or 部分/部/篇/卷 in other texts) holds parts, chapters, sections, articles ...
 _ZH_RANK = {"编": 0, "部分": 0, "部": 0, "篇": 0, "卷": 0, "分编": 1, "章": 2, "节": 3}
 _ZH_RANK |= {"条": 4, "款": 5, "项": 6, "item": 7, "paren": 8}
+# A statute's article opening its paragraph: "第十七条之一 " (the number, then a space).
+ARTICLE_OPENING = re.compile(
+    rf"^第(?:[{_ZH_NUMERALS}]+|\d+)条(?:之[{_ZH_NUMERALS}]+)?(?=[ \t\u3000])"
+)
 _DECIMAL = re.compile(r"^(\d{1,3}(?:\.\d{1,3})*)\.?(?=\s|$)")
 _ALPHA = re.compile(r"^([A-Z])(?:((?:\.\d{1,3})+)\.?|\.)(?=\s|$)")  # A.1.2 or A.
 _ROMAN = re.compile(r"^([IVXLCDM]{1,7})\.(?=\s|$)")
@@ -158,6 +162,8 @@ _PAREN = re.compile(r"^(?:(\d{1,3})\)|[（(](\d{1,3})[）)])(?=\s|$)")  # 1) or 
 _PART = re.compile(r"^PART\s+([IVX]{1,4}|\d{1,2})[.:]?(?=\s|$)", re.IGNORECASE)
 # 8-K items carry a two-digit part: "Item 5.07.".
 _ITEM = re.compile(r"^ITEM\s+(\d{1,2})(?:\.(\d{2}))?([A-Z])?[.:]?(?=\s|$)", re.IGNORECASE)
+# A note to the financial statements, inside its Item: "Note 4 — Leases", "NOTE 12. Debt".
+_NOTE = re.compile(r"^NOTE\s+(\d{1,2})[.:]?(?=\s|$)", re.IGNORECASE)
 # Books and reports: "Chapter 3", "Chapter IV", "Appendix B" (appendices follow the chapters).
 _CHAPTER = re.compile(
     r"^(CHAPTER|APPENDIX)\s+(\d{1,3}|[IVXLC]{1,7}|[A-Z])[.:]?(?=\s|$)", re.IGNORECASE
@@ -222,7 +228,7 @@ def heading_numbering(heading: str) -> Numbering | None:
 
     Forms: `第一编/分编/章/节/条/款/项` (and 部分/部/篇/卷; Chinese or Arabic numerals),
     `一、`, `一.`, `（一）`, `1.2.3`, `A.1.2`, `A.`, `III.` (canonical roman only), `1)`,
-    `(1)`, `PART II`, `Part 2`, `Item 1A.`, `Item 5.07.`, `Chapter 3`, `Chapter IV`,
+    `(1)`, `PART II`, `Part 2`, `Item 1A.`, `Item 5.07.`, `Note 4`, `Chapter 3`, `Chapter IV`,
     `Appendix B`. Decimal parts have at most 3 digits, so a year ("2019 Results") is not a
     number. The parser nests headings by it and the converters (`convert.levels`) find
     headings in plain lines by it.
@@ -251,6 +257,8 @@ def heading_numbering(heading: str) -> Numbering | None:
         letter = ord(m.group(3).upper()) - ord("A") + 1 if m.group(3) else 0
         value = int(m.group(1)) * 10_000 + int(m.group(2) or 0) * 100 + letter
         return Numbering("filing", 2, (value,), m.group())
+    if m := _NOTE.match(heading):
+        return Numbering("filing", 3, (int(m.group(1)),), m.group())
     if m := _CHAPTER.match(heading):
         return _chapter(m)
     return None

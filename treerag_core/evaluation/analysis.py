@@ -16,8 +16,10 @@ from treerag_core.evaluation.dataset import EvalQuestion
 from treerag_core.evaluation.harness import oracle_leaves
 from treerag_core.index.corpus import CorpusIndex
 from treerag_core.strategies import option_types
+from treerag_core.strategies.flat.strategy import FlatHybrid
+from treerag_core.strategies.treerag.strategy import TreeRAG
 
-TREE, BASELINE = "treerag", "flat-hybrid"  # "won/lost by treerag" compares these two
+TREE, BASELINE = TreeRAG.name, FlatHybrid.name  # "won/lost by treerag" compares these two
 HIT_KEY = "hit@5"
 FILTERS = ("all", "missed by all", "won by treerag", "lost by treerag")
 NEVER_PICKED = "⚠ holds gold, never picked"

@@ -17,6 +17,7 @@ from treerag_core.base.names import Locator
 from treerag_core.base.pagemap import chars_on_page
 from treerag_core.base.settings import QuerySettings
 from treerag_core.base.types import Trace, Usage
+from treerag_core.build import index_folder
 from treerag_core.evaluation.dataset import (
     EvalDataset,
     EvalQuestion,
@@ -25,14 +26,17 @@ from treerag_core.evaluation.dataset import (
 )
 from treerag_core.evaluation.metrics import Passage, aggregate, question_metrics
 from treerag_core.evaluation.report import differences_json
-from treerag_core.index.corpus import CorpusIndex, build_index, graph_stage
+from treerag_core.index.corpus import CorpusIndex
 from treerag_core.index.embedders import get_embedder, index_embedder
 from treerag_core.index.store import load_index, save_index
 from treerag_core.ingest.chunking import CHUNKER_VERSION
 from treerag_core.ingest.convert import CONVERTER_VERSION
+from treerag_core.ingest.parsing import TREE_VERSION
 from treerag_core.pipeline import Engine, run
 from treerag_core.search.rerank import CachedReranker, clear_score_cache, get_reranker
 from treerag_core.strategies import get_strategy, strategy_names
+from treerag_core.strategies.graph.part import PART as GRAPH_PART
+from treerag_core.strategies.graph.part import graph_stage
 
 Progress = Callable[[int, int], None]
 IndexProgress = Callable[[str, int, int], None]  # (stage, done, total), as `build_index` says
@@ -70,6 +74,7 @@ def index_cache_key(dataset: EvalDataset, settings: IndexSettings) -> str:
     """Content hash of the documents and the index settings: the cached index's folder name."""
     digest = hashlib.sha256(json.dumps(settings.to_dict(), sort_keys=True).encode())
     digest.update(f"chunker {CHUNKER_VERSION}".encode())  # a new chunker means a new index
+    digest.update(f"tree {TREE_VERSION}".encode())  # so does a new tree (article leaves)
     if dataset.paged:  # the index holds converted text: a new converter means a new index
         digest.update(f"converter {CONVERTER_VERSION}".encode())
     for name in dataset.doc_names:
@@ -100,13 +105,14 @@ def dataset_index(
         # vectors) and run the graph stage on it, so each threshold costs only its graphs.
         plain = replace(settings, graph_min_leaf_chars=0)
         index = with_graphs(dataset_index(dataset, plain, cache_dir, progress, note), settings)
-    else:
-        convert = None if progress is None else lambda d, t: progress("convert", d, t)
-        sources = dataset_sources(dataset, progress=convert)
-        index = build_index(sources, settings, get_embedder(settings.embedder), progress=progress)
-    if folder is not None:
-        save_index(index, folder)
-    return index
+        if folder is not None:
+            save_index(index, folder)
+        return index
+    convert = None if progress is None else lambda d, t: progress("convert", d, t)
+    sources = dataset_sources(dataset, progress=convert)
+    # The one index build the CLI and the explorer call; the cache folder is named by
+    # content, so nothing in it is reused (a stale one is rebuilt whole).
+    return index_folder(sources, folder, settings, reuse=False, progress=progress).index
 
 
 def _stderr_note(message: str) -> None:
@@ -127,10 +133,10 @@ def with_graphs(base: CorpusIndex, settings: IndexSettings) -> CorpusIndex:
         embeddings=base.embeddings,
         tokens=base.tokens,
         summary_cache=base.summary_cache,
-        layers=base.layers,
+        parts=base.parts,
         embedder_fingerprint=base.embedder_fingerprint,
     )
-    index.graphs, index.graph_vectors = graph_stage(index, get_embedder(settings.embedder))
+    index.parts[GRAPH_PART] = graph_stage(index, get_embedder(settings.embedder))
     return index
 
 

@@ -162,10 +162,26 @@ def section_path_ends_with(path: str, suffix: str) -> bool:
     return bool(want) and len(have) >= len(want) and have[-len(want) :] == want
 
 
+def section_path_within(path: str, gold: str) -> bool:
+    """True when `path` is the gold section or lies inside it: `path` itself or one of its
+    ancestors (a prefix of its components) ends with all of `gold`'s components.
+
+    A statute's article leaf "第二编 分则 > 第九章 渎职罪 > 第三百九十七条" lies inside the gold
+    chapter "第九章 渎职罪"; "A > B" is not inside "A > B > C".
+    """
+    want = _path_components(gold)
+    have = _path_components(path)
+    return bool(want) and any(
+        have[end - len(want) : end] == want for end in range(len(want), len(have) + 1)
+    )
+
+
 def section_hit_at_k(picked_paths: Sequence[str], gold_paths: Sequence[str], k: int) -> float:
-    """1.0 if one of the first k picked leaf paths ends with a gold evidence_sections path."""
+    """1.0 if one of the first k picked leaf paths is a gold evidence_sections path or lies
+    inside one (`section_path_within`): a gold path names a chapter, the tree may go down to
+    its articles."""
     _check_k(k)
-    return float(any(section_path_ends_with(p, g) for p in picked_paths[:k] for g in gold_paths))
+    return float(any(section_path_within(p, g) for p in picked_paths[:k] for g in gold_paths))
 
 
 def page_hits(passage: DocSpan, doc: str, page: int, page_starts: Sequence[int]) -> bool:

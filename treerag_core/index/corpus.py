@@ -15,24 +15,16 @@ from treerag_core.base.text_rules import detect_language
 from treerag_core.base.types import Chunk, DocumentInfo, Language, SourceDocument, TreeNode
 from treerag_core.index.bm25 import BM25Stats, LeafBM25
 from treerag_core.index.embedders import Embedder, embedder_fingerprint
+from treerag_core.index.parts import PartBuild, build_inputs, index_parts
 from treerag_core.index.tokens import tokenize
 from treerag_core.index.vectors.faiss_store import FlatGroup
 from treerag_core.ingest.chunking import chunk_leaf
 from treerag_core.ingest.node_summaries import content_key, summarize_tree
 from treerag_core.ingest.parsing import parse_document
-from treerag_core.strategies.drilldown.ktype import KTypeLLM
-from treerag_core.strategies.drilldown.layers import Layers, build_layers
-from treerag_core.strategies.graph.build import (
-    LeafExtractor,
-    build_graphs,
-    concept_names,
-    split_vectors,
-)
-from treerag_core.strategies.graph.extract import EXTRACTOR_VERSION
-from treerag_core.strategies.graph.types import LeafGraph
 
 MAX_SCOPE_CACHE = 8  # distinct document scopes whose flat FAISS + BM25 stay in memory
-# progress(stage, done, total): stage is "parse", "embed", "graph" or "index".
+# progress(stage, done, total): stage is "parse", "embed", a family part's own (e.g. "graph")
+# or "index".
 ProgressFn = Callable[[str, int, int], None]
 
 
@@ -50,9 +42,9 @@ class CorpusIndex:
     embeddings: np.ndarray
     tokens: list[list[str]]
     summary_cache: dict[str, str] = field(default_factory=dict)
-    layers: Layers | None = None  # drill-down: K-Type document and section vectors
-    graphs: dict[str, LeafGraph] | None = None  # long leaf id -> its graph; None: built without
-    graph_vectors: dict[str, np.ndarray] = field(default_factory=dict)  # concept name vectors
+    # Each family's part (index/parts.py) under its key, e.g. drill-down's layers; a family
+    # reads its own through its accessor. Absent: built or saved without it.
+    parts: dict[str, Any] = field(default_factory=dict)
     embedder_fingerprint: tuple[float, ...] = ()  # the embedder's vector of a probe text
     folder: str | None = None  # where it was loaded from or saved to (derived artifacts go there)
     _leaf_rows: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
@@ -66,6 +58,7 @@ class CorpusIndex:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self) -> None:
+        self.parts = dict(self.parts)  # never shared with the index it was copied from
         rows: dict[str, list[int]] = {}
         for row, chunk in enumerate(self.chunks):
             rows.setdefault(chunk.source_node_id, []).append(row)
@@ -209,8 +202,7 @@ def build_index(
     progress: ProgressFn | None = None,
     summary_overrides: dict[str, str] | None = None,
     summarizer: Callable[[Sequence[TreeNode], Language], dict[str, str]] | None = None,
-    ktype_summarizer: KTypeLLM | None = None,
-    graph_extractor: LeafExtractor | None = None,
+    **part_inputs: Any,
 ) -> CorpusIndex:
     """Parse, summarise, chunk, tokenise and embed `sources` into a CorpusIndex.
 
@@ -218,10 +210,16 @@ def build_index(
     content hash is unchanged reuse their embeddings: only changed documents hit the model.
     `summarizer` (LLM summaries) returns {content_key: summary} for a document's nodes; its
     results are kept in the index's summary cache, so an unchanged section is never resent.
-    Leaves of at least `settings.graph_min_leaf_chars` get a graph (`graph_extractor`, else
-    the offline one); graphs of unchanged leaves are taken from `previous`.
-    `ktype_summarizer` (LLM K-Type document summaries) is cached by content hash in the layers.
+    Then every registered family part (index/parts.py) is built, in key order, with its
+    part of `previous`; `part_inputs` are keyword arguments a part reads (e.g. drill-down's
+    `ktype_summarizer`, the graph family's `graph_extractor`).
+
+    Raises:
+        TypeError: a keyword argument that no part reads.
     """
+    unknown = sorted(set(part_inputs) - build_inputs())
+    if unknown:
+        raise TypeError(f"build_index() got an unexpected keyword argument {unknown[0]!r}")
     notify = progress or (lambda stage, done, total: None)
     sources = _unique_names(sources)
     reusable = reusable_embeddings(previous, settings, embedder)
@@ -289,37 +287,36 @@ def build_index(
         summary_cache=summary_cache,
         embedder_fingerprint=embedder_fingerprint(embedder),
     )
-    previous_layers = previous.layers if previous is not None else None
-    index.layers = build_layers(index, embedder.embed, ktype_summarizer, previous_layers)
-    if settings.graph_min_leaf_chars > 0:
-        index.graphs, index.graph_vectors = graph_stage(
-            index, embedder, previous, graph_extractor, notify
-        )
+    build_parts(index, embedder, previous, notify, part_inputs)
     notify("index", 1, 1)
     return index
 
 
-def graph_stage(
+def build_parts(
     index: CorpusIndex,
     embedder: Embedder,
     previous: CorpusIndex | None = None,
-    extractor: LeafExtractor | None = None,
     notify: ProgressFn | None = None,
-) -> tuple[dict[str, LeafGraph], dict[str, np.ndarray]]:
-    """Leaf graphs and the vectors of their concept names (matched to questions by meaning)."""
-    graphs = build_graphs(
-        index.nodes,
-        index.chunks,
-        {d.doc_id: d.language for d in index.documents},
-        index.settings.graph_min_leaf_chars,
-        previous=previous.graphs if previous is not None else None,
-        extractor=extractor,
-        extractor_version=getattr(extractor, "version", EXTRACTOR_VERSION),
-        progress=None if notify is None else lambda done, total: notify("graph", done, total),
-    )
-    names = concept_names(graphs)
-    matrix = embedder.embed(names) if names else np.zeros((0, embedder.dim), dtype=np.float32)
-    return graphs, split_vectors(graphs, np.asarray(matrix, dtype=np.float32))
+    inputs: dict[str, Any] | None = None,
+    keys: Sequence[str] | None = None,
+) -> None:
+    """Build the registered family parts of `index` (only those in `keys` when given), each
+    reusing its part of `previous`; a part with nothing to build for these settings is left
+    out (and removed when `index` had it)."""
+    for part in index_parts():
+        if keys is not None and part.key not in keys:
+            continue
+        ctx = PartBuild(
+            embedder,
+            previous.parts.get(part.key) if previous is not None else None,
+            notify or (lambda stage, done, total: None),
+            {k: v for k, v in (inputs or {}).items() if k in part.inputs},
+        )
+        built = part.build(index, ctx)
+        if built is None:
+            index.parts.pop(part.key, None)
+        else:
+            index.parts[part.key] = built
 
 
 def with_pages(chunks: Sequence[Chunk], page_starts: Sequence[int]) -> list[Chunk]:
@@ -385,13 +382,13 @@ def corpus_stats(index: CorpusIndex) -> dict[str, int]:
     """Counts for the CLI summary and the UI."""
     leaves = index.leaves()
     longest = max((n.end - n.start for n in leaves), default=0)
-    graphs = index.graphs or {}
-    return {
+    stats = {
         "documents": len(index.documents),
         "nodes": len(index.nodes),
         "leaves": len(leaves),
         "chunks": len(index.chunks),
         "longest_leaf_chars": longest,
-        "graphs": len(graphs),
-        "graph_max_degree": max((g.max_degree for g in graphs.values()), default=0),
     }
+    for part in index_parts():  # each family adds its own counts (e.g. graphs)
+        stats.update(part.stats(index.parts.get(part.key)))
+    return stats

@@ -43,24 +43,15 @@ from treerag_core.base.safepaths import read_bytes_checked
 from treerag_core.base.types import Chunk, DocumentInfo, TreeNode
 from treerag_core.index.corpus import CorpusIndex
 from treerag_core.index.embedders import PROBE_TEXT, Embedder, embedder_fingerprint
+from treerag_core.index.parts import index_parts, kept_files
 from treerag_core.ingest.chunking import CHUNKER_VERSION
-from treerag_core.strategies.drilldown.layers import load_layers, save_layers
-from treerag_core.strategies.graph.build import split_vectors
-from treerag_core.strategies.graph.store import GRAPHS_FILE, check_graphs, load_graphs, save_graphs
 
 SCHEMA_VERSION = 1
 MANIFEST = "manifest.json"
 FILES = ("nodes.jsonl", "chunks.jsonl", "embeddings.npy", "tokens.json", "texts.json")
-GRAPH_VECTORS = "graph_vectors.npy"  # beside graphs.json, only in indexes built with graphs
-# Kept across rebuilds: the user's tree corrections, the HiRAG artifacts (a stale build is
-# found by its fingerprint, never used) and its LLM caches (they spare paid calls).
-KEPT_ON_REBUILD = (
-    "tree_edits.json",
-    "hirag",
-    ".hirag-graphs-cache.jsonl",
-    ".hirag-reports-partial.json",
-    ".hirag-unreadable",  # artifacts a build could not read, kept for the user (hirag.store)
-)
+# Kept across rebuilds: the user's tree corrections (ingest/tree_edits.py), then what each
+# family part keeps (`kept_on_rebuild()`, e.g. the HiRAG artifacts and their LLM caches).
+KEPT_ON_REBUILD = ("tree_edits.json",)
 REBUILD_HINT = "rebuild it with `python -m treerag_core index --input DOCS --output {path}`"
 LOCK_TIMEOUT = 30.0  # seconds a second writer waits for the first before giving up
 FINGERPRINT_MIN_COSINE = 0.999  # same model, other BLAS: ~1.0; another model: far below
@@ -281,12 +272,17 @@ def save_index(index: CorpusIndex, folder: str | Path, lock_timeout: float | Non
                 f"{target} exists and is not a TreeRAG index; choose a new or empty folder"
             )
         _write_files(index, tmp)
-        for name in KEPT_ON_REBUILD:
+        for name in kept_on_rebuild():
             _carry_over(target / name, tmp / name, target)
 
     write_folder(target, write, lock_timeout)
     index.folder = str(target)
     return target
+
+
+def kept_on_rebuild() -> tuple[str, ...]:
+    """Files and folders a rebuild carries over: the tree corrections and the parts' own."""
+    return KEPT_ON_REBUILD + kept_files()
 
 
 def swap_in(tmp: Path, target: Path) -> None:
@@ -376,14 +372,9 @@ def _write_files(index: CorpusIndex, tmp: Path) -> None:
     np.save(tmp / "embeddings.npy", index.embeddings.astype(np.float32), allow_pickle=False)
     (tmp / "tokens.json").write_text(json.dumps(index.tokens, ensure_ascii=False), encoding="utf-8")
     (tmp / "texts.json").write_text(json.dumps(index.texts, ensure_ascii=False), "utf-8")
-    if index.layers is not None:  # optional: indexes saved before layers load without
-        save_layers(index.layers, tmp)
-    if index.graphs is not None:
-        save_graphs(index.graphs.values(), tmp)
-        vectors = [index.graph_vectors[k] for k in sorted(index.graphs)]
-        matrix = np.concatenate(vectors) if vectors else np.zeros((0, index.dim), np.float32)
-        # float16 halves the file; a concept name only needs to match a question's vector.
-        np.save(tmp / GRAPH_VECTORS, matrix.astype(np.float16), allow_pickle=False)
+    for part in index_parts():  # each optional: an index saved without a part loads without
+        if index.parts.get(part.key) is not None:
+            part.save(index.parts[part.key], tmp, index)
     # The manifest goes last: a folder without one was never finished.
     (tmp / MANIFEST).write_text(
         json.dumps(manifest_of(index), ensure_ascii=False, indent=2), encoding="utf-8"
@@ -454,14 +445,6 @@ def load_index(
     _check_references(path, nodes, chunks, documents, hint)
     _check_spans(path, nodes, chunks, texts, hint)
     _check_tree(path, nodes, documents, hint)
-    layers = load_layers(path, head.dim, hint)
-    node_ids = {n.node_id for n in nodes}
-    if layers is not None and (
-        layers.doc_ids != [d.doc_id for d in documents]
-        or any(p not in node_ids for p in layers.parent_ids)
-    ):
-        raise IndexFormatError(f"{path / 'layers.json'} does not match this index; {hint}")
-    graphs, graph_vectors = _load_graphs(path, head.dim, chunks, texts, hint)
     index = CorpusIndex(
         settings=head.settings,
         embedder_name=head.name,
@@ -473,12 +456,13 @@ def load_index(
         embeddings=embeddings,
         tokens=tokens,
         summary_cache=head.summary_cache,
-        layers=layers,
         embedder_fingerprint=head.fingerprint,
         folder=str(path.resolve()),
-        graphs=graphs,
-        graph_vectors=graph_vectors,
     )
+    for part in index_parts():  # each checked against the core index loaded above
+        loaded = part.load(path, index, hint)
+        if loaded is not None:
+            index.parts[part.key] = loaded
     if embedder is not None:
         check_embedder(index, embedder, where=str(path))
     return index
@@ -540,21 +524,6 @@ def _rows(cls: type[T], path: Path, hint: str) -> list[T]:
     """Typed rows of a JSON-lines file; a row of another shape names the file and row."""
     rows = read_jsonl(path, hint)
     return [typed_row(cls, row, f"{path}: row {i + 1}", hint) for i, row in enumerate(rows)]
-
-
-def _load_graphs(
-    path: Path, dim: int, chunks: list[Chunk], texts: dict[str, str], hint: str
-) -> tuple[dict | None, dict[str, np.ndarray]]:
-    """The leaf graphs (checked against the chunks and texts) and their concept vectors, or
-    (None, {}) for an index built without."""
-    graphs = load_graphs(path)
-    if graphs is None:
-        return None, {}
-    check_graphs(graphs, chunks, texts, str(path / GRAPHS_FILE), hint)
-    rows = sum(len(g.concepts) for g in graphs.values())
-    # float16 since graphs were added; float32 is accepted as written by hand or older tools
-    matrix = read_npy(path / GRAPH_VECTORS, dim, rows, (np.float16, np.float32), hint)
-    return graphs, split_vectors(graphs, matrix)
 
 
 def check_embedder(index: CorpusIndex, embedder: Embedder, where: str = "the index") -> None:

@@ -6,6 +6,7 @@ import logging
 import re
 import threading
 import unicodedata
+import warnings
 from functools import lru_cache
 from types import ModuleType
 
@@ -58,7 +59,13 @@ _jieba_ready = False
 def load_jieba() -> ModuleType:
     """jieba, initialised once (its dictionary load takes ~0.8 s); safe under Streamlit threads."""
     global _jieba_ready
-    import jieba
+    with warnings.catch_warnings():
+        # jieba reads its dictionary through pkg_resources when setuptools has it, and a
+        # setuptools that another package pulls in warns on that import (stderr stays clean).
+        warnings.filterwarnings(
+            "ignore", message="pkg_resources is deprecated", category=UserWarning
+        )
+        import jieba
 
     if not _jieba_ready:
         with _jieba_lock:

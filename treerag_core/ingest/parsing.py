@@ -8,6 +8,7 @@ from pathlib import PurePath
 
 from treerag_core.base.text_rules import Numbering, detect_language, heading_numbering, join_path
 from treerag_core.base.types import TreeNode
+from treerag_core.ingest.statutes import scan_articles
 
 # --- heading lines ----------------------------------------------------------------------------
 
@@ -117,6 +118,13 @@ def scan_headings(text: str) -> list[HeadingLine]:
     return headings
 
 
+# Bump when the same text parses into another tree: cached eval indexes are keyed by it.
+TREE_VERSION = "2"  # 2: a statute's 第X条 articles are leaves (issue 24)
+
+# An article (第X条 at a paragraph's start) nests below every `#` heading by count as well.
+ARTICLE_HASHES = 7
+
+
 # --- numbering (the grammar lives in text_rules) ----------------------------------------------
 
 
@@ -197,7 +205,10 @@ def _place(sections: list[HeadingLine]) -> list[_Section]:
     placed: list[_Section] = []
     stack: list[_Section] = []
     for heading in sections:
-        num = heading_numbering(heading.text)
+        # An article nests by # count alone (it is deeper than every heading), and its
+        # number takes no part in nesting headings: "二、回避" after "第九条" is a chapter.
+        article = heading.hashes == ARTICLE_HASHES
+        num = None if article else heading_numbering(heading.text)
         floor = _pop_by_numbering(stack, heading, num) if num is not None else 0
         while len(stack) > floor and stack[-1].heading.hashes >= heading.hashes:
             stack.pop()
@@ -205,6 +216,23 @@ def _place(sections: list[HeadingLine]) -> list[_Section]:
         stack.append(section)
         placed.append(section)
     return placed
+
+
+def _within_depth(placed: list[_Section], max_depth: int, articles: set[int]) -> list[_Section]:
+    """Sections down to `max_depth`; a statute's articles are leaves at any depth, under
+    their nearest kept ancestor (a 节 below the cap hands its articles to its 章)."""
+    kept: list[_Section] = []
+    for section in placed:
+        if section.level <= max_depth:
+            kept.append(section)
+        elif id(section.heading) in articles:
+            parent = section.parent
+            while parent is not None and parent.level > max_depth:
+                parent = parent.parent
+            section.parent = parent
+            section.level = parent.level + 1 if parent is not None else 1
+            kept.append(section)
+    return kept
 
 
 @dataclass(eq=False)
@@ -249,6 +277,13 @@ def parse_document(
         raise ValueError(f"first_id must be >= 0, but got {first_id}")
     zh = detect_language(text) == "zh"
     headings = scan_headings(text)
+    spans = [(h.start, h.end) for h in headings]
+    articles = [
+        HeadingLine(a.start, a.end, ARTICLE_HASHES, a.title)
+        for a in scan_articles(text, spans, [h.text for h in headings])
+    ]
+    if articles:
+        headings = sorted(headings + articles, key=lambda h: h.start)
 
     title_line: HeadingLine | None = None
     if headings and headings[0].hashes == 1 and sum(h.hashes == 1 for h in headings) == 1:
@@ -268,7 +303,7 @@ def parse_document(
     elif pre_end > pre_start:
         protos.append(_Proto("前言" if zh else "Preamble", 1, pre_start, pre_end, root, True))
 
-    nodes = [s for s in _place(headings) if s.level <= max_depth]
+    nodes = _within_depth(_place(headings), max_depth, {id(a) for a in articles})
     proto_of: dict[int, _Proto] = {}
     for k, section in enumerate(nodes):
         region_end = nodes[k + 1].heading.start if k + 1 < len(nodes) else len(text)

@@ -16,7 +16,14 @@ from treerag_core.base.names import Provider
 from treerag_core.base.types import Usage
 from treerag_core.llm import endpoints
 from treerag_core.llm.base import SDKClient, TextStream, check_call, check_finished
-from treerag_core.llm.errors import clean_detail, scrub, status_error
+from treerag_core.llm.errors import (
+    clean_detail,
+    cut_reply,
+    malformed,
+    no_reply,
+    sdk_error,
+    status_error,
+)
 from treerag_core.llm.prices import priced
 
 # The variable names and the default endpoint are defined once, in endpoints.py.
@@ -151,17 +158,9 @@ class AnthropicClient(SDKClient[anthropic.Anthropic]):
         except anthropic.APIStatusError as err:
             raise self._status_error(err) from err
         except (anthropic.APITimeoutError, httpx2.TimeoutException) as err:
-            raise LLMError(
-                f"No reply from Anthropic at {where} within {self.timeout:g} s (timeout): "
-                "retry, or raise the time-out.",
-                reason="timeout",
-            ) from err
+            raise no_reply(f"Anthropic at {where}", self.timeout) from err
         except httpx2.RemoteProtocolError as err:
-            raise LLMError(
-                f"Anthropic at {where} closed the connection mid-reply: the reply is incomplete "
-                "and was not used.",
-                reason="incomplete",
-            ) from err
+            raise cut_reply(f"Anthropic at {where}") from err
         except (anthropic.APIConnectionError, httpx2.TransportError) as err:
             raise LLMError(
                 f"Cannot reach the Anthropic API at {where}: check the network or "
@@ -170,16 +169,9 @@ class AnthropicClient(SDKClient[anthropic.Anthropic]):
             ) from err
         except (json.JSONDecodeError, AssertionError) as err:
             # Malformed `data:` lines, or events out of order (a delta before message_start).
-            raise LLMError(
-                f"Anthropic at {where} sent malformed stream data ({type(err).__name__}): "
-                "not used.",
-                reason="bad_response",
-            ) from err
+            raise malformed(f"Anthropic at {where}", type(err).__name__) from err
         except anthropic.AnthropicError as err:
-            raise LLMError(
-                scrub(f"Anthropic SDK error: {type(err).__name__}: {err}", self._api_key),
-                reason="api_error",
-            ) from err
+            raise sdk_error("Anthropic", err, self._api_key) from err
 
     def _status_error(self, err: anthropic.APIStatusError) -> LLMError:
         kind = getattr(err, "type", None) or ""

@@ -62,3 +62,32 @@ def status_error(
             reason="rate_limit",
         )
     return LLMError(f"{label} API error ({tag}): {detail}", reason="api_error")
+
+
+# The transport failures both providers turn into LLMError, one message each; `label` names
+# the server as the provider says it ("Anthropic at https://...", "http://127.0.0.1:8080").
+
+
+def no_reply(label: str, timeout: float, hint: str = "") -> LLMError:
+    return LLMError(
+        f"No reply from {label} within {timeout:g} s (timeout): retry, or raise the "
+        f"time-out{hint}.",
+        reason="timeout",
+    )
+
+
+def cut_reply(label: str) -> LLMError:
+    return LLMError(
+        f"{label} closed the connection mid-reply: the reply is incomplete and was not used.",
+        reason="incomplete",
+    )
+
+
+def malformed(label: str, what: str) -> LLMError:
+    message = f"{label} sent malformed stream data ({what}): not used."
+    return LLMError(message, reason="bad_response")
+
+
+def sdk_error(sdk: str, err: Exception, secret: str) -> LLMError:
+    message = scrub(f"{sdk} SDK error: {type(err).__name__}: {err}", secret)
+    return LLMError(message, reason="api_error")

@@ -113,6 +113,14 @@ def resolve_key(llm: Any, typed: str | None, env: Mapping[str, str] | None = Non
     return api_key_for(llm.provider, env)
 
 
+def needs(provider: Provider | str, base_url: str = "a base URL") -> str:
+    """What a client of `provider` needs: its key variable, or for an OpenAI-compatible
+    server a base URL instead (`base_url` names how the caller sets one)."""
+    provider = Provider.parse(str(provider))
+    need = KEY_ENV[provider]
+    return f"{need} or {base_url}" if provider == Provider.OPENAI else need
+
+
 def key_needed(llm: Any, typed: str | None, env: Mapping[str, str] | None = None) -> str | None:
     """Why the LLM cannot be used as set, when the cause is a typed endpoint without a
     typed key (Anthropic's API always needs one), else None."""
@@ -198,7 +206,7 @@ def test_connection(llm: LLMSettings, api_key: str | None) -> str:
     client = make_client(llm, resolve_key(llm, api_key))
     if client is None:
         need = KEY_ENV[llm.provider]
-        extra = " or a base URL" if llm.provider == Provider.OPENAI else ""
+        extra = needs(llm.provider)[len(need) :]
         why = "the LLM is switched off" if not llm.enabled else f"no key ({need}){extra}"
         raise LLMError(f"Not configured: {why}.", reason="not_configured")
     model = llm.locate_model

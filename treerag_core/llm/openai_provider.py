@@ -16,7 +16,14 @@ from treerag_core.base.names import Provider
 from treerag_core.base.types import Usage
 from treerag_core.llm import endpoints
 from treerag_core.llm.base import SDKClient, TextStream, check_call, check_finished
-from treerag_core.llm.errors import clean_detail, scrub, status_error
+from treerag_core.llm.errors import (
+    clean_detail,
+    cut_reply,
+    malformed,
+    no_reply,
+    sdk_error,
+    status_error,
+)
 from treerag_core.llm.prices import priced
 
 # The variable names and the default endpoint are defined once, in endpoints.py.
@@ -203,43 +210,26 @@ class OpenAIClient(SDKClient[openai.OpenAI]):
         except openai.APIStatusError as err:
             raise self._status_error(err) from err
         except (openai.APITimeoutError, httpx2.TimeoutException) as err:
-            raise LLMError(
-                f"No reply from {where} within {self.timeout:g} s (timeout): retry, or raise "
-                "the time-out (a local model may need longer to load).",
-                reason="timeout",
-            ) from err
+            hint = " (a local model may need longer to load)"
+            raise no_reply(where, self.timeout, hint) from err
         except httpx2.RemoteProtocolError as err:
-            raise LLMError(
-                f"{where} closed the connection mid-reply: the reply is incomplete and was "
-                "not used.",
-                reason="incomplete",
-            ) from err
+            raise cut_reply(where) from err
         except (openai.APIConnectionError, httpx2.TransportError) as err:
             if _caused_by(err, httpx2.RemoteProtocolError):  # the SDK wraps a cut stream
-                raise LLMError(
-                    f"{where} closed the connection mid-reply: the reply is incomplete and was "
-                    "not used.",
-                    reason="incomplete",
-                ) from err
+                raise cut_reply(where) from err
             raise LLMError(
                 f"Cannot reach the OpenAI-compatible server at {where}: is it running? Check "
                 f"the base URL ({self.url_source}).",
                 reason="connection",
             ) from err
         except json.JSONDecodeError as err:
-            raise LLMError(
-                f"{where} sent malformed stream data (not JSON): not used.",
-                reason="bad_response",
-            ) from err
+            raise malformed(where, "not JSON") from err
         except openai.APIError as err:
             # An error chunk inside a 200 stream.
             detail = clean_detail(str(err.message), self._api_key)
             raise LLMError(f"{where}: the stream failed: {detail}", reason="api_error") from err
         except openai.OpenAIError as err:
-            raise LLMError(
-                scrub(f"OpenAI SDK error: {type(err).__name__}: {err}", self._api_key),
-                reason="api_error",
-            ) from err
+            raise sdk_error("OpenAI", err, self._api_key) from err
 
     def _status_error(self, err: openai.APIStatusError) -> LLMError:
         body = err.body if isinstance(err.body, dict) else {}

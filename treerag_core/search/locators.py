@@ -54,7 +54,7 @@ def score_leaves(
     step 2), so a leaf is strong when it holds a passage that matches, by meaning or words.
     """
     rows, dense, bm25 = index.score_scope(scope, query_vector, tokenize(question))
-    fused = fuse(dense, bm25, retrieve.fusion, retrieve.dense_weight, retrieve.rrf_k).fused
+    fused = fuse(dense, bm25, *retrieve.fusion_args).fused
     best: dict[str, float] = {}
     for row, value in zip(rows.tolist(), fused.tolist(), strict=True):
         leaf = index.chunks[row].source_node_id

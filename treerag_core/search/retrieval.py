@@ -138,7 +138,7 @@ def pool(
         )
     dense = np.asarray([h.dense for h in hits], dtype=np.float64)
     bm25 = np.asarray([h.bm25 for h in hits], dtype=np.float64)
-    fused = fuse(dense, bm25, retrieve.fusion, retrieve.dense_weight, retrieve.rrf_k).fused
+    fused = fuse(dense, bm25, *retrieve.fusion_args).fused
     ranks = rank_positions(fused)
     order = sorted(range(len(hits)), key=lambda i: ranks[i])[: retrieve.candidate_window]
     return tuple(

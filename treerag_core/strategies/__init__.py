@@ -1,7 +1,9 @@
 """The strategy registry: the one list the CLI, the explorer, the harness and benchmarks read.
 
-Every module in this package is imported on first use, and each registers its strategy
-with `@register`; a plug-in outside the package calls `register` itself.
+Every family folder in this package is imported on first use: its `FAMILY` declaration
+(family.py: its index part, options and view) is registered, and its strategy modules
+register their strategies with `@register`. A plug-in outside the package calls
+`register_family` and `register` itself.
 """
 
 from __future__ import annotations
@@ -11,23 +13,36 @@ import pkgutil
 import threading
 
 from treerag_core.strategies.base import QueryContext, Retrieval, Strategy
+from treerag_core.strategies.family import (
+    Family,
+    family_named,
+    register_family,
+    registered_families,
+    unregister_family,
+)
 
 __all__ = [
+    "Family",
     "QueryContext",
     "Retrieval",
     "Strategy",
     "all_strategies",
+    "families",
+    "family_of",
     "get_strategy",
+    "load_families",
     "option_types",
     "register",
+    "register_family",
     "strategy_names",
     "unregister",
+    "unregister_family",
 ]
 
 _REGISTRY: dict[str, Strategy] = {}
 _LOADED = False
 _LOCK = threading.Lock()
-_NOT_STRATEGIES = {"base", "common"}  # helper modules of this package
+_NOT_STRATEGIES = {"base", "common", "family"}  # helper modules of this package
 # A family folder registers its strategies in these modules (a family may list more in its
 # own STRATEGY_MODULES).
 STRATEGY_MODULES = ("strategy",)
@@ -83,6 +98,8 @@ def _load_builtins() -> None:
                 family = importlib.import_module(f"{__name__}.{module.name}")
                 for name in getattr(family, "STRATEGY_MODULES", STRATEGY_MODULES):
                     importlib.import_module(f"{family.__name__}.{name}")
+                if isinstance(getattr(family, "FAMILY", None), Family):
+                    register_family(family.FAMILY)
             else:
                 importlib.import_module(f"{__name__}.{module.name}")
         _LOADED = True
@@ -119,3 +136,20 @@ def get_strategy(name: str) -> Strategy:
 def option_types() -> dict[str, type]:
     """Each strategy's own settings class, for QuerySettings.from_dict."""
     return {s.name: s.options_type for s in all_strategies() if s.options_type is not None}
+
+
+def load_families() -> list[Family]:
+    """Load the built-in families (their parts, options and views) and list every family."""
+    _load_builtins()
+    return registered_families()
+
+
+def families() -> list[Family]:
+    """Every registered family, by name."""
+    return load_families()
+
+
+def family_of(strategy: str) -> Family | None:
+    """The family of a registered strategy (None: a plug-in registered without a family)."""
+    _load_builtins()
+    return family_named(strategy)

@@ -8,7 +8,9 @@ from dataclasses import dataclass
 import pandas as pd
 import streamlit as st
 
-from treerag_core.base.types import ContextSection
+from treerag_core.base.types import ContextSection, Trace
+from treerag_core.pipeline import Engine
+from treerag_core.strategies.drilldown.layers import layers_of
 
 LAYER_KINDS = ("document", "parent", "passages")
 _LAYER_HELP = {
@@ -68,3 +70,21 @@ def layer_view(sections: Sequence[ContextSection]) -> LitIds:
             with st.expander(f"{section.title}: text given to the answer"):
                 st.text(section.text)
     return lit_ids(sections)
+
+
+def drilldown_layers(trace: Trace, engine: Engine) -> None:
+    """The drill-down family's Ask view: the K-Type summary of each chosen document, then the
+    three layers."""
+    from ui.common.ktype_card import ktype_card
+    from ui.common.text_safety import plain
+
+    if not is_drilldown(trace.sections):
+        return
+    st.subheader("Drill-down: document → section → passages")
+    layers = layers_of(engine.index)
+    summaries = layers.summaries if layers is not None else {}
+    for number, doc_id in enumerate(lit_ids(trace.sections).documents):
+        if doc_id in summaries:
+            with st.expander(f"K-Type summary · {plain(doc_id)}", expanded=number == 0):
+                ktype_card(summaries[doc_id], key=f"ask_ktype_{number}")
+    layer_view(trace.sections)

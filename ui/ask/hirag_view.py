@@ -13,7 +13,8 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from treerag_core.base.types import ContextSection
+from treerag_core.base.types import ContextSection, Trace
+from treerag_core.pipeline import Engine
 
 MAX_NODES = 60  # beyond this a force layout stops being readable
 LABEL_CHARS = 24
@@ -192,3 +193,20 @@ def render_hirag(sections: Sequence[ContextSection], store: Any = None, key: str
         if section.kind == "path" and any(r.get("path") == "no path" for r in section.rows):
             st.warning("Some key entities are not connected: those legs have no path.")
         st.dataframe(section_table(section), hide_index=True, width="stretch")
+
+
+def hirag_neighbourhood(trace: Trace, engine: Engine) -> None:
+    """The HiRAG family's Ask view: the traced entities' neighbourhood in the corpus graph."""
+    from ui.common.text_safety import plain
+
+    if not is_hirag_trace(trace.sections):
+        return
+    st.subheader("HiRAG graph neighbourhood")
+    store, problem = graph_store_for(engine.index)
+    if problem:  # e.g. a corrupt build: say so, and draw what the trace holds
+        st.warning(
+            f"The HiRAG graph cannot be read: {plain(problem)}. The neighbourhood "
+            "below is drawn from this trace's tables only.",
+            icon=":material/error:",
+        )
+    render_hirag(trace.sections, store, key="ask_hirag")

@@ -10,7 +10,7 @@ from treerag_core.base.types import Trace
 from treerag_core.index.corpus import CorpusIndex
 from treerag_core.pipeline import Engine
 from treerag_core.records.trace_json import trace_to_json
-from ui.ask import trace_panels
+from ui.ask import trace_panels, views
 from ui.ask.compare_view import compare_panel as compare_panel  # drawn by pages/ask.py
 from ui.common.examples import examples_for, gold_examples_for
 from ui.common.inspector import inspector, node_picker
@@ -252,63 +252,8 @@ def slider_moved(trace: Trace) -> None:
 
 
 def strategy_views(trace: Trace, engine: Engine) -> None:
-    """Views a strategy adds under the step panels, drawn by the strategy's own UI module."""
-    if trace.strategy == "treerag-kg":
-        leaf_graphs(trace, engine)
-    elif trace.strategy.startswith("hirag"):
-        from ui.ask.hirag_view import graph_store_for, is_hirag_trace, render_hirag
-
-        if is_hirag_trace(trace.sections):
-            st.subheader("HiRAG graph neighbourhood")
-            store, problem = graph_store_for(engine.index)
-            if problem:  # e.g. a corrupt build: say so, and draw what the trace holds
-                st.warning(
-                    f"The HiRAG graph cannot be read: {plain(problem)}. The neighbourhood "
-                    "below is drawn from this trace's tables only.",
-                    icon=":material/error:",
-                )
-            render_hirag(trace.sections, store, key="ask_hirag")
-    elif trace.strategy == "drilldown":
-        drilldown_layers(trace, engine)
-
-
-def drilldown_layers(trace: Trace, engine: Engine) -> None:
-    """drilldown: the K-Type summary of each chosen document, then the three layers."""
-    from ui.ask.drilldown_view import is_drilldown, layer_view, lit_ids
-    from ui.common.ktype_card import ktype_card
-
-    if not is_drilldown(trace.sections):
-        return
-    st.subheader("Drill-down: document → section → passages")
-    layers = engine.index.layers
-    summaries = layers.summaries if layers is not None else {}
-    for number, doc_id in enumerate(lit_ids(trace.sections).documents):
-        if doc_id in summaries:
-            with st.expander(f"K-Type summary · {plain(doc_id)}", expanded=number == 0):
-                ktype_card(summaries[doc_id], key=f"ask_ktype_{number}")
-    layer_view(trace.sections)
-
-
-def leaf_graphs(trace: Trace, engine: Engine) -> None:
-    """treerag-kg: each searched leaf graph, lit for the question as step 2 searched it."""
-    from ui.common.graph_view import render_leaf_graph
-    from ui.common.leaf_graph_panel import traced_result
-
-    index = engine.index
-    graphs = index.graphs or {}
-    groups = [g for g in trace.retrieved if g.kind == "graph" and g.leaf_id in graphs]
-    if not groups:
-        return
-    st.subheader("Leaf knowledge graphs")
-    for number, group in enumerate(groups):
-        leaf_id = str(group.leaf_id)
-        node = index.nodes[leaf_id]
-        with st.expander(f"[{leaf_id}] {plain(node.heading_path)}", expanded=number == 0):
-            result = traced_result(index, trace, leaf_id, engine.query_vector)
-            render_leaf_graph(
-                graphs[leaf_id], result, doc_text=index.texts[node.doc_id],
-                heading=node.heading_path, key=f"ask_leaf_graph_{number}",
-            )  # fmt: skip
+    """The view the strategy's family adds under the step panels (ui/ask/views.py)."""
+    views.draw(trace, engine)
 
 
 def open_citation(node_id: str | None, span: tuple[int, int] | None) -> None:

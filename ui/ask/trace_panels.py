@@ -12,16 +12,18 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from treerag_core import (
+    RERANK_OFF,
+    CorpusIndex,
+    answer_fallbacks,
+    document_rows,
+    get_strategy,
+    stage_summary,
+)
 from treerag_core.answer.flags import question_flags as flags_of
-from treerag_core.answer.synthesis import answer_fallbacks
 from treerag_core.base.text_rules import path_leaf
 from treerag_core.base.types import ContextSection, LocateResult, RetrievalGroup, Trace
-from treerag_core.index.corpus import CorpusIndex
 from treerag_core.llm import format_cost
-from treerag_core.records.trace_json import stage_summary
-from treerag_core.search.rerank import RERANK_OFF
-from treerag_core.search.routing import document_rows
-from treerag_core.strategies import get_strategy
 from ui.common.score_tables import (
     TEXT_PX,
     leaf_score_frame,

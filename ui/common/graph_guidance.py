@@ -6,6 +6,7 @@ import streamlit as st
 
 from treerag_core.base.config import GRAPH_LEAF_CHARS
 from treerag_core.index.corpus import CorpusIndex
+from treerag_core.strategies.graph.part import graphs_of
 from treerag_core.strategies.graph.strategy import TreeRAGKG
 from ui.common.corpora import EVAL, SAMPLES, UPLOADS
 
@@ -52,7 +53,7 @@ def documents_note(kind: str) -> str:
 
 def warn_if_missing(strategy: str, index: CorpusIndex, kind: str) -> None:
     """On Ask: say at once, when treerag-kg is picked on an index without graphs."""
-    if strategy != TreeRAGKG.name or index.graphs is not None:
+    if strategy != TreeRAGKG.name or graphs_of(index) is not None:
         return
     st.warning(missing_graphs_message(kind), icon=":material/hub:")
     st.page_link("pages/documents.py", label="Go to Documents", icon=":material/description:")

@@ -8,8 +8,8 @@ from collections.abc import Callable, Sequence
 import pandas as pd
 import streamlit as st
 
+from treerag_core import CorpusIndex
 from treerag_core.base.pagemap import format_pages
-from treerag_core.index.corpus import CorpusIndex
 from ui.common.score_tables import chunk_frame
 from ui.common.text_safety import plain
 

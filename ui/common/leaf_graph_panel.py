@@ -12,8 +12,10 @@ from treerag_core.base.settings import QuerySettings
 from treerag_core.base.types import Trace
 from treerag_core.index.corpus import CorpusIndex
 from treerag_core.index.tokens import tokenize
+from treerag_core.strategies.graph.part import graph_vectors_of, graphs_of
 from treerag_core.strategies.graph.retrieve import search_text
 from treerag_core.strategies.graph.search import GraphResult, GraphSearchOptions, search_graph
+from treerag_core.strategies.graph.strategy import TreeRAGKG
 from treerag_core.strategies.graph.types import LeafGraph
 from ui.common.graph_guidance import documents_note
 from ui.common.graph_view import build_view, draw_graph, legend, path_table, stats_caption
@@ -33,8 +35,9 @@ def _cost(graph: LeafGraph) -> str:
 def graph_stats_frame(index: CorpusIndex, doc_id: str | None = None) -> pd.DataFrame:
     """One row per leaf graph (of `doc_id`, or all): size, hub check, extractor, build cost."""
     rows = []
-    for leaf_id in sorted(index.graphs or {}):
-        graph = (index.graphs or {})[leaf_id]
+    graphs = graphs_of(index) or {}
+    for leaf_id in sorted(graphs):
+        graph = graphs[leaf_id]
         node = index.nodes.get(leaf_id)
         if node is None or (doc_id is not None and node.doc_id != doc_id):
             continue
@@ -63,7 +66,7 @@ def graph_stats_frame(index: CorpusIndex, doc_id: str | None = None) -> pd.DataF
 def graph_stats(index: CorpusIndex, doc_id: str, kind: str) -> None:
     """Which leaves of the document have a graph, and each graph's statistics; or, for an
     index without them, how to add them to this corpus (`kind`) in the explorer."""
-    if index.graphs is None:
+    if graphs_of(index) is None:
         st.caption(documents_note(kind))  # self-contained: right under any document
         return
     frame = graph_stats_frame(index, doc_id)
@@ -95,7 +98,7 @@ def graph_stats(index: CorpusIndex, doc_id: str, kind: str) -> None:
 
 
 def _llm_total(index: CorpusIndex) -> str:
-    graphs = [g for g in (index.graphs or {}).values() if g.extractor.startswith("llm")]
+    graphs = [g for g in (graphs_of(index) or {}).values() if g.extractor.startswith("llm")]
     if not graphs:
         return " (offline extractor: no tokens, no cost)"
     tokens = sum(g.usage.input_tokens + g.usage.output_tokens for g in graphs)
@@ -114,14 +117,14 @@ def traced_result(
 ) -> GraphResult | None:
     """The graph search step 2 ran in this leaf for the trace's question (rerun: it is
     deterministic and takes milliseconds), or None when the trace did not search it."""
-    graphs = index.graphs or {}
+    graphs = graphs_of(index) or {}
     if trace is None or leaf_id not in graphs:
         return None
     group = next((g for g in trace.retrieved if g.kind == "graph" and g.leaf_id == leaf_id), None)
     if group is None:
         return None
-    settings = QuerySettings.from_dict(trace.settings, {"treerag-kg": GraphSearchOptions})
-    options = settings.option("treerag-kg", GraphSearchOptions())
+    settings = QuerySettings.from_dict(trace.settings, {TreeRAGKG.name: GraphSearchOptions})
+    options = settings.option(TreeRAGKG.name, GraphSearchOptions())
     text = search_text(trace.question, group.sub_query or trace.question)
     graph = graphs[leaf_id]
     return search_graph(
@@ -130,7 +133,7 @@ def traced_result(
         graph.language,  # type: ignore[arg-type]
         tokenize,
         query_vector(text),
-        index.graph_vectors.get(leaf_id),
+        graph_vectors_of(index).get(leaf_id),
         options,
     )
 
@@ -211,7 +214,7 @@ def leaf_graph_panel(
     (`trace`, on this index) searched this leaf's graph, its concepts, paths and used edges
     are lit and its path table follows. Returns the lit search (None: nothing lit)."""
     node = index.nodes.get(leaf_id)
-    graphs = index.graphs
+    graphs = graphs_of(index)
     if node is None or not node.is_leaf:
         return None
     if graphs is None or leaf_id not in graphs:

@@ -11,7 +11,7 @@ import streamlit as st
 
 from treerag_core.base.errors import LLMError
 from treerag_core.base.names import Provider
-from treerag_core.base.settings import LLMSettings
+from treerag_core.base.settings import LLMSettings, settings_info
 from treerag_core.llm import (
     BASE_URL_ENV,
     DEFAULT_BASE_URL,
@@ -49,6 +49,11 @@ DEFAULTS: dict[Provider, dict[str, Any]] = {
 }
 
 
+def _label(field: str) -> str:
+    """An LLM setting's on-screen label, from its SettingInfo (the CLI's help reads it too)."""
+    return settings_info(f"llm.{field}").label
+
+
 def llm_panel(
     container: Any = None,
     *,
@@ -74,7 +79,7 @@ def llm_panel(
     # would run locally anyway, and an "on" toggle would claim otherwise.
     server_has_llm = llm_configured(start.with_(enabled=True), None, env)
     enabled = box.toggle(
-        "Use an LLM", key=f"{prefix}enabled", value=server_has_llm, persist_state=KEEP
+        _label("enabled"), key=f"{prefix}enabled", value=server_has_llm, persist_state=KEEP
     )
     if not enabled and not server_has_llm:
         box.caption(
@@ -83,7 +88,7 @@ def llm_panel(
         )
     provider = Provider.parse(
         box.selectbox(
-            "Provider",
+            _label("provider"),
             Provider.values(),
             key=f"{prefix}provider",
             format_func=lambda value: LABELS[Provider.parse(value)],
@@ -92,7 +97,7 @@ def llm_panel(
     )
     env_url = env.get(BASE_URL_ENV[provider], "").strip()
     base_url = box.text_input(
-        "Endpoint (base URL)",
+        _label("base_url"),
         key=f"{prefix}base_url_{provider}",
         placeholder=public_url(env_url or DEFAULT_BASE_URL[provider]),
         help=f"Empty: {BASE_URL_ENV[provider]} if set, else {DEFAULT_BASE_URL[provider]}. "
@@ -103,12 +108,12 @@ def llm_panel(
         persist_state=KEEP,
     )
     models = {}
-    for field, label in (("locate_model", "Locate model"), ("answer_model", "Answer model")):
+    for field in ("locate_model", "answer_model"):
         widget = f"{prefix}{field}_{provider}"
         default = getattr(start, field) if provider == start.provider else None
         ss.setdefault(widget, default or DEFAULTS[provider][field])
         models[field] = box.text_input(
-            label, key=widget, disabled=not enabled, persist_state=KEEP
+            _label(field), key=widget, disabled=not enabled, persist_state=KEEP
         ).strip()
     key_widget = f"{prefix}key_{provider}"
     typed = box.text_input(
@@ -127,9 +132,9 @@ def llm_panel(
     context_widget = f"{prefix}context_{provider}"
     ss.setdefault(context_widget, DEFAULTS[provider]["context_tokens"])
     context = box.number_input(
-        "Context size (tokens)",
+        _label("context_tokens"),
         key=context_widget,
-        min_value=1000,
+        min_value=int(settings_info("llm.context_tokens").min or 1),
         step=1024,
         help="The model's context window. The locate prompt's tree is cut to fit it and the "
         "trace says what was cut (Ollama's default is 4096 unless num_ctx is raised).",

@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import fields, replace
 from typing import Any
 
 import streamlit as st
 
+from treerag_core import all_strategies, option_types
 from treerag_core.base.names import Fusion, Locator
-from treerag_core.base.settings import LLMSettings, QuerySettings
+from treerag_core.base.settings import (
+    SETTING,
+    LLMSettings,
+    QuerySettings,
+    SettingInfo,
+    field_default,
+    settings_info,
+)
 from treerag_core.base.types import Trace
-from treerag_core.strategies import all_strategies
-from treerag_core.strategies.drilldown.search import DrilldownOptions
 from ui.common.corpora import EVAL, SAMPLES, UPLOADS, corpus_label
 from ui.common.llm_panel import llm_panel
 from ui.common.session import AskState
@@ -36,12 +42,14 @@ SETTING_WIDGETS: dict[str, str] = {
     "qs_rerank": "rerank.enabled",
     "qs_rerank_chinese": "rerank.chinese",
 }
-# The drill-down's per-layer limits (shown while it is the strategy): widget -> option field.
+# The drill-down's per-layer limits (shown while it is the strategy): widget -> option field,
+# one for each field of its options class that declares a widget range.
 DRILLDOWN = "drilldown"
+DRILLDOWN_OPTIONS = option_types()[DRILLDOWN]
 DRILLDOWN_WIDGETS: dict[str, str] = {
-    "qs_dd_documents": "documents",
-    "qs_dd_parents": "parents",
-    "qs_dd_children": "children",
+    f"qs_dd_{f.name}": f.name
+    for f in fields(DRILLDOWN_OPTIONS)
+    if isinstance(meta := f.metadata.get(SETTING), SettingInfo) and meta.min is not None
 }
 # Controls that wait for an explicit Ask (a new step 1 may cost an LLM call); every other
 # control reruns at once, and the engine decides whether the stored step 1 still holds.
@@ -62,45 +70,36 @@ RERUN_SETTINGS = (
     # Step 1 of the drill-down is local (no LLM): the engine redoes it when these move.
     *(f"options.{DRILLDOWN}.{name}" for name in DRILLDOWN_WIDGETS.values()),
 )
+
+
+def info(path: str) -> SettingInfo:
+    """A setting's label, help and range, from its settings (or options) class."""
+    return settings_info(path, {DRILLDOWN: DRILLDOWN_OPTIONS})
+
+
+def widget_help(path: str) -> str:
+    """A setting's help as a sentence, for a widget's tooltip."""
+    text = info(path).help
+    return text[:1].upper() + text[1:]
+
+
 # Each setting's on-screen label: the widgets are drawn with it and the banners name it so
 # ("Rerank (cross-encoder): on → off"), never by its field name.
 SETTING_LABELS: dict[str, str] = {
-    "strategy": "Strategy",
-    "locate.locator": "Locator",
-    "locate.max_leaves": "Max leaves",
-    "retrieve.fusion": "Fusion",
-    "retrieve.dense_weight": "Dense weight",
-    "retrieve.rrf_k": "RRF k",
-    "retrieve.top_k_per_leaf": "Top-k per leaf",
-    "answer.final_top_k": "Final top-k",
-    "answer.context_chars": "Answer context budget (characters)",
-    "rerank.enabled": "Rerank (cross-encoder)",
-    "rerank.chinese": "Rerank Chinese questions too",
-    "llm.enabled": "Use an LLM",
-    "llm.provider": "Provider",
-    "llm.base_url": "Endpoint (base URL)",
-    "llm.locate_model": "Locate model",
-    "llm.answer_model": "Answer model",
-    "llm.context_tokens": "Context size (tokens)",
-    f"options.{DRILLDOWN}.documents": "Documents kept",
-    f"options.{DRILLDOWN}.parents": "Parent sections kept",
-    f"options.{DRILLDOWN}.children": "Child passages kept",
+    path: info(path).label
+    for path in (
+        *SETTING_WIDGETS.values(),
+        *(p for p in ASK_SETTINGS if p.startswith("llm.")),
+        "llm.answer_model",
+        *(f"options.{DRILLDOWN}.{name}" for name in DRILLDOWN_WIDGETS.values()),
+    )
 }
-CONTEXT_MAX_CHARS = 8000  # the budget slider's top; 0 = off (the answer reads Final top-k)
+CONTEXT_MAX_CHARS = int(info("answer.context_chars").widget_range[1])  # the budget slider's top
 CORPUS_CHOSEN = "qs_corpus_chosen"  # set once the user picks a corpus (radio, History, Eval)
 CORPUS_PARAM = "corpus"  # the link's memory of a picked corpus, so a reload keeps it
 LINKABLE = (SAMPLES, UPLOADS)  # corpora every session can open (an eval set is opened on Evaluate)
-FUSION_LABELS = {
-    # Short enough for the sidebar's select box at 1440 px (the help text says the rest).
-    "weighted": "weighted (min-max)",
-    "rrf": "RRF (reciprocal rank)",
-    "dbsf": "DBSF (mean ± 3 std)",
-    "union": "union (either retriever)",
-}
-FUSION_HELP = (
-    "weighted: min-max normalise dense and BM25, then a weighted sum · RRF: reciprocal rank · "
-    "DBSF: normalised by mean ± 3 std · union: either retriever's hits, once per chunk"
-)
+FUSION_LABELS = dict(info("retrieve.fusion").choices)  # short enough for the sidebar at 1440 px
+FUSION_HELP = widget_help("retrieve.fusion")
 
 
 def label_of(path: str) -> str:
@@ -131,7 +130,7 @@ def setting(settings: QuerySettings | Mapping[str, Any], path: str) -> Any:
 WIDGET_DEFAULTS: dict[str, Any] = {
     "qs_corpus": SAMPLES,
     **{key: setting(QuerySettings(), path) for key, path in SETTING_WIDGETS.items()},
-    **{key: getattr(DrilldownOptions(), name) for key, name in DRILLDOWN_WIDGETS.items()},
+    **{key: field_default(DRILLDOWN_OPTIONS, name) for key, name in DRILLDOWN_WIDGETS.items()},
     "qs_scope_samples": [],
     "qs_scope_uploads": [],
     "qs_scope_eval": [],
@@ -228,7 +227,7 @@ def query_settings() -> QuerySettings:
         settings = settings.set(path, st.session_state[key])
     if settings.strategy == DRILLDOWN:
         limits = {name: int(st.session_state[key]) for key, name in DRILLDOWN_WIDGETS.items()}
-        current = settings.option(DRILLDOWN, DrilldownOptions())
+        current = settings.option(DRILLDOWN, DRILLDOWN_OPTIONS())
         settings = settings.with_option(DRILLDOWN, replace(current, **limits))
     return settings
 
@@ -294,8 +293,7 @@ def sidebar(
         Locator.values(),
         key="qs_locator",
         persist_state=KEEP,
-        help="auto: the LLM when a key is set, else local. local: best chunk + heading "
-        "match per leaf. keyword: question terms in headings and summaries.",
+        help=widget_help("locate.locator"),
     )
     labels_of = runnable_strategies()
     sb.selectbox(
@@ -305,58 +303,56 @@ def sidebar(
         persist_state=KEEP,
         help="\n".join(f"- **{n}**: {label}" for n, label in labels_of.items()),
     )
-    sb.slider(SETTING_LABELS["locate.max_leaves"], 1, 5, key="qs_max_leaves", persist_state=KEEP)
+    setting_slider("locate.max_leaves", "qs_max_leaves")
     if ss.qs_strategy == DRILLDOWN:
         sb.caption("Drill-down layers: what each layer keeps (the seed: 1 / 1 / 3).")
-        for key, top in (("qs_dd_documents", 10), ("qs_dd_parents", 20), ("qs_dd_children", 50)):
-            path = f"options.{DRILLDOWN}.{DRILLDOWN_WIDGETS[key]}"
-            sb.slider(SETTING_LABELS[path], 1, top, key=key, persist_state=KEEP)
+        for key, name in DRILLDOWN_WIDGETS.items():
+            setting_slider(f"options.{DRILLDOWN}.{name}", key)
     sb.subheader("Step 2 · Retrieve and rerank")
     sb.caption("Changes here re-run steps 2-3 from the stored step 1: no new LLM call.")
     sb.selectbox(
         SETTING_LABELS["retrieve.fusion"], Fusion.values(), key="qs_fusion", persist_state=KEEP,
         format_func=lambda f: FUSION_LABELS.get(f, f), help=FUSION_HELP,
     )  # fmt: skip
-    sb.slider(
-        SETTING_LABELS["retrieve.dense_weight"], 0.0, 1.0, step=0.05, key="qs_dense_weight",
-        persist_state=KEEP,
-    )  # fmt: skip
+    setting_slider("retrieve.dense_weight", "qs_dense_weight")
     sb.caption(f"BM25 weight = 1 − dense = {1.0 - float(ss.qs_dense_weight):.2f}")
-    sb.slider(
-        SETTING_LABELS["retrieve.rrf_k"], 1, 120, key="qs_rrf_k", persist_state=KEEP,
-        disabled=ss.qs_fusion != "rrf",
-        help="Used by RRF only: 1 / (k + rank).",
-    )  # fmt: skip
+    setting_slider("retrieve.rrf_k", "qs_rrf_k", disabled=ss.qs_fusion != "rrf")
     per_leaf = [s.name for s in all_strategies() if s.searches_each_leaf]
-    sb.slider(
-        SETTING_LABELS["retrieve.top_k_per_leaf"], 1, 20, key="qs_top_k_per_leaf",
-        persist_state=KEEP,
-        disabled=ss.qs_strategy not in per_leaf,
-        help=f"Read only by strategies that search each picked leaf on its own: "
-        f"{', '.join(per_leaf)}. The others rank one window over the scope.",
+    setting_slider(
+        "retrieve.top_k_per_leaf", "qs_top_k_per_leaf", disabled=ss.qs_strategy not in per_leaf,
+        more=f": {', '.join(per_leaf)}. The others rank one window over the scope.",
     )  # fmt: skip
     budget = int(ss.qs_context_chars)
-    sb.slider(
-        SETTING_LABELS["answer.final_top_k"], 1, 50, key="qs_final_top_k", persist_state=KEEP,
-        disabled=budget > 0, help="How many passages the answer reads (not used while an "
-        "answer context budget is set).",
-    )  # fmt: skip
-    sb.slider(
-        SETTING_LABELS["answer.context_chars"], 0, CONTEXT_MAX_CHARS, step=250,
-        key="qs_context_chars", persist_state=KEEP,
-        help="0 (off): the answer reads the Final top-k passages. Above 0: passages in final "
-        "order until their text fills this many characters (at least one).",
-    )  # fmt: skip
+    setting_slider("answer.final_top_k", "qs_final_top_k", disabled=budget > 0)
+    setting_slider("answer.context_chars", "qs_context_chars")
     sb.caption(
         f"Answer context: fill to {budget:,} characters" if budget > 0
         else f"Answer context: top-{int(ss.qs_final_top_k)} passages"
     )  # fmt: skip
-    sb.toggle(SETTING_LABELS["rerank.enabled"], key="qs_rerank", persist_state=KEEP)
+    sb.toggle(
+        SETTING_LABELS["rerank.enabled"],
+        key="qs_rerank",
+        persist_state=KEEP,
+        help=widget_help("rerank.enabled"),
+    )
     sb.toggle(
         SETTING_LABELS["rerank.chinese"],
         key="qs_rerank_chinese",
         persist_state=KEEP,
         disabled=not ss.qs_rerank,
-        help="The bundled cross-encoder is English-only; off by default for Chinese.",
+        help=widget_help("rerank.chinese"),
     )
     return llm, typed
+
+
+def setting_slider(path: str, key: str, disabled: bool = False, more: str = "") -> None:
+    """The sidebar slider of one setting: label, range, step and help from its SettingInfo."""
+    meta = info(path)
+    low, high = meta.widget_range
+    whole = all(float(v).is_integer() for v in (low, high, meta.step or 1))
+    kind = int if whole and not isinstance(st.session_state.get(key), float) else float
+    st.sidebar.slider(
+        meta.label, kind(low), kind(high), step=None if meta.step is None else kind(meta.step),
+        key=key, persist_state=KEEP, disabled=disabled,
+        help=widget_help(path).rstrip(".") + more if more else widget_help(path),
+    )  # fmt: skip

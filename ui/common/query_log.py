@@ -8,8 +8,8 @@ from typing import Any
 
 import streamlit as st
 
+from treerag_core import Workspaces
 from treerag_core.base.types import Trace
-from treerag_core.index.workspaces import Workspaces
 from ui.common.corpora import corpus_kind_of
 from ui.common.query_controls import QUESTION, apply_settings, choose_corpus
 from ui.common.resources import Corpus, audit_log

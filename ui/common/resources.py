@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 from collections.abc import Sequence
@@ -11,14 +10,18 @@ from pathlib import Path
 
 import streamlit as st
 
+from treerag_core import (
+    EMBEDDER_ENV,
+    AuditLog,
+    CorpusIndex,
+    Embedder,
+    Engine,
+    index_embedder,
+    index_folder,
+)
 from treerag_core.base.config import IndexSettings, data_dir
-from treerag_core.base.errors import IndexFormatError, TreeRAGError
+from treerag_core.base.errors import TreeRAGError
 from treerag_core.base.names import EmbedderName
-from treerag_core.index.corpus import CorpusIndex, build_index
-from treerag_core.index.embedders import EMBEDDER_ENV, Embedder, index_embedder
-from treerag_core.index.store import load_index, save_index
-from treerag_core.pipeline import Engine
-from treerag_core.records.audit_log import AuditLog
 from ui.common.corpora import SAMPLES, corpus_key, corpus_label
 from ui.common.examples import EXAMPLES
 
@@ -73,18 +76,16 @@ def _fingerprint(paths: Sequence[Path]) -> str:
 
 @st.cache_resource(show_spinner="Indexing the sample documents (once per server process)…")
 def _sample_corpus(embedder_name: str, fingerprint: str) -> Corpus:
-    from treerag_core.ingest.documents import sources_from_paths
-
-    settings = IndexSettings(embedder=embedder_name)
-    sources, _ = sources_from_paths(sample_paths(), settings.max_file_bytes)
     embedder = cached_embedder(embedder_name)
-    folder = Path(data_dir()) / "samples" / embedder_name
-    previous = None
-    with contextlib.suppress(IndexFormatError):  # a previous process's index skips the model
-        previous = load_index(folder, expect_embedder=embedder_name)
-    index = build_index(sources, settings, embedder, previous=previous)
-    with contextlib.suppress(OSError):  # a read-only data dir only costs a re-embed next time
-        save_index(index, folder)
+    # The API's index build, as the CLI's `index`: a previous process's index in the folder
+    # lends its vectors (no model call); a read-only data dir only costs a re-embed next time.
+    index = index_folder(
+        sample_paths(),
+        Path(data_dir()) / "samples" / embedder_name,
+        IndexSettings(embedder=embedder_name),
+        embedder=embedder,
+        must_save=False,
+    ).index
     key = corpus_key(SAMPLES, embedder_name, fingerprint)
     return Corpus(key, SAMPLES, corpus_label(SAMPLES), Engine(index=index, embedder=embedder))
 
@@ -103,7 +104,7 @@ def warm_reranker(model: str) -> bool:
 
     Returns False when it cannot load; the query then reports that as a fallback itself.
     """
-    from treerag_core.search.rerank import get_reranker
+    from treerag_core import get_reranker
 
     try:
         get_reranker(model).score("warm up", ["warm up"])

@@ -9,10 +9,9 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from treerag_core import CorpusIndex, stage_summary
 from treerag_core.base.text_rules import preview
 from treerag_core.base.types import RetrievedChunk, Trace
-from treerag_core.index.corpus import CorpusIndex
-from treerag_core.records.trace_json import stage_summary
 
 TEXT_CHARS = 400  # a table cell shows this much of a chunk (the inspector shows all of it)
 FORCED = "⚠ 1.0 forced"

@@ -11,8 +11,8 @@ from typing import Any, Protocol
 
 import streamlit as st
 
+from treerag_core import CorpusIndex
 from treerag_core.base.types import TreeNode
-from treerag_core.index.corpus import CorpusIndex
 from ui.common.tree_labels import wrap_label
 
 PALETTE = {

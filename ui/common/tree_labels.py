@@ -6,8 +6,8 @@ import functools
 import math
 import re
 
+from treerag_core import zh_words
 from treerag_core.base.text_rules import is_unspaced, one_line
-from treerag_core.index.tokens import zh_words
 
 LABEL_LINE_UNITS = 16  # a label line holds this many Latin characters (a CJK one counts 2)
 LABEL_LINES = 3

@@ -7,13 +7,20 @@ from pathlib import Path
 
 import streamlit as st
 
+from treerag_core import (
+    STAMP,
+    CorpusIndex,
+    Engine,
+    IndexLLM,
+    ProgressFn,
+    SourceDocument,
+    Workspaces,
+    index_folder,
+    is_workspace_id,
+    remove_folder,
+)
 from treerag_core.base.config import IndexSettings, data_dir
 from treerag_core.base.errors import WorkspaceDeleteError, WorkspaceUnreadableError
-from treerag_core.index.corpus import CorpusIndex, ProgressFn, SourceDocument, build_index
-from treerag_core.index.store import save_index
-from treerag_core.index.workspaces import STAMP, Workspaces, is_workspace_id, remove_folder
-from treerag_core.pipeline import Engine
-from treerag_core.strategies.drilldown.ktype import KTypeLLM
 from ui.common.corpora import EVAL, UPLOADS, corpus_key, corpus_label
 from ui.common.resources import (
     Corpus,
@@ -118,12 +125,13 @@ def set_workspace(
     sources: Sequence[SourceDocument],
     settings: IndexSettings,
     progress: ProgressFn | None = None,
-    ktype_summarizer: KTypeLLM | None = None,
+    llm: IndexLLM | None = None,
 ) -> CorpusIndex | None:
-    """(Re)build this session's index from `sources` and save it in the workspace folder.
+    """(Re)build this session's index from `sources` and save it in the workspace folder
+    (the API's `index_folder`, as the CLI's `index`).
 
-    Unchanged documents reuse their vectors from the current index (no model call);
-    `ktype_summarizer` writes the K-Type summaries of documents it has not seen (LLM).
+    Unchanged documents reuse their vectors from the current index (no model call); `llm`
+    writes what the build asks of an LLM (the K-Type summaries of documents it has not seen).
     """
     ws = WorkspaceState()
     folder = workspace_folder() / "index"
@@ -132,16 +140,15 @@ def set_workspace(
         ws.index, ws.engine = None, None
         ws.version += 1
         return None
-    embedder = cached_embedder(settings.embedder)
-    index = build_index(
+    index = index_folder(
         sources,
+        folder,
         settings,
-        embedder,
+        embedder=cached_embedder(settings.embedder),
         previous=ws.index,
+        llm=llm,
         progress=progress,
-        ktype_summarizer=ktype_summarizer,
-    )
-    save_index(index, folder)
+    ).index
     (folder.parent / STAMP).touch()  # idle expiry counts from the last change
     ws.index, ws.engine = index, None
     ws.version += 1

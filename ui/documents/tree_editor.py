@@ -8,10 +8,16 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from treerag_core import (
+    Converted,
+    TreeEdit,
+    apply_edits,
+    load_edits,
+    propose_level_fixes,
+    save_edits,
+)
 from treerag_core.base.errors import InputDocumentError, LLMError
-from treerag_core.ingest.convert.llm_levels import propose_level_fixes
-from treerag_core.ingest.documents import Converted
-from treerag_core.ingest.tree_edits import TreeEdit, apply_edits, load_edits, save_edits
+from treerag_core.ingest.tree_bulk import BULK_OPS, LIKE, bulk_edits, like
 
 ACTIONS = {
     "promote": "Promote (one level up)",
@@ -103,14 +109,19 @@ def tree_editor(
             else:
                 h = headings[pick]
                 edit = TreeEdit(action, h.text, _occurrence(headings, pick), value=new_text)
-                ss[state] = [*edits, edit]
+                _push(key, state, [edit])
                 st.rerun()
+
+    if headings:
+        _bulk(headings, key, state, pick)
+    if edits:
+        _before_after(converted, edits)
 
     c1, c2 = st.columns([3, 1])
     line = c1.text_input("Mark a line as a heading (paste it exactly)", key=f"{key}_line")
     level = c2.number_input("Level", 1, 6, 2, key=f"{key}_level")
     if st.button("Mark as heading", key=f"{key}_mark") and line.strip():
-        ss[state] = [*edits, TreeEdit("mark", line.strip(), level=int(level))]
+        _push(key, state, [TreeEdit("mark", line.strip(), level=int(level))])
         st.rerun()
 
     if client is not None:
@@ -118,10 +129,11 @@ def tree_editor(
 
     c1, c2, c3 = st.columns(3)
     if c1.button("Undo last", key=f"{key}_undo", disabled=not edits):
-        ss[state] = list(edits[:-1])
+        _undo(key, state)
         st.rerun()
     if c2.button("Clear all", key=f"{key}_clear", disabled=not edits):
         ss[state] = []
+        ss[f"{key}_groups"] = []
         st.rerun()
     if folder is not None and c3.button("Save corrections", key=f"{key}_save", type="primary"):
         save_edits(folder, converted.sha256, name, edits)
@@ -129,6 +141,63 @@ def tree_editor(
     if edits:
         st.caption("Corrections: " + "; ".join(f"{e.op} {e.line!r}" for e in edits))
     return tuple(ss[state])
+
+
+def _push(key: str, state: str, new: list[TreeEdit]) -> None:
+    """Add one action's edits; "Undo last" takes back the whole action."""
+    ss = st.session_state
+    ss[state] = [*ss[state], *new]
+    ss[f"{key}_groups"] = [*ss.get(f"{key}_groups", []), len(new)]
+
+
+def _undo(key: str, state: str) -> None:
+    """Take back the last action (all its edits); edits loaded from disk go one at a time."""
+    ss = st.session_state
+    groups = list(ss.get(f"{key}_groups", []))
+    edits = list(ss[state])
+    size = groups.pop() if groups and sum(groups) <= len(edits) else 1
+    ss[state] = edits[: len(edits) - size]
+    ss[f"{key}_groups"] = groups
+
+
+def _bulk(headings, key: str, state: str, pick: int) -> None:
+    """Select many headings (by hand, or every one like the picked heading) and change them
+    all in one action."""
+    ss = st.session_state
+    many_key = f"{key}_many"
+    labels = [f"{i}. {h.text}" for i, h in enumerate(headings)]
+    # A selection made by "every line like" (or cleared by an action) is set before the
+    # widget is drawn: a widget's value cannot change once it is on the page.
+    pending = ss.pop(f"{key}_many_next", None)
+    if pending is not None:
+        ss[many_key] = pending
+    elif any(label not in labels for label in ss.get(many_key, [])):
+        ss[many_key] = []
+    st.markdown("**Several at once**")
+    c1, c2 = st.columns([3, 2])
+    by = c2.selectbox("Every line like the picked heading", list(LIKE), format_func=LIKE.get,
+                      key=f"{key}_like_by")  # fmt: skip
+    if c2.button("Select them", key=f"{key}_like"):
+        ss[f"{key}_many_next"] = [labels[i] for i in like(headings, pick, by)]
+        st.rerun()
+    many = c1.multiselect("Selected headings", labels, key=many_key)
+    op = c1.selectbox("Change them", list(BULK_OPS), format_func=BULK_OPS.get, key=f"{key}_bulk_op")
+    if c1.button(f"Apply to {len(many)} selected", key=f"{key}_bulk", disabled=not many):
+        chosen = [labels.index(label) for label in many]
+        _push(key, state, bulk_edits(headings, chosen, op))
+        ss[f"{key}_many_next"] = []
+        st.rerun()
+
+
+def _before_after(converted: Converted, edits: tuple[TreeEdit, ...]) -> None:
+    """The outline as converted beside the outline with the corrections."""
+    with st.expander("Before / after", expanded=False):
+        left, right = st.columns(2)
+        columns = ["level", "heading", "page"]
+        left.caption("As converted")
+        left.dataframe(pd.DataFrame(outline_rows(converted, ()))[columns], hide_index=True)
+        right.caption("With your corrections")
+        right.dataframe(pd.DataFrame(outline_rows(converted, edits))[columns], hide_index=True)
 
 
 def _llm_suggestions(converted: Converted, key: str, client: Any, model: str) -> None:
@@ -156,6 +225,6 @@ def _llm_suggestions(converted: Converted, key: str, client: Any, model: str) ->
         )
     ]
     if st.button("Apply accepted fixes", key=f"{key}_accept"):
-        ss[f"{key}_edits"] = [*ss[f"{key}_edits"], *(f.edit(doc.headings) for f in accepted)]
+        _push(key, f"{key}_edits", [f.edit(doc.headings) for f in accepted])
         ss[fixes_key] = None
         st.rerun()

@@ -8,6 +8,20 @@ from typing import Any
 
 import streamlit as st
 
+from treerag_core import (
+    SUPPORTED_SUFFIXES,
+    Converted,
+    IndexLLM,
+    Rejected,
+    SourceDocument,
+    WorkspaceLimits,
+    check_drop,
+    check_sources,
+    convert_upload,
+    load_edits,
+    save_edits,
+    to_source,
+)
 from treerag_core.base.config import MB, IndexSettings, max_file_bytes
 from treerag_core.base.errors import (
     FileTooLargeError,
@@ -15,12 +29,6 @@ from treerag_core.base.errors import (
     TreeRAGError,
     WorkspaceLimitError,
 )
-from treerag_core.index.corpus import SourceDocument
-from treerag_core.index.workspaces import WorkspaceLimits, check_drop, check_sources
-from treerag_core.ingest.convert import SUPPORTED_SUFFIXES
-from treerag_core.ingest.documents import Converted, Rejected, convert_upload, to_source
-from treerag_core.ingest.tree_edits import load_edits, save_edits
-from treerag_core.strategies.drilldown.ktype import KTypeLLM, make_ktype_summarizer
 from ui.common.corpora import UPLOADS
 from ui.common.llm_panel import session_client
 from ui.common.query_controls import LLM_PREFIX
@@ -81,7 +89,7 @@ def build(sources: Sequence[SourceDocument], settings: IndexSettings, verb: str)
     bar, update = _progress_bar()
     started = time.perf_counter()
     try:
-        set_workspace(sources, settings, update, _ktype_summarizer())
+        set_workspace(sources, settings, update, _index_llm())
     except (TreeRAGError, OSError, ValueError) as exc:
         bar.empty()
         show_error(exc, f"Nothing was {verb}; your workspace is unchanged.")
@@ -156,14 +164,11 @@ def llm_client() -> tuple[Any, str]:
     return session_client(LLM_PREFIX)
 
 
-def _ktype_summarizer() -> KTypeLLM | None:
+def _index_llm() -> IndexLLM | None:
     """LLM K-Type summaries when a client is configured: five documents per call, documents
     already summarised (by content hash, in the current index) never sent again."""
     client, model = llm_client()
-    if client is None:
-        return None
-    layers = getattr(WorkspaceState().index, "layers", None)
-    return make_ktype_summarizer(client, model, layers.ktype_cache if layers is not None else {})
+    return None if client is None else IndexLLM(client, model, ktype=True)
 
 
 def review() -> None:

@@ -1,4 +1,7 @@
-"""Which vector store serves an index in this process (None: the index's own FAISS groups)."""
+"""Which vector store serves an index in this process (None: the index's own FAISS groups).
+
+A family that serves its vectors from a store checks and pushes them itself (drill-down:
+strategies/drilldown/vector_store.py)."""
 
 from __future__ import annotations
 
@@ -6,25 +9,14 @@ import threading
 import weakref
 from typing import Any
 
-import numpy as np
-
-from treerag_core.base.errors import VectorStoreError
-from treerag_core.index.vectors.base import VectorStore, unit_rows
-from treerag_core.strategies.drilldown.layers import Layers, ensure_layers
-
-# A pushed vector comes back as the unit float32 row we sent, re-normalised in float32 by
-# Qdrant (cosine collections): each component moves by about one ulp. Measured on 256- to
-# 4096-d rows (tests/test_vectors_push.py): at most 3e-8 (cosine deficit ~1e-15); 1e-6 is a
-# few ulps at 1.0 (ulp 1.2e-7) and nothing more, where any other embedding of the same text
-# moves components by orders of magnitude more.
-SAME_VECTOR_ATOL = 1e-6
+from treerag_core.index.vectors.base import VectorStore
 
 _STORES: dict[int, VectorStore] = {}
 _LOCK = threading.Lock()
 
 
 def attach_store(index: Any, store: VectorStore | None) -> None:
-    """Serve `index`'s drill-down layers from `store` (e.g. a Qdrant collection) until detached."""
+    """Serve `index`'s layer vectors from `store` (e.g. a Qdrant collection) until detached."""
     key = id(index)
     with _LOCK:
         if store is None:
@@ -38,65 +30,3 @@ def attach_store(index: Any, store: VectorStore | None) -> None:
 
 def store_for(index: Any) -> VectorStore | None:
     return _STORES.get(id(index))
-
-
-def attach_checked(index: Any, store: VectorStore) -> None:
-    """Attach `store` after checking it holds this index's points (pushed, not empty).
-
-    A collection pushed from another index would answer with ids this index does not have,
-    and an empty one with nothing: both are named, never served silently. Checked: the count
-    of each kind, the document ids, and that every document's stored vector is the index's
-    own (an index with the same names but another embedder or other summaries is refused too).
-    """
-    layers = ensure_layers(index)
-    push = "run `qdrant-push --index` with this index first"
-    expected = {
-        "document": len(layers.doc_ids),
-        "parent": len(layers.parent_ids),
-        "child": len(index.chunks),
-    }
-    for kind, want in expected.items():
-        got = store.count(kind)
-        if got != want:
-            raise VectorStoreError(
-                f"the collection holds {got} {kind} points, the index {want}: {push}"
-            )
-    if layers.doc_ids:
-        _check_documents(index, layers, store, push)
-    attach_store(index, store)
-
-
-def _check_documents(index: Any, layers: Layers, store: VectorStore, push: str) -> None:
-    """The collection's document points are this index's documents, with the same vectors:
-    every one listed exactly (`stored_vectors`, a scroll), never found by a search."""
-    stored = store.stored_vectors("document")
-    own = {(d, index.document(d).root_id): row for row, d in enumerate(layers.doc_ids)}
-    if stored.keys() != own.keys():
-        foreign, missing = _names(stored.keys() - own.keys()), _names(own.keys() - stored.keys())
-        detail = f"it holds {foreign}, not in this index" if foreign else f"it lacks {missing}"
-        raise VectorStoreError(f"the collection belongs to another index ({detail}): {push}")
-    vectors = unit_rows(layers.doc_vectors(layers.doc_ids))
-    for key, row in own.items():
-        theirs = stored[key]
-        if theirs.shape == vectors[row].shape and (
-            np.max(np.abs(theirs - vectors[row]), initial=0.0) <= SAME_VECTOR_ATOL
-        ):
-            continue
-        raise VectorStoreError(
-            f"the collection's vector for {key[0]!r} is not this index's (cosine "
-            f"{_cosine(theirs, vectors[row])}): it was embedded by another model or from "
-            f"other summaries; {push}"
-        )
-
-
-def _cosine(a: np.ndarray, b: np.ndarray) -> str:
-    if a.shape != b.shape:
-        return f"none: {a.size} dimensions, not {b.size}"
-    norms = float(np.linalg.norm(a) * np.linalg.norm(b))
-    return f"{float(a @ b) / norms:.6f}" if norms else "none: a zero vector"
-
-
-def _names(pairs: set[tuple[str, str]]) -> str:
-    names = sorted({doc_id for doc_id, _ in pairs})
-    more = f" and {len(names) - 3} more" if len(names) > 3 else ""
-    return ", ".join(map(repr, names[:3])) + more

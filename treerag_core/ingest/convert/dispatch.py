@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import PurePath
 
 from treerag_core.base.errors import (
@@ -13,7 +14,7 @@ from treerag_core.ingest.convert.base import ConvertedDocument
 
 DEFAULT_MAX_PAGES = 2000
 # Bump when a converter's output changes: cached indexes of converted files are keyed by it.
-CONVERTER_VERSION = "1"
+CONVERTER_VERSION = "2"  # 2: outline / contents skeleton, article blocks, weak structure
 MARKDOWN_SUFFIXES = frozenset({".md", ".markdown"})
 TEXT_SUFFIXES = frozenset({".txt"})
 HTML_SUFFIXES = frozenset({".html", ".htm", ".xhtml"})
@@ -99,4 +100,14 @@ def convert_bytes(
             doc = text_document(name, text)
     if not doc.text.strip():
         raise InputDocumentError(f"{name}: no text found in the {fmt.upper()} file")
-    return doc
+    return _with_statute_notes(doc)
+
+
+def _with_statute_notes(doc: ConvertedDocument) -> ConvertedDocument:
+    """The review notes say when the text is a statute whose articles become leaves (the
+    parser finds them), and where its article numbers repeat or skip."""
+    from treerag_core.ingest.statutes import article_notes, scan_articles
+
+    spans = [(h.start, h.end) for h in doc.headings]
+    notes = article_notes(scan_articles(doc.text, spans, [h.text for h in doc.headings]))
+    return replace(doc, notes=(*doc.notes, *notes)) if notes else doc

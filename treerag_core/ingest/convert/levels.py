@@ -29,9 +29,10 @@ def structural_numbering(text: str) -> Numbering | None:
         return None
     if num.family == "decimal" and num.values[0] >= 100:
         return None  # "700 Anderson Hill Road": an address or an amount, not a section
-    title = line[len(num.label) :].lstrip(" .:-")
+    title = line[len(num.label) :].lstrip(" .:-—–")
     if not title:
-        return num if num.family in _ALONE else None
+        # "Note 4" alone is a cross-reference; "PART II" alone is a heading.
+        return num if num.family in _ALONE and (num.family, num.rank) != ("filing", 3) else None
     first = title[0]
     return num if first.isupper() or han_count(first) or first in _OPENERS else None
 
@@ -56,7 +57,8 @@ def list_like(num: Numbering) -> bool:
     return num.family in _LIST_LIKE
 
 
-def _is_ancestor(open_: Candidate, new: Candidate, stack: Sequence[Candidate]) -> bool:
+def is_ancestor(open_: Candidate, new: Candidate, stack: Sequence[Candidate]) -> bool:
+    """Whether the open heading `open_` holds `new` (`stack`: every open heading)."""
     a, b = open_.numbering, new.numbering
     if a is not None and b is not None and a.family == b.family:
         return a.rank < b.rank
@@ -83,7 +85,7 @@ def assign_levels(candidates: Sequence[Candidate]) -> list[int]:
     levels: list[int] = []
     stack: list[Candidate] = []
     for cand in candidates:
-        while stack and not _is_ancestor(stack[-1], cand, stack):
+        while stack and not is_ancestor(stack[-1], cand, stack):
             stack.pop()
         stack.append(cand)
         levels.append(min(len(stack), 6))

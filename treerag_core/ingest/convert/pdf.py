@@ -14,13 +14,11 @@ from treerag_core.base.errors import (
     NeedsOCRError,
     TooManyPagesError,
 )
+from treerag_core.base.text_rules import ARTICLE_OPENING
 from treerag_core.ingest.convert.base import ConvertedDocument, MarkdownWriter
-from treerag_core.ingest.convert.levels import (
-    Candidate,
-    assign_levels,
-    list_like,
-    structural_numbering,
-)
+from treerag_core.ingest.convert.levels import list_like, structural_numbering
+from treerag_core.ingest.convert.outline import read_outline
+from treerag_core.ingest.convert.pdf_tree import Found, plan_tree
 
 CELL_GAP = 1.6  # a horizontal gap wider than this many font sizes separates table cells
 MARGIN = 0.09  # running headers and footers live in the top and bottom 9% of a page
@@ -46,6 +44,7 @@ class _Line:
     font: str  # the line's main font: its name, or an id when the PDF gives none
     cells: int  # how many table cells the line was cut into (1: running text)
     chars: int
+    left: float = 0.0  # x of the first glyph (a contents entry's indent)
 
 
 def _font_style(textpage, index: int, cache: dict[int, tuple[bool, float, str]], raw):
@@ -143,7 +142,9 @@ def _group_lines(chars) -> list[_Line]:
         font = Counter(c[7] for c in group).most_common(1)[0][0]
         bold = all(c[5] for c in group if c[4].isalnum()) and any(c[4].isalpha() for c in group)
         baseline = group[0][0]
-        lines.append(_Line(text, baseline + size, baseline, size, bold, font, cells, len(group)))
+        lines.append(
+            _Line(text, baseline + size, baseline, size, bold, font, cells, len(group), group[0][1])
+        )
     return lines
 
 
@@ -191,11 +192,21 @@ def _blocks(lines: list[_Line]) -> list[list[_Line]]:
                 and prev.font == line.font
                 and abs(prev.size - line.size) < 0.75
             )
-            if gap < 0.8 * max(line.size, prev.size) and same_style:
+            if gap < 0.8 * max(line.size, prev.size) and same_style and not _opens_part(line):
                 blocks[-1].append(line)
                 continue
         blocks.append([line])
     return blocks
+
+
+def _opens_part(line: _Line) -> bool:
+    """A line opening a PART, an Item, a Note, a 编/章/节 or an article starts a block of its
+    own, even right under another heading in the same type ("PART I" above "Item 1.")."""
+    text = line.text.replace(" | ", " ")
+    if ARTICLE_OPENING.match(text):
+        return True  # a statute's article: its own paragraph, so its own leaf
+    num = structural_numbering(text)
+    return num is not None and (num.family == "filing" or (num.family == "zh" and num.rank <= 3))
 
 
 def heading_text(block: list[_Line]) -> str:
@@ -288,6 +299,7 @@ def convert_pdf(name: str, data: bytes, max_pages: int) -> ConvertedDocument:
                 ) from exc
             finally:
                 page.close()
+        outline, outline_notes = read_outline(pdf, n_pages)
     finally:
         pdf.close()
 
@@ -322,34 +334,32 @@ def convert_pdf(name: str, data: bytes, max_pages: int) -> ConvertedDocument:
     body_font = fonts.most_common(1)[0][0] if fonts else ""
 
     page_blocks = [_blocks(lines) for lines in kept_pages]
-    found: list[tuple[int, int, tuple[str, ...]]] = []
+    texts = [[heading_text(block) for block in blocks] for blocks in page_blocks]
+    found: list[Found] = []
     for p, blocks in enumerate(page_blocks):
         for b, block in enumerate(blocks):
             signals = _heading_signals(block, body, body_font)
             if signals is not None:
-                found.append((p, b, signals))
-    styles = sorted({_style(page_blocks[p][b], body_font) for p, b, _ in found})
-    cands = []
-    for p, b, _ in found:
-        block = page_blocks[p][b]
-        text = heading_text(block)
-        rank = styles.index(_style(block, body_font))
-        cands.append(Candidate(text, rank, structural_numbering(text)))
-    levels = {(p, b): lv for (p, b, _), lv in zip(found, assign_levels(cands), strict=True)}
-    signals_of = {(p, b): s for p, b, s in found}
-
+                found.append(Found(p, b, signals, _style(block, body_font)))
+    plan = plan_tree(texts, found, kept_pages, outline)
     writer = MarkdownWriter()
     empty = []
     for p, blocks in enumerate(page_blocks):
         writer.start_page()
         if not blocks:
             empty.append(p + 1)
-        for b, block in enumerate(blocks):
-            if (p, b) in levels:
-                writer.heading(levels[(p, b)], heading_text(block), signals_of[(p, b)])
+        for b in range(len(blocks) + 1):
+            for level, title, why in plan.inserts.get((p, b), ()):
+                writer.heading(level, title, why)
+            if b == len(blocks):
+                break
+            block = blocks[b]
+            if (p, b) in plan.levels:
+                writer.heading(plan.levels[(p, b)], heading_text(block), plan.signals[(p, b)])
             else:
                 writer.paragraph("\n".join(line.text for line in block))
-    notes = [f"removed {removed} running header, footer and page-number lines"]
+    notes = [*outline_notes, *plan.notes]
+    notes.append(f"removed {removed} running header, footer and page-number lines")
     if empty:
         shown = ", ".join(map(str, empty[:10])) + (" ..." if len(empty) > 10 else "")
         notes.append(f"{len(empty)} page(s) without text (scanned or blank): {shown}")

@@ -13,7 +13,7 @@ from typing import Any
 
 from treerag_core.base.errors import LLMError
 from treerag_core.base.types import DocumentInfo, Language, TreeNode
-from treerag_core.index.tokens import EN_STOPWORDS, ZH_STOPWORDS
+from treerag_core.index.tokens import EN_STOPWORDS, ZH_STOPWORDS, load_jieba
 from treerag_core.llm import LLMClient
 from treerag_core.llm.prompts import first_json_object
 
@@ -151,6 +151,7 @@ def type_shares(leaves: Sequence[TreeNode]) -> tuple[tuple[str, float], ...]:
 
 def key_terms_zh(text: str, k: int = MAX_TERMS) -> tuple[str, ...]:
     """jieba's TF-IDF keywords (its bundled IDF table: offline)."""
+    load_jieba()  # imported once, quietly, and initialised
     import jieba.analyse
 
     terms = jieba.analyse.extract_tags(text, topK=k * 2)

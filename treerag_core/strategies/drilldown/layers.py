@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 LAYERS_VERSION = 1
 LAYERS_JSON = "layers.json"
 LAYERS_NPY = "layers.npy"
+PART = "drilldown"  # the family's key in CorpusIndex.parts
 Embed = Callable[[list[str]], np.ndarray]
 
 
@@ -184,15 +185,20 @@ def chunk_mean_layers(index: CorpusIndex) -> Layers:
 _ensure_lock = threading.Lock()
 
 
+def layers_of(index: CorpusIndex) -> Layers | None:
+    """The index's drill-down layers as built or loaded (None: built or saved without)."""
+    return index.parts.get(PART)
+
+
 def ensure_layers(index: CorpusIndex) -> Layers:
     """The index's layers, computed once (as chunk means) for an index saved without them."""
-    layers = getattr(index, "layers", None)
+    layers = layers_of(index)
     if layers is None:
         with _ensure_lock:
-            layers = getattr(index, "layers", None)
+            layers = layers_of(index)
             if layers is None:
                 layers = chunk_mean_layers(index)
-                index.layers = layers
+                index.parts[PART] = layers
     return layers
 
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from treerag_core.base.errors import VectorStoreError
 from treerag_core.base.names import Fusion
-from treerag_core.base.settings import RetrieveSettings
+from treerag_core.base.settings import RetrieveSettings, setting
 from treerag_core.base.types import ContextSection, DocumentScore, Language, RetrievedChunk
 from treerag_core.index.bm25 import BM25Stats, LeafBM25
 from treerag_core.index.vectors.base import Kind, VectorQuery, VectorStore
@@ -40,11 +40,21 @@ class DrilldownOptions:
     # Measured (docs/drilldown.md): the seed's 1 / 1 / 3 by summaries alone found the gold
     # document for 44% of QASPER questions and recalled a third of flat search's evidence;
     # routing by best passage and a wider funnel beat flat-hybrid there. Chosen on QASPER.
-    documents: int = 3
-    parents: int = 5
+    documents: int = setting(
+        3, label="Documents kept", help="documents layer 1 keeps", min=1, max=50, top=10
+    )
+    parents: int = setting(
+        5, label="Parent sections kept", help="parent sections layer 2 keeps", min=1, max=50, top=20
+    )
     # As many child passages as every other strategy hands the cross-encoder (the candidate
     # window): 10 left the laws' short articles under 1,000 characters (docs/drilldown.md).
-    children: int = RetrieveSettings().candidate_window
+    children: int = setting(
+        RetrieveSettings().candidate_window,
+        label="Child passages kept",
+        help="child passages layer 3 keeps",
+        min=1,
+        max=50,
+    )
     doc_signal: str = "passages"
     parent_signal: str = "both"
     parent_chars: int = 1200  # parent context handed to synthesis
@@ -138,7 +148,7 @@ def _dense(
     got = {h.item_id if kind == "parent" else h.doc_id: h.score for h in hits}
     _known(kind, got, ids)
     # An id of ours the store did not return (approximate search) scores 0: the collection
-    # itself was checked to be this index's when attached (vectors.attach.attach_checked).
+    # itself was checked to be this index's when attached (drilldown.vector_store.attach_checked).
     return np.asarray([got.get(i, 0.0) for i in ids], dtype=np.float32)
 
 

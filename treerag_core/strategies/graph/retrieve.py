@@ -14,6 +14,7 @@ from treerag_core.index.corpus import CorpusIndex
 from treerag_core.search.fusion import rank_positions
 from treerag_core.search.structure import StructuredScores, window_hits
 from treerag_core.strategies.graph.context import graph_sections
+from treerag_core.strategies.graph.part import graph_vectors_of, graphs_of
 from treerag_core.strategies.graph.search import GraphResult, GraphSearchOptions, search_graph
 from treerag_core.strategies.graph.types import LeafGraph
 
@@ -60,13 +61,14 @@ def graph_column(
 
 def require_graphs(index: CorpusIndex) -> dict[str, LeafGraph]:
     """The index's leaf graphs, or a clear error for an index built without them."""
-    if index.graphs is None:
+    graphs = graphs_of(index)
+    if graphs is None:
         raise MissingGraphsError(
             "this index has no knowledge graphs (built before graphs existed, or with "
             "graph_min_leaf_chars=0); rebuild it to add graphs, e.g. `python -m treerag_core "
             f"index --input DOCS --output INDEX --graph-min-leaf-chars {GRAPH_LEAF_CHARS}`"
         )
-    return index.graphs
+    return graphs
 
 
 def search_text(question: str, sub_query: str) -> str:
@@ -109,7 +111,7 @@ def search_leaves(
             graph.language,  # type: ignore[arg-type]
             tokenize,
             query_vector(text),
-            index.graph_vectors.get(leaf.node_id),
+            graph_vectors_of(index).get(leaf.node_id),
             options,
         )
         results[leaf.node_id] = result

@@ -33,7 +33,8 @@ FILES = (
     "entity_vectors.npy",
     "entity_tokens.json",
 )
-UNREADABLE = ".hirag-unreadable"  # beside hirag/, kept across re-index (store.KEPT_ON_REBUILD)
+UNREADABLE = ".hirag-unreadable"  # beside hirag/, kept across re-index (part.HiragPart)
+PARTIAL_FILE = f".{FOLDER}-reports-partial.json"  # the LLM reports of a build cut short
 PARTIAL_HINT = "move it away to write the reports again (their LLM calls are paid again)"
 BUILD_HINT = "build it with `python -m treerag_core index --hirag ...` (or query once to build it)"
 
@@ -168,7 +169,7 @@ def _graph_folder(index_folder: str | Path) -> Path:
 
 
 def partial_reports_path(index_folder: str | Path) -> Path:
-    return Path(index_folder) / f".{FOLDER}-reports-partial.json"
+    return Path(index_folder) / PARTIAL_FILE
 
 
 MAX_KEPT_REPORTS = 5_000  # earlier builds' LLM reports a checkpoint keeps (~1 KB each)

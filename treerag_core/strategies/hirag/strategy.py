@@ -178,3 +178,6 @@ class Hirag(_HiragMode):
     name = "hirag"
     label = "HiRAG hi: entities, relations, reports, bridge path and their passages"
     mode = Mode.HI
+
+
+MODES: tuple[type[_HiragMode], ...] = (HiragNaive, HiragLocal, HiragGlobal, HiragBridge, Hirag)

@@ -10,10 +10,10 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
+from treerag_core import CorpusIndex
+from treerag_core.evaluation import HEADLINE_KEYS, KS
 from treerag_core.evaluation.analysis import Coverage, QuestionRow, number
-from treerag_core.evaluation.metrics import KS
-from treerag_core.evaluation.report import HEADLINE_KEYS, lookup
-from treerag_core.index.corpus import CorpusIndex
+from treerag_core.evaluation.report import lookup
 from ui.common.tree_graph import PALETTE, GraphMarks, GraphView, graph_view
 
 CURVES = {"recall": "evidence recall@k", "hit": "hit@k", "section_hit": "section hit@k"}

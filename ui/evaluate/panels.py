@@ -7,7 +7,9 @@ from typing import Any
 
 import streamlit as st
 
+from treerag_core import CorpusIndex
 from treerag_core.base.text_rules import preview
+from treerag_core.evaluation import difference_table, markdown_table
 from treerag_core.evaluation.analysis import (
     BASELINE,
     FILTERS,
@@ -17,14 +19,12 @@ from treerag_core.evaluation.analysis import (
     question_rows,
     rerank_was_on,
 )
-from treerag_core.evaluation.report import difference_table, markdown_table
-from treerag_core.index.corpus import CorpusIndex
 from ui.common.inspector import inspector
 from ui.common.session import EvalState
 from ui.common.text_safety import plain, show_error
 from ui.common.tree_graph import TreeGraph
-from ui.evaluate import eval_tables as et
-from ui.evaluate.eval_data import report_file_name, report_json, save_report
+from ui.evaluate import tables as et
+from ui.evaluate.data import report_file_name, report_json, save_report
 
 KEEP = "session"
 GRAPH = TreeGraph("ev_cov_graph")

@@ -12,16 +12,13 @@ from typing import Any
 
 import streamlit as st
 
+from treerag_core import CorpusIndex, Engine, dataset_index, index_cache_key, run
 from treerag_core.base.config import IndexSettings, data_dir, eval_roots
 from treerag_core.base.errors import UnsafePathError
 from treerag_core.base.safepaths import allowed_roots, resolve_inside
 from treerag_core.base.types import Trace
+from treerag_core.evaluation import EvalDataset, EvalQuestion, load_dataset, write_report
 from treerag_core.evaluation.analysis import TREE, report_query_settings
-from treerag_core.evaluation.dataset import EvalDataset, EvalQuestion, load_dataset
-from treerag_core.evaluation.harness import dataset_index, index_cache_key
-from treerag_core.evaluation.report import write_report
-from treerag_core.index.corpus import CorpusIndex
-from treerag_core.pipeline import Engine, run
 from ui.common.corpora import EVAL, corpus_key, corpus_label
 from ui.common.resources import Corpus, cached_embedder
 

@@ -1,0 +1,204 @@
+"""The author's structure first: a PDF's outline, else its contents, anchors the tree; cover,
+contents and never-a-section lines are dropped with a note; levels by numbering first."""
+
+from __future__ import annotations
+
+import io
+
+import pypdf
+
+from tests.pdf_factory import make_pdf
+from treerag_core.ingest.convert import convert_bytes
+from treerag_core.ingest.convert.junk import line_reason
+from treerag_core.ingest.convert.levels import Candidate, structural_numbering
+from treerag_core.ingest.convert.outline import _levels_in_order
+from treerag_core.ingest.convert.skeleton import Entry, Placed, anchor, nest, title_matches
+
+MB = 1024 * 1024
+BODY = [(f"Body text line {k} about revenue, costs and the year.", 10, False, 72, 600 - 13 * k)
+        for k in range(4)]  # fmt: skip
+
+
+def _filing() -> bytes:
+    """Cover (p1), contents (p2), printed pages 1-3 on PDF pages 3-5."""
+    cover = [
+        ("UNITED STATES SECURITIES AND EXCHANGE COMMISSION", 16, True, 72, 720),
+        ("Washington, D.C. 20549", 11, True, 72, 690),
+        ("\u2612 ANNUAL REPORT PURSUANT TO SECTION 13", 11, True, 72, 660),
+        ("ACME CORP", 18, True, 72, 620),
+    ]
+    toc = [("TABLE OF CONTENTS", 11, True, 72, 720), ("PART I", 10, True, 72, 690)]
+    rows = [("Item 1.", "Business", "1", 72), ("", "Overview", "1", 130),
+            ("Item 2.", "Properties", "2", 72), ("Item 3.", "Legal Proceedings", "3", 72),
+            ("", "Signatures", "3", 72)]  # fmt: skip
+    y = 670
+    for num, title, page, x in rows:
+        if num:
+            toc.append((num, 10, False, 72, y))
+        toc += [(title, 10, False, 130 if num else x, y), (page, 10, False, 520, y)]
+        y -= 16
+    p1 = [("PART I", 11, True, 72, 720), ("Item 1. Business", 11, True, 72, 700),
+          ("Overview", 10, True, 72, 660), *BODY, ("(Unaudited)", 10, True, 72, 500),
+          ("Total assets:", 10, True, 72, 480), ("1", 9, False, 300, 30)]  # fmt: skip
+    p2 = [("Item 2. Properties", 11, True, 72, 720), *BODY, ("2", 9, False, 300, 30)]
+    p3 = [("Item 3. Legal Proceedings", 11, True, 72, 720), *BODY,
+          ("Signatures", 11, True, 72, 400), ("3", 9, False, 300, 30)]  # fmt: skip
+    return make_pdf([cover, toc, p1, p2, p3])
+
+
+def _outline(doc) -> list[tuple[int, int | None, str]]:
+    return [(h.level, h.page, h.text) for h in doc.headings]
+
+
+def test_contents_give_the_skeleton_and_junk_is_dropped_with_notes():
+    doc = convert_bytes("f.pdf", _filing(), 10 * MB)
+    assert _outline(doc) == [
+        (1, 1, "Cover page"),
+        (1, 3, "PART I"),
+        (2, 3, "Item 1. Business"),
+        (3, 3, "Overview"),
+        (2, 4, "Item 2. Properties"),
+        (2, 5, "Item 3. Legal Proceedings"),
+        (2, 5, "Signatures"),
+    ]
+    assert doc.headings[2].signals == ("table of contents",)
+    notes = " ".join(doc.notes)
+    assert "table of contents (page(s) 2) gives the skeleton" in notes
+    assert "on the cover page" in notes and "UNITED STATES SECURITIES" in notes
+    assert "parenthetical line" in notes and "label ending in a colon" in notes
+    # The dropped lines stay in the text: nothing is lost.
+    assert "(Unaudited)" in doc.text and "Total assets:" in doc.text
+
+
+def test_contents_that_disagree_with_the_body_are_not_trusted():
+    pages = [[("CONTENTS", 11, True, 72, 720)]]
+    for k in range(6):
+        pages[0] += [(f"Chapter title {k}", 10, False, 72, 690 - 16 * k),
+                     (str(k + 2), 10, False, 520, 690 - 16 * k)]  # fmt: skip
+    pages += [[(f"Another heading {k}", 14, True, 72, 720), *BODY] for k in range(6)]
+    doc = convert_bytes("t.pdf", make_pdf(pages), 10 * MB)
+    assert any("disagrees with the body" in n for n in doc.notes)
+    assert [h.text for h in doc.headings] == [f"Another heading {k}" for k in range(6)]
+
+
+def _with_outline(data: bytes, items: list[tuple[str, int, int | None]]) -> bytes:
+    """Add bookmarks (title, 0-based page, parent index) with pypdf."""
+    writer = pypdf.PdfWriter(clone_from=pypdf.PdfReader(io.BytesIO(data)))
+    made = []
+    for title, page, parent in items:
+        above = made[parent] if parent is not None else None
+        made.append(writer.add_outline_item(title=title, page_number=page, parent=above))
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+def test_a_pdf_outline_is_the_tree():
+    pages = [
+        [("Introduction", 10, False, 72, 720), *BODY, ("Bold aside", 14, True, 72, 450)],
+        [("Methods", 10, False, 72, 720), *BODY],
+        [*BODY, ("Data", 10, False, 72, 400)],
+    ]
+    items = [("Introduction", 0, None), ("Methods", 1, None), ("Data", 2, 1)]
+    doc = convert_bytes("o.pdf", _with_outline(make_pdf(pages), items), 10 * MB)
+    assert _outline(doc) == [(1, 1, "Introduction"), (1, 2, "Methods"), (2, 3, "Data")]
+    assert doc.headings[0].signals == ("outline",)
+    assert any("own outline (3 bookmarks) is the tree" in n for n in doc.notes)
+    # "Data" is found low on its page: the text above it stays in Methods.
+    assert doc.text.index("Data") > doc.text.index("Body text line 3", doc.headings[1].end)
+
+
+def test_an_outline_title_not_in_the_text_opens_its_page():
+    pages = [[*BODY], [*BODY], [*BODY]]
+    items = [("Alpha", 0, None), ("Beta", 1, None), ("Gamma", 2, None)]
+    doc = convert_bytes("o.pdf", _with_outline(make_pdf(pages), items), 10 * MB)
+    assert _outline(doc) == [(1, 1, "Alpha"), (1, 2, "Beta"), (1, 3, "Gamma")]
+    assert any("not found in the text" in n for n in doc.notes)
+
+
+def test_outline_levels_never_jump():
+    entries = [Entry("a", 1, 0), Entry("b", 3, 0), Entry("c", 2, 1)]
+    assert [e.level for e in _levels_in_order(entries)] == [1, 2, 2]
+
+
+def test_anchor_keeps_order_and_reports_missing():
+    texts = [["Intro", "Item 1. Business"], ["text", "Item 2. Properties"], ["x"]]
+    entries = [Entry("Item 1. Business", 2, 0), Entry("Item 9. Nothing", 2, 1),
+               Entry("Item 2. Properties", 2, 1)]  # fmt: skip
+    anchors, missing = anchor(entries, texts, 0, insert=False)
+    assert [(a.page, a.block) for a in anchors] == [(0, 1), (1, 1)]
+    assert [e.title for e in missing] == ["Item 9. Nothing"]
+
+
+def test_title_match_allows_a_short_prefix_not_a_sentence():
+    assert title_matches("Balance Sheets", "Acme plc and Subsidiaries Balance Sheets")
+    assert title_matches("Item 5. Market for Registrant's Common Equity", "Item 5. Market for")
+    assert not title_matches(
+        "Risk Factors", "See Risk Factors in Part I for a discussion of the many risks we face"
+    )
+
+
+def test_numbering_first_note_closes_the_notes_heading_and_sits_under_its_item():
+    def cand(text: str, style: int = 0) -> Candidate:
+        return Candidate(text, style, structural_numbering(text))
+
+    items = [
+        Placed(cand("PART II", -1), 1),
+        Placed(cand("Item 8. Financial Statements", -1), 2),
+        Placed(cand("Notes to Financial Statements", -1), 3),
+        Placed(cand("Note 1 — Accounting Policies")),
+        Placed(cand("Revenue")),
+        Placed(cand("Note 2 — Debt")),
+        Placed(cand("Item 9. Changes", -1), 2),
+    ]
+    assert nest(items) == [1, 2, 3, 3, 4, 3, 2]
+
+
+def test_cover_holds_nothing():
+    items = [Placed(Candidate("Cover page", -1), 1, holds=False),
+             Placed(Candidate("Forward-Looking Statements", 0))]  # fmt: skip
+    assert nest(items) == [1, 1]
+
+
+def test_never_a_section():
+    assert line_reason("\u2612 No \u2610") == "check-box line"
+    assert line_reason("(Unaudited)").startswith("parenthetical")
+    assert line_reason("Non-current assets:").startswith("label")
+    assert line_reason("SEGMENT COMMENTARY:") is None  # a capitals heading may end in ':'
+    assert line_reason("(d) Exhibits") is None  # a numbered heading
+    assert line_reason("Item 7. Management's Discussion") is None
+
+
+def _broken_outline(data: bytes, n_items: int) -> bytes:
+    """Bookmarks: one to a page that is not there, `n_items` ordinary ones, and a loop."""
+    from pypdf.generic import ArrayObject, NameObject, NumberObject
+
+    writer = pypdf.PdfWriter(clone_from=pypdf.PdfReader(io.BytesIO(data)))
+    ghost = writer.add_outline_item(title="Ghost", page_number=0).get_object()
+    ghost[NameObject("/Dest")] = ArrayObject([NumberObject(99), NameObject("/Fit")])
+    items = [writer.add_outline_item(title=f"Part {k}", page_number=k % 3) for k in range(n_items)]
+    last = items[-1].get_object()
+    last[NameObject("/Next")] = items[0]  # the last bookmark points back to the first
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+def test_a_broken_outline_gives_notes_and_a_tree(monkeypatch):
+    from treerag_core.ingest.convert import outline
+
+    monkeypatch.setattr(outline, "MAX_ITEMS", 40)  # the limit, without 5,000 bookmarks
+    data = _broken_outline(make_pdf([[*BODY], [*BODY], [*BODY]]), 60)
+    doc = convert_bytes("b.pdf", data, 10 * MB)
+    notes = " ".join(doc.notes)
+    assert "read up to 40 bookmarks" in notes
+    assert "pointing past page 3" in notes or "without a page" in notes
+    assert doc.headings and all(h.signals == ("outline",) for h in doc.headings)
+    assert "Ghost" not in [h.text for h in doc.headings]
+
+
+def test_an_outline_loop_ends_the_walk():
+    doc = convert_bytes("l.pdf", _broken_outline(make_pdf([[*BODY], [*BODY], [*BODY]]), 3), MB)
+    # Read once each (the loop back to the first is not followed), the ghost left out.
+    assert [h.text for h in doc.headings] == ["Part 0", "Part 1", "Part 2"]
+    assert any("pointing past page 3" in n or "without a page" in n for n in doc.notes)

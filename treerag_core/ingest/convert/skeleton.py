@@ -1,0 +1,147 @@
+"""The author's skeleton (a PDF outline or a table of contents) anchored on the page text."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+from treerag_core.ingest.convert.levels import Candidate, is_ancestor
+
+_WORD = re.compile(r"\w+")
+# A block is a sentence that mentions the title, not the heading, when it has this many more
+# words than the title (a heading line carries at most a short prefix: "Amcor plc and ...").
+EXTRA_WORDS = 6
+SLACK = 1  # an author's page can be off by one (a heading at a page's foot, a blank page)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One item of the author's skeleton; `page` is 0-based, None when the author gave none."""
+
+    title: str
+    level: int
+    page: int | None
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """Where an entry's heading stands: block `block` of page `page`.
+
+    `found` False: the title was not located in the text; the heading is inserted before
+    that block (the outline still says the section starts there).
+    """
+
+    entry: Entry
+    page: int
+    block: int
+    found: bool
+
+
+@lru_cache(maxsize=65536)  # every block is compared with every entry while pages are placed
+def words(text: str) -> tuple[str, ...]:
+    return tuple(_WORD.findall(unicodedata.normalize("NFKC", text).lower()))
+
+
+def title_matches(title: str, block: str) -> bool:
+    """Whether a block of text is the heading `title` (or the first line of it, wrapped)."""
+    t, w = words(title), words(block)
+    if not t or not w or len(w) > len(t) + EXTRA_WORDS:
+        return False
+    ts, ws = set(t), set(w)
+    if ts <= ws:
+        return True
+    if ws <= ts and w[0] == t[0] and 2 * len(ws) >= len(ts):
+        return True  # the first line of a title that wraps onto a second block
+    return len(ts & ws) / len(ts | ws) >= 0.75
+
+
+def _search_pages(entry: Entry, lo: int, hi: int) -> list[int]:
+    """Pages to look on, the author's page first."""
+    if entry.page is None:
+        return list(range(lo, hi + 1))
+    near = [entry.page, entry.page + 1, entry.page - 1]
+    return [p for p in near if lo <= p <= hi] + [p for p in range(lo, hi + 1) if p not in near]
+
+
+def anchor(
+    entries: Sequence[Entry], texts: Sequence[Sequence[str]], first_page: int, insert: bool
+) -> tuple[list[Anchor], list[Entry]]:
+    """Locate each entry's heading, in order, from `first_page` on.
+
+    An entry is looked for on its page +-1 (between its neighbours' pages when it has none),
+    after the previous entry's heading. `insert`: an entry not found still opens its page
+    (an outline's destination is exact); otherwise it is returned as missing.
+    """
+    n = len(texts)
+    anchors: list[Anchor] = []
+    missing: list[Entry] = []
+    pos = (first_page, -1)
+    for i, entry in enumerate(entries):
+        if entry.page is not None and not 0 <= entry.page < n:
+            missing.append(entry)
+            continue
+        nxt = next((e.page for e in entries[i + 1 :] if e.page is not None), None)
+        lo = max(pos[0], entry.page - SLACK) if entry.page is not None else pos[0]
+        hi = entry.page + SLACK if entry.page is not None else (nxt + SLACK if nxt else lo + 2)
+        hi = min(hi, n - 1)
+        hit = None
+        for p in _search_pages(entry, lo, hi):
+            start = pos[1] + 1 if p == pos[0] else 0
+            blocks = range(start, len(texts[p]))
+            b = next((b for b in blocks if title_matches(entry.title, texts[p][b])), None)
+            if b is not None and (p, b) > pos:
+                hit = (p, b)
+                break
+        if hit is not None:
+            anchors.append(Anchor(entry, hit[0], hit[1], True))
+            pos = hit
+        elif insert and entry.page is not None and entry.page >= pos[0]:
+            block = pos[1] + 1 if entry.page == pos[0] else 0
+            anchors.append(Anchor(entry, entry.page, block, False))
+            pos = (entry.page, block - 1)
+        else:
+            missing.append(entry)
+    return anchors, missing
+
+
+# An anchor holds every heading found by type after it, unless numbering closes it.
+ANCHOR_STYLE = -1
+
+
+@dataclass(frozen=True)
+class Placed:
+    """A heading in document order: anchored ones carry the author's level (`fixed`);
+    `holds` False for a section that holds nothing (the cover page)."""
+
+    candidate: Candidate
+    fixed: int | None = None
+    holds: bool = True
+
+
+def nest(items: Sequence[Placed]) -> list[int]:
+    """Levels in document order: an anchor takes the author's level and closes what is not
+    above it; a heading found by type nests by numbering first, then style (`is_ancestor`),
+    among the open headings, anchors included (`Note 4` closes the anchored 'Notes to
+    Financial Statements' and sits under the anchored 'Item 8.')."""
+    stack: list[tuple[Candidate, int]] = []
+    levels: list[int] = []
+    for item in items:
+        if item.fixed is not None:
+            while stack and stack[-1][1] >= item.fixed:
+                stack.pop()
+            level = min(item.fixed, stack[-1][1] + 1 if stack else 1)
+            levels.append(level)
+            if item.holds:
+                stack.append((item.candidate, level))
+            continue
+        cands = [c for c, _ in stack]
+        while stack and not is_ancestor(stack[-1][0], item.candidate, cands):
+            stack.pop()
+            cands.pop()
+        level = min(stack[-1][1] + 1 if stack else 1, 6)
+        levels.append(level)
+        stack.append((item.candidate, level))
+    return levels
