@@ -273,7 +273,9 @@ def test_run_all_writes_one_report_with_every_table(tmp_path):
         "### lecoqa_laws/corpus",
     ):
         assert heading in text
-    assert text.count("| oracle-sections |") == 8  # headline + detail table, four runs
+    # headline + detail table, four runs; then its paired difference from flat-hybrid in each
+    assert text.count("| oracle-sections | flat-hybrid |") == 4
+    assert text.count("| oracle-sections |") == 8 + 4
     assert "within the 15-minute budget" in text
 
 
