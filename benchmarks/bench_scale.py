@@ -8,6 +8,11 @@ upserting every document, parent and child point) and query p50/p95 for `treerag
 
     python benchmarks/bench_scale.py --data ../shared/eval [--sizes 10000,100000]
         [--queries 30] [--embedder hashing] [--json OUT]
+
+`--synthetic` measures in-process FAISS + BM25 against Milvus Lite on synthetic chunks up to
+a million and more (benchmarks/scale_synthetic.py says what is generated and timed):
+
+    python benchmarks/bench_scale.py --synthetic --sizes 10000,100000,1000000 [--window 400]
 """
 
 from __future__ import annotations
@@ -270,7 +275,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", type=int, default=0)
     parser.add_argument("--folder", default="")
     parser.add_argument("--backend", default="faiss", choices=BACKENDS)
+    parser.add_argument(
+        "--synthetic", action="store_true", help="FAISS + BM25 vs Milvus Lite, synthetic chunks"
+    )
+    parser.add_argument("--synthetic-child", default=None, choices=("faiss", "milvus"))
+    parser.add_argument("--synthetic-backends", default="faiss,milvus")
+    parser.add_argument(
+        "--window", type=int, default=400, help="Milvus: top rows per retriever (synthetic)"
+    )
     args = parser.parse_args(argv)
+    if args.synthetic or args.synthetic_child:
+        from benchmarks import scale_synthetic
+
+        if args.synthetic_child:
+            return scale_synthetic.child(args.synthetic_child, args.size, args.queries, args.window)
+        sizes = [int(s) for s in args.sizes.split(",")]
+        backends = tuple(b.strip() for b in args.synthetic_backends.split(","))
+        rows = scale_synthetic.run_all(sizes, args.queries, args.window, args.json, backends)
+        print(
+            f"synthetic chunks ({scale_synthetic.DIM}-d unit random vectors, Zipf tokens); "
+            f"{args.queries} queries; Milvus window {args.window}; retrieval only"
+        )
+        print(scale_synthetic.table(rows))
+        return 0
     if args.mode == "build":
         return build_corpus(args)
     if args.mode == "backend":

@@ -41,3 +41,26 @@ def test_tiny_run_reports_both_backends(tmp_path):
     for row in report["backends"]:
         for strategy in bench_scale.STRATEGIES:
             assert row[f"{strategy}_cpu_p50_ms"] >= 0 and row[f"{strategy}_p95_ms"] > 0
+
+
+def test_synthetic_in_process_child_reports_its_figures(capsys):
+    from benchmarks import scale_synthetic
+
+    assert scale_synthetic.child("faiss", 900, 3, 400) == 0
+    row = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert row["chunks"] == 900 and row["backend"] == "faiss" and row["disk_mb"] > 0
+    assert row["flat-hybrid_p95_ms"] >= row["flat-hybrid_p50_ms"] > 0
+    lines = scale_synthetic.table([row, {"chunks": 900, "backend": "milvus", "failed": "x"}])
+    assert "| 900 | faiss |" in lines and "| 900 | milvus | failed: x |" in lines
+
+
+def test_synthetic_routing_keeps_the_documents_of_the_best_chunks():
+    import numpy as np
+
+    from benchmarks import scale_synthetic
+
+    per_doc = scale_synthetic.CHUNKS_PER_DOC
+    rows = np.arange(3 * per_doc)
+    fused = np.zeros(len(rows))
+    fused[2 * per_doc + 5], fused[7] = 0.9, 0.8  # documents 2, then 0
+    assert scale_synthetic.route(fused, rows) == [2, 0]

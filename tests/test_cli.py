@@ -54,7 +54,7 @@ def _subcommands() -> dict[str, argparse.ArgumentParser]:
 
 def test_every_option_of_every_command_has_help():
     commands = _subcommands()
-    assert {"index", "query", "interactive", "eval", "qdrant-push"} <= set(commands)
+    assert {"index", "query", "interactive", "eval", "qdrant-push", "milvus-push"} <= set(commands)
     missing = [
         f"{name} {'/'.join(action.option_strings) or action.dest}"
         for name, parser in commands.items()
@@ -79,7 +79,9 @@ def test_help_quotes_the_settings_defaults():
     assert "--locate-cutoff" not in helps  # the setting is gone (nothing read it)
 
 
-@pytest.mark.parametrize("command", ["index", "query", "interactive", "eval", "qdrant-push"])
+@pytest.mark.parametrize(
+    "command", ["index", "query", "interactive", "eval", "qdrant-push", "milvus-push"]
+)
 def test_every_command_has_help(command):
     result = cli(command, "--help")
     assert result.returncode == 0 and "usage:" in result.stdout

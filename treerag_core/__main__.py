@@ -4,4 +4,5 @@ import sys
 
 from treerag_core.cli import main
 
-sys.exit(main())
+if __name__ == "__main__":  # not when multiprocessing imports it
+    sys.exit(main())

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from treerag_core.answer.flags import question_flags
 from treerag_core.answer.synthesis import answer_fallbacks
+from treerag_core.base.config import IndexSettings
 from treerag_core.base.errors import VectorStoreError
 from treerag_core.build import (
     IndexLLM,
@@ -55,7 +56,15 @@ from treerag_core.index.workspaces import (
 from treerag_core.ingest.convert import SUPPORTED_SUFFIXES
 from treerag_core.ingest.convert.llm_levels import propose_level_fixes
 from treerag_core.ingest.documents import Converted, Rejected, convert_upload, to_source
-from treerag_core.ingest.tree_edits import TreeEdit, apply_edits, load_edits, save_edits
+from treerag_core.ingest.tree_edits import (
+    EditOffer,
+    TreeEdit,
+    apply_edits,
+    load_edit_entries,
+    load_edits,
+    offer_for,
+    save_edits,
+)
 from treerag_core.pipeline import Engine, Event, rerun, run
 from treerag_core.pipeline import load_engine as open_index
 from treerag_core.pipeline import run_stream as ask
@@ -89,6 +98,7 @@ __all__ = [
     "Compared",
     "Converted",
     "CorpusIndex",
+    "EditOffer",
     "Embedder",
     "Engine",
     "EvalConfig",
@@ -107,6 +117,7 @@ __all__ = [
     "answer_fallbacks",
     "apply_edits",
     "ask",
+    "attach_milvus",
     "attach_qdrant",
     "build_index",
     "build_with_fallback",
@@ -129,8 +140,11 @@ __all__ = [
     "is_workspace_id",
     "json_terminal_safe",
     "layers_of",
+    "load_edit_entries",
     "load_edits",
     "load_index",
+    "milvus_eval_index",
+    "offer_for",
     "open_index",
     "option_types",
     "oracle_leaves",
@@ -138,6 +152,7 @@ __all__ = [
     "passages_of",
     "picked_paths",
     "propose_level_fixes",
+    "push_to_milvus",
     "push_to_qdrant",
     "question_flags",
     "remove_folder",
@@ -197,3 +212,85 @@ def attach_qdrant(engine: Engine, collection: str, url: str | None = None) -> No
 
     url = _qdrant_url(url)
     attach_checked(engine.index, QdrantStore.from_url(url, engine.index.dim, collection))
+
+
+def _milvus_uri(uri: str | None) -> str:
+    uri = uri or os.environ.get("MILVUS_URI", "")
+    if not uri:
+        raise VectorStoreError(
+            "--vector-store milvus needs --milvus-uri or MILVUS_URI "
+            "(a .db file for Milvus Lite, or http://host:19530)"
+        )
+    return uri
+
+
+def _milvus_store(uri: str | None, dim: int, collection: str):
+    from treerag_core.index.vectors.milvus_store import MilvusStore
+
+    return MilvusStore.open(_milvus_uri(uri), dim, collection)
+
+
+def push_to_milvus(
+    index: str | Path | CorpusIndex,
+    uri: str | None,
+    collection: str = "treerag",
+    replace: bool = False,
+) -> dict:
+    """Write an index (a folder, or one in memory) into Milvus at `uri` (default MILVUS_URI;
+    a .db path is Milvus Lite; a server's token: MILVUS_TOKEN), its manifest last.
+
+    Returns the push report's fields (`status`: built, rebuilt or unchanged; counts; `note`),
+    the URI and the seconds taken.
+    """
+    from treerag_core.strategies.drilldown.milvus_push import push_milvus
+
+    uri = _milvus_uri(uri)  # a missing URI is said before any index is read
+    if not isinstance(index, CorpusIndex):
+        index = load_index(index)
+    store = _milvus_store(uri, index.dim, collection)
+    started = time.perf_counter()
+    report = push_milvus(index, store, replace=replace)
+    return {
+        "status": report.status,
+        "documents": report.documents,
+        "parents": report.parents,
+        "chunks": report.chunks,
+        "note": report.note,
+        "uri": store.uri,
+        "collection": collection,
+        "seconds": time.perf_counter() - started,
+        "store": store,
+    }
+
+
+def attach_milvus(engine: Engine | CorpusIndex, uri: str | None, collection: str) -> None:
+    """Serve every chunk search (dense and BM25) of the engine's index from Milvus, after
+    checking the collection holds this index (docs/milvus.md)."""
+    from treerag_core.strategies.drilldown.milvus_push import attach_milvus as attach
+
+    index = engine.index if isinstance(engine, Engine) else engine
+    attach(index, _milvus_store(uri, index.dim, collection))
+
+
+def milvus_eval_index(
+    data_dir: str | Path,
+    settings: IndexSettings,
+    cache_dir: str | Path | None,
+    uri: str | None,
+    collection: str | None = None,
+    progress=None,
+) -> tuple[CorpusIndex, dict]:
+    """An eval set's (cached) index pushed to Milvus and attached: its own collection
+    `eval_<set>_<hash>` unless named. Returns the index and the push report."""
+    import re
+
+    from treerag_core.evaluation.dataset import load_dataset
+    from treerag_core.evaluation.harness import dataset_index, index_cache_key
+    from treerag_core.strategies.drilldown.milvus_push import attach_milvus as attach
+
+    dataset = load_dataset(Path(data_dir))
+    index = dataset_index(dataset, settings, Path(cache_dir) if cache_dir else None, progress)
+    name = collection or "eval_" + re.sub(r"\W", "_", index_cache_key(dataset, settings))
+    pushed = push_to_milvus(index, uri, name)
+    attach(index, pushed["store"])
+    return index, pushed

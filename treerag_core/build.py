@@ -21,8 +21,8 @@ from treerag_core.base.types import SourceDocument
 from treerag_core.index.corpus import CorpusIndex, ProgressFn, build_index
 from treerag_core.index.embedders import Embedder, get_embedder
 from treerag_core.index.store import load_index, run_lock, save_index
-from treerag_core.ingest.documents import Rejected, sources_from_paths
-from treerag_core.ingest.tree_edits import load_edits
+from treerag_core.ingest.documents import EditCarry, Rejected, sources_from_paths
+from treerag_core.ingest.tree_edits import load_edit_entries, save_edits
 from treerag_core.strategies.drilldown.layers import layers_of
 
 if TYPE_CHECKING:
@@ -177,6 +177,7 @@ def index_folder(
     hirag: HiragBuildSettings | None = None,
     progress: ProgressFn | None = None,
     must_save: bool = True,
+    carry_edits: bool = False,
 ) -> IndexRun:
     """Index `inputs` (paths of files or folders, or sources already converted) into `folder`.
 
@@ -214,7 +215,11 @@ def index_folder(
         if _is_sources(inputs):
             sources, rejected = list(inputs), []
         else:
-            edits = load_edits(target) if target is not None else None
+            # Corrections of a file whose bytes changed are offered by heading text, applied
+            # and kept for the new bytes with `carry_edits` (docs/ingest.md).
+            stored = load_edit_entries(target) if target is not None else {}
+            edits = {sha: entry for sha, (_, entry) in stored.items()}
+            carry = EditCarry(stored, apply=carry_edits)
             sources, rejected = sources_from_paths(
                 [Path(p) for p in inputs],  # type: ignore[arg-type]
                 settings.max_file_bytes,
@@ -222,7 +227,16 @@ def index_folder(
                 settings.max_pages,
                 notes,
                 progress=None if progress is None else lambda d, t: progress("convert", d, t),
+                carry=carry,
             )
+            for sha, offer in carry.offers:
+                if carry_edits and offer.applies and target is not None:
+                    save_edits(target, sha, offer.name, offer.applies)
+                    notes.append(
+                        f"{offer.note()}; applied the {len(offer.applies)} (--carry-edits)"
+                    )
+                else:
+                    notes.append(f"{offer.note()}; index again with --carry-edits to apply them")
         if not sources:
             raise NoDocumentsError(rejected, notes)
         if reuse and previous is None:

@@ -1,18 +1,24 @@
-"""Checked readers for index artifacts (bounded JSON / JSONL, header-checked .npy, typed rows)."""
+"""Checked readers for index artifacts (bounded JSON / JSONL, header-checked .npy, typed rows).
+
+Every file an index folder holds is read here: opened without following a symlink and
+without blocking, refused unless a regular file, its size checked before a byte is read.
+"""
 
 from __future__ import annotations
 
 import functools
 import json
 import math
+import os
 import types
 from dataclasses import MISSING, fields
 from pathlib import Path
-from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
+from typing import Any, BinaryIO, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
 
 import numpy as np
 
-from treerag_core.base.errors import IndexFormatError
+from treerag_core.base.errors import IndexFormatError, UnsafePathError
+from treerag_core.base.safepaths import open_regular
 
 # An index folder may come from anyone: nothing in it is read whole before its size is known.
 MAX_JSON_BYTES = 512 * 2**20  # the largest real artifact (a corpus's graphs.json) is ~20 MB
@@ -26,25 +32,53 @@ def _hint(hint: str) -> str:
     return f"; {hint}" if hint else ""
 
 
-def _size(path: Path, limit: int, hint: str) -> int:
+def _open(path: Path, limit: int, hint: str) -> tuple[BinaryIO, int]:
+    """The file opened through the checked reader: a regular file (not a symlink, device or
+    FIFO), its size known and within `limit` before a byte is read."""
     try:
-        size = path.stat().st_size
-    except OSError as exc:
-        raise IndexFormatError(f"{path} cannot be read ({exc}){_hint(hint)}") from exc
+        fh, size = open_regular(path, 2**62)
+    except UnsafePathError as exc:
+        why = str(exc).removeprefix(f"{path}: ")
+        raise IndexFormatError(f"{path} cannot be read ({why}){_hint(hint)}") from exc
     if size > limit:
+        fh.close()
         raise IndexFormatError(
             f"{path} holds {size:,} bytes, more than the {limit:,} an index file may hold"
             f"{_hint(hint)}"
         )
-    return size
+    return fh, size
+
+
+def _read(path: Path, limit: int, hint: str) -> bytes:
+    fh, size = _open(path, limit, hint)
+    try:
+        with fh:
+            return fh.read(size)
+    except OSError as exc:
+        raise IndexFormatError(f"{path} cannot be read ({exc}){_hint(hint)}") from exc
+
+
+def present(path: Path) -> bool:
+    """Whether anything is at `path`, a symlink, FIFO or device included: an optional index
+    file is then read (and refused if it is not a regular file), never skipped silently."""
+    return os.path.lexists(path)
+
+
+def parse_json(text: str | bytes) -> Any:
+    """`json.loads`, with nesting past the parser's recursion limit a ValueError: a user's
+    file of 200,000 `[` is "not JSON", not a RecursionError reaching a traceback."""
+    try:
+        return json.loads(text)
+    except RecursionError as exc:
+        raise ValueError("nested too deeply to read") from exc
 
 
 def read_text(path: Path, hint: str = "") -> str:
-    """The UTF-8 text of an index file, after checking its size (at most MAX_JSON_BYTES)."""
-    _size(path, MAX_JSON_BYTES, hint)
+    """The UTF-8 text of an index file, through the checked reader (at most MAX_JSON_BYTES)."""
+    data = _read(path, MAX_JSON_BYTES, hint)
     try:
-        return path.read_bytes().decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise IndexFormatError(f"{path} cannot be read ({exc}){_hint(hint)}") from exc
 
 
@@ -52,13 +86,13 @@ def read_json(path: Path, expect: type | None = None, hint: str = "") -> Any:
     """The JSON value in `path` (at most MAX_JSON_BYTES), of type `expect` when given.
 
     Raises:
-        IndexFormatError: the file is missing, too large, not UTF-8 JSON or of another type;
-            the message names the file.
+        IndexFormatError: the file is missing, not a regular file, too large, not UTF-8 JSON
+            (nesting too deep included) or of another type; the message names the file.
     """
-    _size(path, MAX_JSON_BYTES, hint)
+    raw = _read(path, MAX_JSON_BYTES, hint)
     try:
-        data = json.loads(path.read_bytes().decode("utf-8"))
-    except (OSError, ValueError, RecursionError) as exc:  # JSONDecodeError, UnicodeDecodeError
+        data = parse_json(raw.decode("utf-8"))
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, too deep
         raise IndexFormatError(f"{path} is corrupt ({exc}){_hint(hint)}") from exc
     if expect is not None and not isinstance(data, expect):
         raise IndexFormatError(
@@ -69,19 +103,19 @@ def read_json(path: Path, expect: type | None = None, hint: str = "") -> Any:
 
 
 def read_jsonl(path: Path, hint: str = "") -> list[dict[str, Any]]:
-    """The JSON objects of a JSON-lines file (blank lines skipped), size bounded as above."""
-    _size(path, MAX_JSON_BYTES, hint)
+    """The JSON objects of a JSON-lines file (blank lines skipped), read as above."""
+    raw = _read(path, MAX_JSON_BYTES, hint)
     rows: list[dict[str, Any]] = []
     try:
-        text = path.read_bytes().decode("utf-8")
+        text = raw.decode("utf-8")
         for number, line in enumerate(text.splitlines(), 1):
             if not line.strip():
                 continue
-            row = json.loads(line)
+            row = parse_json(line)
             if not isinstance(row, dict):
                 raise ValueError(f"line {number} is a JSON {type(row).__name__}, not an object")
             rows.append(row)
-    except (OSError, ValueError, RecursionError) as exc:
+    except ValueError as exc:
         raise IndexFormatError(f"{path} is corrupt ({exc}){_hint(hint)}") from exc
     return rows
 
@@ -104,10 +138,10 @@ def read_npy(
             length disagrees with its header; the message names the file.
     """
     where = _hint(hint)
-    size = _size(path, MAX_NPY_BYTES, hint)
+    opened, size = _open(path, MAX_NPY_BYTES, hint)
     fmt = np.lib.format
     try:
-        with path.open("rb") as fh:
+        with opened as fh:
             version = fmt.read_magic(fh)
             if version == (1, 0):
                 header = fmt.read_array_header_1_0(fh, max_header_size=MAX_NPY_HEADER)
@@ -117,12 +151,16 @@ def read_npy(
                 raise ValueError(f"unsupported .npy version {version}")
             shape, fortran, dtype = header
             allowed = [np.dtype(d) for d in dtypes]
+            if fortran:
+                raise IndexFormatError(
+                    f"{path} is stored in Fortran (column-major) order, expected C (row-major) "
+                    f"order{where}"
+                )
             if (
                 dtype not in allowed
                 or len(shape) != 2
                 or shape[1] != dim
                 or (rows is not None and shape[0] != rows)
-                or fortran
             ):
                 want = f"({'n' if rows is None else rows}, {dim})"
                 names = " or ".join(d.name for d in allowed)

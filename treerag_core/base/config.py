@@ -72,6 +72,42 @@ def max_file_bytes() -> int:
     return int(mb * MB)
 
 
+# Bounds on converting one document. A small file can expand (a Flate stream, a zipped part)
+# or hit a slow path (a paragraph per byte), so each bound is checked while the converter
+# reads, not after: past one, the file is refused with a message naming the bound, and the
+# rest of a batch goes on. The measured cost of a hostile file at each bound is in
+# docs/security.md ("Converting a document").
+CONVERT_MAX_CHARS = 2_000_000  # text one PDF, DOCX or HTML file may yield (~800 dense pages;
+# a PDF costs ~10 µs a character to read, so ~21 s at the bound)
+CONVERT_MAX_BLOCKS = 100_000  # paragraphs, table rows and headings one file may yield
+CONVERT_MAX_HEADINGS = 10_000  # headings (tree nodes) in one document, Markdown and text too
+PDF_MAX_STREAM_BYTES = 32 * MB  # one PDF stream (a font, an object stream, ...) inflated
+# One stream of drawing operators (a page's or a form's content) inflated: pdfium's text
+# extraction costs ~0.6 s a MB of text operators, so this bounds a page's cost before it runs.
+PDF_MAX_CONTENT_BYTES = 8 * MB
+PDF_MAX_INFLATED_BYTES = 256 * MB  # all of a PDF's Flate streams but images, once inflated
+PDF_MAX_PAGE_CHARS = 100_000  # characters on one PDF page (a dense page holds ~8,000)
+DOCX_MAX_PART_BYTES = 32 * MB  # one part of a DOCX package (word/document.xml, ...) unzipped
+DOCX_MAX_TOTAL_BYTES = 256 * MB  # all of a DOCX package's parts unzipped
+DOCX_MAX_PARTS = 10_000  # entries in a DOCX package
+DOCX_MAX_PARAGRAPHS = 50_000  # body paragraphs and tables (python-docx: ~0.14 ms each)
+HTML_MAX_UNFINISHED = 4_096  # characters of unfinished markup (an unclosed tag) at an HTML end
+# Converting an untrusted upload runs in a child process with these budgets
+# (`convert.budget`): past either, the file is refused and the server is untouched.
+DEFAULT_CONVERT_CPU_SECONDS = 60.0
+DEFAULT_CONVERT_MEMORY_MB = 2_000.0
+
+
+def convert_cpu_seconds() -> float:
+    """CPU seconds one document's conversion may use: TREERAG_CONVERT_CPU_SECONDS or 60."""
+    return env_positive("TREERAG_CONVERT_CPU_SECONDS", DEFAULT_CONVERT_CPU_SECONDS, "seconds")
+
+
+def convert_memory_bytes() -> int:
+    """Address space one document's conversion may use: TREERAG_CONVERT_MEMORY_MB or 2,000."""
+    return int(env_positive("TREERAG_CONVERT_MEMORY_MB", DEFAULT_CONVERT_MEMORY_MB, "MB") * MB)
+
+
 # Leaves from this many characters get a knowledge graph when graphs are wanted: the
 # threshold measured in docs/graphs.md (the default is none).
 GRAPH_LEAF_CHARS = 3000

@@ -79,6 +79,11 @@ class TooManyPagesError(InputDocumentError):
     """A PDF with more pages than the configured limit."""
 
 
+class DocumentTooLargeError(InputDocumentError):
+    """A document that expands past a conversion bound (text, parts, pages, headings, CPU or
+    memory); the message names the bound."""
+
+
 class UnsafePathError(TreeRAGError):
     """A path the server refuses to read: outside the allowed folders, not a file, too large."""
 

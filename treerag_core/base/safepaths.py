@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from collections.abc import Sequence
 from pathlib import Path
+from typing import BinaryIO
 
 from treerag_core.base.config import data_dir, eval_roots
 from treerag_core.base.errors import UnsafePathError
@@ -42,14 +44,15 @@ def resolve_inside(path: str | Path, roots: Sequence[str | Path] | None = None) 
     )
 
 
-def read_bytes_checked(path: str | Path, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
-    """A regular file's bytes, refusing devices, FIFOs and sockets and checking the size first.
+def open_regular(path: str | Path, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[BinaryIO, int]:
+    """A regular file opened for reading, and its size, checked on the open descriptor.
 
-    The file is opened without blocking and without following a final symlink, then checked
-    on the open descriptor, so a swap between the check and the read changes nothing.
+    The file is opened without blocking and without following a final symlink, so a swap
+    between the check and the read changes nothing; devices, FIFOs and sockets are refused
+    and the size is known (and within `max_bytes`) before a byte is read.
 
     Raises:
-        UnsafePathError: missing, not a regular file, or larger than `max_bytes`.
+        UnsafePathError: missing, a symlink, not a regular file, or larger than `max_bytes`.
     """
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
     try:
@@ -57,6 +60,8 @@ def read_bytes_checked(path: str | Path, max_bytes: int = DEFAULT_MAX_BYTES) -> 
     except FileNotFoundError as exc:
         raise UnsafePathError(f"{path}: no such file") from exc
     except OSError as exc:
+        if exc.errno == errno.ELOOP and Path(path).is_symlink():
+            raise UnsafePathError(f"{path}: is a symlink, not a regular file") from exc
         raise UnsafePathError(f"{path}: cannot open ({exc.strerror or exc})") from exc
     try:
         info = os.fstat(fd)
@@ -67,12 +72,25 @@ def read_bytes_checked(path: str | Path, max_bytes: int = DEFAULT_MAX_BYTES) -> 
             raise UnsafePathError(
                 f"{path}: {info.st_size:,} bytes is larger than the limit of {max_bytes:,}"
             )
-        with os.fdopen(fd, "rb", closefd=False) as fh:
+        return os.fdopen(fd, "rb"), info.st_size
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_bytes_checked(path: str | Path, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
+    """A regular file's bytes, refusing symlinks, devices, FIFOs and sockets and checking the
+    size first (`open_regular`).
+
+    Raises:
+        UnsafePathError: missing, not a regular file, or larger than `max_bytes`.
+    """
+    fh, _ = open_regular(path, max_bytes)
+    try:
+        with fh:
             data = fh.read(max_bytes + 1)
     except OSError as exc:
         raise UnsafePathError(f"{path}: cannot read ({exc.strerror or exc})") from exc
-    finally:
-        os.close(fd)
     if len(data) > max_bytes:  # the file grew after the check
         raise UnsafePathError(f"{path}: larger than the limit of {max_bytes:,} bytes")
     return data

@@ -284,10 +284,20 @@ class LLMSettings(_Step):
         help="the model's context window; the locate prompt is cut to fit it",
         min=1000,
     )
+    # The longest one call may take, however steadily its server streams: past it the call
+    # fails as a time-out and its step takes its fallback (a server dripping a token every
+    # 2 s would otherwise hold a question forever).
+    deadline: float = setting(
+        180.0,
+        label="Deadline (s)",
+        help="seconds one LLM call may take in all, however steadily it streams; past it the "
+        "step falls back as on any LLM error",
+    )
 
     def __post_init__(self) -> None:
         _coerce(self, "provider", Provider)
         _check(self.timeout > 0, f"timeout must be > 0, but got {self.timeout}")
+        _check(self.deadline > 0, f"deadline must be > 0, but got {self.deadline}")
         _check(0 <= self.max_retries <= 10, f"max_retries must be in 0..10, got {self.max_retries}")
         _check(
             self.context_tokens >= 1000,

@@ -1,4 +1,4 @@
-"""Command line: `python -m treerag_core index|query|interactive|eval|qdrant-push`; exit codes.
+"""Command line: `python -m treerag_core index|query|interactive|eval|qdrant-push|milvus-push`.
 
 A veneer over the engine API: one module per command (parse, call the API, print), shared
 options in `options`, progress bars in `progress`.

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from treerag_core import EvalConfig, evaluate, strategy_names
+from treerag_core import EvalConfig, evaluate, milvus_eval_index, strategy_names, terminal_safe
 from treerag_core.base.config import IndexSettings
 from treerag_core.base.errors import SettingsError
 from treerag_core.base.progress import PlainProgress
@@ -17,9 +17,11 @@ from treerag_core.cli.options import (
     EMBEDDER_HELP,
     add_retrieval_options,
     add_tree_options,
+    add_vector_store_options,
     index_settings,
     llm_client,
     positive_int,
+    print_milvus_push,
     settings_from_args,
 )
 from treerag_core.cli.progress import progress_bars
@@ -66,6 +68,7 @@ def add_parser(sub) -> None:
         default=50,
         help="passages kept per question, walked by the budget metrics (default %(default)s)",
     )
+    add_vector_store_options(p)
     p.set_defaults(func=run)
 
 
@@ -113,12 +116,20 @@ def run(args: argparse.Namespace) -> int:
         bar.refresh()
 
     try:
+        index = None
+        if args.vector_store == "milvus":  # the set's index, pushed (once) and attached
+            named = None if args.milvus_collection == "treerag" else args.milvus_collection
+            index, pushed = milvus_eval_index(
+                args.data, settings, args.cache, args.milvus_uri, named, index_update
+            )
+            print_milvus_push(pushed)
         report = evaluate(
             Path(args.data),
             config,
             cache_dir=Path(args.cache),
             progress=progress,
             api_key=api_key_for(query.llm.provider) if args.llm else None,
+            index=index,
             index_progress=index_update,
         )
     finally:
@@ -145,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
     )
     print(f"n = questions scored; {_left_out_line(report, args.limit)}")
     for reason, count in report["skipped"].items():
-        print(f"skipped {count}x: {reason}")
+        print(terminal_safe(f"skipped {count}x: {reason}"))
     _llm_fallback_note(report)
     if report["partial"]:
         print("(interrupted: partial report)")

@@ -17,6 +17,7 @@ from treerag_core import (
     count_noun,
     graphs_of,
     index_folder,
+    push_to_milvus,
     reusable_embeddings,
     terminal_safe,
 )
@@ -27,9 +28,11 @@ from treerag_core.cli.options import (
     EMBEDDER_HELP,
     add_llm_options,
     add_tree_options,
+    add_vector_store_options,
     index_settings,
     llm_client,
     max_file_bytes_of,
+    print_milvus_push,
 )
 from treerag_core.cli.progress import progress_bars
 
@@ -51,6 +54,12 @@ def add_parser(sub) -> None:
     )
     p.add_argument("--mock", action="store_true", help="hashing embedder: no model load")
     p.add_argument("--embedder", default=None, help=EMBEDDER_HELP)
+    add_vector_store_options(p)
+    p.add_argument(
+        "--replace",
+        action="store_true",
+        help="with --vector-store milvus: replace a collection that holds another index",
+    )
     add_tree_options(p)
     p.add_argument(
         "--llm-summaries",
@@ -112,6 +121,12 @@ def add_parser(sub) -> None:
         default=IndexSettings().max_pages,
         help=f"skip PDFs with more pages than this (default {IndexSettings().max_pages})",
     )
+    p.add_argument(
+        "--carry-edits",
+        action="store_true",
+        help="apply tree corrections stored for an earlier version of a file (same name, "
+        "other bytes) by heading text, and keep them for the new bytes",
+    )
     add_llm_options(p)
     p.set_defaults(func=run)
 
@@ -169,7 +184,15 @@ def run(args: argparse.Namespace) -> int:
     llm = _index_llm(settings, args)
     update, close = progress_bars()
     try:
-        result = index_folder(args.input, output, settings, llm=llm, hirag=hirag, progress=update)
+        result = index_folder(
+            args.input,
+            output,
+            settings,
+            llm=llm,
+            hirag=hirag,
+            progress=update,
+            carry_edits=args.carry_edits,
+        )
     except IndexBusyError:
         raise IndexBusyError(
             f"another index run is writing to {output}; wait for it or pick another --output"
@@ -186,6 +209,9 @@ def run(args: argparse.Namespace) -> int:
         print(terminal_safe(f"note: {note}"), file=sys.stderr)
     if result.hirag is not None:
         _print_hirag(result.hirag)
+    if args.vector_store == "milvus":
+        pushed = push_to_milvus(result.index, args.milvus_uri, args.milvus_collection, args.replace)
+        print_milvus_push(pushed)
     _print_summary(result, output)
     return 0
 

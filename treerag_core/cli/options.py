@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -43,6 +44,7 @@ LLM_FLAGS = {
     "model": "answer_model",
     "locate_model": "locate_model",
     "context_tokens": "context_tokens",
+    "llm_deadline": "deadline",
 }
 _QUERY = QuerySettings()  # the defaults the help texts quote
 EMBEDDER_HELP = (
@@ -105,6 +107,7 @@ def add_llm_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--context-tokens", type=int, default=None, help=setting_help("llm.context_tokens")
     )
+    p.add_argument("--llm-deadline", type=float, default=None, help=setting_help("llm.deadline"))
 
 
 def add_query_options(p: argparse.ArgumentParser) -> None:
@@ -132,7 +135,45 @@ def add_query_options(p: argparse.ArgumentParser) -> None:
         help="serve the drill-down's vector searches from this collection on the Qdrant "
         "server at QDRANT_URL (key: QDRANT_API_KEY), pushed with qdrant-push",
     )
+    add_vector_store_options(p)
     add_retrieval_options(p)
+
+
+def add_vector_store_options(p: argparse.ArgumentParser, push: bool = False) -> None:
+    """Where an index's chunk searches run, declared once (index, query, interactive, eval,
+    milvus-push)."""
+    if not push:
+        p.add_argument(
+            "--vector-store",
+            choices=("faiss", "milvus"),
+            default="faiss",
+            help="faiss: dense + BM25 in this process (default); milvus: both served by the "
+            "Milvus engine at --milvus-uri (see docs/milvus.md)",
+        )
+    p.add_argument(
+        "--milvus-uri",
+        default=None,
+        help="a .db file (Milvus Lite, started here) or a server, http://host:19530 "
+        "(default MILVUS_URI; a server's token: MILVUS_TOKEN)",
+    )
+    p.add_argument(
+        "--milvus-collection",
+        default="treerag",
+        help="collection name; the index lives in NAME_chunks and NAME_layers "
+        "(default %(default)s)",
+    )
+
+
+def print_milvus_push(pushed: dict) -> None:
+    """One stderr line for a push (and its note, e.g. a half-written collection rebuilt)."""
+    if pushed["note"]:
+        print(f"note: {pushed['note']}", file=sys.stderr)
+    print(
+        f"milvus {pushed['status']}: {pushed['documents']} documents, {pushed['parents']} "
+        f"parents, {pushed['chunks']} chunks in {pushed['uri']} collection "
+        f"{pushed['collection']!r} ({pushed['seconds']:.1f} s)",
+        file=sys.stderr,
+    )
 
 
 def strategy_help() -> str:

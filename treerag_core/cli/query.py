@@ -8,6 +8,7 @@ import sys
 from treerag_core import (
     Engine,
     ask,
+    attach_milvus,
     attach_qdrant,
     get_strategy,
     json_terminal_safe,
@@ -66,6 +67,8 @@ def open_engine(args: argparse.Namespace) -> Engine:
         if not os.environ.get("QDRANT_URL", ""):
             raise VectorStoreError("--qdrant needs QDRANT_URL (e.g. http://localhost:6333)")
         attach_qdrant(engine, args.qdrant)
+    if getattr(args, "vector_store", "faiss") == "milvus":  # every chunk search on the engine
+        attach_milvus(engine, args.milvus_uri, args.milvus_collection)
     return engine
 
 
@@ -126,4 +129,4 @@ def unused_option_notes(args: argparse.Namespace, settings: QuerySettings) -> li
 
 def print_notes(args: argparse.Namespace, settings: QuerySettings) -> None:
     for note in unused_option_notes(args, settings):
-        print(f"note: {note}", file=sys.stderr)
+        print(terminal_safe(f"note: {note}"), file=sys.stderr)

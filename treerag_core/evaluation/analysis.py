@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from treerag_core.base.artifacts import parse_json
 from treerag_core.base.config import IndexSettings
 from treerag_core.base.errors import EvalDataError
 from treerag_core.base.settings import QuerySettings
@@ -45,8 +45,8 @@ def check_report(report: Any, where: str) -> dict[str, Any]:
 def parse_report(data: bytes, name: str) -> dict[str, Any]:
     """An uploaded report file; EvalDataError when it is not a report."""
     try:
-        report = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        report = parse_json(data.decode("utf-8"))
+    except ValueError as exc:  # not JSON, not UTF-8, or nested too deeply
         raise EvalDataError(f"{name} is not valid UTF-8 JSON ({exc})") from exc
     return check_report(report, name)
 

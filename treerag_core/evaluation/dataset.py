@@ -224,6 +224,8 @@ def _question_rows(
             row = json.loads(line)
         except json.JSONDecodeError as e:
             raise EvalDataError(f"{where}: not valid JSON ({e.msg} at column {e.colno})") from e
+        except RecursionError as e:
+            raise EvalDataError(f"{where}: not valid JSON (nested too deeply to read)") from e
         if not isinstance(row, dict):
             raise EvalDataError(f"{where}: expected a JSON object, got {type(row).__name__}")
         qid = _require_str(row, "id", where)

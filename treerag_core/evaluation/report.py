@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from treerag_core.base.artifacts import parse_json
 from treerag_core.base.errors import EvalDataError
 from treerag_core.base.safepaths import read_bytes_inside, resolve_inside
 from treerag_core.evaluation.intervals import Interval, paired_difference_interval
@@ -263,8 +264,8 @@ def load_report(
         raise EvalDataError(f"No eval report at {path}")
     raw = read_bytes_inside(path, roots, max_bytes)
     try:
-        data = json.loads(raw.decode("utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        data = parse_json(raw.decode("utf-8"))
+    except ValueError as e:  # not JSON, not UTF-8, or nested too deeply
         raise EvalDataError(f"Eval report {path} is not valid UTF-8 JSON: {e}") from e
     if not isinstance(data, dict):
         raise EvalDataError(

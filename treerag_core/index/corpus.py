@@ -17,6 +17,7 @@ from treerag_core.index.bm25 import BM25Stats, LeafBM25
 from treerag_core.index.embedders import Embedder, embedder_fingerprint
 from treerag_core.index.parts import PartBuild, build_inputs, index_parts
 from treerag_core.index.tokens import tokenize
+from treerag_core.index.vectors.attach import store_for
 from treerag_core.index.vectors.faiss_store import FlatGroup
 from treerag_core.ingest.chunking import chunk_leaf
 from treerag_core.ingest.node_summaries import content_key, summarize_tree
@@ -102,6 +103,12 @@ class CorpusIndex:
         return out
 
     # ---- search primitives -----------------------------------------------------------
+    def chunk_engine(self) -> Any | None:
+        """The attached store that scores this index's chunks (Milvus), else None: FAISS and
+        BM25 run here, in process."""
+        store = store_for(self)
+        return store if getattr(store, "serves_chunks", False) else None
+
     def leaf_faiss(self, leaf_id: str) -> FlatGroup:
         """The leaf's flat inner-product index (rows normalised: cosine); built once, lazily."""
         with self._lock:
@@ -135,6 +142,10 @@ class CorpusIndex:
         if not len(rows):
             empty = np.zeros(0, dtype=np.float32)
             return rows, empty, empty
+        engine = self.chunk_engine()
+        if engine is not None:  # a leaf filter in the engine (BM25's IDF: the collection's)
+            scores = engine.score_chunks(self, rows, query_vector, query_tokens, leaf_id=leaf_id)
+            return rows, *scores
         dense = self.leaf_faiss(leaf_id).scores(query_vector)
         bm25 = self.leaf_bm25(leaf_id).scores(query_tokens).astype(np.float32)
         return rows, dense, bm25
@@ -152,6 +163,12 @@ class CorpusIndex:
         self, scope: Sequence[str] | None, query_vector: np.ndarray, query_tokens: list[str]
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Flat scores over every chunk in scope: one FAISS index and one BM25 for the scope."""
+        engine = self.chunk_engine()
+        if engine is not None:  # a document filter in the engine; nothing is built here
+            rows = self.scope_rows(scope)
+            doc_ids = None if scope is None else sorted(set(scope))
+            scores = engine.score_chunks(self, rows, query_vector, query_tokens, doc_ids=doc_ids)
+            return rows, *scores
         key = "*" if scope is None else "*" + "\x1f".join(sorted(set(scope)))
         with self._lock:
             cached = self._scopes.pop(key, None)

@@ -4,16 +4,30 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from treerag_core.base.errors import InputDocumentError
 from treerag_core.base.types import SourceDocument
-from treerag_core.ingest.convert import DEFAULT_MAX_PAGES, ConvertedDocument, convert_bytes
+from treerag_core.ingest.convert import DEFAULT_MAX_PAGES, ConvertedDocument
+from treerag_core.ingest.convert.budget import convert_untrusted
 from treerag_core.ingest.loading import collect_inputs, read_bytes
-from treerag_core.ingest.tree_edits import TreeEdit, apply_edits, edits_for
+from treerag_core.ingest.tree_edits import EditOffer, TreeEdit, apply_edits, edits_for, offer_for
 
 Edits = Mapping[str, Sequence[TreeEdit]]  # source sha256 -> that document's tree edits
+# source sha256 -> (the file's name, its edits): what tree_edits.load_edit_entries returns
+NamedEdits = Mapping[str, tuple[str, Sequence[TreeEdit]]]
+
+
+@dataclass
+class EditCarry:
+    """Corrections of files whose bytes changed (`tree_edits.offer_for`): found while
+    converting, applied by heading text when `apply` is set. `offers` pairs each file's new
+    sha256 with its offer, so the caller can say so and store them under the new bytes."""
+
+    stored: NamedEdits
+    apply: bool = False
+    offers: list[tuple[str, EditOffer]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -35,8 +49,9 @@ class Converted:
 def convert_upload(
     name: str, data: bytes, max_bytes: int, max_pages: int = DEFAULT_MAX_PAGES
 ) -> Converted:
-    """Convert one file's bytes (raises InputDocumentError or a subclass)."""
-    return Converted(convert_bytes(name, data, max_bytes, max_pages), _sha(data))
+    """Convert one file's bytes (raises InputDocumentError or a subclass). PDF, DOCX and HTML
+    are converted in a child process with a CPU and memory budget (`convert.budget`)."""
+    return Converted(convert_untrusted(name, data, max_bytes, max_pages), _sha(data))
 
 
 def to_source(converted: Converted, edits: Edits | None = None) -> tuple[SourceDocument, list[str]]:
@@ -60,11 +75,13 @@ def sources_from_paths(
     max_pages: int = DEFAULT_MAX_PAGES,
     notes: list[str] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    carry: EditCarry | None = None,
 ) -> tuple[list[SourceDocument], list[Rejected]]:
     """Read and convert files and folders; a bad file is reported and skipped, the others kept.
 
     `notes` (when given) collects tree edits that no longer apply; `progress(done, total)`
-    hears of each file converted (PDF conversion can take minutes).
+    hears of each file converted (PDF conversion can take minutes); `carry` collects (and
+    may apply) the corrections of files whose bytes changed.
     """
     uploads: list[tuple[str, bytes]] = []
     rejected: list[Rejected] = []
@@ -73,7 +90,9 @@ def sources_from_paths(
             uploads.append((path.name, read_bytes(path, max_bytes)))
         except InputDocumentError as exc:
             rejected.append(Rejected(path.name, str(exc)))
-    sources, bad = sources_from_uploads(uploads, max_bytes, edits, max_pages, notes, progress)
+    sources, bad = sources_from_uploads(
+        uploads, max_bytes, edits, max_pages, notes, progress, carry
+    )
     return sources, rejected + bad
 
 
@@ -84,6 +103,7 @@ def sources_from_uploads(
     max_pages: int = DEFAULT_MAX_PAGES,
     notes: list[str] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    carry: EditCarry | None = None,
 ) -> tuple[list[SourceDocument], list[Rejected]]:
     """Convert uploaded files (name, bytes) the same way as files on disk."""
     sources: list[SourceDocument] = []
@@ -92,10 +112,17 @@ def sources_from_uploads(
         if progress is not None:  # before each file: the first line shows before a slow PDF
             progress(done, len(uploads))
         try:
-            source, problems = to_source(convert_upload(name, data, max_bytes, max_pages), edits)
+            converted = convert_upload(name, data, max_bytes, max_pages)
         except InputDocumentError as exc:
             rejected.append(Rejected(name, str(exc)))
             continue
+        source, problems = to_source(converted, edits)
+        if carry is not None and not edits_for(edits, converted.sha256):
+            offer = offer_for(carry.stored, converted.document, converted.sha256)
+            if offer is not None:
+                carry.offers.append((converted.sha256, offer))
+                if carry.apply and offer.applies:
+                    source, _ = to_source(converted, {converted.sha256: offer.applies})
         sources.append(source)
         if notes is not None:
             notes.extend(problems)

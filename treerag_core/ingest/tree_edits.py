@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from treerag_core.base.artifacts import read_json, typed_row
+from treerag_core.base.artifacts import present, read_json, typed_row
 from treerag_core.base.errors import IndexFormatError, InputDocumentError
 from treerag_core.ingest.convert.base import ConvertedDocument, InferredHeading
 from treerag_core.ingest.parsing import scan_headings
@@ -155,13 +155,25 @@ def load_edits(folder: str | Path) -> dict[str, tuple[TreeEdit, ...]]:
     Raises:
         InputDocumentError: the file exists but is not a valid edits file.
     """
+    return {sha: edits for sha, (_, edits) in load_edit_entries(folder).items()}
+
+
+def load_edit_entries(folder: str | Path) -> dict[str, tuple[str, tuple[TreeEdit, ...]]]:
+    """{source sha256: (the file's name, its edits)} from `folder/tree_edits.json`.
+
+    Raises:
+        InputDocumentError: the file exists but is not a valid edits file.
+    """
     path = Path(folder) / EDITS_FILE
-    if not path.is_file():
+    if not present(path):
         return {}
     try:
         data = read_json(path, dict)  # bounded: the file may sit in an index from anyone
         return {
-            sha: tuple(typed_row(TreeEdit, e, f"{path}: {sha}") for e in entry["edits"])
+            sha: (
+                str(entry.get("name", "")),
+                tuple(typed_row(TreeEdit, e, f"{path}: {sha}") for e in entry["edits"]),
+            )
             for sha, entry in data["documents"].items()
         }
     except IndexFormatError as exc:
@@ -170,13 +182,63 @@ def load_edits(folder: str | Path) -> dict[str, tuple[TreeEdit, ...]]:
         raise InputDocumentError(f"{path}: not a valid tree edits file ({exc!r})") from exc
 
 
+@dataclass(frozen=True)
+class EditOffer:
+    """Corrections stored for a file of the same name whose bytes changed (re-saved, edited):
+    not applied by the hash, so offered again by heading text. `applies` are those that still
+    find their line in the new text (in order), `fails` says why each of the others does not.
+    """
+
+    name: str
+    old_sha256: str
+    applies: tuple[TreeEdit, ...]
+    fails: tuple[str, ...]
+
+    def note(self) -> str:
+        total = len(self.applies) + len(self.fails)
+        text = (
+            f"{self.name}: {total} stored tree correction(s) were made on other bytes of this "
+            f"file name (it changed since) and are not applied by themselves; "
+            f"{len(self.applies)} still apply by heading text, {len(self.fails)} do not"
+        )
+        if self.fails:
+            text += (
+                " (" + "; ".join(self.fails[:3]) + ("; ..." if len(self.fails) > 3 else "") + ")"
+            )
+        return text
+
+
+def offer_for(
+    entries: Mapping[str, tuple[str, Sequence[TreeEdit]]], doc: ConvertedDocument, sha256: str
+) -> EditOffer | None:
+    """The corrections stored under another hash for `doc.name`, tried on `doc` by heading
+    text; None when the document has its own (or no other version has any)."""
+    if sha256 in entries:
+        return None
+    older = [(sha, edits) for sha, (name, edits) in entries.items() if name == doc.name and edits]
+    if not older:
+        return None
+    old_sha, edits = older[-1]  # the last saved: the newest corrections of that name
+    applies: list[TreeEdit] = []
+    fails: list[str] = []
+    current = doc
+    for edit in edits:  # one at a time, in order: each later edit sees the earlier ones
+        changed, problems = apply_edits(current, [edit])
+        if problems:
+            fails.extend(problems)
+        else:
+            applies.append(edit)
+            current = changed
+    return EditOffer(doc.name, old_sha, tuple(applies), tuple(fails))
+
+
 def save_edits(folder: str | Path, sha256: str, name: str, edits: Sequence[TreeEdit]) -> Path:
     """Store (or with no edits, remove) one document's edits; written atomically."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / EDITS_FILE
     data: dict = {"version": EDITS_VERSION, "documents": {}}
-    if path.is_file():
+    if present(path):
         load_edits(folder)  # a damaged file is refused with a clear error, never extended
         data = read_json(path, dict)
     if edits:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -54,12 +55,13 @@ class AnthropicClient(SDKClient[anthropic.Anthropic]):
         base_url: str | None = None,
         timeout: float = 30.0,
         max_retries: int = 2,
+        deadline: float = 180.0,
     ) -> None:
         if not api_key or not api_key.strip():
             raise ValueError(f"api_key must be a non-empty string (set {KEY_ENV})")
         self.url_source = endpoints.url_source(base_url, BASE_URL_ENV, os.environ.get(BASE_URL_ENV))
         base_url = base_url or os.environ.get(BASE_URL_ENV, "").strip() or None
-        super().__init__(api_key.strip(), base_url, timeout, max_retries)
+        super().__init__(api_key.strip(), base_url, timeout, max_retries, deadline)
 
     def _build_sdk(self) -> anthropic.Anthropic:
         return anthropic.Anthropic(
@@ -108,6 +110,7 @@ class AnthropicClient(SDKClient[anthropic.Anthropic]):
         events = 0
         stopped = False
         content_type = ""
+        started = time.monotonic()
         with (
             self.translate_errors(),
             self.sdk().messages.stream(
@@ -120,6 +123,7 @@ class AnthropicClient(SDKClient[anthropic.Anthropic]):
                 content_type = sdk_stream.response.headers.get("content-type", "")
                 # Raw events, not `text_stream`: the stop event must be seen, not assumed.
                 for event in sdk_stream:
+                    self.check_deadline(started)
                     events += 1
                     kind = event.type
                     if kind == "content_block_delta" and event.delta.type == "text_delta":

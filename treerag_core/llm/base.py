@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Generic, Protocol, TypeVar, runtime_checkable
 
@@ -160,10 +161,18 @@ class SDKClient(Generic[SDK]):
     default_base_url: str
 
     def __init__(
-        self, api_key: str, base_url: str | None, timeout: float, max_retries: int
+        self,
+        api_key: str,
+        base_url: str | None,
+        timeout: float,
+        max_retries: int,
+        deadline: float = 180.0,
     ) -> None:
         if timeout <= 0:
             raise ValueError(f"timeout must be > 0 seconds, but got {timeout}")
+        if deadline <= 0:
+            raise ValueError(f"deadline must be > 0 seconds, but got {deadline}")
+        self.deadline = float(deadline)
         if max_retries < 0:
             raise ValueError(f"max_retries must be >= 0, but got {max_retries}")
         self._api_key = api_key
@@ -187,6 +196,18 @@ class SDKClient(Generic[SDK]):
             f"{type(self).__name__}(base_url={self.where!r}, "
             f"timeout={self.timeout}, max_retries={self.max_retries})"
         )
+
+    def check_deadline(self, started: float) -> None:
+        """Raise a time-out LLMError once the call begun at `started` (time.monotonic()) is
+        past `deadline`: checked on every stream event, so a server that streams slowly but
+        steadily cannot hold a call longer than the deadline and one event."""
+        if time.monotonic() - started > self.deadline:
+            raise LLMError(
+                f"No complete reply from {self.where} within {self.deadline:g} s (the deadline "
+                "of one call): the partial reply was not used; raise the deadline "
+                "(--llm-deadline) for a slow model.",
+                reason="timeout",
+            )
 
     def sdk(self) -> SDK:
         """The SDK client, built on first use."""

@@ -175,12 +175,20 @@ def make_client(llm: Any, api_key: str | None) -> LLMClient | None:
         from treerag_core.llm.openai_provider import OpenAIClient
 
         return OpenAIClient(
-            key, base_url=base_url, timeout=llm.timeout, max_retries=llm.max_retries
+            key,
+            base_url=base_url,
+            timeout=llm.timeout,
+            max_retries=llm.max_retries,
+            deadline=llm.deadline,
         )
     from treerag_core.llm.anthropic_provider import AnthropicClient
 
     return AnthropicClient(
-        key or "", base_url=base_url, timeout=llm.timeout, max_retries=llm.max_retries
+        key or "",
+        base_url=base_url,
+        timeout=llm.timeout,
+        max_retries=llm.max_retries,
+        deadline=llm.deadline,
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -82,13 +83,14 @@ class OpenAIClient(SDKClient[openai.OpenAI]):
         base_url: str | None = None,
         timeout: float = 30.0,
         max_retries: int = 2,
+        deadline: float = 180.0,
     ) -> None:
         api_key = (api_key or "").strip()
         self.url_source = endpoints.url_source(base_url, BASE_URL_ENV, os.environ.get(BASE_URL_ENV))
         base_url = (base_url or os.environ.get(BASE_URL_ENV, "")).strip() or None
         if not api_key and base_url is None:
             raise ValueError(f"api_key is needed for OpenAI's own API (set {KEY_ENV})")
-        super().__init__(api_key, base_url, timeout, max_retries)
+        super().__init__(api_key, base_url, timeout, max_retries, deadline)
         self._json_notes: dict[str, str] = {}
 
     def _build_sdk(self) -> openai.OpenAI:
@@ -166,6 +168,7 @@ class OpenAIClient(SDKClient[openai.OpenAI]):
         finish: str | None = None
         reported = False
         content_type = ""
+        started = time.monotonic()
         try:
             with self.translate_errors():
                 sdk_stream = self.sdk().chat.completions.create(
@@ -174,6 +177,7 @@ class OpenAIClient(SDKClient[openai.OpenAI]):
                 content_type = sdk_stream.response.headers.get("content-type", "")
                 with sdk_stream:
                     for chunk in sdk_stream:
+                        self.check_deadline(started)
                         events += 1
                         if getattr(chunk, "usage", None) is not None:
                             out.usage = _to_usage(chunk.usage)

@@ -38,7 +38,9 @@ class ScopeStructure:
     rows: np.ndarray  # chunk rows in scope, ascending
     leaf_ids: tuple[str, ...]  # the scope's non-empty leaves
     leaf_of_row: np.ndarray  # per row: position in leaf_ids
-    passages: LeafBM25  # heading path + chunk tokens; IDF over the scope's passages
+    # heading path + chunk tokens, IDF over the scope's passages; None when an engine (Milvus)
+    # serves this index: it computes the same BM25 from its own postings
+    passages: LeafBM25 | None
     sections: LeafBM25  # heading path + all the leaf's chunk tokens; IDF over its sections
     doc_of_row: tuple[str, ...]
 
@@ -49,7 +51,8 @@ def _scope_key(scope: Sequence[str] | None) -> str:
 
 def scope_structure(index: CorpusIndex, scope: Sequence[str] | None) -> ScopeStructure:
     """The scope's structure-aware BM25 tables, cached on the index."""
-    key = _scope_key(scope)
+    served = index.chunk_engine() is not None
+    key = _scope_key(scope) + ("@engine" if served else "")
     cached = index._structure.get(key)
     if cached is not None:
         return cached
@@ -68,9 +71,13 @@ def scope_structure(index: CorpusIndex, scope: Sequence[str] | None) -> ScopeStr
                 leaf_ids.append(leaf)
             leaf_of_row[i] = position[leaf]
         path_tokens = [tokenize(index.nodes[leaf].heading_path) for leaf in leaf_ids]
-        passage_tokens = [
-            path_tokens[leaf_of_row[i]] + index.tokens[row] for i, row in enumerate(rows.tolist())
-        ]
+        passages = None
+        if not served:
+            passage_tokens = [
+                path_tokens[leaf_of_row[i]] + index.tokens[row]
+                for i, row in enumerate(rows.tolist())
+            ]
+            passages = LeafBM25.from_tokens(passage_tokens, BM25Stats.from_tokens(passage_tokens))
         section_tokens = [list(p) for p in path_tokens]
         for i, row in enumerate(rows.tolist()):
             section_tokens[leaf_of_row[i]].extend(index.tokens[row])
@@ -78,7 +85,7 @@ def scope_structure(index: CorpusIndex, scope: Sequence[str] | None) -> ScopeStr
             rows=rows,
             leaf_ids=tuple(leaf_ids),
             leaf_of_row=leaf_of_row,
-            passages=LeafBM25.from_tokens(passage_tokens, BM25Stats.from_tokens(passage_tokens)),
+            passages=passages,
             sections=LeafBM25.from_tokens(section_tokens, BM25Stats.from_tokens(section_tokens)),
             doc_of_row=tuple(index.chunks[row].doc_id for row in rows.tolist()),
         )
@@ -128,6 +135,7 @@ def structured_scores(
         section_weight,
         fusion,
         rrf_k,
+        id(index.chunk_engine()),  # scores served by an engine are not the in-process ones
     )
     recent: dict = index._structure.setdefault("recent", {})
     if key in recent:
@@ -152,10 +160,20 @@ def _score(
     rrf_k: int,
 ) -> StructuredScores:
     table = scope_structure(index, scope)
-    rows, dense, _ = index.score_scope(scope, query_vector, [])
-    if not np.array_equal(rows, table.rows):  # both come from scope_rows: a bug if not
-        raise RuntimeError("scope rows of the flat and structure tables differ")
-    bm25 = table.passages.scores(query_tokens)
+    engine = index.chunk_engine()
+    if engine is not None:  # dense and heading path + passage BM25, both from the engine
+        rows = table.rows
+        docs = None if scope is None else sorted(set(scope))
+        dense, bm25 = engine.score_chunks(
+            index, rows, query_vector, query_tokens, doc_ids=docs, with_path=True
+        )
+    else:
+        rows, dense, _ = index.score_scope(scope, query_vector, [])
+        if not np.array_equal(rows, table.rows):  # both come from scope_rows: a bug if not
+            raise RuntimeError("scope rows of the flat and structure tables differ")
+        if table.passages is None:  # scope_structure builds it whenever no engine serves
+            raise RuntimeError("the passage BM25 table is missing without an engine")
+        bm25 = table.passages.scores(query_tokens)
     section_raw = table.sections.scores(query_tokens)
     if not len(rows):
         empty = np.zeros(0)

@@ -10,9 +10,11 @@ import streamlit as st
 
 from treerag_core import (
     Converted,
+    EditOffer,
     TreeEdit,
     apply_edits,
-    load_edits,
+    load_edit_entries,
+    offer_for,
     propose_level_fixes,
     save_edits,
 )
@@ -63,15 +65,28 @@ def tree_editor(
     """
     ss = st.session_state
     state = f"{key}_edits"
-    if state not in ss:
-        stored: tuple[TreeEdit, ...] = ()
-        if folder is not None:
-            try:
-                stored = load_edits(folder).get(converted.sha256, ())
-            except InputDocumentError as exc:
+    offer: EditOffer | None = None
+    if folder is not None:
+        try:
+            entries = load_edit_entries(folder)
+        except InputDocumentError as exc:
+            entries = {}
+            if state not in ss:
                 st.error(str(exc))
-        ss[state] = list(stored)
+        if state not in ss:
+            ss[state] = list(entries.get(converted.sha256, ("", ()))[1])
+        offer = offer_for(entries, converted.document, converted.sha256)
+    elif state not in ss:
+        ss[state] = []
     edits = tuple(ss[state])
+    if offer is not None and not edits:
+        # Corrections of an earlier version of this file (same name, other bytes): offered.
+        st.info(offer.note() + ".")
+        if offer.applies and st.button(
+            f"Apply the {len(offer.applies)} that still apply", key=f"{key}_carry"
+        ):
+            ss[state] = list(offer.applies)
+            st.rerun()
     doc, problems = apply_edits(converted.document, edits)
     name = converted.document.name
 

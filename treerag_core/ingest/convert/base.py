@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from treerag_core.base.config import CONVERT_MAX_BLOCKS, CONVERT_MAX_CHARS, CONVERT_MAX_HEADINGS
+from treerag_core.base.errors import DocumentTooLargeError
 from treerag_core.base.pagemap import page_of
 
 # Body lines that the Markdown tree builder would read as structure get a backslash in front,
@@ -58,10 +60,30 @@ def escape_line(line: str) -> str:
     return "\\" + line if _MARKUP_LINE.match(line) else line
 
 
+def over_bound(name: str, what: str, limit: int, unit: str = "") -> DocumentTooLargeError:
+    """The one message for a conversion bound: which file, what, and the limit."""
+    unit = f" {unit}" if unit else ""
+    return DocumentTooLargeError(
+        f"{name}: more than {limit:,}{unit} {what}; refused (a conversion limit, docs/security.md)"
+    )
+
+
+def check_headings(name: str, count: int) -> None:
+    """Refuse a document with more headings than a tree may hold (CONVERT_MAX_HEADINGS)."""
+    if count > CONVERT_MAX_HEADINGS:
+        raise over_bound(name, "headings", CONVERT_MAX_HEADINGS)
+
+
 @dataclass
 class MarkdownWriter:
-    """Appends headings and paragraphs as Markdown, recording offsets and page starts."""
+    """Appends headings and paragraphs as Markdown, recording offsets and page starts.
 
+    It holds the bounds every converter shares: past CONVERT_MAX_CHARS of text,
+    CONVERT_MAX_BLOCKS blocks or CONVERT_MAX_HEADINGS headings it raises
+    DocumentTooLargeError, while the converter is still reading.
+    """
+
+    name: str = ""
     parts: list[str] = field(default_factory=list)
     length: int = 0
     page_starts: list[int] = field(default_factory=list)
@@ -75,6 +97,10 @@ class MarkdownWriter:
         start = self.length
         self.parts.append(block)
         self.length += len(block)
+        if self.length > CONVERT_MAX_CHARS:
+            raise over_bound(self.name, "characters of text", CONVERT_MAX_CHARS)
+        if len(self.parts) > 2 * CONVERT_MAX_BLOCKS:  # each block but the first adds a "\n\n"
+            raise over_bound(self.name, "paragraphs, rows and headings", CONVERT_MAX_BLOCKS)
         return start
 
     def start_page(self) -> None:
@@ -92,6 +118,7 @@ class MarkdownWriter:
         self.headings.append(
             InferredHeading(level, title, start, start + len(line), self.page, signals)
         )
+        check_headings(self.name, len(self.headings))
 
     def paragraph(self, text: str) -> None:
         lines = [escape_line(line.rstrip()) for line in text.split("\n")]

@@ -8,8 +8,19 @@ import zipfile
 from collections import Counter
 from dataclasses import dataclass
 
+from treerag_core.base.config import (
+    DOCX_MAX_PARAGRAPHS,
+    DOCX_MAX_PART_BYTES,
+    DOCX_MAX_PARTS,
+    DOCX_MAX_TOTAL_BYTES,
+)
 from treerag_core.base.errors import CorruptDocumentError
-from treerag_core.ingest.convert.base import ConvertedDocument, MarkdownWriter, clean_inline
+from treerag_core.ingest.convert.base import (
+    ConvertedDocument,
+    MarkdownWriter,
+    clean_inline,
+    over_bound,
+)
 from treerag_core.ingest.convert.levels import (
     Candidate,
     assign_levels,
@@ -32,39 +43,68 @@ class _Block:
     list_item: bool = False
 
 
-def _outline_level(paragraph) -> int | None:
-    """The paragraph's (or its style's) outline level 0-8, as Word's navigation pane uses."""
-    for ppr in (paragraph._p.pPr, getattr(paragraph.style.element, "pPr", None)):
-        if ppr is None:
-            continue
-        node = ppr.find(f"{_W}outlineLvl")
-        if node is not None:
-            value = int(node.get(f"{_W}val", "9"))
-            if value < 9:
-                return value
+@dataclass(frozen=True)
+class _StyleFacts:
+    """What a paragraph takes from its style; looked up once per style id, not per paragraph
+    (python-docx finds a style by scanning every style, ~5 times a paragraph)."""
+
+    name: str
+    outline: int | None  # the style's outline level 0-8
+    bold: bool
+    size: float | None
+
+
+def _outline_of(ppr) -> int | None:
+    """The outline level 0-8 in a pPr element, as Word's navigation pane uses."""
+    if ppr is None:
+        return None
+    node = ppr.find(f"{_W}outlineLvl")
+    if node is not None:
+        value = int(node.get(f"{_W}val", "9"))
+        if value < 9:
+            return value
     return None
 
 
-def _para_block(paragraph) -> _Block | None:
+def _style_facts(paragraph, cache: dict[str | None, _StyleFacts]) -> _StyleFacts:
+    key = paragraph._p.style
+    facts = cache.get(key)
+    if facts is None:
+        style = paragraph.style
+        if style is None:
+            facts = _StyleFacts("", None, False, None)
+        else:
+            font = style.font
+            facts = _StyleFacts(
+                style.name or "",
+                _outline_of(getattr(style.element, "pPr", None)),
+                bool(font.bold),
+                font.size.pt if font.size is not None else None,
+            )
+        cache[key] = facts
+    return facts
+
+
+def _para_block(paragraph, styles: dict[str | None, _StyleFacts]) -> _Block | None:
     text = clean_inline(paragraph.text.replace("\t", " "))
     if not text:
         return None
-    style = paragraph.style.name if paragraph.style is not None else ""
+    facts = _style_facts(paragraph, styles)
+    style = facts.name
     level = None
     if m := _HEADING_STYLE.match(style):
         level = int(m.group(1))
     elif style.lower() == "title":
         level = 0
-    elif (outline := _outline_level(paragraph)) is not None:
+    elif (outline := _outline_of(paragraph._p.pPr)) is not None or (
+        outline := facts.outline
+    ) is not None:
         level = outline + 1
     runs = [r for r in paragraph.runs if r.text.strip()]
-    style_font = paragraph.style.font if paragraph.style is not None else None
-    bold = bool(runs) and all(
-        r.bold or (r.bold is None and style_font is not None and style_font.bold) for r in runs
-    )
+    bold = bool(runs) and all(r.bold or (r.bold is None and facts.bold) for r in runs)
     sizes = [r.font.size.pt for r in runs if r.font.size is not None]
-    if not sizes and style_font is not None and style_font.size is not None:
-        sizes = [style_font.size.pt]
+    if not sizes and facts.size is not None:
+        sizes = [facts.size]
     size = max(sizes) if sizes else None
     return _Block(text, "para", level, style, bold, size, style.lower().startswith("list"))
 
@@ -87,6 +127,7 @@ def convert_docx(name: str, data: bytes) -> ConvertedDocument:
 
     Raises:
         CorruptDocumentError: not a readable DOCX package.
+        DocumentTooLargeError: parts past their unzipped bounds, or too many paragraphs.
     """
     import docx
     from docx.opc.exceptions import PackageNotFoundError
@@ -94,6 +135,7 @@ def convert_docx(name: str, data: bytes) -> ConvertedDocument:
     from docx.text.paragraph import Paragraph
     from lxml.etree import XMLSyntaxError
 
+    _check_package(name, data)
     try:
         document = docx.Document(io.BytesIO(data))
     except (zipfile.BadZipFile, PackageNotFoundError, KeyError, ValueError) as exc:
@@ -102,9 +144,12 @@ def convert_docx(name: str, data: bytes) -> ConvertedDocument:
         # python-docx trips over damaged package parts with these (e.g. bad [Content_Types])
         raise CorruptDocumentError(f"{name}: the DOCX file is damaged ({exc})") from exc
     blocks: list[_Block] = []
-    for element in document.element.body.iterchildren():
+    styles: dict[str | None, _StyleFacts] = {}
+    for count, element in enumerate(document.element.body.iterchildren(), 1):
+        if count > DOCX_MAX_PARAGRAPHS:
+            raise over_bound(name, "paragraphs and tables", DOCX_MAX_PARAGRAPHS)
         if element.tag == f"{_W}p":
-            block = _para_block(Paragraph(element, document))
+            block = _para_block(Paragraph(element, document), styles)
         elif element.tag == f"{_W}tbl":
             block = _table_block(Table(element, document))
         else:
@@ -113,13 +158,40 @@ def convert_docx(name: str, data: bytes) -> ConvertedDocument:
             blocks.append(block)
 
     levels, signals = _levels(blocks)
-    writer = MarkdownWriter()
+    writer = MarkdownWriter(name)
     for i, block in enumerate(blocks):
         if i in levels:
             writer.heading(levels[i], block.text, signals[i])
         else:
             writer.paragraph(f"- {block.text}" if block.list_item else block.text)
     return writer.result(name, "docx")
+
+
+def _check_package(name: str, data: bytes) -> None:
+    """Refuse a package whose parts unzip past their bounds, from the sizes its directory
+    declares, before any part is read. The declared size is what is read: zipfile stops
+    inflating a part at it (and fails its CRC check if the part is longer).
+
+    Raises:
+        CorruptDocumentError: not a ZIP archive.
+        DocumentTooLargeError: too many parts, a part or all parts too large once unzipped.
+    """
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as package:
+            infos = package.infolist()
+    except (zipfile.BadZipFile, ValueError) as exc:
+        raise CorruptDocumentError(f"{name}: not a readable DOCX file ({exc})") from exc
+    if len(infos) > DOCX_MAX_PARTS:
+        raise over_bound(name, "parts in the DOCX package", DOCX_MAX_PARTS)
+    total = 0
+    for info in infos:
+        if info.file_size > DOCX_MAX_PART_BYTES:
+            raise over_bound(
+                name, f"bytes in the DOCX part {info.filename!r} unzipped", DOCX_MAX_PART_BYTES
+            )
+        total += info.file_size
+    if total > DOCX_MAX_TOTAL_BYTES:
+        raise over_bound(name, "bytes in the DOCX parts unzipped", DOCX_MAX_TOTAL_BYTES)
 
 
 def _levels(blocks: list[_Block]) -> tuple[dict[int, int], dict[int, tuple[str, ...]]]:

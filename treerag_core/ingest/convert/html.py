@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from html.parser import HTMLParser
 
-from treerag_core.ingest.convert.base import ConvertedDocument, MarkdownWriter, clean_inline
+from treerag_core.base.config import HTML_MAX_UNFINISHED
+from treerag_core.ingest.convert.base import (
+    ConvertedDocument,
+    MarkdownWriter,
+    clean_inline,
+    over_bound,
+)
 
 _SKIP = frozenset({"script", "style", "noscript", "template", "head", "svg", "math"})
 _BLOCK = frozenset(
@@ -16,9 +22,9 @@ _HEADINGS = {f"h{n}": n for n in range(1, 7)}
 
 
 class _Converter(HTMLParser):
-    def __init__(self) -> None:
+    def __init__(self, name: str = "") -> None:
         super().__init__(convert_charrefs=True)
-        self.writer = MarkdownWriter()
+        self.writer = MarkdownWriter(name)
         self.buffer: list[str] = []
         self.skip = 0
         self.heading: int | None = None
@@ -117,9 +123,25 @@ def convert_html(name: str, text: str) -> ConvertedDocument:
     """Headings h1-h6 keep their level; paragraphs, list items and table rows are blocks.
 
     A document whose only title is `<title>` (no h1) gets it as its level-1 heading.
+
+    Raises:
+        DocumentTooLargeError: the text ends in more than HTML_MAX_UNFINISHED characters of
+            unfinished markup, or passes a bound of the writer (text, blocks, headings).
     """
-    parser = _Converter()
+    parser = _Converter(name)
     parser.feed(text)
+    # One feed of the whole text is linear: the parser stops at the first construct that
+    # does not end (a tag with no `>`) and keeps the rest. close() then rescans that rest
+    # from every `<` in it to its end: quadratic (`<p ` x 40,000: 284 s; CVE-2025-6069).
+    # Only a short unfinished rest is let through to it. Inside <script>/<style> the rest is
+    # kept as text in one step, so an unclosed script is not affected.
+    if parser.cdata_elem is None and len(parser.rawdata) > HTML_MAX_UNFINISHED:
+        raise over_bound(
+            name,
+            "characters of unfinished markup (a tag or comment that never ends) at the end "
+            "of the HTML",
+            HTML_MAX_UNFINISHED,
+        )
     parser.close()
     writer = parser.writer
     title = clean_inline(parser.title)

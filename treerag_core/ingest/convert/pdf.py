@@ -8,6 +8,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
+from treerag_core.base.config import CONVERT_MAX_CHARS, PDF_MAX_PAGE_CHARS
 from treerag_core.base.errors import (
     CorruptDocumentError,
     EncryptedDocumentError,
@@ -15,9 +16,10 @@ from treerag_core.base.errors import (
     TooManyPagesError,
 )
 from treerag_core.base.text_rules import ARTICLE_OPENING
-from treerag_core.ingest.convert.base import ConvertedDocument, MarkdownWriter
+from treerag_core.ingest.convert.base import ConvertedDocument, MarkdownWriter, over_bound
 from treerag_core.ingest.convert.levels import list_like, structural_numbering
 from treerag_core.ingest.convert.outline import read_outline
+from treerag_core.ingest.convert.pdf_streams import check_streams
 from treerag_core.ingest.convert.pdf_tree import Found, plan_tree
 
 CELL_GAP = 1.6  # a horizontal gap wider than this many font sizes separates table cells
@@ -77,11 +79,20 @@ def _font_style(textpage, index: int, cache: dict[int, tuple[bool, float, str]],
     return style
 
 
-def _page_lines(page, raw) -> list[_Line]:
-    """The page's text lines, top to bottom, each sorted left to right."""
+def _page_lines(page, raw, name: str = "", room: int = CONVERT_MAX_CHARS) -> list[_Line]:
+    """The page's text lines, top to bottom, each sorted left to right.
+
+    Raises:
+        DocumentTooLargeError: the page has more than PDF_MAX_PAGE_CHARS characters, or more
+            than `room` (what is left of CONVERT_MAX_CHARS), counted before they are read.
+    """
     textpage = page.get_textpage()
     try:
         count = textpage.count_chars()
+        if count > PDF_MAX_PAGE_CHARS:
+            raise over_bound(name, "characters on one PDF page", PDF_MAX_PAGE_CHARS)
+        if count > room:
+            raise over_bound(name, "characters of text", CONVERT_MAX_CHARS)
         box = raw.FS_RECTF()  # the loose box spans the glyph's advance: no false gaps
         ox, oy = ctypes.c_double(), ctypes.c_double()
         fonts: dict[int, tuple[bool, float, str]] = {}
@@ -268,12 +279,15 @@ def convert_pdf(name: str, data: bytes, max_pages: int) -> ConvertedDocument:
     """Convert a PDF's text layer. Pages start new blocks; `page_starts` maps offsets to pages.
 
     Raises:
-        EncryptedDocumentError, CorruptDocumentError, TooManyPagesError, NeedsOCRError.
+        EncryptedDocumentError, CorruptDocumentError, TooManyPagesError, NeedsOCRError,
+        DocumentTooLargeError (a stream, page or the whole text past its bound).
     """
     import pypdfium2 as pdfium
     import pypdfium2.raw as raw
 
+    check_streams(name, data)
     pdf = _open(name, data)
+    chars = 0
     try:
         n_pages = len(pdf)
         if n_pages > max_pages:
@@ -292,7 +306,9 @@ def convert_pdf(name: str, data: bytes, max_pages: int) -> ConvertedDocument:
                     f"{name}: page {i + 1} of {n_pages} cannot be read ({exc})"
                 ) from exc
             try:
-                pages.append((page.get_height(), _page_lines(page, raw)))
+                lines = _page_lines(page, raw, name, CONVERT_MAX_CHARS - chars)
+                chars += sum(line.chars for line in lines)
+                pages.append((page.get_height(), lines))
             except pdfium.PdfiumError as exc:
                 raise CorruptDocumentError(
                     f"{name}: the text of page {i + 1} of {n_pages} cannot be read ({exc})"
@@ -342,7 +358,7 @@ def convert_pdf(name: str, data: bytes, max_pages: int) -> ConvertedDocument:
             if signals is not None:
                 found.append(Found(p, b, signals, _style(block, body_font)))
     plan = plan_tree(texts, found, kept_pages, outline)
-    writer = MarkdownWriter()
+    writer = MarkdownWriter(name)
     empty = []
     for p, blocks in enumerate(page_blocks):
         writer.start_page()

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import re
 
-from treerag_core.ingest.convert.base import ConvertedDocument, InferredHeading, MarkdownWriter
+from treerag_core.ingest.convert.base import (
+    ConvertedDocument,
+    InferredHeading,
+    MarkdownWriter,
+    check_headings,
+)
 from treerag_core.ingest.convert.levels import Candidate, assign_levels, structural_numbering
 from treerag_core.ingest.convert.weak import TARGET_CHARS, section_starts, section_title
 from treerag_core.ingest.parsing import scan_headings
@@ -24,6 +29,7 @@ def markdown_document(name: str, text: str, fmt: str = "markdown") -> ConvertedD
     """A Markdown text as it is: its own `#` headings are the tree; with a title at most,
     the numbering-first rules of plain text give it one."""
     found = scan_headings(text)
+    check_headings(name, len(found))  # DocumentTooLargeError past CONVERT_MAX_HEADINGS
     if len(found) <= FEW_HEADINGS and statute_free(text):
         return _inferred(name, text, fmt)
     headings = tuple(
@@ -94,6 +100,7 @@ def _inferred(name: str, text: str, fmt: str) -> ConvertedDocument:
         signal = _heading_signal(para, next_is_text)
         if signal is not None:
             found.append((i, signal))
+    check_headings(name, len(found))
     titles = {i: marked[i][0].text if i in marked else paragraphs[i].strip() for i, _ in found}
     cands = [
         Candidate(titles[i], -1 if i in marked else 0 if titles[i].isupper() else 1,
@@ -117,7 +124,7 @@ def _inferred(name: str, text: str, fmt: str) -> ConvertedDocument:
                 f"no headings found: {len(starts)} sections of about {TARGET_CHARS} characters, "
                 "cut where the vocabulary shifts and named by their first line (inferred)"
             )
-    writer = MarkdownWriter()
+    writer = MarkdownWriter(name)
     for i, para in enumerate(paragraphs):
         if i in levels:
             writer.heading(levels[i], titles[i], signals[i])

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from treerag_core.base.artifacts import read_json, read_npy
+from treerag_core.base.artifacts import present, read_json, read_npy
 from treerag_core.base.errors import IndexFormatError, LLMError
 from treerag_core.base.types import TreeNode
 from treerag_core.index.tokens import tokenize
@@ -223,7 +223,7 @@ def save_layers(layers: Layers, folder: Path) -> None:
 def load_layers(folder: Path, dim: int, hint: str) -> Layers | None:
     """The saved layers, None when the index has none; IndexFormatError when corrupt."""
     json_path, npy_path = folder / LAYERS_JSON, folder / LAYERS_NPY
-    if not json_path.is_file() and not npy_path.is_file():
+    if not present(json_path) and not present(npy_path):
         return None
     data = read_json(json_path, dict, hint)
 

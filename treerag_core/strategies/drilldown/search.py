@@ -368,7 +368,7 @@ def child_hits(
         rows = index.leaf_rows(parent_id)
         if not len(rows):
             continue
-        if store is None:
+        if store is None or getattr(store, "serves_chunks", False):  # Milvus: in score_leaf
             _, dense, bm25 = index.score_leaf(parent_id, qvec, q_tokens)
         else:
             hits = store.search(

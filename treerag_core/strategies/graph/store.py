@@ -7,7 +7,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from treerag_core.base.artifacts import is_finite_number, is_whole_number, read_json
+from treerag_core.base.artifacts import (
+    is_finite_number,
+    is_whole_number,
+    present,
+    read_json,
+)
 from treerag_core.base.errors import IndexFormatError
 from treerag_core.base.types import Chunk, Usage
 from treerag_core.strategies.graph.types import Concept, ConceptRelation, LeafGraph, Span
@@ -240,6 +245,6 @@ def save_graphs(graphs: Iterable[LeafGraph], folder: str | Path) -> Path:
 def load_graphs(folder: str | Path) -> dict[str, LeafGraph] | None:
     """The graphs of an index folder, or None when it was built without them."""
     path = Path(folder) / GRAPHS_FILE
-    if not path.is_file():
+    if not present(path):
         return None
     return graphs_from_data(read_json(path, hint="rebuild the index"), str(path))

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from treerag_core.base.artifacts import read_text
+from treerag_core.base.artifacts import present, read_text
 from treerag_core.base.types import Chunk, Language, TreeNode, Usage
 from treerag_core.strategies.graph.extract import chunks_covering, content_key, segments
 from treerag_core.strategies.graph.extract_llm import BLOCK_CHARS, LLMGraphExtractor
@@ -36,7 +36,7 @@ def load_graph_cache(index_folder: str | Path) -> dict[str, LeafGraph]:
     (it only costs asking again)."""
     path = cache_path(index_folder)
     out: dict[str, LeafGraph] = {}
-    if not path.is_file():
+    if not present(path):
         return out
     # Bounded like every file in an index folder; a damaged or oversized cache is an
     # IndexFormatError (the caller shows it) rather than silently re-paying for every graph.

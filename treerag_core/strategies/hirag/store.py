@@ -16,7 +16,7 @@ import networkx as nx
 import numpy as np
 
 from treerag_core.base import artifacts
-from treerag_core.base.artifacts import read_json, read_jsonl, read_npy
+from treerag_core.base.artifacts import present, read_json, read_jsonl, read_npy
 from treerag_core.base.errors import IndexFormatError, UnsafePathError
 from treerag_core.base.safepaths import read_bytes_checked
 from treerag_core.index.store import index_lock, recover_index, write_folder
@@ -165,6 +165,8 @@ def _graph_folder(index_folder: str | Path) -> Path:
         p.is_dir() for p in Path(index_folder).glob(f".{FOLDER}.old-*")
     ):
         recover_index(folder)
+    if folder.is_symlink():  # its files would be read from wherever it points
+        raise _not_ours(folder, Path(index_folder), "is a symlink")
     return folder
 
 
@@ -297,7 +299,7 @@ def read_llm_reports(path: Path, hint: str = "") -> tuple[dict[str, CommunityRep
     Raises:
         IndexFormatError: the file is damaged or oversized.
     """
-    if not path.is_file():
+    if not present(path):
         return {}, 0
     rows = read_json(path, list, hint)
     out, bad = {}, 0
@@ -384,14 +386,14 @@ def _not_ours(path: Path, index_folder: Path, why: str) -> IndexFormatError:
 
 
 def has_hirag(index_folder: str | Path) -> bool:
-    return (_graph_folder(index_folder) / "manifest.json").is_file()
+    return present(_graph_folder(index_folder) / "manifest.json")
 
 
 def read_manifest(index_folder: str | Path) -> dict[str, Any]:
     """`<index>/hirag/manifest.json`: what the build was made of (its fingerprints), read
     without the graph, so a build of other documents is known as out of date, not corrupt."""
     path = _graph_folder(index_folder) / "manifest.json"
-    if not path.is_file():
+    if not present(path):
         raise IndexFormatError(f"{Path(index_folder)} has no HiRAG graph; {BUILD_HINT}")
     return read_json(path, dict, BUILD_HINT)
 
