@@ -22,7 +22,7 @@ from treerag_core import (  # noqa: E402
     to_source,
 )
 from treerag_core.base.config import IndexSettings  # noqa: E402
-from treerag_core.evaluation import markdown_table  # noqa: E402
+from treerag_core.evaluation import difference_table, markdown_table  # noqa: E402
 
 
 def main() -> int:
@@ -64,6 +64,7 @@ def main() -> int:
     report = evaluate(data, EvalConfig(strategies=strategies, index_settings=settings), index=index)
     print()
     print(markdown_table(report))
+    print(difference_table(report))
     if args.json:
         out = {
             "pages": pages,

@@ -6,9 +6,12 @@ import argparse
 import cProfile
 import gc
 import json
+import os
 import pstats
 import resource
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -416,6 +419,104 @@ def to_markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+# ---- embedders side by side (--compare) ------------------------------------------------------
+def chunk_texts(sources: Sequence[SourceDocument], most: int | None) -> list[str]:
+    """The chunk texts a build embeds (model-free builds), document by document until `most`."""
+    texts: list[str] = []
+    for source in sources:
+        if most is not None and len(texts) >= most:
+            break
+        index = build_index([source], IndexSettings(embedder="hashing"), NullEmbedder(1))
+        texts += [c.text for c in index.chunks]
+    return texts if most is None else texts[:most]
+
+
+def embedder_figures(name: str, texts: Sequence[str]) -> dict[str, Any]:
+    """One embedder in this process: load seconds, then chunks/s over `texts` after a warm-up,
+    and the process's peak RSS (model + activations; run it in a fresh process)."""
+    started = time.perf_counter()
+    embedder = get_embedder(name)
+    embedder.embed(texts[:8], batch_size=BATCH_SIZE)  # loads the model
+    load = time.perf_counter() - started
+    started, cpu = time.perf_counter(), time.process_time()
+    embedder.embed(texts, batch_size=BATCH_SIZE)
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+    return {
+        "embedder": name,
+        "texts": len(texts),
+        "load_seconds": round(load, 2),
+        "embed_seconds": round(seconds, 2),
+        "chunks_per_s": round(len(texts) / seconds, 1),
+        # CPU seconds (all threads) the embedding took: what load on a shared machine does
+        # not inflate; two free cores give up to 2 CPU seconds per second.
+        "chunks_per_cpu_s": round(len(texts) / max(cpu, 1e-9), 1),
+        "peak_rss_mb": _mb(_peak_rss_kb()),
+        "loadavg": round(os.getloadavg()[0], 1),
+    }
+
+
+def compare_embedders(
+    datasets: Sequence[str], data: Path, names: Sequence[str], most: int | None, log: Log
+) -> list[dict[str, Any]]:
+    """Each embedder in its own process (a clean peak RSS) on the same chunk texts, in the
+    order A B C, then C B A: machine load drifts, so each side runs early once and late once;
+    the faster of its two runs is kept."""
+    rows: list[dict[str, Any]] = []
+    for dataset in datasets:
+        texts = chunk_texts(load_sources(data / dataset / "docs"), most)
+        runs: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
+        with tempfile.TemporaryDirectory() as folder:
+            shared = Path(folder) / "texts.json"
+            shared.write_text(json.dumps(texts, ensure_ascii=False), encoding="utf-8")
+            for name in [*names, *reversed(names)]:
+                log(f"index bench: {dataset}: {name} ({len(texts)} chunks)")
+                argv = [sys.executable, __file__, "--one", name, "--texts", str(shared)]
+                runs[name].append(_child(argv, f"{name} on {dataset}"))
+                got = runs[name][-1]  # said at once: a long run stopped early keeps its figures
+                log(f"index bench: {dataset}: {name}: {json.dumps(got)}")
+        for name in names:
+            best = max(runs[name], key=lambda r: r["chunks_per_s"])
+            rows.append(
+                {
+                    "dataset": dataset,
+                    **best,
+                    "all_chunks_per_s": [r["chunks_per_s"] for r in runs[name]],
+                }
+            )
+    return rows
+
+
+def _child(argv: list[str], what: str) -> dict[str, Any]:
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise TreeRAGError(f"{what} failed: {done.stderr.strip()[-500:]}")
+    return json.loads(done.stdout)
+
+
+def comparison_markdown(rows: Sequence[dict[str, Any]]) -> str:
+    lines = [
+        "| set | embedder | chunks | chunks/s (best of 2) | both runs | chunks per CPU-second "
+        "| load s | peak RSS MB | load average |",
+        "|---|---|---:|---:|---|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        runs = ", ".join(f"{v:.1f}" for v in r["all_chunks_per_s"])
+        lines.append(
+            f"| {r['dataset']} | {r['embedder']} | {r['texts']} | {r['chunks_per_s']:.1f} "
+            f"| {runs} | {r['chunks_per_cpu_s']:.1f} | {r['load_seconds']:.1f} "
+            f"| {r['peak_rss_mb']:.0f} | {r['loadavg']} |"
+        )
+    cpus = os.cpu_count()
+    lines += [
+        "",
+        f"{cpus} CPUs, shared with other jobs (the load average column: runnable processes "
+        "when the run ended); compare embedders within one set, not against absolute targets. "
+        f"Chunks per CPU-second is what the embedder costs whatever the load: {cpus} free "
+        f"cores give up to {cpus} CPU-seconds a second (less with threads that wait).",
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def _stderr(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
@@ -428,7 +529,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=2, help="timed passes of each side")
     parser.add_argument("--profile", action="store_true", help="cProfile a model-free build")
     parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
+    parser.add_argument(
+        "--compare",
+        help="comma-separated embedders to time side by side on --dataset (comma-separated "
+        "too), each in its own process: chunks/s, load time, peak RSS",
+    )
+    parser.add_argument("--max-chunks", type=int, help="with --compare: the first N chunks only")
+    parser.add_argument("--one", help=argparse.SUPPRESS)  # --compare's child process ...
+    parser.add_argument("--texts", type=Path, help=argparse.SUPPRESS)  # ... and its texts
     args = parser.parse_args(argv)
+    if args.max_chunks is not None and args.max_chunks < 1:
+        parser.error(f"--max-chunks must be >= 1, got {args.max_chunks}")
+    if args.one:
+        texts = json.loads(args.texts.read_text(encoding="utf-8"))
+        print(json.dumps(embedder_figures(args.one, texts)))
+        return 0
+    if args.compare:
+        names = [n.strip() for n in args.compare.split(",") if n.strip()]
+        datasets = [d.strip() for d in args.dataset.split(",") if d.strip()]
+        try:
+            rows = compare_embedders(datasets, args.data, names, args.max_chunks, _stderr)
+        except TreeRAGError as exc:
+            _stderr(f"error: {exc}")
+            return 2
+        print(comparison_markdown(rows))
+        if args.json:
+            args.json.parent.mkdir(parents=True, exist_ok=True)
+            args.json.write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
+        return 0
     try:
         sources = load_sources(args.data / args.dataset / "docs")
         result = run_index_bench(

@@ -34,7 +34,7 @@ QUESTIONS = (
     "What accuracy does AdaRouter reach on EUR/USD?",
     "How many epochs was the model trained for?",
 )
-GOLD_QUESTION = "What is the source of the crosslingual word embeddings?"  # ui/examples.py
+GOLD_QUESTION = "What is the source of the crosslingual word embeddings?"  # ui/common/examples.py
 SIZES = {"1600x1000": (1600, 1000), "1280x720": (1280, 720)}
 
 

@@ -20,7 +20,11 @@ from benchmarks import bench_index, bench_query  # noqa: E402
 from treerag_core.base.config import GRAPH_LEAF_CHARS, IndexSettings  # noqa: E402
 from treerag_core.base.errors import TreeRAGError  # noqa: E402
 from treerag_core.evaluation.harness import EvalConfig, evaluate  # noqa: E402
-from treerag_core.evaluation.report import markdown_table, write_report  # noqa: E402
+from treerag_core.evaluation.report import (  # noqa: E402
+    difference_table,
+    markdown_table,
+    write_report,
+)
 from treerag_core.index.embedders import get_embedder, index_embedder  # noqa: E402
 from treerag_core.strategies import strategy_names  # noqa: E402
 
@@ -165,6 +169,10 @@ def render_markdown(results: dict[str, Any]) -> str:
         partial = " (PARTIAL: interrupted)" if report.get("partial") else ""
         lines += [f"### {key}{partial}", "", markdown_table(report)]
         lines += [markdown_table(report, DETAIL_KEYS)]
+        differences = difference_table(report)
+        if differences:
+            lines += ["Paired differences (bootstrap 95% interval; bold excludes 0):", ""]
+            lines += [differences]
         if report.get("skipped"):
             lines += [f"Skipped: {report['skipped']}", ""]
     return "\n".join(lines).rstrip() + "\n"

@@ -58,25 +58,7 @@ def _events(kind: str, pending: dict, engine: Engine, trace: Trace | None, setti
     )
 
 
-def _until_answer(events: Iterator[Event]) -> Trace | None:
-    """Consume steps 1-2 (showing progress); the answer deltas stay in `events`."""
-    trace = None
-    with st.status("① Locate: finding the relevant sections…", expanded=False) as status:
-        try:
-            for event in events:
-                trace = event.trace
-                if event.kind in STATUS:
-                    status.update(label=STATUS[event.kind])
-                if event.kind in ("reranked", "done"):
-                    break
-        except (TreeRAGError, ValueError):
-            status.update(label="Stopped", state="error")
-            raise
-        status.update(label="Evidence ready", state="complete")
-    return trace
-
-
-def _run_action(pending, engine, trace, settings, scope, corpus, doc_ids) -> bool:
+def _run_action(pending, engine, trace, settings, scope, corpus, doc_ids, box) -> bool:
     """Run a queued action; on bad input show the error and return True (the caller then
     shows the last result as it was, labelled: bad input loses nothing)."""
     kind = pending["kind"]
@@ -86,25 +68,14 @@ def _run_action(pending, engine, trace, settings, scope, corpus, doc_ids) -> boo
         warm_reranker(settings.rerank.model)
     try:
         events = _events(kind, pending, engine, trace, settings, scope, corpus)
-        partial = _until_answer(events)
+        if kind == "ask":
+            ask.inspect, ask.highlight = None, None
+        final = _render(trace, corpus, doc_ids, engine, settings, events=events, box=box)
     except (TreeRAGError, ValueError) as exc:
         show_error(exc, "Change the question or the settings, then ask again.", corpus.kind)
         return True
-    if partial is None:
+    if final is None:
         return False
-    if kind == "ask":
-        ask.inspect, ask.highlight = None, None
-    holder: dict[str, Trace] = {}
-
-    def deltas() -> Iterator[str]:
-        for event in events:
-            holder["trace"] = event.trace
-            if event.kind == "delta":
-                yield event.delta
-
-    ask.stale_answer = None
-    _render(partial, corpus, doc_ids, engine, settings, live=deltas())
-    final = holder.get("trace", partial)
     query_id = record(final, corpus.key, scope)
     controls = settings.to_dict() if kind == "ask" else _asked_controls(settings, final)
     ask.set_trace(final, corpus.key, scope, query_id, origin=kind)
@@ -207,24 +178,61 @@ def _maybe_rerun(trace: Trace, engine: Engine, settings: QuerySettings, corpus: 
     return new
 
 
-def _render(trace, corpus, doc_ids, engine, settings, live: Iterator[str] | None = None) -> None:
-    """The story below the question; with `live`, the answer streams in beside the graph."""
-    if trace is None:
-        story.welcome(doc_ids, _ask_example)
-    if ss.get(story.PRESENT):  # the graph takes the full width, the answer goes below it
-        graph_col, answer_col = st.container(), st.container()
+def _render(trace, corpus, doc_ids, engine, settings, events=None, box=None) -> Trace | None:
+    """The story below the question; with `events` (a run under way) its progress shows in
+    the answer column while the previous graph stays on screen (dimmed as stale), is re-lit
+    in place when step 1 arrives, and the answer streams in beside it. Everything is drawn
+    inside one container at a fixed place (`box`, made by the caller right after the
+    notices), so nothing above or below it moves; a run that stops with an error is
+    replaced by the error's own view. Returns the run's trace."""
+    box = box if box is not None else st.empty().container()
+    with box:
+        return _story(trace, corpus, doc_ids, engine, settings, events)
+
+
+def _story(trace, corpus, doc_ids, engine, settings, events) -> Trace | None:
+    if ss.get(story.PRESENT):
+        graph_col, answer_col = story.present_columns()
     else:
         graph_col, answer_col = st.columns([3, 2], gap="medium")
+    with answer_col:
+        progress = st.empty()  # the same place in every run: the answer below it never moves
+        if trace is None and events is None:  # beside the graph: the graph never moves
+            story.welcome(doc_ids, _ask_example)
+    status = None
+    if events is None and trace is not None:  # the run's last line stays: nothing moves up
+        progress.status("Evidence ready", state="complete", expanded=False)
+    if events is not None:
+        status = progress.status("① Locate: finding the relevant sections…", expanded=False)
+        trace = _advance(events, status, until=("located",)) or trace
     with graph_col:
         story.locate_step(corpus, doc_ids, trace)
+    live = None
+    if events is not None and status is not None:
+        trace = _advance(events, status, until=("reranked", "done")) or trace
+        status.update(label="Evidence ready", state="complete")
+        ask.stale_answer = None
+        holder: dict[str, Trace] = {}
+
+        def deltas() -> Iterator[str]:
+            for event in events:
+                holder["trace"] = event.trace
+                if event.kind == "delta":
+                    yield event.delta
+
+        live = deltas()
     if trace is None:
         with answer_col:
             story.inspector_panel(corpus, doc_ids, None, lambda _: None)
-        return
+        return None
     # The answer is drawn right after the graph, before the evidence tables: the browser
     # renders messages in order, so the first streamed token no longer waits behind them.
     with answer_col:
         story.answer_step(trace, corpus.index, live, lambda: _queue("answer"))
+    if live is not None:
+        for _ in live:  # the stream was consumed by the answer; drain what is left
+            pass
+        trace = holder.get("trace", trace)
     # The inspector next, before the long evidence tables: a citation or node click opens it
     # (and scrolls to it) instead of a screen below them.
     story.inspector_panel(corpus, doc_ids, trace, lambda leaves: _queue("override", leaves=leaves))
@@ -240,6 +248,23 @@ def _render(trace, corpus, doc_ids, engine, settings, live: Iterator[str] | None
         story.compare_panel(trace, engine, settings, corpus.kind)
     with st.expander("Example questions"):
         story.examples(doc_ids, _ask_example)
+    return trace
+
+
+def _advance(events: Iterator[Event], status, until: tuple[str, ...]) -> Trace | None:
+    """Consume events up to one of `until`, showing each step's progress in `status`."""
+    trace = None
+    try:
+        for event in events:
+            trace = event.trace
+            if event.kind in STATUS:
+                status.update(label=STATUS[event.kind])
+            if event.kind in until:
+                break
+    except (TreeRAGError, ValueError):
+        status.update(label="Stopped", state="error")
+        raise
+    return trace
 
 
 def _stored(trace: Trace, kind: str, can_ask: bool) -> None:
@@ -312,7 +337,7 @@ def main() -> None:
         return
     scope = list(ss[scope_key]) or None
     doc_ids = scope or list(doc_options)
-    st.caption(
+    st.container(key="ask_corpus_line").caption(
         f"{corpus.label}: {len(doc_ids)} of {len(doc_options)} document(s) in scope · "
         f"embedder {corpus.index.embedder_name} · {len(corpus.index.chunks):,} chunks"
     )
@@ -337,22 +362,30 @@ def main() -> None:
         submitted = c2.form_submit_button("Ask", type="primary", width="stretch")
     pending = {"kind": "ask"} if submitted else ask.take("pending")
     trace: Trace | None = ask.trace if ask.trace_corpus == corpus.key else None
+    # Notices (errors, banners, a model's loading spinner) go in their own container above
+    # the story's slot, so however many there are, the slot keeps its place and the graph
+    # inside it is never remounted.
+    notices, slot = st.container(), st.empty()
+    box = slot.container()  # created at once: the previous run's story stays until redrawn
     failed = False
-    if pending is not None and (pending["kind"] == "ask" or trace is not None):
-        failed = _run_action(pending, engine, trace, settings, scope, corpus, doc_ids)
-    if failed and trace is not None:
-        _previous_shown(trace, pending["kind"])
-    if ask.trace is not None and trace is None:
-        _stored(ask.trace, kind, can_ask=True)
-    if pending is None:
-        offer_last_question()  # a reload: the question and its result, one click away
-    if trace is not None and trace.locate is not None:
-        waiting = _waiting_for_ask(settings, scope) if ask.controls is not None else []
-        if waiting:  # never a rerun under the old strategy presented as the new one
-            _pending_banner(trace, waiting)
-        else:
-            trace = _maybe_rerun(trace, engine, settings, corpus)
-    _render(trace, corpus, doc_ids, engine, settings)
+    with notices:
+        if pending is not None and (pending["kind"] == "ask" or trace is not None):
+            failed = _run_action(pending, engine, trace, settings, scope, corpus, doc_ids, box)
+        if failed:  # the half-drawn run gives way to the previous result, labelled
+            box = slot.container()
+        if failed and trace is not None:
+            _previous_shown(trace, pending["kind"])
+        if ask.trace is not None and trace is None:
+            _stored(ask.trace, kind, can_ask=True)
+        if pending is None:
+            offer_last_question()  # a reload: the question and its result, one click away
+        if trace is not None and trace.locate is not None:
+            waiting = _waiting_for_ask(settings, scope) if ask.controls is not None else []
+            if waiting:  # never a rerun under the old strategy presented as the new one
+                _pending_banner(trace, waiting)
+            else:
+                trace = _maybe_rerun(trace, engine, settings, corpus)
+    _render(trace, corpus, doc_ids, engine, settings, box=box)
 
 
 main()

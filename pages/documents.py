@@ -12,6 +12,7 @@ from ui.common.corpora import SAMPLES, UPLOADS, corpus_label
 from ui.common.inspector import inspector, node_picker
 from ui.common.ktype_card import document_ktype
 from ui.common.leaf_graph_panel import graph_stats, inspected_leaf_graph
+from ui.common.page_view import original_pdf
 from ui.common.resources import EMBEDDER_CHOICES, sample_corpus, sample_paths
 from ui.common.score_tables import outline_frame
 from ui.common.session import DocsState, WorkspaceState, require_app
@@ -281,7 +282,12 @@ def _preview() -> None:
         placeholder="Click a node, pick an outline row, or choose here",
     )
     if docs.inspect:
-        inspector(index, docs.inspect, key="doc_inspector")
+        inspector(
+            index,
+            docs.inspect,
+            key="doc_inspector",
+            pdf=lambda doc_id: original_pdf(corpus.kind, doc_id),
+        )
         inspected_leaf_graph(corpus, docs.inspect)
 
 

@@ -756,11 +756,15 @@ def test_ask_through_an_openai_compatible_server(monkeypatch):
     assert any("Fifty epochs" in m.value for m in at.markdown)  # the streamed answer
 
 
-def test_an_off_topic_question_is_flagged_out_of_scope_beside_the_answer():
+def test_an_off_topic_question_is_flagged_beside_the_answer():
+    # Keyless: the answer's own verdict is the label (both readers doubt it: not answered).
     at = ask(open_app(), "What is the capital of France?")
-    assert any("Out of scope?" in w.value for w in at.warning), page_text(at)
+    assert any("Not answered:" in w.value for w in at.warning), page_text(at)
+    assert at.session_state["ask_trace"].verdict["verdict"] == "not_answered"
     on_topic = ask(open_app(), PAPER_QUESTION)
-    assert not any("Out of scope?" in w.value for w in on_topic.warning)
+    assert not any(
+        "Not answered:" in w.value or "Out of scope?" in w.value for w in on_topic.warning
+    )
     assert not any("Sensitive question" in w.value for w in on_topic.warning)
     secret = ask(open_app(), "What API key did the model training use?")
     assert any("Sensitive question" in w.value and "credentials" in w.value for w in secret.warning)

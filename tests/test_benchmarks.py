@@ -40,6 +40,20 @@ def cases() -> list[bench_query.QueryCase]:
     return [bench_query.QueryCase(q, ("test_paper.md",)) for q in EN_QUESTIONS]
 
 
+def test_embedders_side_by_side_on_the_same_chunk_texts(sources, index):
+    texts = bench_index.chunk_texts(sources, most=5)
+    assert texts == [c.text for c in index.chunks[:5]]  # what a build embeds, in its order
+    assert len(bench_index.chunk_texts(sources, None)) == len(index.chunks)
+    row = bench_index.embedder_figures("hashing", texts)
+    assert row["texts"] == 5 and row["chunks_per_s"] > 0 and row["chunks_per_cpu_s"] > 0
+    assert row["peak_rss_mb"] > 0
+    table = bench_index.comparison_markdown(
+        [{"dataset": "samples", **row, "all_chunks_per_s": [row["chunks_per_s"]] * 2}]
+    )
+    assert table.splitlines()[2].startswith("| samples | hashing | 5 | ")
+    assert "CPU-second" in table and "shared with other jobs" in table
+
+
 def test_index_bench_reports_rates_ratio_memory_and_stage_split(sources):
     result = bench_index.run_index_bench(sources, get_embedder("hashing"), repeats=1)
     assert result["documents"] == 2
@@ -259,7 +273,9 @@ def test_run_all_writes_one_report_with_every_table(tmp_path):
         "### lecoqa_laws/corpus",
     ):
         assert heading in text
-    assert text.count("| oracle-sections |") == 8  # headline + detail table, four runs
+    # headline + detail table, four runs; then its paired difference from flat-hybrid in each
+    assert text.count("| oracle-sections | flat-hybrid |") == 4
+    assert text.count("| oracle-sections |") == 8 + 4
     assert "within the 15-minute budget" in text
 
 

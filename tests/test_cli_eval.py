@@ -113,6 +113,19 @@ def test_left_out_counts_the_questions_the_limit_walked(eval_dir, index_cache, c
     assert "left out among the questions --limit walked" in out and "whole set: " in out
 
 
+def test_differences_are_printed_when_a_baseline_ran(eval_dir, index_cache, capsys):
+    argv = eval_argv(eval_dir, index_cache, "--strategy", "flat-bm25,flat-hybrid")
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "Paired differences from the baselines" in out
+    assert "| strategy | minus | recall@1000c | recall@2000c | hit@5 |" in out
+    row = next(line for line in out.splitlines() if line.startswith("| flat-bm25 | flat-hybrid"))
+    assert row.count("[") == 3  # an interval in every cell
+    # Without flat-hybrid there is nothing to compare with, and nothing is printed.
+    assert main(eval_argv(eval_dir, index_cache, "--strategy", "flat-bm25")) == 0
+    assert "Paired differences" not in capsys.readouterr().out
+
+
 def test_eval_help_shows_where_the_cache_goes():
     [sub] = [a for a in build_parser()._actions if hasattr(a, "choices") and a.choices]
     [cache] = [a for a in sub.choices["eval"]._actions if "--cache" in a.option_strings]

@@ -123,7 +123,7 @@ def test_batch_size_does_not_change_hashing_vectors() -> None:
 
 def test_get_embedder_caches_one_instance_per_name() -> None:
     assert get_embedder("hashing") is get_embedder("hashing")
-    assert set(EMBEDDER_NAMES) == {"multilingual", "minilm", "hashing"}
+    assert set(EMBEDDER_NAMES) == {"multilingual", "minilm", "e5", "hashing"}
 
 
 def test_get_embedder_is_cheap_and_thread_safe() -> None:

@@ -116,6 +116,23 @@ def test_report_round_trips_and_prints(report, tmp_path):
     ]
 
 
+def test_report_keeps_paired_differences_from_flat_hybrid(report):
+    # Both other strategies ran beside flat-hybrid on the same 3 questions; flat-structured
+    # did not run, so treerag has no routing comparison here.
+    diffs = report["differences"]
+    assert set(diffs) == {"treerag", "oracle-sections"}
+    # Each question against its own paper: nothing to route, and each record says so.
+    assert all(r["routed"] == [] for r in report["questions"]["treerag"])
+    assert set(diffs["treerag"]) == {"flat-hybrid"}
+    for row in diffs:
+        for key in ("recall@1000c", "recall@2000c", "hit@5"):
+            cell = diffs[row]["flat-hybrid"][key]
+            per = {q["id"]: q["metrics"][key] for q in report["questions"][row]}
+            base = {q["id"]: q["metrics"][key] for q in report["questions"]["flat-hybrid"]}
+            assert cell["mean"] == pytest.approx(sum(per[q] - base[q] for q in per) / 3)
+            assert cell["low"] <= cell["mean"] <= cell["high"]
+
+
 def test_ctrl_c_leaves_a_partial_valid_report(eval_dir, tmp_path):
     def interrupt(done: int, total: int) -> None:
         if done == 4:
@@ -344,3 +361,40 @@ def test_an_eval_leaves_the_shared_score_cache_alone(eval_dir, index_cache, spy_
     SpyCrossEncoder.scored = []
     shared.score("an Ask question", ["a passage the explorer scored"])
     assert SpyCrossEncoder.scored == []  # still cached: nothing was scored again
+
+
+def test_oracle_leaves_of_page_gold_hold_text_on_the_gold_pages():
+    from treerag_core.evaluation.dataset import EvalQuestion, GoldPage
+    from treerag_core.index.corpus import SourceDocument, build_index
+    from treerag_core.index.embedders import get_embedder
+
+    text = (
+        "# Revenue\n\nRevenue grew to 12 billion dollars in the year.\n\n"
+        "# Costs\n\nCosts were flat at 3 billion dollars.\n\n"
+        "# Outlook\n\nThe outlook for next year is stable.\n"
+    )
+    costs = text.index("# Costs")
+    # Page 1: Revenue and the start of Costs; page 2: the rest of Costs and Outlook.
+    pages = (0, costs + 12)
+    doc = SourceDocument("filing.pdf", text, page_starts=pages)
+    index = build_index([doc], IndexSettings(embedder="hashing"), get_embedder("hashing"))
+    paths = {leaf.node_id: leaf.heading_path for leaf in index.leaves("filing.pdf")}
+
+    def asked(*gold: int) -> list[str]:
+        question = EvalQuestion(
+            id="q",
+            question="What were the costs?",
+            doc="filing.pdf",
+            docs=("filing.pdf",),
+            answers=("3 billion",),
+            evidences=(),
+            n_evidence_missing=0,
+            evidence_sections=(),
+            gold_pages=tuple(GoldPage("filing.pdf", p) for p in gold),
+        )
+        return [paths[leaf].split(" > ")[-1] for leaf in oracle_leaves(index, question)]
+
+    # Page 2 holds most of Costs and all of Outlook: Outlook has more characters there.
+    assert asked(2) == ["Outlook", "Costs"]
+    assert asked(1) == ["Revenue", "Costs"]
+    assert asked(3) == []  # a page the document does not have holds no leaf

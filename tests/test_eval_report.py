@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
 
 from treerag_core.base.errors import UnsafePathError
 from treerag_core.evaluation.dataset import EvalDataError, load_dataset
-from treerag_core.evaluation.report import load_report, write_report
+from treerag_core.evaluation.report import (
+    difference_table,
+    differences_json,
+    load_report,
+    paired_differences,
+    routing_summary,
+    write_report,
+)
 
 REPORT = {"strategies": {"treerag": {"hit@5": 0.5}}, "questions": {}}
 
@@ -80,3 +88,83 @@ def test_another_folder_with_a_fifo_questions_file_is_refused(app_dirs):
     # Refused as what it is, not reported as a missing file.
     with pytest.raises(UnsafePathError, match="FIFO or socket, not a regular file"):
         load_dataset(folder, roots=[evals])
+
+
+def _records(values: dict[str, list[float]]) -> dict[str, list[dict]]:
+    return {
+        row: [{"id": f"q{i}", "metrics": {"hit@5": v}} for i, v in enumerate(vs)]
+        for row, vs in values.items()
+    }
+
+
+def _report(values: dict[str, list[float]]) -> dict:
+    return {
+        "strategies": {row: {"hit@5": sum(v) / len(v)} for row, v in values.items()},
+        "questions": _records(values),
+    }
+
+
+def test_differences_pair_each_strategy_with_its_baselines():
+    report = _report(
+        {
+            "treerag": [1.0, 1.0, 1.0, 1.0],
+            "flat-structured": [1.0, 1.0, 1.0, 0.0],
+            "flat-hybrid": [0.0, 0.0, 0.0, 0.0],
+        }
+    )
+    found = paired_differences(report, keys=("hit@5",))
+    # flat-hybrid is the baseline itself; only routing strategies meet flat-structured.
+    assert set(found) == {"treerag", "flat-structured"}
+    assert set(found["treerag"]) == {"flat-hybrid", "flat-structured"}
+    assert set(found["flat-structured"]) == {"flat-hybrid"}
+    every = found["treerag"]["flat-hybrid"]["hit@5"]
+    assert (every.mean, every.low, every.high) == (1.0, 1.0, 1.0)  # no spread: no width
+    one = found["treerag"]["flat-structured"]["hit@5"]
+    assert one.mean == 0.25 and one.low == 0.0 and one.high <= 1.0  # one question of four
+
+
+def test_differences_pair_by_question_and_drop_the_unpaired():
+    report = _report({"treerag+llm": [1.0, 0.0, 1.0], "flat-hybrid": [0.0, 0.0]})
+    # The third question ran only for treerag+llm (skipped by the baseline): it is not paired.
+    got = paired_differences(report, keys=("hit@5",))["treerag+llm"]
+    assert set(got) == {"flat-hybrid"}  # flat-structured did not run in this report
+    assert got["flat-hybrid"]["hit@5"].mean == 0.5
+
+
+def test_difference_table_marks_intervals_that_exclude_zero():
+    report = _report(
+        {"treerag": [1.0, 0.0] * 3, "flat-hybrid": [0.0] * 6, "flat-structured": [0.0, 1.0] * 3}
+    )
+    assert difference_table(report, keys=("hit@5",)).splitlines() == [
+        "| strategy | minus | hit@5 |",
+        "|---|---|---:|",
+        # Three questions gained of six: the interval stays above zero, so it is bold.
+        "| treerag | flat-hybrid | **+0.500 [+0.167, +0.833]** |",
+        # Three gained and three lost: no difference, and an interval across zero.
+        "| treerag | flat-structured | +0.000 [-0.667, +0.667] |",
+        "| flat-structured | flat-hybrid | **+0.500 [+0.167, +0.833]** |",
+    ]
+
+
+def test_no_baseline_in_the_report_means_no_difference_table():
+    assert difference_table(_report({"treerag": [1.0], "flat-dense": [0.0]})) == ""
+    assert differences_json(_report({"treerag": [1.0]})) == {}
+
+
+def test_differences_json_holds_plain_numbers():
+    got = differences_json(_report({"flat-dense": [1.0, 0.0], "flat-hybrid": [0.0, 0.0]}))
+    assert list(got) == ["flat-dense"] and list(got["flat-dense"]) == ["flat-hybrid"]
+    cell = got["flat-dense"]["flat-hybrid"]["hit@5"]
+    assert json.loads(json.dumps(cell)) == cell
+    assert cell["mean"] == 0.5 and 0.0 <= cell["low"] <= cell["mean"] <= cell["high"] <= 1.0
+
+
+def test_routing_summary_counts_the_questions_routing_cut():
+    report = {
+        "questions": {
+            "treerag": [{"id": "a", "routed": ["d1"]}, {"id": "b", "routed": []}],
+            "flat-hybrid": [{"id": "a", "routed": []}],
+        }
+    }
+    assert routing_summary(report) == "treerag routed 1 of 2 questions"
+    assert routing_summary({"questions": {"flat-hybrid": [{"id": "a"}]}}) == ""

@@ -109,3 +109,24 @@ def test_a_same_language_question_with_weak_evidence_is_still_flagged():
     chinese = ["劳动合同应当以书面形式订立。"] * 3
     flags = question_flags(_trace("zh", chinese, dense=0.24))
     assert flags.out_of_scope is True and flags.evidence["cross_language"] is False
+
+
+def test_the_answer_refuses_only_when_both_readers_doubt_and_no_question_term_is_found():
+    from treerag_core.answer.flags import Verdict, judge
+
+    # Both readers sure: answered, no label.
+    assert judge(0.6, 3.0, None, False, "en").verdict == Verdict.ANSWERED
+    # One reader doubts (the web-trained cross-encoder on a filing): labelled, not refused.
+    weak = judge(0.6, -2.8, None, False, "en")
+    assert weak.verdict == Verdict.WEAK and weak.passage_weak and not weak.sentence_weak
+    assert weak.label() == "Weak match: the best passage scores −2.80; check the evidence below."
+    # Both doubt, but the evidence holds the question's words: still labelled, never hidden.
+    assert judge(0.2, -5.5, None, False, "en", shares_terms=True).verdict == Verdict.WEAK
+    # Both doubt and not one question term is in the evidence: the documents do not answer.
+    assert judge(0.1, -9.0, None, False, "en", shares_terms=False).verdict == Verdict.NOT_ANSWERED
+    # Across languages no word can be shared: labelled, not refused.
+    assert judge(0.1, None, 0.2, True, "zh", shares_terms=False).verdict == Verdict.WEAK
+    # Unreranked (Chinese): the cosine is the passage reader.
+    assert judge(0.5, None, 0.3, False, "zh").passage_reader == "cosine"
+    # Nothing retrieved at all: not answered.
+    assert judge(None, None, None, False, "en").verdict == Verdict.NOT_ANSWERED

@@ -1,4 +1,4 @@
-"""The LLM sidebar block (ui/llm_panel.py) through Streamlit's AppTest, against the fake servers."""
+"""The LLM sidebar block (ui/common/llm_panel.py) through AppTest, against the fake servers."""
 
 from __future__ import annotations
 

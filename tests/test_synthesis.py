@@ -9,13 +9,14 @@ import numpy as np
 import pytest
 from markdown_it import MarkdownIt
 
-from treerag_core.answer.flags import WEAK_RERANK_LOGIT
+from treerag_core.answer.flags import WEAK_RERANK_LOGIT, Verdict
 from treerag_core.answer.synthesis import (
     NOT_ANSWERED,
     Extract,
     Sentence,
     choose_sentences,
     extract,
+    extractive,
     extractive_answer,
     inert_links,
     score_sentences,
@@ -80,17 +81,55 @@ def test_the_answer_cites_every_sentence_and_streams_one_at_a_time(embedder):
     assert len(deltas) == len("".join(deltas).splitlines())
 
 
-def test_an_off_topic_question_is_not_answered_and_cites_nothing(embedder):
-    hits = [hit("The learning rate was 0.001 throughout.", "Paper > Training", 0)]
+def test_an_off_topic_question_is_not_answered_and_cites_nothing_when_both_readers_agree(
+    embedder,
+):
+    # The cross-encoder scored the only passage far below its line, and no sentence of it
+    # matches the question: both readers doubt it, so the answer refuses (naming the passage).
+    weak = replace(
+        hit("The learning rate was 0.001 throughout.", "Paper > Training", 0), rerank=-9.0
+    )
     question = "What is the capital of France?"
-    text = "".join(
-        extractive_answer(
-            question, embedder.embed_query(question), hits, "en", embed_many(embedder),
-            {"paper.md": DOC},
-        )
+    verdict, text = extractive(
+        question, embedder.embed_query(question), [weak], "en", embed_many(embedder),
+        {"paper.md": DOC},
     )  # fmt: skip
-    assert text == NOT_ANSWERED["en"].format(path="Paper > Training")
-    assert "[Source:" not in text
+    assert "".join(text) == NOT_ANSWERED["en"].format(path="Paper > Training")
+    assert verdict.verdict == Verdict.NOT_ANSWERED
+    assert verdict.label().startswith("Not answered: the best passage scores −9.00 and ")
+
+
+def test_one_doubting_reader_labels_the_answer_and_never_hides_the_top_passage(embedder):
+    # A financial passage the web-trained cross-encoder scores low (−2.8), whose sentence
+    # matches the question well: the answer leads with it, cited, labelled "weak match".
+    top = replace(
+        hit("The learning rate was 0.001 throughout.", "Paper > Training", 0), rerank=-2.8
+    )
+    question = "What was the learning rate?"
+    verdict, text = extractive(
+        question, embedder.embed_query(question), [top], "en", embed_many(embedder),
+        {"paper.md": DOC}, threshold=0.1,
+    )  # fmt: skip
+    answer = "".join(text)
+    assert answer.startswith("The learning rate was 0.001 throughout. [Source: Paper > Training]")
+    assert verdict.verdict == Verdict.WEAK and verdict.passage_weak and not verdict.sentence_weak
+    assert verdict.label() == (
+        "Weak match: the best passage scores −2.80; check the evidence below."
+    )
+    # The other way round: the passage reader agrees, the sentence is below the bar.
+    sure = replace(top, rerank=4.0)
+    verdict, text = extractive(
+        "What is the capital of France?", embedder.embed_query("What is the capital of France?"),
+        [sure], "en", embed_many(embedder), {"paper.md": DOC},
+    )  # fmt: skip
+    assert "".join(text).startswith("The learning rate was 0.001 throughout. [Source:")
+    assert verdict.verdict == Verdict.WEAK and verdict.sentence_weak
+    # Both agree it is on topic: no label at all.
+    verdict, _ = extractive(
+        question, embedder.embed_query(question), [sure], "en", embed_many(embedder),
+        {"paper.md": DOC}, threshold=0.1,
+    )  # fmt: skip
+    assert verdict.verdict == Verdict.ANSWERED and verdict.label() == ""
 
 
 def test_a_sentence_in_another_language_is_judged_by_meaning_alone():
@@ -163,7 +202,8 @@ def test_a_section_leads_with_its_best_then_reads_in_document_order_without_repe
     assert [(x.path, x.start) for x in result.sentences] == [
         ("A", 100), ("A", 10), ("B", 500), ("C", 900)
     ]  # fmt: skip
-    assert not choose_sentences(SCORED, threshold=0.95).answered
+    # Below the bar, the top passage's best sentence still leads (the verdict labels it).
+    assert [x.start for x in choose_sentences(SCORED, threshold=0.95).sentences] == [100]
     assert choose_sentences([], threshold=0.0) == Extract((), False, None)
 
 

@@ -1,4 +1,4 @@
-"""The tree editor component (ui/tree_editor.py) through AppTest, with a real edits sidecar."""
+"""The tree editor (ui/documents/tree_editor.py) through AppTest, with a real edits sidecar."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The tree graph's fit arithmetic (ui/tree_graph_component/fit.js), run in Node: whole node
+"""The tree graph's fit arithmetic (ui/common/tree_graph_component/fit.js), run in Node: whole node
 boxes with a margin, the label floor, and no node cut at an edge."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 from tests.conftest import skip_unless_ci
 from ui.common.tree_graph import FIT_PAD_PX, FONT_PX, MIN_LABEL_PX, PRESENT_LABEL_PX
 
-FIT_JS = Path(__file__).resolve().parents[1] / "ui" / "tree_graph_component" / "fit.js"
+FIT_JS = Path(__file__).resolve().parents[1] / "ui" / "common" / "tree_graph_component" / "fit.js"
 NODE = shutil.which("node") or shutil.which("nodejs")
 PRESENT_FLOOR = PRESENT_LABEL_PX / FONT_PX  # the zoom that draws labels at 24 px
 DESK_FLOOR = MIN_LABEL_PX / FONT_PX

@@ -1,4 +1,4 @@
-"""ui/workspace.py through Streamlit's AppTest: clearing the workspace loses nothing on failure."""
+"""ui/common/workspace.py through AppTest: clearing the workspace loses nothing on failure."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from treerag_core.answer.citations import parse_citations
-from treerag_core.answer.synthesis import answer_fallbacks, extractive_answer, stream_llm_answer
+from treerag_core.answer.synthesis import answer_fallbacks, extractive, stream_llm_answer
 from treerag_core.base.errors import EmbedderError, LLMError, QueryError, TreeRAGError
 from treerag_core.base.names import Locator
 from treerag_core.base.settings import AnswerSettings, LLMSettings, QuerySettings
@@ -239,8 +239,9 @@ def synthesize_step(engine: Engine, trace: Trace, settings: QuerySettings, clien
             if parts:
                 yield "\n\n"
             parts = []
+    trace.verdict = {}
     if not parts:  # streamed one cited sentence at a time, like the LLM's answer
-        for delta in extractive_answer(
+        verdict, text = extractive(
             trace.question,
             engine.query_vector(trace.question),
             trace.reranked,
@@ -248,7 +249,10 @@ def synthesize_step(engine: Engine, trace: Trace, settings: QuerySettings, clien
             lambda texts: engine.embedder.embed(list(texts)),
             engine.index.texts,
             sections=trace.sections,
-        ):
+            candidates=trace.candidates,
+        )
+        trace.verdict = verdict.to_dict() if verdict is not None else {}
+        for delta in text:
             parts.append(delta)
             yield delta
     trace.answer = "".join(parts)

@@ -7,6 +7,7 @@ import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -155,9 +156,14 @@ def crosses_languages(trace: Trace) -> bool:
     multilingual embedder's cosines run lower (a sentence and its translation score ~0.8),
     so a Chinese question about an English paper would be flagged however right its evidence.
     """
-    hits = list(trace.reranked or trace.candidates)[:3]
-    other = sum(detect_language(h.chunk.text) != trace.language for h in hits)
-    return bool(hits) and other > len(hits) / 2
+    return hits_cross_languages(trace.reranked or trace.candidates, trace.language)
+
+
+def hits_cross_languages(hits: Sequence[RetrievedChunk], language: str) -> bool:
+    """`crosses_languages` for a list of hits (the best first) and the question's language."""
+    top = list(hits)[:3]
+    other = sum(detect_language(h.chunk.text) != language for h in top)
+    return bool(top) and other > len(top) / 2
 
 
 def question_flags(trace: Trace, rules: Sequence[SensitiveRule] | None = None) -> QuestionFlags:
@@ -176,3 +182,123 @@ def question_flags(trace: Trace, rules: Sequence[SensitiveRule] | None = None) -
         sensitive=tuple(sensitive_matches(trace.question, rules)),
         evidence={**evidence, "cross_language": cross},
     )
+
+
+class Verdict(StrEnum):
+    """What the keyless answer says about its own evidence."""
+
+    ANSWERED = "answered"  # both readers find the evidence on topic
+    WEAK = "weak"  # one reader doubts it: answered, with a visible "weak match" label
+    NOT_ANSWERED = "not_answered"  # both readers doubt it: the documents do not answer
+
+
+@dataclass(frozen=True)
+class AnswerVerdict:
+    """The verdict and the scores it read, kept in the trace (`Trace.verdict`)."""
+
+    verdict: Verdict
+    best_sentence: float | None  # the answer's best sentence (synthesis.score_sentences)
+    passage: float | None  # the top passage by its reader: cross-encoder logit, or cosine
+    passage_reader: str  # "cross-encoder" or "cosine" (or "" when nothing was retrieved)
+    passage_weak: bool
+    sentence_weak: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return verdict_record(self)
+
+    def label(self) -> str:
+        return verdict_label(self.to_dict())
+
+
+def verdict_record(v: AnswerVerdict) -> dict[str, Any]:
+    return {
+        "verdict": str(v.verdict),
+        "best_sentence": v.best_sentence,
+        "passage": v.passage,
+        "passage_reader": v.passage_reader,
+        "passage_weak": v.passage_weak,
+        "sentence_weak": v.sentence_weak,
+    }
+
+
+def _num(x: float) -> str:
+    return f"{x:.2f}".replace("-", "\N{MINUS SIGN}")
+
+
+def verdict_label(record: dict[str, Any]) -> str:
+    """The one line shown on a keyless answer about its evidence ("" when both readers
+    agree it is on topic). Read from the stored record, so a stored trace says it too."""
+    kind = record.get("verdict")
+    if kind not in (Verdict.WEAK, Verdict.NOT_ANSWERED):
+        return ""
+    why = []
+    if record.get("passage_weak") and record.get("passage") is not None:
+        what = "scores" if record.get("passage_reader") == "cross-encoder" else "has a cosine of"
+        why.append(f"the best passage {what} {_num(record['passage'])}")
+    if record.get("sentence_weak") and record.get("best_sentence") is not None:
+        why.append(f"the best sentence matches the question at {_num(record['best_sentence'])}")
+    reason = " and ".join(why) or "nothing was retrieved"
+    if kind == Verdict.NOT_ANSWERED:
+        return f"Not answered: {reason}; the closest passage is in the evidence below."
+    return f"Weak match: {reason}; check the evidence below."
+
+
+def judge(
+    best_sentence: float | None,
+    top_rerank: float | None,
+    top_dense: float | None,
+    cross_language: bool | None,
+    language: str | None,
+    sentence_bar: float | None = None,
+    shares_terms: bool | None = True,
+) -> AnswerVerdict:
+    """The keyless answer's verdict from independent readers of the evidence.
+
+    The passage reader is the cross-encoder (question and passage read together; its logit
+    against `WEAK_RERANK_LOGIT`), or for unreranked questions the best raw cosine (against
+    `WEAK_DENSE_COSINE`). The sentence reader is the answer's best sentence (meaning and the
+    question's terms, against `NOT_ANSWERED_SCORE`). Each line was calibrated on its own;
+    no new threshold is introduced here.
+
+    Either reader's doubt is shown (WEAK: the answer still leads with the top passage's best
+    sentence, labelled), never acted on: the bundled cross-encoder (trained on web queries)
+    scores papers and filings low however right the passage, and a sentence score misses a
+    paraphrase. The answer refuses (NOT_ANSWERED) only when the documents give it nothing to
+    stand on: both readers doubt the evidence *and* not one of the question's own terms
+    (`shares_terms`, stop words aside) occurs in any sentence the answer could quote. Across
+    languages words cannot be shared, so such a question is labelled, never refused.
+    """
+    lang = language if language in NOT_ANSWERED_SCORE else "en"
+    bar = NOT_ANSWERED_SCORE[lang] if sentence_bar is None else sentence_bar
+    sentence_weak = best_sentence is None or best_sentence < bar
+    if top_rerank is not None:
+        reader, passage = "cross-encoder", top_rerank
+        passage_weak = top_rerank < WEAK_RERANK_LOGIT
+    elif top_dense is not None:
+        reader, passage = "cosine", top_dense
+        passage_weak = top_dense < WEAK_DENSE_COSINE
+    else:
+        reader, passage, passage_weak = "", None, True
+    nothing_shared = best_sentence is None or (shares_terms is False and not cross_language)
+    if passage_weak and sentence_weak and nothing_shared:
+        verdict = Verdict.NOT_ANSWERED
+    elif passage_weak or sentence_weak:
+        verdict = Verdict.WEAK
+    else:
+        verdict = Verdict.ANSWERED
+    return AnswerVerdict(verdict, best_sentence, passage, reader, passage_weak, sentence_weak)
+
+
+def answer_signals(
+    trace: Trace, best_sentence: float | None, shares_terms: bool | None
+) -> dict[str, Any]:
+    """The signals `judge` reads, from a trace and its answer's sentences."""
+    evidence = evidence_scores(trace.reranked, trace.candidates)
+    return {
+        "best_sentence": best_sentence,
+        "shares_terms": shares_terms,
+        "top_rerank": evidence["top_rerank"],
+        "top_dense": evidence["top_dense"],
+        "cross_language": crosses_languages(trace),
+        "language": trace.language,
+    }

@@ -9,7 +9,15 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from treerag_core.answer.flags import NOT_ANSWERED_SCORE, WEAK_RERANK_LOGIT
+from treerag_core.answer.flags import (
+    NOT_ANSWERED_SCORE,
+    WEAK_RERANK_LOGIT,
+    AnswerVerdict,
+    Verdict,
+    evidence_scores,
+    hits_cross_languages,
+    judge,
+)
 from treerag_core.base.pagemap import format_pages
 from treerag_core.base.text_rules import (
     ELLIPSIS,
@@ -113,6 +121,7 @@ class Extract:
     sentences: tuple[Sentence, ...]
     answered: bool
     best: Sentence | None
+    verdict: AnswerVerdict | None = None  # what the answer says about its own evidence
 
 
 def _section_window(doc_text: str, start: int, end: int, margin: int) -> tuple[int, int]:
@@ -298,22 +307,20 @@ def _pos(s: Sentence) -> tuple[str, int]:
 def choose_sentences(
     scored: Sequence[Sentence], threshold: float, max_sentences: int = 3
 ) -> Extract:
-    """The sentences to answer with, or `answered=False` when even the best sentence scores
-    below `threshold`.
+    """The sentences to answer with (`answered=False` only when there are none).
 
     Which passage speaks is step 2's verdict, not the sentence scores: its final order was
     decided by the cross-encoder reading question and passage together (for Chinese, by the
     fused dense + BM25 order), a stronger judge than one sentence's cosine and term overlap.
-    Those choose *within* a passage. So the answer leads with the best sentence of the top
-    passage; then the passages take turns in rank order (each one's best sentence, then each
-    one's second best, ...), and each further sentence must clear `threshold` itself and
-    not repeat one already said.
+    Those choose *within* a passage. So the answer always leads with the best sentence of the
+    top passage, whatever it scores (whether the evidence is weak is `flags.judge`'s verdict,
+    shown beside the answer, not a reason to hide it); then the passages take turns in rank
+    order (each one's best sentence, then each one's second best, ...), and each further
+    sentence must clear `threshold` itself and not repeat one already said.
     """
     if not scored:
         return Extract((), False, None)
     best = max(scored, key=lambda c: (c.score, -c.hit_rank, -c.start))
-    if best.score < threshold:
-        return Extract((), False, best)
     queues = _by_passage(scored)
     kept: list[Sentence] = [queues[0][0]]
     for depth in range(max(len(q) for q in queues)):
@@ -347,10 +354,34 @@ def extract(
     doc_texts: Mapping[str, str],
     threshold: float = NOT_ANSWERED_SCORE["en"],
     max_sentences: int = 3,
+    candidates: Sequence[RetrievedChunk] = (),
+    language: Language | None = None,
 ) -> Extract:
-    candidates = whole_sentences(speaking_hits(hits), doc_texts)
-    scored = score_sentences(question, question_vector, candidates, embed_many)
-    return with_lead_ins(choose_sentences(scored, threshold, max_sentences), doc_texts)
+    """The sentences to say and the verdict on them (`flags.judge`: both readers of the
+    evidence must doubt it for the answer to say the documents do not answer)."""
+    candidates_s = whole_sentences(speaking_hits(hits), doc_texts)
+    scored = score_sentences(question, question_vector, candidates_s, embed_many)
+    result = with_lead_ins(choose_sentences(scored, threshold, max_sentences), doc_texts)
+    language = language or detect_language(question)
+    evidence = evidence_scores(hits, candidates)
+    verdict = judge(
+        result.best.score if result.best else None,
+        evidence["top_rerank"],
+        evidence["top_dense"],
+        hits_cross_languages(hits, language),
+        language,
+        sentence_bar=threshold,
+        shares_terms=shares_terms(scored),
+    )
+    if verdict.verdict == Verdict.NOT_ANSWERED:
+        return Extract((), False, result.best, verdict)
+    return replace(result, verdict=verdict)
+
+
+def shares_terms(scored: Sequence[Sentence]) -> bool:
+    """Whether any sentence the answer could quote holds one of the question's terms (its
+    own words or its section title's: `Sentence.overlap` > 0)."""
+    return any(s.overlap > 0 for s in scored)
 
 
 def render_extract(result: Extract, language: Language) -> Iterator[str]:
@@ -370,6 +401,44 @@ def render_extract(result: Extract, language: Language) -> Iterator[str]:
         yield ("\n" if n else "") + f"{text} [{label}: {sentence.path}]"
 
 
+def extractive(
+    question: str,
+    question_vector: np.ndarray,
+    hits: Sequence[RetrievedChunk],
+    language: Language,
+    embed_many: EmbedMany,
+    doc_texts: Mapping[str, str] | None = None,
+    threshold: float | None = None,
+    sections: Sequence[ContextSection] = (),
+    candidates: Sequence[RetrievedChunk] = (),
+) -> tuple[AnswerVerdict | None, Iterator[str]]:
+    """A cited answer without an LLM: its verdict, and its text streamed one sentence at a time.
+
+    Whole sentences around the top passages are scored by meaning (cosine with the question;
+    the embedder is multilingual, so a Chinese question still finds an English sentence) plus
+    the share of the question's terms they contain; near-duplicates are dropped. The answer
+    leads with the top passage's best sentence; when both readers of the evidence find it
+    weak (`flags.judge`), it says the documents do not seem to answer, naming the closest
+    passage, and cites nothing.
+    """
+    if not hits:
+        return None, iter([NO_EVIDENCE[language]])
+    if threshold is None:
+        threshold = NOT_ANSWERED_SCORE[language]
+    result = extract(
+        question, question_vector, hits, embed_many, doc_texts or {}, threshold,
+        candidates=candidates, language=language,
+    )  # fmt: skip
+
+    def text() -> Iterator[str]:
+        yield from render_extract(result, language)
+        if result.answered:
+            yield from _graph_paths(sections, language)
+            yield from _context_rows(sections, language)
+
+    return result.verdict, text()
+
+
 def extractive_answer(
     question: str,
     question_vector: np.ndarray,
@@ -380,24 +449,11 @@ def extractive_answer(
     threshold: float | None = None,
     sections: Sequence[ContextSection] = (),
 ) -> Iterator[str]:
-    """A cited answer without an LLM, streamed one sentence at a time.
-
-    Whole sentences around the top passages are scored by meaning (cosine with the question;
-    the embedder is multilingual, so a Chinese question still finds an English sentence) plus
-    the share of the question's terms they contain; near-duplicates are dropped. When the
-    best sentence scores below `threshold`, the answer says the documents do not seem to
-    answer, and cites nothing.
-    """
-    if not hits:
-        yield NO_EVIDENCE[language]
-        return
-    if threshold is None:
-        threshold = NOT_ANSWERED_SCORE[language]
-    result = extract(question, question_vector, hits, embed_many, doc_texts or {}, threshold)
-    yield from render_extract(result, language)
-    if result.answered:
-        yield from _graph_paths(sections, language)
-        yield from _context_rows(sections, language)
+    """`extractive`'s text alone."""
+    _, text = extractive(
+        question, question_vector, hits, language, embed_many, doc_texts, threshold, sections
+    )
+    yield from text
 
 
 def _graph_paths(sections: Sequence[ContextSection], language: Language) -> Iterator[str]:

@@ -49,6 +49,7 @@ class EmbedderName(_Named):
 
     MULTILINGUAL = "multilingual"
     MINILM = "minilm"
+    E5 = "e5"
     HASHING = "hashing"
 
 

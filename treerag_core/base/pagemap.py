@@ -34,3 +34,12 @@ def format_pages(first: int | None, last: int | None) -> str:
     if first is None:
         return ""
     return f"p. {first}" if last in (None, first) else f"pp. {first}-{last}"
+
+
+def span_on_page(page_starts: Sequence[int], start: int, end: int, page: int) -> tuple[int, int]:
+    """The part [lo, hi) of [start, end) that lies on the 1-based `page` (empty: lo == hi)."""
+    if not page_starts or not 1 <= page <= len(page_starts):
+        return start, start
+    lo = max(start, page_starts[page - 1])
+    hi = min(end, page_starts[page]) if page < len(page_starts) else end
+    return lo, max(lo, hi)

@@ -247,6 +247,9 @@ class Trace:
     rerank_seconds: float = 0.0
     reranker: str = ""
     answer: str = ""
+    # The keyless answer's verdict on its evidence (flags.AnswerVerdict.to_dict); empty for an
+    # LLM's answer, which the out-of-scope flag speaks for.
+    verdict: dict[str, Any] = field(default_factory=dict)
     answer_usage: Usage = field(default_factory=Usage)
     synthesize_seconds: float = 0.0
     citations: list[Citation] = field(default_factory=list)

@@ -73,7 +73,13 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from treerag_core.evaluation import LOCATOR_KEYS, markdown_table, write_report
+    from treerag_core.evaluation import (
+        LOCATOR_KEYS,
+        difference_table,
+        markdown_table,
+        routing_summary,
+        write_report,
+    )
     from treerag_core.llm import api_key_for
 
     strategies = tuple(s.strip() for s in args.strategy.split(",") if s.strip())
@@ -132,6 +138,13 @@ def run(args: argparse.Namespace) -> int:
     if args.out:
         write_report(Path(args.out), report)
     print(markdown_table(report))
+    differences = difference_table(report)
+    if differences:  # only when a baseline ran beside the strategies
+        print("Paired differences from the baselines (bootstrap 95% interval; bold: excludes 0):\n")
+        print(differences)
+    routing = routing_summary(report)
+    if routing:
+        print(f"Routing: {routing} (the others searched every document in scope).\n")
     if args.llm:
         print("Locators on the same questions (local vs LLM):\n")
         print(markdown_table(report, LOCATOR_KEYS))

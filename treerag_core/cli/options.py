@@ -50,7 +50,8 @@ LLM_FLAGS = {
 _QUERY = QuerySettings()  # the defaults the help texts quote
 EMBEDDER_HELP = (
     "multilingual (bundled Universal Sentence Encoder, zh+en), minilm (bundled "
-    "all-MiniLM-L6-v2, English), hashing (deterministic, for --mock/tests), "
+    "all-MiniLM-L6-v2, English), e5 (bundled multilingual-e5-small, ~100 languages, "
+    "trained for retrieval; slower to index), hashing (deterministic, for --mock/tests), "
     "or st:FOLDER (a local sentence-transformers model)"
 )
 

@@ -32,8 +32,10 @@ from treerag_core.evaluation.metrics import (
 from treerag_core.evaluation.report import (
     HEADLINE_KEYS,
     LOCATOR_KEYS,
+    difference_table,
     load_report,
     markdown_table,
+    routing_summary,
     write_report,
 )
 
@@ -53,6 +55,7 @@ __all__ = [
     "aggregate",
     "budget_passages",
     "context_chars_at_k",
+    "difference_table",
     "hit_at_budget",
     "hit_at_k",
     "hits",
@@ -64,6 +67,7 @@ __all__ = [
     "question_metrics",
     "recall_at_budget",
     "recall_at_k",
+    "routing_summary",
     "section_hit_at_k",
     "section_path_ends_with",
     "section_path_within",

@@ -14,6 +14,7 @@ from typing import Any
 from treerag_core.base.config import IndexSettings
 from treerag_core.base.errors import IndexFormatError, QueryError, TreeRAGError
 from treerag_core.base.names import Locator
+from treerag_core.base.pagemap import chars_on_page
 from treerag_core.base.settings import QuerySettings
 from treerag_core.base.types import Trace, Usage
 from treerag_core.build import index_folder
@@ -24,6 +25,7 @@ from treerag_core.evaluation.dataset import (
     load_dataset,
 )
 from treerag_core.evaluation.metrics import Passage, aggregate, question_metrics
+from treerag_core.evaluation.report import differences_json
 from treerag_core.index.corpus import CorpusIndex
 from treerag_core.index.embedders import get_embedder, index_embedder
 from treerag_core.index.store import load_index, save_index
@@ -184,8 +186,17 @@ def considered_questions(
     return questions, left_out
 
 
+ORACLE_LEAVES = 5  # what a perfect locator may pick, as many as the local locator keeps
+
+
 def oracle_leaves(index: CorpusIndex, question: EvalQuestion) -> list[str]:
-    """The leaves whose span holds a gold evidence: what a perfect locator would pick."""
+    """The leaves holding the gold evidence: what a perfect locator would pick.
+
+    Text evidence: the leaves whose span overlaps an evidence span, in evidence order. Page
+    gold (PDF sets): the leaves holding text on a gold page, the most of it first (a page
+    often spans several small leaves, and a long section many pages)."""
+    if question.gold_pages:
+        return _page_oracle_leaves(index, question)
     picked: list[str] = []
     for evidence in question.evidences:
         for leaf in index.leaves(evidence.doc):
@@ -195,7 +206,23 @@ def oracle_leaves(index: CorpusIndex, question: EvalQuestion) -> list[str]:
                 and leaf.node_id not in picked
             ):
                 picked.append(leaf.node_id)
-    return picked[:5]
+    return picked[:ORACLE_LEAVES]
+
+
+def _page_oracle_leaves(index: CorpusIndex, question: EvalQuestion) -> list[str]:
+    pages = {d.doc_id: d.page_starts for d in index.documents}
+    held: dict[str, int] = {}  # leaf -> characters it holds on the gold pages
+    order: list[str] = []
+    for gold in question.gold_pages:
+        starts = pages.get(gold.doc) or ()
+        for leaf in index.leaves(gold.doc):
+            chars = chars_on_page(starts, leaf.start, leaf.end, gold.page)
+            if chars > 0:
+                if leaf.node_id not in held:
+                    order.append(leaf.node_id)
+                held[leaf.node_id] = held.get(leaf.node_id, 0) + chars
+    ranked = sorted(order, key=lambda leaf: -held[leaf])  # stable: document order on ties
+    return ranked[:ORACLE_LEAVES]
 
 
 def _usage_of(trace: Trace) -> Usage:
@@ -251,6 +278,8 @@ def question_record(question: EvalQuestion, trace: Trace, metrics: dict[str, flo
         ],
         "n_passages": len(trace.reranked),
         "locator": trace.locate.locator if trace.locate else "",
+        # the documents routing kept (empty: no cut), so a report can say how often it routed
+        "routed": list(trace.locate.documents) if trace.locate else [],
         "fallbacks": [f"{f.stage}:{f.reason}" for f in trace.fallbacks],
         "outcome": _explain(metrics, paths),
         "metrics": {k: round(v, 4) for k, v in metrics.items()},
@@ -370,7 +399,7 @@ def evaluate(
                     "cost_usd": round(used.cost_usd, 6),
                     "cost_known": used.cost_known,  # False: no price for the model
                 }
-    return {
+    report: dict[str, Any] = {
         "dataset": dataset.name,
         "scope": config.scope,
         "partial": partial,
@@ -388,3 +417,6 @@ def evaluate(
         "strategies": strategies,
         "questions": records,
     }
+    # Paired bootstrap intervals of each strategy minus its baselines, on these questions.
+    report["differences"] = differences_json(report)
+    return report

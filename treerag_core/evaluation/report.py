@@ -13,6 +13,7 @@ from typing import Any
 from treerag_core.base.artifacts import parse_json
 from treerag_core.base.errors import EvalDataError
 from treerag_core.base.safepaths import read_bytes_inside, resolve_inside
+from treerag_core.evaluation.intervals import Interval, paired_difference_interval
 
 HEADLINE_KEYS: tuple[str, ...] = (
     "recall@1000c",
@@ -108,6 +109,119 @@ def markdown_table(report: Mapping[str, Any], keys: Sequence[str] | None = None)
         ]
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines) + "\n"
+
+
+# Paired differences: every strategy against the flat baseline; a strategy that routes
+# documents also against the same ranking without routing, the comparison routing must pass.
+FLAT_BASELINE = "flat-hybrid"
+UNROUTED_BASELINE = "flat-structured"
+ROUTING_STRATEGIES: tuple[str, ...] = ("treerag", "treerag-kg")
+# Quality numbers only: a difference in latency or context size is not a gain.
+DIFFERENCE_KEYS: tuple[str, ...] = ("recall@1000c", "recall@2000c", "hit@5")
+PAGE_DIFFERENCE_KEYS: tuple[str, ...] = ("page_hit@1000c", "page_hit@2000c", "page_hit@5")
+
+
+def baselines_of(row: str) -> tuple[str, ...]:
+    """The baselines a report row is compared with (`treerag+llm` routes like `treerag`)."""
+    strategy = row.split("+", 1)[0]
+    found = () if row == FLAT_BASELINE else (FLAT_BASELINE,)
+    if strategy in ROUTING_STRATEGIES:
+        found += (UNROUTED_BASELINE,)
+    return found
+
+
+def _per_question(report: Mapping[str, Any], row: str) -> dict[str, Mapping[str, Any]]:
+    records = (report.get("questions") or {}).get(row) or []
+    return {str(r["id"]): r.get("metrics") or {} for r in records if "id" in r}
+
+
+def paired_differences(
+    report: Mapping[str, Any], keys: Sequence[str] | None = None
+) -> dict[str, dict[str, dict[str, Interval]]]:
+    """{row: {baseline: {metric: interval of row - baseline}}} over the questions both ran.
+
+    Only baselines that ran in the same report count; a metric is compared on the questions
+    that have it on both sides (a question skipped by one strategy drops out of its pairs).
+    """
+    strategies = report.get("strategies") or {}
+    if keys is None:
+        paged = any("page_hit@5" in m for m in strategies.values())
+        keys = PAGE_DIFFERENCE_KEYS if paged else DIFFERENCE_KEYS
+    out: dict[str, dict[str, dict[str, Interval]]] = {}
+    for row in strategies:
+        for baseline in baselines_of(row):
+            if baseline not in strategies:
+                continue
+            mine, theirs = _per_question(report, row), _per_question(report, baseline)
+            shared = [q for q in mine if q in theirs]
+            cells: dict[str, Interval] = {}
+            for key in keys:
+                pairs = [
+                    (float(mine[q][key]), float(theirs[q][key]))
+                    for q in shared
+                    if key in mine[q] and key in theirs[q]
+                ]
+                if pairs:
+                    a, b = zip(*pairs, strict=True)
+                    cells[key] = paired_difference_interval(a, b)
+            if cells:
+                out.setdefault(row, {})[baseline] = cells
+    return out
+
+
+def differences_json(report: Mapping[str, Any]) -> dict[str, Any]:
+    """`paired_differences` as plain JSON (mean, low, high), kept in the report file."""
+    return {
+        row: {
+            baseline: {
+                key: {"mean": i.mean, "low": i.low, "high": i.high} for key, i in cells.items()
+            }
+            for baseline, cells in by_baseline.items()
+        }
+        for row, by_baseline in paired_differences(report).items()
+    }
+
+
+def difference_table(report: Mapping[str, Any], keys: Sequence[str] | None = None) -> str:
+    """Each strategy's paired difference from its baselines, with a bootstrap 95% interval.
+
+    One row per (strategy, baseline); a cell is `+0.034 [+0.005, +0.061]`, in bold when the
+    interval excludes zero (otherwise the difference is within the noise of these questions).
+    Empty when no baseline ran in the report.
+    """
+    found = paired_differences(report, keys)
+    if not found:
+        return ""
+    metrics = list(dict.fromkeys(k for by in found.values() for c in by.values() for k in c))
+    header = ["strategy", "minus", *(_header(k) for k in metrics)]
+    lines = [
+        "| " + " | ".join(_cell(h) for h in header) + " |",
+        "|" + "|".join(["---", "---"] + ["---:"] * len(metrics)) + "|",
+    ]
+    for row, by_baseline in found.items():
+        for baseline, cells in by_baseline.items():
+            texts = []
+            for key in metrics:
+                interval = cells.get(key)
+                if interval is None:
+                    texts.append(MISSING)
+                elif interval.excludes_zero:
+                    texts.append(f"**{interval.text()}**")
+                else:
+                    texts.append(interval.text())
+            lines.append("| " + " | ".join([_cell(row), _cell(baseline), *texts]) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def routing_summary(report: Mapping[str, Any]) -> str:
+    """How often each routing strategy cut documents: "treerag routed 12 of 30 questions"."""
+    parts = []
+    for row, records in (report.get("questions") or {}).items():
+        if row.split("+", 1)[0] not in ROUTING_STRATEGIES or not records:
+            continue
+        routed = sum(1 for r in records if r.get("routed"))
+        parts.append(f"{row} routed {routed} of {len(records)} questions")
+    return "; ".join(parts)
 
 
 def write_report(path: Path, report: Mapping[str, Any]) -> None:

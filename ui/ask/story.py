@@ -14,6 +14,7 @@ from ui.ask import trace_panels, views
 from ui.ask.compare_view import compare_panel as compare_panel  # drawn by pages/ask.py
 from ui.common.examples import examples_for, gold_examples_for
 from ui.common.inspector import inspector, node_picker
+from ui.common.page_view import original_pdf
 from ui.common.query_controls import setting
 from ui.common.resources import Corpus
 from ui.common.score_tables import rank_moves
@@ -28,9 +29,10 @@ from ui.common.tree_graph import (
     heading_matches,
 )
 
-GRAPH = TreeGraph("ask_graph")
+GRAPH = TreeGraph("ask_graph", stable=True)
 PRESENT = "ask_present"  # the presentation-mode toggle's key
 PRESENT_PARAM = "present"  # ?present=1 keeps the mode across a reload
+ANSWER_BOX_PX = 190  # presentation mode: the answer's box (it scrolls inside)
 PRESENT_READ = "ask_present_read"  # the link's ?present= is read once per session
 PRESENT_HELP = (
     "Larger type and graph, fewer controls. The sidebar is hidden while it is on: turn it "
@@ -58,8 +60,22 @@ PRESENT_CSS = """
 .stMainBlockContainer [data-testid="stCheckbox"] label > div:first-of-type { margin-top: 0; }
 .stMainBlockContainer [data-testid="stCheckbox"] p { white-space: nowrap; }
 .st-key-ask_present [data-testid="stCheckbox"] p { font-size: 1.1rem; }
+/* One screen at 1280x720: less page margin and title, no corpus line (the sidebar's). */
+.stMainBlockContainer { padding-top: 1.2rem !important; }
+.stMainBlockContainer h1 { font-size: 1.7rem; padding: 0.2rem 0; }
+.st-key-ask_corpus_line { display: none; }
+/* The inspector's text read from the back of the room. */
+.st-key-ask_inspector_box [data-testid="stText"],
+.st-key-ask_inspector_box div[style*="pre-wrap"] { font-size: 1.2rem !important; }
+.pdf-page-label { font-size: 1.2rem; }
 </style>
 """
+
+
+def present_columns():
+    """Presentation mode: the graph (with the picked path) and the answer side by side, so
+    both fit one 1280×720 screen; the score tables follow below, one click away."""
+    return st.columns([1.1, 1], gap="small")
 
 
 def sync_present() -> None:
@@ -182,12 +198,19 @@ def answer_step(
 ) -> None:
     """③ The answer (streamed while it is written), its citations and what fell back."""
     state = AskState()
+    present = bool(st.session_state.get(PRESENT))
     st.subheader("③ Answer")
-    st.caption(f"Q: {plain(trace.question)}")
+    if not present:  # in presentation mode the question is right above, in its box
+        st.caption(f"Q: {plain(trace.question)}")
     slider_moved(trace)
-    st.caption(context_used(trace))
+    if not present:
+        st.caption(context_used(trace))
+    # Presentation mode: the answer scrolls inside a box, so its first sentence and the
+    # citation chips under it are on the first screen at 1280x720.
+    box = st.container(height=ANSWER_BOX_PX, key="ask_answer_box") if present else st.container()
     if live is not None:
-        st.write_stream(safe_answer_stream(live))
+        with box:
+            st.write_stream(safe_answer_stream(live))
         return
     if state.stale_answer:
         st.warning(
@@ -207,9 +230,10 @@ def answer_step(
     if not trace.answer:
         st.info("No answer in this trace (steps 1-2 only).")
         return
-    st.markdown(safe_answer(trace.answer))
+    with box:
+        st.markdown(safe_answer(trace.answer))
     trace_panels.question_flags(trace)
-    trace_panels.citations(trace, index, open_citation)
+    trace_panels.citations(trace, index, open_citation, caption=not present)
     trace_panels.fallbacks(trace)
 
 
@@ -272,9 +296,11 @@ def evidence_step(trace: Trace) -> None:
     st.subheader("② Evidence" + moved)
     tabs = st.tabs(["Final passages (rerank)", "Scores per searched group", "Step 1 details"])
     with tabs[0]:
-        trace_panels.rerank(trace, state.previous_ranks if state.origin == "rerun" else None)
+        trace_panels.rerank(
+            trace, state.previous_ranks if state.origin == "rerun" else None, open_citation
+        )
     with tabs[1]:
-        trace_panels.step2(trace)
+        trace_panels.step2(trace, open_citation)
     with tabs[2]:
         trace_panels.step1(trace)
 
@@ -314,6 +340,7 @@ def inspector_panel(
             on_toggle=on_toggle if can_override else None,
             highlight=state.highlight,
             key="ask_inspector",
+            pdf=lambda doc_id: original_pdf(corpus.kind, doc_id),
         )
     opened = (state.inspect, state.highlight)
     if st.session_state.get(SCROLLED) != opened:  # newly opened: bring it (and its mark) in view

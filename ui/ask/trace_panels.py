@@ -6,7 +6,7 @@ new strategy shows up here without a page change.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -21,8 +21,16 @@ from treerag_core import (
     stage_summary,
 )
 from treerag_core.answer.flags import question_flags as flags_of
+from treerag_core.answer.flags import verdict_label
+from treerag_core.base.pagemap import format_pages
 from treerag_core.base.text_rules import path_leaf
-from treerag_core.base.types import ContextSection, LocateResult, RetrievalGroup, Trace
+from treerag_core.base.types import (
+    ContextSection,
+    LocateResult,
+    RetrievalGroup,
+    RetrievedChunk,
+    Trace,
+)
 from treerag_core.llm import format_cost
 from ui.common.score_tables import (
     TEXT_PX,
@@ -61,14 +69,18 @@ def cited_targets(trace: Trace, index: CorpusIndex) -> list[tuple[Any, str | Non
 
 
 def citations(
-    trace: Trace, index: CorpusIndex, on_select: Callable[[str | None, Span | None], None]
+    trace: Trace,
+    index: CorpusIndex,
+    on_select: Callable[[str | None, Span | None], None],
+    caption: bool = True,
 ) -> None:
     """The answer's citations as chips; a click calls `on_select(node_id, passage span)`."""
     if not trace.citations:
         st.caption("The answer cites no section.")
         return
-    st.caption("Citations: click one to open the cited passage in its section's text.")
-    with st.container(horizontal=True):
+    if caption:
+        st.caption("Citations: click one to open the cited passage in its section's text.")
+    with st.container(horizontal=True, key="citation_chips"):
         for i, (cite, target, span) in enumerate(cited_targets(trace, index)):
             leaf = path_leaf(cite.heading_path)
             icon = ":material/link:" if cite.supported else ":material/warning: unsupported:"
@@ -91,7 +103,11 @@ def citations(
 def question_flags(trace: Trace) -> None:
     """The question's flags (out of scope, sensitive) as notes beside the answer."""
     flags = flags_of(trace)
-    if flags.out_of_scope:
+    doubt = verdict_label(trace.verdict)
+    if doubt:  # the keyless answer's own verdict: a label on the answer, never a hidden one
+        head, _, tail = doubt.partition(": ")
+        st.warning(f"**{plain(head)}:** {plain(tail)}", icon=":material/help:")
+    elif flags.out_of_scope and not trace.verdict:  # an LLM's answer: the evidence flag
         scores = flags.evidence
         why = (
             f"best rerank score {scores['top_rerank']:.2f}"
@@ -267,7 +283,7 @@ def group_title(group: RetrievalGroup) -> str:
     return f"{where}{plain(group.label)} · {plain(kind)}"
 
 
-def step2(trace: Trace) -> None:
+def step2(trace: Trace, on_open: Callable[[str | None, Span | None], None] | None = None) -> None:
     """Step 2: one score table per searched group, then the strategy's context sections."""
     fusion = trace.settings.get("retrieve", {}).get("fusion", "weighted")
     st.caption(_fusion_caption(trace))
@@ -282,13 +298,10 @@ def step2(trace: Trace) -> None:
             st.caption("This group has no chunks.")
             continue
         frame = leaf_score_frame(hits)
-        st.dataframe(
-            frame,
-            hide_index=True,
-            width="stretch",
-            column_config=score_columns(frame, fusion),
-            key=f"s2_{group.leaf_id or group.kind}_{number}",
-        )
+        evidence_table(
+            frame, frame, hits, score_columns(frame, fusion),
+            f"s2_{group.leaf_id or group.kind}_{number}", on_open,
+        )  # fmt: skip
         if any(h.minmax_forced for h in hits):
             st.caption(
                 "⚠ 1.0 forced: this group has only 1-2 chunks, so min-max normalisation made its "
@@ -326,7 +339,11 @@ def rerank_time(seconds: float) -> str:
     return f"{seconds * 1000:,.0f} ms"
 
 
-def rerank(trace: Trace, previous: Mapping[str, int] | None = None) -> None:
+def rerank(
+    trace: Trace,
+    previous: Mapping[str, int] | None = None,
+    on_open: Callable[[str | None, Span | None], None] | None = None,
+) -> None:
     """The pooled candidates across groups: rerank score, final rank and rank changes."""
     pooled = sorted(trace.candidates, key=lambda h: h.pooled_rank)
     reranked = trace.reranked
@@ -341,10 +358,57 @@ def rerank(trace: Trace, previous: Mapping[str, int] | None = None) -> None:
         said = "Rerank is off" if reason == RERANK_OFF else f"No rerank: {reason.rstrip('.')}"
         st.caption(f"{plain(said)}. The fused order is kept.")
     frame = rerank_frame(reranked, pooled, previous)
+    evidence_table(
+        styled_moves(frame), frame, pooled, rerank_columns(frame), "rerank_table", on_open
+    )
+
+
+def evidence_table(
+    shown: Any,
+    frame: pd.DataFrame,
+    hits: Sequence[RetrievedChunk],
+    columns: Mapping[str, Any],
+    key: str,
+    on_open: Callable[[str | None, Span | None], None] | None = None,
+) -> None:
+    """An evidence table whose rows open: a picked row shows its passage's full text, heading
+    path and page below the table, with a button that opens it in the inspector (on its
+    rendered page for a PDF)."""
     st.dataframe(
-        styled_moves(frame),
+        shown,
         hide_index=True,
         width="stretch",
-        column_config=rerank_columns(frame),
-        key="rerank_table",
+        column_config=dict(columns),
+        key=key,
+        on_select="rerun",
+        selection_mode="single-row",
     )
+    state = st.session_state.get(key)
+    try:
+        rows = state["selection"]["rows"] if state else []
+    except (KeyError, TypeError):
+        rows = []
+    if not rows or not 0 <= rows[0] < len(frame) or "chunk" not in frame:
+        st.caption("Pick a row to read its whole passage.")
+        return
+    by_id = {h.chunk.chunk_id: h for h in hits}
+    hit = by_id.get(str(frame.iloc[rows[0]]["chunk"]))
+    if hit is None:
+        return
+    chunk = hit.chunk
+    pages = format_pages(chunk.page_start, chunk.page_end)
+    with st.container(border=True, key=f"{key}_passage"):
+        st.markdown(
+            f"**{plain(chunk.heading_path)}**"
+            + (f" · {pages}" if pages else "")
+            + f" · `{plain(chunk.chunk_id)}` · {plain(chunk.doc_id)}"
+        )
+        st.text(chunk.text)
+        if on_open is not None:
+            st.button(
+                "Open in the inspector" + (" (on its page)" if pages else ""),
+                key=f"{key}_open",
+                on_click=on_open,
+                args=(chunk.source_node_id, (chunk.start, chunk.end)),
+                icon=":material/open_in_new:",
+            )

@@ -34,9 +34,9 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
 
 
 # Dev eval-set questions about sample documents shipped verbatim (qasper, lecoqa_laws): their
-# gold evidence is known, so Compare scores every strategy on them (ui/gold.py). Offered are
-# ones whose gold some strategy finds without an LLM, so the metric columns tell strategies
-# apart; on others (e.g. "How big is the Parallel Meaning Bank?", whose gold says "PMB")
+# gold evidence is known, so Compare scores every strategy on them (ui/evaluate/gold.py).
+# Offered are ones whose gold some strategy finds without an LLM, so the metric columns tell
+# strategies apart; on others (e.g. "How big is the Parallel Meaning Bank?", whose gold says "PMB")
 # every strategy scores 0, a row of zeros that shows nothing. The first one also separates
 # the flat single-signal baselines (both miss) from the hybrid and structured strategies.
 GOLD_EXAMPLES: dict[str, tuple[str, ...]] = {

@@ -10,6 +10,7 @@ import streamlit as st
 
 from treerag_core import CorpusIndex
 from treerag_core.base.pagemap import format_pages
+from ui.common.page_view import page_panel
 from ui.common.score_tables import chunk_frame
 from ui.common.text_safety import plain
 
@@ -66,12 +67,15 @@ def inspector(
     on_toggle: Callable[[list[str]], None] | None = None,
     highlight: tuple[int, int] | None = None,
     key: str = "inspector",
+    pdf: Callable[[str], bytes | None] | None = None,
 ) -> None:
     """Heading path, summary, content and chunks (with offsets) of one node.
 
     With `picked` and `on_toggle`, a leaf gets a button that adds it to or removes it from
     the picked leaves; `on_toggle` receives the new leaf list. `highlight` (document offsets,
-    e.g. a cited passage) is marked inside the node's text.
+    e.g. a cited passage) is marked inside the node's text. A row picked in the chunk table
+    is marked instead. With `pdf` (document -> its original PDF, or None), a marked passage
+    of a PDF is also shown on its rendered page.
     """
     node = index.nodes.get(node_id)
     if node is None:
@@ -86,6 +90,12 @@ def inspector(
         st.markdown("**Summary**")
         st.text(node.summary or "(no summary)")
         rows = index.leaf_rows(node_id)
+        # The table's key names the node and the opened passage, so a new citation starts
+        # with no row picked (a row picked for another node never marks this one).
+        table_key = f"{key}_chunks_{node_id}_{highlight[0] if highlight else ''}"
+        chosen = _chosen_chunk(index, rows.tolist(), table_key)
+        if chosen is not None:  # a row picked in the chunk table: that passage is marked
+            highlight = chosen
         st.markdown(f"**Content** · characters {node.start}–{node.end} of the document")
         with st.container(height=240):
             if not node.content:
@@ -97,8 +107,27 @@ def inspector(
                 )
             else:
                 st.text(node.content)
+        data = (
+            pdf(node.doc_id)
+            if pdf is not None and index.document(node.doc_id).page_starts
+            else None
+        )
+        if data is not None:
+            span = (
+                highlight
+                if highlight is not None and node.start <= highlight[0] < node.end
+                else None
+            )
+            st.markdown(
+                "**Page** · "
+                + ("the marked passage on its page" if span else "where this section begins")
+            )
+            page_panel(index, node.doc_id, span or (node.start, node.start), data, key=f"{key}_pdf")
         if node.is_leaf:
-            st.markdown(f"**Chunks** ({len(rows)})")
+            st.markdown(
+                f"**Chunks** ({len(rows)}) · pick a row to mark it"
+                + (" on its page" if data else "")
+            )
             frame = chunk_frame(index, node_id)
             # A PDF's chunks say which pages they come from ("" for other formats).
             frame.insert(
@@ -114,7 +143,9 @@ def inspector(
                 hide_index=True,
                 width="stretch",
                 column_config={"text": st.column_config.TextColumn("text", width="large")},
-                key=f"{key}_chunks",
+                key=table_key,
+                on_select="rerun",
+                selection_mode="single-row",
             )
         else:
             children = [index.nodes[c] for c in node.children]
@@ -127,6 +158,19 @@ def inspector(
                 width="stretch",
                 key=f"{key}_children",
             )
+
+
+def _chosen_chunk(index: CorpusIndex, rows: list[int], key: str) -> tuple[int, int] | None:
+    """The document span of the chunk picked in the chunk table (by its row), or None."""
+    state = st.session_state.get(key)
+    try:
+        picked = state["selection"]["rows"] if state else []
+    except (KeyError, TypeError):
+        return None
+    if not picked or not 0 <= picked[0] < len(rows):
+        return None
+    chunk = index.chunks[rows[picked[0]]]
+    return chunk.start, chunk.end
 
 
 def _toggle_button(

@@ -10,6 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from treerag_core import CorpusIndex, stage_summary
+from treerag_core.base.pagemap import format_pages
 from treerag_core.base.text_rules import preview
 from treerag_core.base.types import RetrievedChunk, Trace
 
@@ -19,7 +20,8 @@ FORCED = "⚠ 1.0 forced"
 # "large" text column second, the scores sat past the right edge at 1280 and 1440 px.
 TEXT_PX = 300
 BAR_PX = 96  # a progress bar with its three-decimal value
-TEXT_HELP = "the start of the passage: click its leaf in the tree to read all of it"
+TEXT_HELP = "the start of the passage: pick its row to read all of it (and see its page)"
+PAGE_COLUMN = st.column_config.TextColumn("page", width=72, help="the PDF page(s) it comes from")
 
 
 def outline_frame(index: CorpusIndex, doc_id: str) -> pd.DataFrame:
@@ -64,10 +66,11 @@ def leaf_score_frame(hits: Sequence[RetrievedChunk]) -> pd.DataFrame:
     """
     forced = any(h.minmax_forced for h in hits)
     graphed = any(h.graph is not None for h in hits)  # treerag-kg: the graph column (0-1)
+    paged = has_pages(hits)
     columns = [
         "rank", "dense", "bm25", "dense_norm", "bm25_norm", "fused",
         *(["graph"] if graphed else []), *(["forced_1"] if forced else []),
-        "text", "chunk", "offsets",
+        *(["page"] if paged else []), "text", "chunk", "offsets",
     ]  # fmt: skip
     rows = []
     for h in hits:
@@ -86,8 +89,19 @@ def leaf_score_frame(hits: Sequence[RetrievedChunk]) -> pd.DataFrame:
             row["graph"] = float(h.graph) if h.graph is not None else float("nan")
         if forced:
             row["forced_1"] = FORCED if h.minmax_forced else ""
+        if paged:
+            row["page"] = pages_of(h)
         rows.append(row)
     return pd.DataFrame(rows, columns=columns)
+
+
+def has_pages(hits: Sequence[RetrievedChunk]) -> bool:
+    """Whether any passage comes from a PDF (then every evidence table gets a page column)."""
+    return any(h.chunk.page_start is not None for h in hits)
+
+
+def pages_of(hit: RetrievedChunk) -> str:
+    return format_pages(hit.chunk.page_start, hit.chunk.page_end)
 
 
 def _bar(label: str, low: float, high: float, help_: str) -> Any:
@@ -132,6 +146,7 @@ def score_columns(frame: pd.DataFrame, fusion: str) -> dict[str, Any]:
         "fused": _bar("fused", low("fused"), max(top("fused"), 1e-9), FUSED_HELP.get(fusion, "")),
         "graph": _bar("graph", 0.0, 1.0, GRAPH_HELP),
         "forced_1": st.column_config.TextColumn("min-max", help=FORCED_HELP, width=96),
+        "page": PAGE_COLUMN,
     }
 
 
@@ -229,6 +244,7 @@ def rerank_frame(
     sectioned = any(c.prior is not None for c in pooled)
     forced = any(c.minmax_forced for c in pooled)
     graphed = any(c.graph is not None for c in pooled)
+    paged = has_pages(pooled)
     rows = []
     for cand in pooled:
         hit = final.get(cand.chunk.chunk_id)
@@ -258,6 +274,8 @@ def rerank_frame(
             row["rerank"] = float(rerank) if rerank is not None else float("nan")
         if forced:
             row["forced_1"] = FORCED if cand.minmax_forced else ""
+        if paged:
+            row["page"] = pages_of(cand)
         row |= {  # after the scores: the text columns would push them off-screen
             "leaf": cand.chunk.source_node_id,
             "document": cand.chunk.doc_id,  # the file name: a leaf id alone names no document
@@ -302,6 +320,7 @@ def rerank_columns(frame: pd.DataFrame) -> dict[str, Any]:
         ),
         "forced_1": st.column_config.TextColumn("min-max", help=FORCED_HELP, width=96),
         "leaf": st.column_config.TextColumn("leaf", width=56, help="the leaf (section) id"),
+        "page": PAGE_COLUMN,
         "document": st.column_config.TextColumn("document", width=130),
         "text": text_column(),
         "chunk": st.column_config.TextColumn("chunk", width=110),

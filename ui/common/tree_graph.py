@@ -46,7 +46,7 @@ PRESENT_SCALE = PRESENT_LABEL_PX / MIN_LABEL_PX
 MAX_GRAPH_HEIGHT_PX = 700
 # A fitted view keeps every fitted node's whole box (label included) this many screen px
 # inside the canvas, and moves within its slack so no other node is cut at an edge (a left
-# leaf showed as "ed"); the arithmetic is ui/tree_graph_component/fit.js.
+# leaf showed as "ed"); the arithmetic is ui/common/tree_graph_component/fit.js.
 FIT_PAD_PX = 16
 COMPONENT_DIR = Path(__file__).with_name("tree_graph_component")  # vis-network 10.1.5, vendored
 
@@ -435,7 +435,9 @@ def graph_legend(view: GraphView, query_marks: bool = True) -> None:
     """One caption line: what the colours mean (query marks only where a query is shown)."""
     marks = (
         ":orange-background[picked leaf] · :orange[path to it, or a routed document] · "
-        ":green[✓ green border: holds cited evidence] · :red[✗ red: cited, not retrieved] · "
+        ":green[✓ green border: holds cited evidence] (grey with a green border: cited "
+        "through a passage of a section step 1 did not pick) · "
+        ":red[✗ red: cited, not retrieved] · "
         if query_marks
         else ""
     )
@@ -489,6 +491,9 @@ def apply_click(index: CorpusIndex, clicked: str, focus: GraphFocus) -> None:
     focus.expanded = expanded
 
 
+CLICK_SEP = "\x1f"  # between a clicked node's id and the component's click count
+
+
 @dataclass(frozen=True)
 class TreeGraph:
     """One graph component on a page, under session keys `<base>_key` and `<base>_seen`.
@@ -500,6 +505,9 @@ class TreeGraph:
     """
 
     base: str
+    # One component for the page's life (Ask): a new node set is redrawn and re-fitted in
+    # place by the component, so the frame never blanks while a remounted iframe loads.
+    stable: bool = False
 
     @property
     def key_holder(self) -> str:
@@ -510,10 +518,12 @@ class TreeGraph:
         return f"{self.base}_seen"
 
     def _new_click(self, clicked: Any) -> str | None:
+        """The node of a click not seen yet. The component sends `<node id>\x1f<click count>`,
+        so a second click on the same node is new too; a bare node id is taken as it is."""
         if not isinstance(clicked, str) or clicked == st.session_state.get(self.seen_key):
             return None
         st.session_state[self.seen_key] = clicked
-        return clicked
+        return clicked.split(CLICK_SEP, 1)[0]
 
     def take_click(self, index: CorpusIndex, focus: GraphFocus) -> None:
         key = st.session_state.get(self.key_holder)
@@ -524,7 +534,7 @@ class TreeGraph:
     def draw(
         self, index: CorpusIndex, view: GraphView, focus: GraphFocus, scale: float = 1.0
     ) -> None:
-        new_key = graph_key(self.base, view)
+        new_key = f"{self.base}_stable" if self.stable else graph_key(self.base, view)
         if new_key != st.session_state.get(self.key_holder):  # a fresh component: no click yet
             st.session_state[self.seen_key] = None
             st.session_state[self.key_holder] = new_key

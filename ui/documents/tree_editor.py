@@ -32,12 +32,13 @@ ACTIONS = {
 def outline_rows(converted: Converted, edits: tuple[TreeEdit, ...]) -> list[dict[str, Any]]:
     """One row per heading of the edited document: level, indented text, page, why."""
     doc, _ = apply_edits(converted.document, edits)
+    paged = any(h.page is not None for h in doc.headings)  # DOCX and HTML have no pages
     return [
         {
             "#": i,
             "level": h.level,
             "heading": "\u2003" * (h.level - 1) + h.text,
-            "page": h.page,
+            **({"page": h.page} if paged else {}),
             "why": ", ".join(h.signals),
         }
         for i, h in enumerate(doc.headings)

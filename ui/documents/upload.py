@@ -29,6 +29,7 @@ from treerag_core.base.errors import (
     TreeRAGError,
     WorkspaceLimitError,
 )
+from treerag_core.index.originals import save_original
 from ui.common.corpora import UPLOADS
 from ui.common.llm_panel import session_client
 from ui.common.query_controls import LLM_PREFIX
@@ -68,10 +69,12 @@ def _progress_bar():
     def update(stage: str, done: int, total: int) -> None:
         low, high, label = STAGES.get(stage, (0.0, 1.0, stage))
         share = done / total if total else 1.0
-        unit = "document" if stage == "parse" else "chunk"
-        bar.progress(
-            min(1.0, low + (high - low) * share), text=f"{label}: {done:,} / {total:,} {unit}s"
-        )
+        if stage == "index":  # one step (writing the index), not "1 / 1 chunks"
+            text = "Indexing: writing the index…" if done < total else "Indexing: done"
+        else:
+            unit = "document" if stage == "parse" else "chunk"
+            text = f"{label}: {done:,} / {total:,} {unit}{'' if total == 1 else 's'}"
+        bar.progress(min(1.0, low + (high - low) * share), text=text)
 
     return bar, update
 
@@ -138,6 +141,15 @@ def ingest(uploads: Sequence[tuple[str, bytes]], limit: int | None = None) -> No
         except InputDocumentError as exc:
             rejected.append(Rejected(name, str(exc)))
             continue
+        if converted.document.fmt == "pdf":  # kept so a citation can show its page
+            try:
+                save_original(workspace_folder(), converted.document.name, data)
+            except OSError as exc:
+                st.warning(
+                    f"{plain(name)}: its pages cannot be kept for display ({exc}); its text "
+                    "is indexed as usual.",
+                    icon=":material/warning:",
+                )
         if converted.document.fmt in REVIEWED:
             pending = [p for p in pending if p.document.name != name] + [converted]
         else:

@@ -9,7 +9,7 @@ import streamlit as st
 
 from treerag_core import CorpusIndex
 from treerag_core.base.text_rules import preview
-from treerag_core.evaluation import markdown_table
+from treerag_core.evaluation import difference_table, markdown_table
 from treerag_core.evaluation.analysis import (
     BASELINE,
     FILTERS,
@@ -116,7 +116,8 @@ def metrics(report: dict[str, Any]) -> None:
             et.all_metrics_frame(report), hide_index=True, width="stretch", key="ev_all_metrics"
         )
     with st.expander("As a Markdown table"):
-        st.code(markdown_table(report), language="markdown")
+        # the paired bootstrap intervals against the baselines follow the means
+        st.code(markdown_table(report) + "\n" + difference_table(report), language="markdown")
     st.subheader("Curves over k")
     family = st.radio(
         "Curve",

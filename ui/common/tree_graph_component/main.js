@@ -51,9 +51,24 @@ function windowHeight() {
     return 0;
   }
 }
+// Where this frame starts in the page (same-origin parent), so the graph can end at the
+// window's bottom: at 1280x720 the picked path is then on the first screen.
+function frameTop() {
+  try {
+    const frame = window.frameElement;
+    const scroller = window.parent.document.querySelector('[data-testid="stMain"]');
+    const top = frame.getBoundingClientRect().top + (scroller ? scroller.scrollTop : 0);
+    return top > 0 ? top : 0;
+  } catch (e) {
+    return 0;
+  }
+}
+const BUTTON_ROW_PX = 64;  // the buttons' row and the note under the canvas
 function graphHeight() {
-  const tall = windowHeight() - WINDOW_CHROME_PX;
-  return focusSpec.present && tall > 0 ? Math.max(340, tall) : requestedHeight;
+  if (!focusSpec.present) return requestedHeight;
+  const top = frameTop();
+  const tall = top > 0 ? windowHeight() - top - BUTTON_ROW_PX : windowHeight() - WINDOW_CHROME_PX;
+  return tall > 0 ? Math.max(300, tall) : requestedHeight;
 }
 
 function sizeFrame() {
@@ -224,14 +239,17 @@ function onWheel(event) {
   }, 1800);
 }
 
+let clicks = 0;
 function create(data, options) {
   nodes = new vis.DataSet(data.nodes);
   edges = new vis.DataSet(data.edges);
   net = new vis.Network(box, { nodes, edges }, options);
   window.__net = net;
   net.on("click", (params) => {
-    if (params.nodes.length) {
-      post("streamlit:setComponentValue", { value: String(params.nodes[0]), dataType: "json" });
+    if (params.nodes.length) {  // a count, so a second click on the same node is new too
+      clicks += 1;
+      const value = `${String(params.nodes[0])}\u001f${clicks}`;
+      post("streamlit:setComponentValue", { value, dataType: "json" });
     }
   });
   net.on("zoom", () => record("user"));
