@@ -14,7 +14,7 @@ from treerag_core.base.errors import TreeRAGError
 from treerag_core.base.settings import QuerySettings
 from treerag_core.base.types import Trace
 from treerag_core.llm import resolve_key
-from ui.ask import story
+from ui.ask import labels_marks, story
 from ui.ask.last_question import offer_last_question
 from ui.ask.stored_view import stored_result
 from ui.common import query_controls as qc
@@ -236,7 +236,9 @@ def _story(trace, corpus, doc_ids, engine, settings, events) -> Trace | None:
     # The inspector next, before the long evidence tables: a citation or node click opens it
     # (and scrolls to it) instead of a screen below them.
     story.inspector_panel(corpus, doc_ids, trace, lambda leaves: _queue("override", leaves=leaves))
+    labels_marks.inspector_marks(trace, corpus, ask.inspect)  # issue 26: mark a span
     story.evidence_step(trace)
+    labels_marks.passage_marks(trace, corpus)  # issue 26: mark the final passages
     story.strategy_views(trace, engine)
     if not ss.get(story.PRESENT):
         left, _ = st.columns([3, 2], gap="medium")

@@ -29,7 +29,7 @@ from ui.common.session import EvalState, require_app
 from ui.common.text_safety import plain, show_error
 from ui.common.workspace import sync_workspace
 from ui.evaluate import data as ed
-from ui.evaluate import panels
+from ui.evaluate import my_labels, panels
 
 require_app("pages/evaluate.py")
 ss = st.session_state
@@ -329,6 +329,7 @@ def main() -> None:
         "Run the retrieval strategies over an eval question set and compare them with the eval "
         "README's metrics; open any question's trace on the Ask view."
     )
+    my_labels.section()  # issue 26: the workspace's own labelled questions, and Tune
     folder = ed.selected_folder(ss.ev_dataset, str(ss.get("ev_folder", "")))
     opening = ev.take("open")
     if opening is not None:

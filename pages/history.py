@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from ui.ask.labels_marks import labelled_texts
 from ui.common.corpora import key_label
 from ui.common.query_log import open_from_history, recent
 from ui.common.session import HistoryState, require_app
@@ -38,11 +39,13 @@ def main() -> None:
         st.info("No questions yet: ask one on the Ask page.", icon=":material/forum:")
         st.page_link("pages/ask.py", label="Go to Ask", icon=":material/forum:")
         return
-    st.caption(f"{len(entries)} question(s), newest first.")
+    labelled = labelled_texts()  # issue 26: the workspace's labelled questions
+    st.caption(f"{len(entries)} question(s), newest first. 🏷 = labelled (its evidence is marked).")
     for e in entries:
         corpus = key_label(e["corpus"])
         c1, c2, c3 = st.columns([6, 2.4, 1.4], vertical_alignment="center")  # "Open" whole
-        c1.markdown(f"`#{e['id']}` {plain(e['question'])}")
+        tag = " 🏷 labelled" if " ".join(e["question"].split()) in labelled else ""
+        c1.markdown(f"`#{e['id']}` {plain(e['question'])}{tag}")
         c2.caption(
             f"{shown_time(e['created_at'])} · {plain(e['strategy'])} · "
             f"{plain(e['locator'] or '-')} · {corpus}"

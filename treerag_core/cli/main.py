@@ -8,10 +8,19 @@ from collections.abc import Sequence
 
 from treerag_core import terminal_safe
 from treerag_core.base.errors import TreeRAGError
-from treerag_core.cli import evaluate, index, interactive, milvus_push, qdrant_push, query
+from treerag_core.cli import (
+    evaluate,
+    index,
+    interactive,
+    labels,
+    milvus_push,
+    qdrant_push,
+    query,
+    tune,
+)
 
 # Each command module: add_parser(sub) declares its flags, run(args) calls the API.
-COMMANDS = (index, query, evaluate, qdrant_push, milvus_push, interactive)
+COMMANDS = (index, query, evaluate, qdrant_push, milvus_push, interactive, tune, labels)
 
 
 def build_parser() -> argparse.ArgumentParser:

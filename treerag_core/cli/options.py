@@ -7,6 +7,7 @@ import argparse
 import os
 import sys
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from treerag_core import get_strategy, option_types, strategy_names
@@ -135,8 +136,23 @@ def add_query_options(p: argparse.ArgumentParser) -> None:
         help="serve the drill-down's vector searches from this collection on the Qdrant "
         "server at QDRANT_URL (key: QDRANT_API_KEY), pushed with qdrant-push",
     )
+    p.add_argument(
+        "--settings",
+        default=None,
+        metavar="FILE",
+        help="start from the query settings in FILE (written by `tune --out`); flags given "
+        "beside it change them",
+    )
     add_vector_store_options(p)
     add_retrieval_options(p)
+
+
+def base_settings(args: argparse.Namespace) -> QuerySettings:
+    """`--settings FILE` when given, else the defaults: what the query flags then change."""
+    from treerag_core.evaluation.settings_file import read_settings
+
+    path = getattr(args, "settings", None)
+    return read_settings(Path(path)) if path else QuerySettings()
 
 
 def add_vector_store_options(p: argparse.ArgumentParser, push: bool = False) -> None:

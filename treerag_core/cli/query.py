@@ -23,6 +23,7 @@ from treerag_core.base.errors import VectorStoreError
 from treerag_core.base.settings import QuerySettings
 from treerag_core.cli.options import (
     add_query_options,
+    base_settings,
     drilldown_options,
     llm_settings,
     settings_from_args,
@@ -47,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def query_settings(args: argparse.Namespace) -> QuerySettings:
-    return settings_from_args(args, QuerySettings())
+    return settings_from_args(args, base_settings(args))  # --settings FILE, else the defaults
 
 
 def open_engine(args: argparse.Namespace) -> Engine:

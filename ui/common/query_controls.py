@@ -229,7 +229,9 @@ def query_settings() -> QuerySettings:
         limits = {name: int(st.session_state[key]) for key, name in DRILLDOWN_WIDGETS.items()}
         current = settings.option(DRILLDOWN, DRILLDOWN_OPTIONS())
         settings = settings.with_option(DRILLDOWN, replace(current, **limits))
-    return settings
+    from ui.common.tune_apply import with_tuned  # issue 26: a tune's settings without a widget
+
+    return with_tuned(settings)
 
 
 def apply_settings(settings: Mapping[str, Any]) -> None:
@@ -342,6 +344,9 @@ def sidebar(
         disabled=not ss.qs_rerank,
         help=widget_help("rerank.chinese"),
     )
+    from ui.common.tune_apply import sidebar_note  # issue 26
+
+    sidebar_note(sb)
     return llm, typed
 
 

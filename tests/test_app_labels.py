@@ -1,0 +1,119 @@
+"""AppTest of issue 26's loop: mark evidence on Ask (a row, a span), see the question labelled
+in History and in "My labelled questions" on Evaluate, score it, import more, tune, apply."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.app_helpers import ask, open_app, page_text
+from tests.conftest import keyless_app
+from tests.test_eval_tune import QUESTIONS, TOPICS
+from treerag_core.evaluation.labels import LabelStore
+
+DOC = ("# Report\n\n" + "".join(f"## {h}\n\n{t}\n\n" for h, t in TOPICS)).encode()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def app_env(tmp_path_factory):
+    with keyless_app(tmp_path_factory.mktemp("labels_app_data")) as data:
+        yield data
+
+
+def _store(at: AppTest, data) -> LabelStore:
+    return LabelStore.for_workspace(data / "workspaces" / at.session_state["ws_id"])
+
+
+def _frame(at: AppTest, column: str):
+    """The first table on the page with `column` (AppTest's tables carry no widget key)."""
+    return next(df.value for df in at.dataframe if column in df.value.columns)
+
+
+def _hit_with(at: AppTest, text: str):
+    trace = at.session_state["ask_trace"]
+    return next(h for h in trace.reranked if text in h.chunk.text)
+
+
+@pytest.fixture(scope="module")
+def marked(app_env) -> AppTest:
+    """Uploaded the report, asked two questions: one marked by a row, one by a span."""
+    at = open_app()
+    at.switch_page("pages/documents.py").run()
+    at.file_uploader[0].set_value([("report.md", DOC, "text/markdown")]).run()
+    at.switch_page("pages/ask.py").run()
+    at.radio(key="qs_corpus").set_value("uploads").run()
+    at.toggle(key="qs_rerank").set_value(False).run()  # keeps the tune below to seconds
+    (q1, span1), (q2, span2) = QUESTIONS[:2]
+    ask(at, q1)
+    hit = _hit_with(at, span1)
+    at.button(key=f"lab_row_{hit.chunk.chunk_id}_yes").click().run()
+    assert not at.exception, at.exception
+    ask(at, q2)
+    hit = _hit_with(at, span2)
+    at.session_state["ask_inspect"] = hit.chunk.source_node_id  # the inspector opens its leaf
+    at.run()
+    at.text_area(key="lab_span").input(span2).run()  # what the selection script copies in
+    at.button(key="lab_mark_span").click().run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_a_row_and_a_span_make_labelled_questions(marked: AppTest, app_env) -> None:
+    stored = {q.question: q for q in _store(marked, app_env).load()}
+    (q1, span1), (q2, span2) = QUESTIONS[:2]
+    assert stored[q1].labelled and span1 in stored[q1].evidence[0].text  # the whole passage
+    assert [m.text for m in stored[q2].evidence] == [span2]  # exactly the selected span
+    assert "Marked" in page_text(marked, "success")
+    # Pressing the same verdict again removes the mark; "does not" is kept, never gold.
+    hit = _hit_with(marked, span2)
+    marked.button(key=f"lab_row_{hit.chunk.chunk_id}_no").click().run()
+    marked.button(key=f"lab_row_{hit.chunk.chunk_id}_no").click().run()
+    assert [m.text for m in _store(marked, app_env).get(q2).marks] == [span2]
+
+
+def test_history_tags_labelled_questions(marked: AppTest) -> None:
+    marked.switch_page("pages/history.py").run()
+    labelled = [m.value for m in marked.markdown if "🏷 labelled" in m.value]
+    assert len(labelled) == 2
+
+
+def test_evaluate_lists_scores_imports_tunes_and_applies(marked: AppTest) -> None:
+    at = marked
+    at.switch_page("pages/evaluate.py").run()
+    assert not at.exception, at.exception
+    assert "**2** labelled question(s)" in page_text(at, "caption")
+    at.button(key="my_eval").click().run()
+    scores = _frame(at, "hit@5")
+    assert list(scores["strategy"]) == ["treerag", "flat-structured"]
+    assert all("[" in cell for cell in scores["hit@5"])  # every mean with its interval
+    assert "fewer than 20 questions" in page_text(at, "caption")
+    assert "needs at least 8 labelled questions; you have 2" in page_text(at, "info")
+
+    rows = [{"id": f"q{i}", "doc": "report.md", "question": q, "evidence": [s]}
+            for i, (q, s) in enumerate(QUESTIONS)]  # fmt: skip
+    rows.append({"id": "x", "doc": "missing.md", "question": "Missing?", "evidence": ["x"]})
+    data = "".join(json.dumps(r) + "\n" for r in rows).encode()
+    at.file_uploader(key="my_import_0").set_value([("q.jsonl", data, "application/json")]).run()
+    assert "documents not in the workspace: missing.md (1)" in page_text(at, "warning", plain=True)
+    assert f"**{len(QUESTIONS)}** labelled question(s)" in page_text(at, "caption")
+
+    at.multiselect(key="my_tune_strategies").set_value(["flat-hybrid"]).run()
+    at.button(key="my_tune_run").click().run()
+    for _ in range(120):
+        if any("score [95%]" in df.value.columns for df in at.dataframe):
+            break
+        time.sleep(0.5)
+        at.run()
+    assert not at.exception, at.exception
+    table = _frame(at, "score [95%]")
+    rows, best = list(table[""]), list(table["settings"])[1]
+    assert rows[0] == "current" and "cross-validated" in rows[1]
+    folds = _frame(at, "chosen on the other folds")
+    assert sum(folds["n"]) == len(QUESTIONS)
+    at.button(key="my_tune_apply").click().run()
+    assert at.session_state["qs_strategy"] == best.split(" · ")[0]
+    assert at.session_state["qs_tuned"]["label"] == best  # window, rerank reading: kept too
+    assert "Applied" in page_text(at, "success")
