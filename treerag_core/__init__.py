@@ -12,6 +12,7 @@ from typing import Any
 # The names of `treerag_core.api.__all__` (a test keeps the two the same set), checked before
 # the API is imported, so `from treerag_core import cli` does not load the whole engine.
 API = [
+    "Drilldown",
     "AuditLog",
     "Compared",
     "Converted",

@@ -84,6 +84,7 @@ from treerag_core.search.rerank import RERANK_OFF, get_reranker
 from treerag_core.search.routing import document_rows
 from treerag_core.strategies import all_strategies, get_strategy, option_types, strategy_names
 from treerag_core.strategies.drilldown.layers import layers_of
+from treerag_core.strategies.drilldown.strategy import Drilldown
 from treerag_core.strategies.graph.part import graphs_of
 from treerag_core.strategies.hirag.build import HiragBuildSettings
 from treerag_core.strategies.hirag.communities import DEFAULT_MAX_CLUSTER_SIZE
@@ -98,6 +99,7 @@ __all__ = [
     "Compared",
     "Converted",
     "CorpusIndex",
+    "Drilldown",
     "EditOffer",
     "Embedder",
     "Engine",

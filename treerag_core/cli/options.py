@@ -10,7 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from treerag_core import get_strategy, option_types, strategy_names
+from treerag_core import Drilldown, get_strategy, option_types, strategy_names
 from treerag_core.base.config import MB, IndexSettings, max_file_bytes
 from treerag_core.base.errors import LLMError, QueryError, SettingsError, TreeRAGError
 from treerag_core.base.names import Fusion, Locator, Provider
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from treerag_core.llm import LLMClient
 
 # The strategy whose options --drilldown-layers sets (its family should declare that flag).
-DRILLDOWN = "drilldown"
+DRILLDOWN = Drilldown.name
 LAYERS = ("documents", "parents", "children")  # --drilldown-layers D,P,C, in this order
 
 # Flags that set one query setting each: flag dest -> the setting's dotted path.

@@ -35,8 +35,10 @@ from treerag_core.ingest.parsing import TREE_VERSION
 from treerag_core.pipeline import Engine, run
 from treerag_core.search.rerank import CachedReranker, clear_score_cache, get_reranker
 from treerag_core.strategies import get_strategy, strategy_names
+from treerag_core.strategies.flat.strategy import FlatHybrid
 from treerag_core.strategies.graph.part import PART as GRAPH_PART
 from treerag_core.strategies.graph.part import graph_stage
+from treerag_core.strategies.treerag.strategy import TreeRAG
 
 Progress = Callable[[int, int], None]
 IndexProgress = Callable[[str, int, int], None]  # (stage, done, total), as `build_index` says
@@ -46,7 +48,7 @@ IndexProgress = Callable[[str, int, int], None]  # (stage, done, total), as `bui
 class EvalConfig:
     """What to run: strategies, scope, limits, settings, and whether the LLM may be called."""
 
-    strategies: tuple[str, ...] = ("treerag", "flat-hybrid")
+    strategies: tuple[str, ...] = (TreeRAG.name, FlatHybrid.name)
     scope: str = "doc"  # doc: each question against its own document(s); corpus: all documents
     limit: int | None = None
     use_llm: bool = False

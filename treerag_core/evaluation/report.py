@@ -14,6 +14,10 @@ from treerag_core.base.artifacts import parse_json
 from treerag_core.base.errors import EvalDataError
 from treerag_core.base.safepaths import read_bytes_inside, resolve_inside
 from treerag_core.evaluation.intervals import Interval, paired_difference_interval
+from treerag_core.strategies.flat.strategy import FlatHybrid
+from treerag_core.strategies.graph.strategy import TreeRAGKG
+from treerag_core.strategies.treerag.strategy import TreeRAG
+from treerag_core.strategies.treerag.structured import FlatStructured
 
 HEADLINE_KEYS: tuple[str, ...] = (
     "recall@1000c",
@@ -113,9 +117,9 @@ def markdown_table(report: Mapping[str, Any], keys: Sequence[str] | None = None)
 
 # Paired differences: every strategy against the flat baseline; a strategy that routes
 # documents also against the same ranking without routing, the comparison routing must pass.
-FLAT_BASELINE = "flat-hybrid"
-UNROUTED_BASELINE = "flat-structured"
-ROUTING_STRATEGIES: tuple[str, ...] = ("treerag", "treerag-kg")
+FLAT_BASELINE = FlatHybrid.name
+UNROUTED_BASELINE = FlatStructured.name
+ROUTING_STRATEGIES: tuple[str, ...] = (TreeRAG.name, TreeRAGKG.name)
 # Quality numbers only: a difference in latency or context size is not a gain.
 DIFFERENCE_KEYS: tuple[str, ...] = ("recall@1000c", "recall@2000c", "hit@5")
 PAGE_DIFFERENCE_KEYS: tuple[str, ...] = ("page_hit@1000c", "page_hit@2000c", "page_hit@5")

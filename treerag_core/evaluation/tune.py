@@ -19,13 +19,19 @@ from treerag_core.evaluation.intervals import Interval, mean_interval, paired_di
 from treerag_core.evaluation.metrics import BUDGETS, KS, question_metrics
 from treerag_core.pipeline import Engine, run
 from treerag_core.strategies import get_strategy
-from treerag_core.strategies.treerag.structured import StructureOptions
+from treerag_core.strategies.flat.strategy import FlatHybrid
+from treerag_core.strategies.treerag.strategy import TreeRAG
+from treerag_core.strategies.treerag.structured import FlatStructured, StructureOptions
 
 MIN_QUESTIONS = 8  # below this, a held-out fold is one or two questions: no estimate at all
 MAX_FOLDS = 5
 DEFAULT_METRIC = "recall@2000c"  # the README's headline when passage sizes differ
 RUN_TOP_K = 50  # passages kept per run: the budget metrics walk up to 50 (eval README)
-TUNABLE = ("treerag", "flat-structured", "flat-hybrid")  # strategies whose settings the grid moves
+TUNABLE = (
+    TreeRAG.name,
+    FlatStructured.name,
+    FlatHybrid.name,
+)  # strategies whose settings the grid moves
 SMALL_N = 20  # below this many questions, every mean is shown with its interval
 
 Progress = Callable[[int, int, str], None]  # (runs done, runs in all, setting being tried)
@@ -62,14 +68,14 @@ def label_of(settings: QuerySettings) -> str:
     """A setting as one short line: strategy, routing, fusion, window, rerank."""
     r = settings.retrieve
     parts = [settings.strategy]
-    if settings.strategy == "treerag":
-        routed = settings.option("treerag", StructureOptions()).route_documents
+    if settings.strategy == TreeRAG.name:
+        routed = settings.option(TreeRAG.name, StructureOptions()).route_documents
         parts.append(f"route {routed} doc(s)" if routed else "no routing")
     fusion = "rrf" if r.fusion == Fusion.RRF else f"{r.fusion} dense {r.dense_weight:g}"
     parts += [fusion, f"window {r.candidate_window}"]
     if not settings.rerank.enabled:
         parts.append("rerank off")
-    elif settings.strategy in ("treerag", "flat-structured"):
+    elif settings.strategy in (TreeRAG.name, FlatStructured.name):
         parts.append("rerank path+passage" if settings.rerank.read_path else "rerank passage")
     else:
         parts.append("rerank on")
@@ -80,7 +86,7 @@ def label_of(settings: QuerySettings) -> str:
 class SearchSpace:
     """The bounded grid: every value list is short on purpose (a tune must fit minutes)."""
 
-    strategies: tuple[str, ...] = ("treerag", "flat-structured", "flat-hybrid")
+    strategies: tuple[str, ...] = TUNABLE
     route_documents: tuple[int, ...] = (2, 3)  # treerag only (flat-structured: no routing)
     fusions: tuple[tuple[str, float], ...] = (
         ("weighted", 0.3),
@@ -106,8 +112,8 @@ class SearchSpace:
         base = base.set("llm.enabled", False)
         out[label_of(base)] = Candidate(label_of(base), base)
         for strategy in self.strategies:
-            routes = self.route_documents if strategy == "treerag" else (None,)
-            reads_path = strategy in ("treerag", "flat-structured")
+            routes = self.route_documents if strategy == TreeRAG.name else (None,)
+            reads_path = strategy in (TreeRAG.name, FlatStructured.name)
             reranks = self.reranks if reads_path else tuple(dict.fromkeys(
                 "on" if r != "off" else "off" for r in self.reranks
             ))  # fmt: skip

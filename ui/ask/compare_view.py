@@ -15,6 +15,7 @@ from treerag_core.base.types import RetrievedChunk, Trace
 from treerag_core.compare import Compared, compare_strategies
 from treerag_core.pipeline import Engine
 from treerag_core.strategies import get_strategy, strategy_names
+from treerag_core.strategies.hirag import FAMILY as HIRAG
 from ui.common.query_controls import ASK_SETTINGS, RERUN_SETTINGS, describe_moves
 from ui.common.session import AskState
 from ui.common.text_safety import code, error_markdown, plain
@@ -83,7 +84,7 @@ def summary_frame(
     return pd.DataFrame(rows)
 
 
-HIRAG_PREFIX = "hirag"
+HIRAG_STRATEGIES = frozenset(HIRAG.strategies)  # they need the corpus graph
 INCLUDE_GRAPH = "compare_build_hirag"  # the toggle: run hirag-* although their graph is missing
 
 
@@ -106,12 +107,12 @@ def _run(
     """Every runnable strategy in turn (but `skip`), with a progress bar naming the one
     running; a strategy that must build its index part first says so while it builds."""
     names = [n for n in strategy_names(runnable=True) if n not in skip]
-    building = graph_missing(engine) and any(n.startswith(HIRAG_PREFIX) for n in names)
+    building = graph_missing(engine) and any(n in HIRAG_STRATEGIES for n in names)
     bar = st.progress(0.0, text="Comparing…")
     results: list[Compared] = []
     for i, name in enumerate(names):
         text = f"Running {name} ({i + 1} of {len(names)})…"
-        if building and name.startswith(HIRAG_PREFIX):
+        if building and name in HIRAG_STRATEGIES:
             text += " building the HiRAG corpus graph first (once; kept for later questions)"
             building = False
         bar.progress(i / len(names), text=text)
@@ -138,7 +139,7 @@ def compare_panel(
     base = [h.chunk.chunk_id for h in trace.reranked]
     skip: list[str] = []
     if graph_missing(engine):  # said before the run, never a silent freeze in the middle
-        hirag = [n for n in strategy_names(runnable=True) if n.startswith(HIRAG_PREFIX)]
+        hirag = [n for n in strategy_names(runnable=True) if n in HIRAG_STRATEGIES]
         st.info(
             f"**{', '.join(hirag)}** need the HiRAG corpus graph, not built yet for these "
             "documents: building it offline takes minutes on a large corpus (111 s for one "

@@ -8,7 +8,7 @@ from typing import Any
 
 import streamlit as st
 
-from treerag_core import all_strategies, option_types
+from treerag_core import Drilldown, all_strategies, option_types
 from treerag_core.base.names import Fusion, Locator
 from treerag_core.base.settings import (
     SETTING,
@@ -44,7 +44,7 @@ SETTING_WIDGETS: dict[str, str] = {
 }
 # The drill-down's per-layer limits (shown while it is the strategy): widget -> option field,
 # one for each field of its options class that declares a widget range.
-DRILLDOWN = "drilldown"
+DRILLDOWN = Drilldown.name
 DRILLDOWN_OPTIONS = option_types()[DRILLDOWN]
 DRILLDOWN_WIDGETS: dict[str, str] = {
     f"qs_dd_{f.name}": f.name

@@ -42,7 +42,7 @@ from ui.evaluate import tune_job
 
 TITLE = "My labelled questions"
 SCORES = "my_scores"  # the last scoring of the labelled set (session)
-STRATEGIES = ("treerag", "flat-structured", "flat-hybrid")
+STRATEGIES = TUNABLE  # the strategies a tune compares
 
 
 def _iv(i: Interval) -> str:
