@@ -99,17 +99,17 @@ def _bombs() -> _Timed:
 
 
 def _convert(name: str, data: bytes) -> str:
-    convert = _mod("treerag_core.ingest.convert", "treerag_core.ingest.convert")
+    convert = _mod("treerag_core.ingest.convert", "treerag_core.convert")
     doc = convert.convert_bytes(name, data, 10**9)
     return f"converted: {len(doc.text):,} characters, {len(doc.headings):,} headings"
 
 
 def _index_and_load(text: bytes, tmp: Path) -> str:
-    convert = _mod("treerag_core.ingest.convert", "treerag_core.ingest.convert")
-    corpus = _mod("treerag_core.index.corpus", "treerag_core.index.corpus")
-    store = _mod("treerag_core.index.store", "treerag_core.index.store")
-    config = _mod("treerag_core.base.config", "treerag_core.base.config")
-    embedders = _mod("treerag_core.index.embedders", "treerag_core.index.embedders")
+    convert = _mod("treerag_core.ingest.convert", "treerag_core.convert")
+    corpus = _mod("treerag_core.index.corpus", "treerag_core.index")
+    store = _mod("treerag_core.index.store", "treerag_core.store")
+    config = _mod("treerag_core.base.config", "treerag_core.config")
+    embedders = _mod("treerag_core.index.embedders", "treerag_core.embedders")
     doc = convert.convert_bytes("h.md", text, 10**9)
     source = corpus.SourceDocument(doc.name, doc.text, doc.page_starts, doc.fmt)
     settings = config.IndexSettings(embedder="hashing")
@@ -122,10 +122,10 @@ def _index_and_load(text: bytes, tmp: Path) -> str:
 
 
 def _small_index(tmp: Path) -> Path:
-    corpus = _mod("treerag_core.index.corpus", "treerag_core.index.corpus")
-    store = _mod("treerag_core.index.store", "treerag_core.index.store")
-    config = _mod("treerag_core.base.config", "treerag_core.base.config")
-    embedders = _mod("treerag_core.index.embedders", "treerag_core.index.embedders")
+    corpus = _mod("treerag_core.index.corpus", "treerag_core.index")
+    store = _mod("treerag_core.index.store", "treerag_core.store")
+    config = _mod("treerag_core.base.config", "treerag_core.config")
+    embedders = _mod("treerag_core.index.embedders", "treerag_core.embedders")
     text = "# Guide\n\n## Leave\n\nDays off are planned with the team.\n\n## Pay\n\nMonthly.\n"
     source = corpus.SourceDocument("g.md", text, (), "markdown")
     index = corpus.build_index(
@@ -185,7 +185,7 @@ def run_case(name: str, tmp: Path) -> str:
         analysis.parse_report(bombs.nested_json(200_000), "report.json")
         return "read as a report"
     if name in ("index-dev-zero", "index-fifo"):
-        artifacts = _mod("treerag_core.base.artifacts", "treerag_core.base.artifacts")
+        artifacts = _mod("treerag_core.base.artifacts", "treerag_core.artifacts")
         path = tmp / "layers.json"
         if name == "index-fifo":
             os.mkfifo(path)
@@ -194,7 +194,7 @@ def run_case(name: str, tmp: Path) -> str:
         artifacts.read_json(path, dict)
         return "read"
     if name == "hirag-reports-symlink":
-        hirag = _mod("treerag_core.strategies.hirag.store", "treerag_core.strategies.hirag.store")
+        hirag = _mod("treerag_core.strategies.hirag.store", "treerag_core.hirag.store")
         outside = tmp / "outside.json"
         outside.write_text(json.dumps([{"community": "c1", "title": "SECRET"}]))
         folder = tmp / "idx" / "hirag"
@@ -207,7 +207,7 @@ def run_case(name: str, tmp: Path) -> str:
     if name in ("manifest-no-fingerprint", "fortran-embeddings"):
         import numpy as np
 
-        store = _mod("treerag_core.index.store", "treerag_core.index.store")
+        store = _mod("treerag_core.index.store", "treerag_core.store")
         folder = _small_index(tmp)
         if name == "manifest-no-fingerprint":
             manifest = json.loads((folder / "manifest.json").read_text())
@@ -325,7 +325,7 @@ def write_normal_inputs(folder: Path) -> None:
 def normal_child(folder: Path, rounds: int) -> None:
     suffix = {".pdf": "pdf", ".docx": "docx", ".html": "html", ".md": "markdown"}
     inputs = [(suffix[p.suffix], p.name, p.read_bytes()) for p in sorted(folder.iterdir())]
-    convert = _mod("treerag_core.ingest.convert", "treerag_core.ingest.convert")
+    convert = _mod("treerag_core.ingest.convert", "treerag_core.convert")
     budget = None
     with contextlib.suppress(ModuleNotFoundError):  # a checkout without the budget
         budget = importlib.import_module("treerag_core.ingest.convert.budget")
