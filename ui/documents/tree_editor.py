@@ -209,11 +209,15 @@ def _before_after(converted: Converted, edits: tuple[TreeEdit, ...]) -> None:
     """The outline as converted beside the outline with the corrections."""
     with st.expander("Before / after", expanded=False):
         left, right = st.columns(2)
-        columns = ["level", "heading", "page"]
-        left.caption("As converted")
-        left.dataframe(pd.DataFrame(outline_rows(converted, ()))[columns], hide_index=True)
-        right.caption("With your corrections")
-        right.dataframe(pd.DataFrame(outline_rows(converted, edits))[columns], hide_index=True)
+        for column, title, shown in (
+            (left, "As converted", ()),
+            (right, "With your corrections", edits),
+        ):
+            rows = pd.DataFrame(outline_rows(converted, shown))
+            # DOCX and HTML have no pages: the page column is there for PDFs only.
+            columns = [c for c in ("level", "heading", "page") if c in rows.columns]
+            column.caption(title)
+            column.dataframe(rows[columns] if len(rows) else rows, hide_index=True)
 
 
 def _llm_suggestions(converted: Converted, key: str, client: Any, model: str) -> None:
