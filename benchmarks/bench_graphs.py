@@ -30,7 +30,14 @@ def measure_document(name: str, text: str, min_chars: int) -> dict[str, Any]:
     """Per-leaf graphs over the long leaves vs one graph over all the document's chunks."""
     settings = IndexSettings()
     language = detect_language(text)
-    nodes = parse_document(text, doc_id=name, name=name, max_depth=settings.max_depth, first_id=1)
+    nodes = parse_document(
+        text,
+        doc_id=name,
+        name=name,
+        max_depth=settings.max_depth,
+        first_id=1,
+        article_leaves=settings.article_leaves,
+    )
     leaves = [n for n in nodes if n.is_leaf]
     chunks = {
         leaf.node_id: chunk_leaf(

@@ -153,7 +153,12 @@ def stage_seconds(sources: Sequence[SourceDocument], settings: IndexSettings) ->
     for src in sources:
         t0 = time.perf_counter()
         doc_nodes = parse_document(
-            src.text, doc_id=src.name, name=src.name, max_depth=settings.max_depth, first_id=next_id
+            src.text,
+            doc_id=src.name,
+            name=src.name,
+            max_depth=settings.max_depth,
+            first_id=next_id,
+            article_leaves=settings.article_leaves,
         )
         t1 = time.perf_counter()
         doc_nodes = summarize_tree(doc_nodes, max_chars=settings.summary_chars)

@@ -245,7 +245,7 @@ def laws(folder: Path, max_depth: int) -> list[dict[str, Any]]:
         text = doc.read_text(encoding="utf-8")
         paragraphs = [p.strip() for p in re.split(r"\n[ \t]*\n", text)]
         opened = sum(1 for p in paragraphs if _ARTICLE_PARAGRAPH.match(p))
-        nodes = parse_document(text, doc.name, doc.name, max_depth=max_depth)
+        nodes = parse_document(text, doc.name, doc.name, max_depth=max_depth, article_leaves=True)
         leaves = [n for n in nodes if not n.children and not n.synthetic]
         found = sum(1 for n in leaves if _ARTICLE_PARAGRAPH.match(n.heading))
         rows.append({"doc": doc.name, "paragraphs": opened, "article_leaves": found,

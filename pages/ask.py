@@ -59,8 +59,8 @@ def _events(kind: str, pending: dict, engine: Engine, trace: Trace | None, setti
 
 
 def _run_action(pending, engine, trace, settings, scope, corpus, doc_ids, box) -> bool:
-    """Run a queued action; on bad input show the error and return True (the caller then
-    shows the last result as it was, labelled: bad input loses nothing)."""
+    """Run a queued action; on bad input keep the error for one rerun, which shows it with
+    the last result as it was, labelled (bad input loses nothing)."""
     kind = pending["kind"]
     if kind != "ask":  # overrides and regenerated answers keep the trace's own scope
         scope = list(ask.trace_scope) if ask.trace_scope else None
@@ -72,8 +72,11 @@ def _run_action(pending, engine, trace, settings, scope, corpus, doc_ids, box) -
             ask.inspect, ask.highlight = None, None
         final = _render(trace, corpus, doc_ids, engine, settings, events=events, box=box)
     except (TreeRAGError, ValueError) as exc:
-        show_error(exc, "Change the question or the settings, then ask again.", corpus.kind)
-        return True
+        # A run that failed midway has drawn part of the story, and its widgets' keys are
+        # taken for this script run: the error and the previous result are shown after a
+        # rerun, where the story is drawn once.
+        st.session_state[FAILED_RUN] = (exc, corpus.kind, kind)
+        st.rerun()
     if final is None:
         return False
     query_id = record(final, corpus.key, scope)
@@ -83,6 +86,9 @@ def _run_action(pending, engine, trace, settings, scope, corpus, doc_ids, box) -
     ask.rerun_ms = None
     st.rerun()
     return False  # not reached: st.rerun() ends this run
+
+
+FAILED_RUN = "ask_failed_run"  # (error, corpus kind, action) of a run that failed, for one rerun
 
 
 def _previous_shown(trace: Trace, kind: str) -> None:
@@ -367,14 +373,15 @@ def main() -> None:
     # inside it is never remounted.
     notices, slot = st.container(), st.empty()
     box = slot.container()  # created at once: the previous run's story stays until redrawn
-    failed = False
     with notices:
+        failed = st.session_state.pop(FAILED_RUN, None)
+        if failed is not None:  # the run before this one failed: its error, what stays shown
+            error, corpus_kind, action = failed
+            show_error(error, "Change the question or the settings, then ask again.", corpus_kind)
+            if trace is not None:
+                _previous_shown(trace, action)
         if pending is not None and (pending["kind"] == "ask" or trace is not None):
-            failed = _run_action(pending, engine, trace, settings, scope, corpus, doc_ids, box)
-        if failed:  # the half-drawn run gives way to the previous result, labelled
-            box = slot.container()
-        if failed and trace is not None:
-            _previous_shown(trace, pending["kind"])
+            _run_action(pending, engine, trace, settings, scope, corpus, doc_ids, box)
         if ask.trace is not None and trace is None:
             _stored(ask.trace, kind, can_ask=True)
         if pending is None:

@@ -21,7 +21,7 @@ ATX_LINE = re.compile(r"^ {0,3}#{1,6}[ \t]+\S")
 
 
 def parse(text: str, name: str = "doc.md", **kwargs) -> list[TreeNode]:
-    return parse_document(text, doc_id=name, name=name, **kwargs)
+    return parse_document(text, doc_id=name, name=name, **kwargs, article_leaves=True)
 
 
 def by_heading(nodes: list[TreeNode]) -> dict[str, TreeNode]:

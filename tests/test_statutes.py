@@ -38,7 +38,7 @@ LAW = """# 中华人民共和国示例法
 
 
 def _leaves(text: str, max_depth: int = 3) -> list[tuple[str, str]]:
-    nodes = parse_document(text, "law", "law.md", max_depth=max_depth)
+    nodes = parse_document(text, "law", "law.md", max_depth=max_depth, article_leaves=True)
     assert all(text[n.start : n.end] == n.content for n in nodes)
     return [(n.heading_path, n.content) for n in nodes if not n.children]
 

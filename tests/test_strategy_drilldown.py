@@ -91,8 +91,8 @@ def test_through_the_pipeline_with_step_one_reused_when_only_children_change(has
     from treerag_core.pipeline import Engine, rerun, run
 
     engine = Engine(hashing_index, get_embedder("hashing"), api_key=None)
-    # A law's sections are its articles, often one chunk each: three parents and one child,
-    # so that more children have more passages to show.
+    # Three parents and one child, so that more children have more passages to show (a
+    # section may hold a single chunk, as a statute's article does with --article-leaves).
     seed = DrilldownOptions(1, 3, 1, "summary", "summary")
     settings = QuerySettings(strategy="drilldown").set("rerank.enabled", False)
     settings = settings.with_option("drilldown", seed)

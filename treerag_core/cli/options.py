@@ -264,6 +264,12 @@ def add_tree_options(p: argparse.ArgumentParser) -> None:
         default=defaults.chunk_overlap,
         help="characters shared by consecutive chunks (default %(default)s)",
     )
+    p.add_argument(
+        "--article-leaves",
+        action="store_true",
+        help="a statute's 第X条 articles become the leaves under their chapter (off by "
+        "default: docs/evaluation.md)",
+    )
 
 
 def llm_settings(args: argparse.Namespace, base: LLMSettings | None = None) -> LLMSettings:
@@ -340,6 +346,7 @@ def index_settings(args: argparse.Namespace, embedder: str | None, **more) -> In
             chunk_overlap=args.chunk_overlap,
             embedder=embedder or IndexSettings().embedder,
             graph_min_leaf_chars=args.graph_min_leaf_chars,
+            article_leaves=getattr(args, "article_leaves", False),
             **more,
         )
     except ValueError as exc:

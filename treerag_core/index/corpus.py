@@ -251,7 +251,12 @@ def build_index(
     overrides.update(summary_overrides or {})
     for done, src in enumerate(sources):
         doc_nodes = parse_document(
-            src.text, doc_id=src.name, name=src.name, max_depth=settings.max_depth, first_id=next_id
+            src.text,
+            doc_id=src.name,
+            name=src.name,
+            max_depth=settings.max_depth,
+            first_id=next_id,
+            article_leaves=settings.article_leaves,
         )
         if summarizer is not None:
             overrides.update(summarizer(doc_nodes, detect_language(src.text)))

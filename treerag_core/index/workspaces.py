@@ -82,7 +82,13 @@ def count_chunks(sources: Sequence[SourceDocument], settings: IndexSettings) -> 
     """How many chunks `sources` make (parse + chunk only: no model is run)."""
     total = 0
     for src in sources:
-        nodes = parse_document(src.text, src.name, src.name, max_depth=settings.max_depth)
+        nodes = parse_document(
+            src.text,
+            src.name,
+            src.name,
+            max_depth=settings.max_depth,
+            article_leaves=settings.article_leaves,
+        )
         for node in nodes:
             if node.is_leaf:
                 total += len(

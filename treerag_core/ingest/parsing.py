@@ -262,7 +262,12 @@ def _title_of(name: str, doc_id: str) -> str:
 
 
 def parse_document(
-    text: str, doc_id: str, name: str, max_depth: int = 3, first_id: int = 1
+    text: str,
+    doc_id: str,
+    name: str,
+    max_depth: int = 3,
+    first_id: int = 1,
+    article_leaves: bool = False,
 ) -> list[TreeNode]:
     """Parse Markdown into TreeNodes in document order; node 0 is the document root.
 
@@ -270,6 +275,8 @@ def parse_document(
     node; every non-blank character outside heading lines lies in some leaf's span (text before
     the first section becomes a "Preamble" leaf, a parent's own text a synthetic intro leaf).
     Headings deeper than `max_depth` are not nodes: they stay in their ancestor's content.
+    With `article_leaves`, a statute's 第X条 articles are leaves at any depth (an index
+    passes its `IndexSettings.article_leaves`; off by default, as there).
     """
     if max_depth < 1:
         raise ValueError(f"max_depth must be >= 1, but got {max_depth}")
@@ -280,7 +287,7 @@ def parse_document(
     spans = [(h.start, h.end) for h in headings]
     articles = [
         HeadingLine(a.start, a.end, ARTICLE_HASHES, a.title)
-        for a in scan_articles(text, spans, [h.text for h in headings])
+        for a in (scan_articles(text, spans, [h.text for h in headings]) if article_leaves else ())
     ]
     if articles:
         headings = sorted(headings + articles, key=lambda h: h.start)
