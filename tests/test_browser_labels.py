@@ -121,8 +121,10 @@ def test_mark_evaluate_tune_apply(page, tmp_path: Path) -> None:
 
     # History tags them; Evaluate lists them.
     page.get_by_role("link", name="History").click()
-    page.get_by_text("labelled", exact=False).first.wait_for()
-    assert page.inner_text("body").count("🏷 labelled") == 3
+    # The page draws in one pass after the link's rerun: wait for its three tags, not its first.
+    page.wait_for_function(
+        "() => document.body.innerText.split('🏷 labelled').length - 1 === 3", timeout=60_000
+    )
     page.get_by_role("link", name="Evaluate").click()
     page.get_by_text("My labelled questions").first.wait_for()
     page.get_by_text("3 labelled question(s)", exact=False).wait_for()
