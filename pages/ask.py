@@ -10,10 +10,10 @@ import streamlit as st
 
 from treerag_core import Engine, Event, override_locate, rerun
 from treerag_core import ask as ask_events
+from treerag_core import resolve_llm_key as resolve_key
 from treerag_core.base.errors import TreeRAGError
 from treerag_core.base.settings import QuerySettings
 from treerag_core.base.types import Trace
-from treerag_core.llm import resolve_key
 from ui.ask import labels_marks, story
 from ui.ask.last_question import offer_last_question
 from ui.ask.stored_view import stored_result

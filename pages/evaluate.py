@@ -9,20 +9,25 @@ from typing import Any
 
 import streamlit as st
 
-from treerag_core import EvalConfig, evaluate, oracle_leaves, strategy_names
-from treerag_core.base.config import IndexSettings
-from treerag_core.base.errors import TreeRAGError
-from treerag_core.base.settings import QuerySettings
-from treerag_core.evaluation import EvalDataError, EvalDataset, load_report
-from treerag_core.evaluation.analysis import (
-    BASELINE,
-    TREE,
+from treerag_core import BASELINE_STRATEGY as BASELINE
+from treerag_core import TREE_STRATEGY as TREE
+from treerag_core import (
+    EvalConfig,
+    EvalDataError,
+    EvalDataset,
     check_report,
     coverage,
     coverage_docs,
+    evaluate,
+    load_report,
+    oracle_leaves,
     parse_report,
     report_index_settings,
+    strategy_names,
 )
+from treerag_core.base.config import IndexSettings
+from treerag_core.base.errors import TreeRAGError
+from treerag_core.base.settings import QuerySettings
 from ui.common.query_log import open_trace
 from ui.common.resources import default_embedder, warm_reranker
 from ui.common.session import EvalState, require_app

@@ -137,6 +137,31 @@ def _top_imports(path: Path) -> set[str]:
     return names
 
 
+def _front_end_files() -> list[Path]:
+    return [ROOT / "app.py", *sorted((ROOT / "ui").rglob("*.py")), *(ROOT / "pages").glob("*.py")]
+
+
+def _reaches_past_the_api(module: str) -> bool:
+    """Whether a front end's import of `module` bypasses the API: allowed are the package
+    (`from treerag_core import ...`), the base layer (types, settings, errors, text rules) and
+    a strategy family's own types module."""
+    if module == "treerag_core" or module.startswith("treerag_core.base."):
+        return False
+    parts = module.split(".")
+    family_types = len(parts) == 4 and parts[1] == "strategies" and parts[3] == "types"
+    return module.startswith("treerag_core.") and not family_types
+
+
+def test_front_ends_import_the_engine_through_the_api():
+    offenders = sorted(
+        f"{path.relative_to(ROOT)}: {module}"
+        for path in _front_end_files()
+        for module in _top_imports(path)
+        if _reaches_past_the_api(module)
+    )
+    assert offenders == [], "export these through treerag_core/api.py"
+
+
 def layer_diagram(graph: dict[str, set[str]]) -> str:
     """The import graph by package, as a Mermaid flowchart (arrows labelled with how many
     module imports they stand for); docs/architecture.md shows this picture."""

@@ -4,7 +4,10 @@ classes accept exactly that range, and the CLI's flags and the explorer's widget
 from __future__ import annotations
 
 import argparse
+import subprocess
+import sys
 from dataclasses import fields, replace
+from pathlib import Path
 
 import pytest
 
@@ -109,10 +112,22 @@ def test_explorer_widgets_read_the_same_labels_ranges_and_fields():
 
 
 def test_the_package_exports_exactly_the_api():
-    assert set(api.__all__) == set(treerag_core.API)
     assert all(getattr(treerag_core, name) is getattr(api, name) for name in api.__all__)
-    with pytest.raises(AttributeError):
-        treerag_core.not_an_api_name  # noqa: B018
+    assert set(api.__all__) <= set(dir(treerag_core))
+    for name in ("not_an_api_name", "Path", "IndexSettings"):  # api's own imports stay inside
+        with pytest.raises(AttributeError):
+            getattr(treerag_core, name)
+
+
+def test_importing_the_package_or_a_submodule_does_not_load_the_api():
+    code = (
+        "import sys, treerag_core\n"
+        "from treerag_core import base\n"
+        "from treerag_core.base import settings\n"
+        "assert not hasattr(treerag_core, 'records')\n"
+        "assert 'treerag_core.api' not in sys.modules, 'the API was loaded'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[1])
 
 
 def test_fusion_args_are_the_three_fusion_settings():

@@ -10,12 +10,18 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from treerag_core.answer.flags import question_flags
+import numpy as np
+
+from treerag_core.answer.flags import question_flags, verdict_label
 from treerag_core.answer.synthesis import answer_fallbacks
 from treerag_core.base.config import IndexSettings
-from treerag_core.base.errors import VectorStoreError
+from treerag_core.base.errors import IndexFormatError, VectorStoreError
+from treerag_core.base.settings import QuerySettings
+from treerag_core.base.types import Trace
 from treerag_core.build import (
     IndexLLM,
     IndexRun,
@@ -24,6 +30,36 @@ from treerag_core.build import (
     index_folder,
 )
 from treerag_core.compare import Compared, compare_strategies
+from treerag_core.evaluation import (
+    HEADLINE_KEYS,
+    EvalDataError,
+    EvalDataset,
+    EvalQuestion,
+    difference_table,
+    load_dataset,
+    load_report,
+    markdown_table,
+    question_metrics,
+    write_report,
+)
+from treerag_core.evaluation import KS as METRIC_KS
+from treerag_core.evaluation.analysis import BASELINE as BASELINE_STRATEGY
+from treerag_core.evaluation.analysis import FILTERS as QUESTION_FILTERS
+from treerag_core.evaluation.analysis import TREE as TREE_STRATEGY
+from treerag_core.evaluation.analysis import (
+    Coverage,
+    QuestionRow,
+    check_report,
+    coverage,
+    coverage_docs,
+    filter_rows,
+    parse_report,
+    question_rows,
+    report_index_settings,
+    report_query_settings,
+    rerank_was_on,
+)
+from treerag_core.evaluation.analysis import number as metric_number
 from treerag_core.evaluation.harness import (
     EvalConfig,
     dataset_index,
@@ -33,6 +69,27 @@ from treerag_core.evaluation.harness import (
     passages_of,
     picked_paths,
 )
+from treerag_core.evaluation.intervals import Interval
+from treerag_core.evaluation.labels import (
+    LabelledQuestion,
+    LabelStore,
+    Refound,
+    eval_questions,
+    export_set,
+    import_rows,
+    make_mark,
+    mark_from_text,
+    refind,
+)
+from treerag_core.evaluation.my_set import HEADLINE as MY_SET_HEADLINE
+from treerag_core.evaluation.my_set import score_set
+from treerag_core.evaluation.report import lookup as metric_lookup
+from treerag_core.evaluation.tune import DEFAULT_METRIC as TUNE_DEFAULT_METRIC
+from treerag_core.evaluation.tune import MIN_QUESTIONS as TUNE_MIN_QUESTIONS
+from treerag_core.evaluation.tune import SMALL_N as SMALL_SET_N
+from treerag_core.evaluation.tune import TUNABLE as TUNABLE_STRATEGIES
+from treerag_core.evaluation.tune import TuneError, Tuner, TuneResult, tune_metrics
+from treerag_core.evaluation.tune import space_for as tune_space_for
 from treerag_core.index.corpus import (
     CorpusIndex,
     ProgressFn,
@@ -42,6 +99,7 @@ from treerag_core.index.corpus import (
     reusable_embeddings,
 )
 from treerag_core.index.embedders import EMBEDDER_ENV, Embedder, get_embedder, index_embedder
+from treerag_core.index.originals import load_original, save_original
 from treerag_core.index.store import load_index, save_index
 from treerag_core.index.tokens import tokenize, zh_words
 from treerag_core.index.workspaces import (
@@ -56,6 +114,10 @@ from treerag_core.index.workspaces import (
 from treerag_core.ingest.convert import SUPPORTED_SUFFIXES
 from treerag_core.ingest.convert.llm_levels import propose_level_fixes
 from treerag_core.ingest.documents import Converted, Rejected, convert_upload, to_source
+from treerag_core.ingest.tree_bulk import BULK_OPS as BULK_TREE_OPS
+from treerag_core.ingest.tree_bulk import LIKE as HEADINGS_LIKE_BY
+from treerag_core.ingest.tree_bulk import bulk_edits as bulk_tree_edits
+from treerag_core.ingest.tree_bulk import like as headings_like
 from treerag_core.ingest.tree_edits import (
     EditOffer,
     TreeEdit,
@@ -65,6 +127,19 @@ from treerag_core.ingest.tree_edits import (
     offer_for,
     save_edits,
 )
+from treerag_core.llm import BASE_URL_ENV as LLM_BASE_URL_ENV
+from treerag_core.llm import DEFAULT_BASE_URL as LLM_DEFAULT_BASE_URL
+from treerag_core.llm import KEY_ENV as LLM_KEY_ENV
+from treerag_core.llm import api_key_for, format_cost, llm_configured
+from treerag_core.llm import endpoint_of as llm_endpoint_of
+from treerag_core.llm import key_needed as llm_key_needed
+from treerag_core.llm import make_client as make_llm_client
+from treerag_core.llm import other_endpoint as other_llm_endpoint
+from treerag_core.llm import resolve_key as resolve_llm_key
+from treerag_core.llm import server_endpoint as llm_server_endpoint
+from treerag_core.llm import settings_from_env as llm_settings_from_env
+from treerag_core.llm import test_connection as test_llm_connection
+from treerag_core.llm.errors import public_url
 from treerag_core.pipeline import Engine, Event, rerun, run
 from treerag_core.pipeline import load_engine as open_index
 from treerag_core.pipeline import run_stream as ask
@@ -82,12 +157,32 @@ from treerag_core.records.trace_json import stage_summary, trace_to_json
 from treerag_core.search.override import override_locate
 from treerag_core.search.rerank import RERANK_OFF, get_reranker
 from treerag_core.search.routing import document_rows
-from treerag_core.strategies import all_strategies, get_strategy, option_types, strategy_names
-from treerag_core.strategies.drilldown.layers import layers_of
+from treerag_core.strategies import (
+    all_strategies,
+    family_of,
+    get_strategy,
+    option_types,
+    strategy_names,
+)
+from treerag_core.strategies.drilldown import FAMILY as DRILLDOWN_FAMILY
+from treerag_core.strategies.drilldown.ktype import TYPE_NAMES_ZH as KTYPE_NAMES_ZH
+from treerag_core.strategies.drilldown.ktype import KTypeSummary
+from treerag_core.strategies.drilldown.layers import ensure_layers, layers_of
 from treerag_core.strategies.drilldown.strategy import Drilldown
-from treerag_core.strategies.graph.part import graphs_of
-from treerag_core.strategies.hirag.build import HiragBuildSettings
+from treerag_core.strategies.graph import FAMILY as GRAPH_FAMILY
+from treerag_core.strategies.graph.context import graph_sections
+from treerag_core.strategies.graph.part import graph_vectors_of, graphs_of
+from treerag_core.strategies.graph.retrieve import search_text
+from treerag_core.strategies.graph.search import GraphResult, GraphSearchOptions, search_graph
+from treerag_core.strategies.graph.strategy import TreeRAGKG
+from treerag_core.strategies.hirag import FAMILY as HIRAG_FAMILY
+from treerag_core.strategies.hirag.build import HiragBuildSettings, corpus_fingerprint, hirag_for
+from treerag_core.strategies.hirag.build import build_into_folder as build_hirag_into_folder
 from treerag_core.strategies.hirag.communities import DEFAULT_MAX_CLUSTER_SIZE
+from treerag_core.strategies.hirag.store import FOLDER as HIRAG_FOLDER
+
+if TYPE_CHECKING:
+    from treerag_core.ingest.page_images import PageImage
 
 __all__ = [
     "DEFAULT_MAX_CLUSTER_SIZE",
@@ -175,6 +270,154 @@ __all__ = [
     "trace_to_json",
     "zh_words",
 ]
+
+# What the explorer (ui/, pages/) reads besides the calls above: eval analysis and labels,
+# tuning, the LLM panel, tree edits, originals and page images, the strategy families' views.
+__all__ += [
+    "BASELINE_STRATEGY",
+    "BULK_TREE_OPS",
+    "DRILLDOWN_FAMILY",
+    "GRAPH_FAMILY",
+    "HEADINGS_LIKE_BY",
+    "HEADLINE_KEYS",
+    "HIRAG_FAMILY",
+    "HIRAG_FOLDER",
+    "KTYPE_NAMES_ZH",
+    "LLM_BASE_URL_ENV",
+    "LLM_DEFAULT_BASE_URL",
+    "LLM_KEY_ENV",
+    "METRIC_KS",
+    "MY_SET_HEADLINE",
+    "QUESTION_FILTERS",
+    "SMALL_SET_N",
+    "TREE_STRATEGY",
+    "TUNABLE_STRATEGIES",
+    "TUNE_DEFAULT_METRIC",
+    "TUNE_MIN_QUESTIONS",
+    "Coverage",
+    "EvalDataError",
+    "EvalDataset",
+    "EvalQuestion",
+    "GraphResult",
+    "Interval",
+    "KTypeSummary",
+    "LabelStore",
+    "LabelledQuestion",
+    "PageImage",
+    "QuestionRow",
+    "Refound",
+    "TreeRAGKG",
+    "TuneError",
+    "TuneResult",
+    "Tuner",
+    "api_key_for",
+    "build_hirag_into_folder",
+    "bulk_tree_edits",
+    "check_report",
+    "corpus_fingerprint",
+    "coverage",
+    "coverage_docs",
+    "difference_table",
+    "ensure_layers",
+    "eval_questions",
+    "export_set",
+    "family_of",
+    "filter_rows",
+    "format_cost",
+    "graph_sections",
+    "headings_like",
+    "hirag_graph_store",
+    "import_rows",
+    "leaf_graph_search",
+    "llm_configured",
+    "llm_endpoint_of",
+    "llm_key_needed",
+    "llm_server_endpoint",
+    "llm_settings_from_env",
+    "load_dataset",
+    "load_original",
+    "load_report",
+    "make_llm_client",
+    "make_mark",
+    "mark_from_text",
+    "markdown_table",
+    "metric_lookup",
+    "metric_number",
+    "other_llm_endpoint",
+    "parse_report",
+    "public_url",
+    "question_metrics",
+    "question_rows",
+    "refind",
+    "render_page",
+    "report_index_settings",
+    "report_query_settings",
+    "rerank_was_on",
+    "resolve_llm_key",
+    "save_original",
+    "score_set",
+    "test_llm_connection",
+    "tune_metrics",
+    "tune_space_for",
+    "verdict_label",
+    "write_report",
+]
+
+
+def __getattr__(name: str) -> Any:
+    # Drawing a PDF page needs pypdfium2 and Pillow, which nothing else on the CLI's path
+    # loads: its type is imported on first use (render_page below imports the module late).
+    if name == "PageImage":
+        from treerag_core.ingest.page_images import PageImage
+
+        return PageImage
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def render_page(data: bytes, page: int, passage: str = "", width_px: int = 1000) -> PageImage:
+    """Page `page` (1-based) of the PDF `data` as a PNG about `width_px` wide, with the lines
+    of `passage` marked (`treerag_core.ingest.page_images.render_page`)."""
+    from treerag_core.ingest.page_images import render_page as render
+
+    return render(data, page, passage, width_px)
+
+
+def leaf_graph_search(
+    index: CorpusIndex,
+    trace: Trace | None,
+    leaf_id: str,
+    query_vector: Callable[[str], np.ndarray],
+) -> GraphResult | None:
+    """The graph search step 2 ran in this leaf for the trace's question (rerun: it is
+    deterministic and takes milliseconds), or None when the trace did not search it."""
+    graphs = graphs_of(index) or {}
+    if trace is None or leaf_id not in graphs:
+        return None
+    group = next((g for g in trace.retrieved if g.kind == "graph" and g.leaf_id == leaf_id), None)
+    if group is None:
+        return None
+    settings = QuerySettings.from_dict(trace.settings, {TreeRAGKG.name: GraphSearchOptions})
+    options = settings.option(TreeRAGKG.name, GraphSearchOptions())
+    text = search_text(trace.question, group.sub_query or trace.question)
+    graph = graphs[leaf_id]
+    return search_graph(
+        graph,
+        text,
+        graph.language,  # type: ignore[arg-type]
+        tokenize,
+        query_vector(text),
+        graph_vectors_of(index).get(leaf_id),
+        options,
+    )
+
+
+def hirag_graph_store(index: CorpusIndex) -> tuple[Any, str]:
+    """The index's HiRAG graph store when it is built or cached (never builds), and "" ; else
+    None and why (not built, out of date, or a corrupt build: IndexFormatError's message)."""
+    try:
+        return hirag_for(index, build_if_missing=False).store, ""
+    except IndexFormatError as exc:
+        return None, str(exc)
 
 
 def _qdrant_url(url: str | None) -> str:

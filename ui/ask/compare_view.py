@@ -9,13 +9,11 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from treerag_core import HIRAG_FAMILY as HIRAG
+from treerag_core import Compared, Engine, compare_strategies, get_strategy, strategy_names
 from treerag_core.base.settings import QuerySettings
 from treerag_core.base.text_rules import path_leaf, preview
 from treerag_core.base.types import RetrievedChunk, Trace
-from treerag_core.compare import Compared, compare_strategies
-from treerag_core.pipeline import Engine
-from treerag_core.strategies import get_strategy, strategy_names
-from treerag_core.strategies.hirag import FAMILY as HIRAG
 from ui.common.query_controls import ASK_SETTINGS, RERUN_SETTINGS, describe_moves
 from ui.common.session import AskState
 from ui.common.text_safety import code, error_markdown, plain

@@ -8,9 +8,8 @@ from dataclasses import dataclass
 import pandas as pd
 import streamlit as st
 
+from treerag_core import Engine, layers_of
 from treerag_core.base.types import ContextSection, Trace
-from treerag_core.pipeline import Engine
-from treerag_core.strategies.drilldown.layers import layers_of
 
 LAYER_KINDS = ("document", "parent", "passages")
 _LAYER_HELP = {

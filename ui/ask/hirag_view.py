@@ -13,8 +13,8 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from treerag_core import Engine, hirag_graph_store
 from treerag_core.base.types import ContextSection, Trace
-from treerag_core.pipeline import Engine
 
 MAX_NODES = 60  # beyond this a force layout stops being readable
 LABEL_CHARS = 24
@@ -164,13 +164,7 @@ def is_hirag_trace(sections: Sequence[ContextSection]) -> bool:
 def graph_store_for(index: Any) -> tuple[Any, str]:
     """The index's HiRAG graph store when it is built or cached (never builds), and "" ; else
     None and why (not built, out of date, or a corrupt build: IndexFormatError's message)."""
-    from treerag_core.base.errors import IndexFormatError
-    from treerag_core.strategies.hirag.build import hirag_for
-
-    try:
-        return hirag_for(index, build_if_missing=False).store, ""
-    except IndexFormatError as exc:
-        return None, str(exc)
+    return hirag_graph_store(index)
 
 
 def render_hirag(sections: Sequence[ContextSection], store: Any = None, key: str = "hirag") -> None:

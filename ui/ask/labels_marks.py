@@ -6,15 +6,9 @@ from collections.abc import Sequence
 
 import streamlit as st
 
+from treerag_core import CorpusIndex, LabelledQuestion, LabelStore, make_mark, mark_from_text
 from treerag_core.base.errors import TreeRAGError
 from treerag_core.base.types import Trace
-from treerag_core.evaluation.labels import (
-    LabelledQuestion,
-    LabelStore,
-    make_mark,
-    mark_from_text,
-)
-from treerag_core.index.corpus import CorpusIndex
 from ui.common.corpora import UPLOADS
 from ui.common.resources import Corpus
 from ui.common.text_safety import plain

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
+from treerag_core import Engine, graphs_of
 from treerag_core.base.types import Trace
-from treerag_core.pipeline import Engine
-from treerag_core.strategies.graph.part import graphs_of
 from ui.common.graph_view import render_leaf_graph
 from ui.common.leaf_graph_panel import traced_result
 from ui.common.text_safety import plain

@@ -6,10 +6,8 @@ from collections.abc import Callable, Iterator, Sequence
 
 import streamlit as st
 
+from treerag_core import CorpusIndex, Engine, trace_to_json
 from treerag_core.base.types import Trace
-from treerag_core.index.corpus import CorpusIndex
-from treerag_core.pipeline import Engine
-from treerag_core.records.trace_json import trace_to_json
 from ui.ask import trace_panels, views
 from ui.ask.compare_view import compare_panel as compare_panel  # drawn by pages/ask.py
 from ui.common.examples import examples_for, gold_examples_for

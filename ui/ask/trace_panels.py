@@ -17,11 +17,12 @@ from treerag_core import (
     CorpusIndex,
     answer_fallbacks,
     document_rows,
+    format_cost,
     get_strategy,
     stage_summary,
+    verdict_label,
 )
-from treerag_core.answer.flags import question_flags as flags_of
-from treerag_core.answer.flags import verdict_label
+from treerag_core import question_flags as flags_of
 from treerag_core.base.pagemap import format_pages
 from treerag_core.base.text_rules import path_leaf
 from treerag_core.base.types import (
@@ -31,7 +32,6 @@ from treerag_core.base.types import (
     RetrievedChunk,
     Trace,
 )
-from treerag_core.llm import format_cost
 from ui.common.score_tables import (
     TEXT_PX,
     leaf_score_frame,

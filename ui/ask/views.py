@@ -6,12 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from treerag_core import DRILLDOWN_FAMILY as DRILLDOWN
+from treerag_core import GRAPH_FAMILY as GRAPH
+from treerag_core import HIRAG_FAMILY as HIRAG
+from treerag_core import Engine, family_of
 from treerag_core.base.types import Trace
-from treerag_core.pipeline import Engine
-from treerag_core.strategies import family_of
-from treerag_core.strategies.drilldown import FAMILY as DRILLDOWN
-from treerag_core.strategies.graph import FAMILY as GRAPH
-from treerag_core.strategies.hirag import FAMILY as HIRAG
 
 Renderer = Callable[[Trace, Engine], None]
 

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
+from treerag_core import CorpusIndex, TreeRAGKG, graphs_of
 from treerag_core.base.config import GRAPH_LEAF_CHARS
-from treerag_core.index.corpus import CorpusIndex
-from treerag_core.strategies.graph.part import graphs_of
-from treerag_core.strategies.graph.strategy import TreeRAGKG
 from ui.common.corpora import EVAL, SAMPLES, UPLOADS
 
 # The explorer's own steps (the engine's error names the CLI's flag, for the CLI).

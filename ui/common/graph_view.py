@@ -12,9 +12,8 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from treerag_core import GraphResult, graph_sections
 from treerag_core.base.text_rules import UNSPACED_RANGES, is_unspaced
-from treerag_core.strategies.graph.context import graph_sections
-from treerag_core.strategies.graph.search import GraphResult
 from treerag_core.strategies.graph.types import CO_OCCURS, LeafGraph
 
 COLOURS = {

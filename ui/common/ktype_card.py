@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from treerag_core.index.corpus import CorpusIndex
-from treerag_core.strategies.drilldown.ktype import TYPE_NAMES_ZH, KTypeSummary
-from treerag_core.strategies.drilldown.layers import ensure_layers
+from treerag_core import KTYPE_NAMES_ZH as TYPE_NAMES_ZH
+from treerag_core import CorpusIndex, KTypeSummary, ensure_layers
 from ui.common.text_safety import plain
 
 _ORIGIN = {

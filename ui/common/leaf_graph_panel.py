@@ -8,14 +8,8 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from treerag_core.base.settings import QuerySettings
+from treerag_core import CorpusIndex, GraphResult, graphs_of, leaf_graph_search
 from treerag_core.base.types import Trace
-from treerag_core.index.corpus import CorpusIndex
-from treerag_core.index.tokens import tokenize
-from treerag_core.strategies.graph.part import graph_vectors_of, graphs_of
-from treerag_core.strategies.graph.retrieve import search_text
-from treerag_core.strategies.graph.search import GraphResult, GraphSearchOptions, search_graph
-from treerag_core.strategies.graph.strategy import TreeRAGKG
 from treerag_core.strategies.graph.types import LeafGraph
 from ui.common.graph_guidance import documents_note
 from ui.common.graph_view import build_view, draw_graph, legend, path_table, stats_caption
@@ -117,25 +111,7 @@ def traced_result(
 ) -> GraphResult | None:
     """The graph search step 2 ran in this leaf for the trace's question (rerun: it is
     deterministic and takes milliseconds), or None when the trace did not search it."""
-    graphs = graphs_of(index) or {}
-    if trace is None or leaf_id not in graphs:
-        return None
-    group = next((g for g in trace.retrieved if g.kind == "graph" and g.leaf_id == leaf_id), None)
-    if group is None:
-        return None
-    settings = QuerySettings.from_dict(trace.settings, {TreeRAGKG.name: GraphSearchOptions})
-    options = settings.option(TreeRAGKG.name, GraphSearchOptions())
-    text = search_text(trace.question, group.sub_query or trace.question)
-    graph = graphs[leaf_id]
-    return search_graph(
-        graph,
-        text,
-        graph.language,  # type: ignore[arg-type]
-        tokenize,
-        query_vector(text),
-        graph_vectors_of(index).get(leaf_id),
-        options,
-    )
+    return leaf_graph_search(index, trace, leaf_id, query_vector)
 
 
 def node_table(graph: LeafGraph, result: GraphResult | None) -> pd.DataFrame:

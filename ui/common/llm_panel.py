@@ -9,25 +9,21 @@ from typing import Any
 
 import streamlit as st
 
+from treerag_core import LLM_BASE_URL_ENV as BASE_URL_ENV
+from treerag_core import LLM_DEFAULT_BASE_URL as DEFAULT_BASE_URL
+from treerag_core import LLM_KEY_ENV as KEY_ENV
+from treerag_core import api_key_for, llm_configured, public_url
+from treerag_core import llm_endpoint_of as endpoint_of
+from treerag_core import llm_key_needed as key_needed
+from treerag_core import llm_server_endpoint as server_endpoint
+from treerag_core import llm_settings_from_env as settings_from_env
+from treerag_core import make_llm_client as make_client
+from treerag_core import other_llm_endpoint as other_endpoint
+from treerag_core import resolve_llm_key as resolve_key
+from treerag_core import test_llm_connection as test_connection
 from treerag_core.base.errors import LLMError
 from treerag_core.base.names import Provider
 from treerag_core.base.settings import LLMSettings, settings_info
-from treerag_core.llm import (
-    BASE_URL_ENV,
-    DEFAULT_BASE_URL,
-    KEY_ENV,
-    api_key_for,
-    endpoint_of,
-    key_needed,
-    llm_configured,
-    make_client,
-    other_endpoint,
-    resolve_key,
-    server_endpoint,
-    settings_from_env,
-    test_connection,
-)
-from treerag_core.llm.errors import public_url
 
 KEEP = "session"  # values survive a visit to another page (the key too: memory only)
 LABELS = {

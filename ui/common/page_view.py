@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import streamlit as st
 
+from treerag_core import CorpusIndex, PageImage, load_original, render_page
 from treerag_core.base.config import max_file_bytes
 from treerag_core.base.errors import TreeRAGError
 from treerag_core.base.pagemap import page_of, span_on_page
-from treerag_core.index.corpus import CorpusIndex
-from treerag_core.index.originals import load_original
-from treerag_core.ingest.page_images import PageImage, render_page
 from ui.common.corpora import UPLOADS
 
 PAGE_PX = 900  # rendered width; the image is scaled to its column

@@ -6,8 +6,8 @@ from typing import Any
 
 import streamlit as st
 
+from treerag_core import option_types
 from treerag_core.base.settings import QuerySettings
-from treerag_core.strategies import option_types
 from ui.common import query_controls as qc
 
 TUNED = "qs_tuned"  # the applied tune's settings the sidebar has no widget for

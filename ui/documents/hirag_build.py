@@ -9,15 +9,11 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from treerag_core import HIRAG_FOLDER as FOLDER
+from treerag_core import CorpusIndex, HiragBuildSettings, corpus_fingerprint
+from treerag_core import build_hirag_into_folder as build_into_folder
 from treerag_core.base.artifacts import read_json
 from treerag_core.base.errors import IndexFormatError, TreeRAGError
-from treerag_core.index.corpus import CorpusIndex
-from treerag_core.strategies.hirag.build import (
-    HiragBuildSettings,
-    build_into_folder,
-    corpus_fingerprint,
-)
-from treerag_core.strategies.hirag.store import FOLDER
 from ui.common.text_safety import show_error
 from ui.documents.upload import llm_client
 

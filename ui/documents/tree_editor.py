@@ -8,6 +8,8 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from treerag_core import BULK_TREE_OPS as BULK_OPS
+from treerag_core import HEADINGS_LIKE_BY as LIKE
 from treerag_core import (
     Converted,
     EditOffer,
@@ -18,8 +20,9 @@ from treerag_core import (
     propose_level_fixes,
     save_edits,
 )
+from treerag_core import bulk_tree_edits as bulk_edits
+from treerag_core import headings_like as like
 from treerag_core.base.errors import InputDocumentError, LLMError
-from treerag_core.ingest.tree_bulk import BULK_OPS, LIKE, bulk_edits, like
 
 ACTIONS = {
     "promote": "Promote (one level up)",

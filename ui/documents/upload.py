@@ -20,6 +20,7 @@ from treerag_core import (
     convert_upload,
     load_edits,
     save_edits,
+    save_original,
     to_source,
 )
 from treerag_core.base.config import MB, IndexSettings, max_file_bytes
@@ -29,7 +30,6 @@ from treerag_core.base.errors import (
     TreeRAGError,
     WorkspaceLimitError,
 )
-from treerag_core.index.originals import save_original
 from ui.common.corpora import UPLOADS
 from ui.common.llm_panel import session_client
 from ui.common.query_controls import LLM_PREFIX

@@ -12,13 +12,23 @@ from typing import Any
 
 import streamlit as st
 
-from treerag_core import CorpusIndex, Engine, dataset_index, index_cache_key, run
+from treerag_core import TREE_STRATEGY as TREE
+from treerag_core import (
+    CorpusIndex,
+    Engine,
+    EvalDataset,
+    EvalQuestion,
+    dataset_index,
+    index_cache_key,
+    load_dataset,
+    report_query_settings,
+    run,
+    write_report,
+)
 from treerag_core.base.config import IndexSettings, data_dir, eval_roots
 from treerag_core.base.errors import UnsafePathError
 from treerag_core.base.safepaths import allowed_roots, resolve_inside
 from treerag_core.base.types import Trace
-from treerag_core.evaluation import EvalDataset, EvalQuestion, load_dataset, write_report
-from treerag_core.evaluation.analysis import TREE, report_query_settings
 from ui.common.corpora import EVAL, corpus_key, corpus_label
 from ui.common.resources import Corpus, cached_embedder
 

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from treerag_core import CorpusIndex, passages_of, picked_paths
+from treerag_core import CorpusIndex, EvalQuestion, passages_of, picked_paths, question_metrics
 from treerag_core.base.errors import TreeRAGError
 from treerag_core.base.text_rules import one_line
 from treerag_core.base.types import Trace
-from treerag_core.evaluation import EvalQuestion, question_metrics
 from ui.evaluate import data as eval_data
 
 # The metrics Compare shows (keys of question_metrics), with their column names.

@@ -11,27 +11,26 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from treerag_core.base.errors import TreeRAGError
-from treerag_core.base.settings import QuerySettings
-from treerag_core.evaluation.intervals import Interval
-from treerag_core.evaluation.labels import (
+from treerag_core import MY_SET_HEADLINE as HEADLINE
+from treerag_core import SMALL_SET_N as SMALL_N
+from treerag_core import TUNABLE_STRATEGIES as TUNABLE
+from treerag_core import TUNE_DEFAULT_METRIC as DEFAULT_METRIC
+from treerag_core import TUNE_MIN_QUESTIONS as MIN_QUESTIONS
+from treerag_core import (
+    Interval,
     LabelledQuestion,
     Refound,
+    TuneError,
+    TuneResult,
     eval_questions,
     export_set,
     import_rows,
     refind,
-)
-from treerag_core.evaluation.my_set import HEADLINE, score_set
-from treerag_core.evaluation.tune import (
-    DEFAULT_METRIC,
-    MIN_QUESTIONS,
-    SMALL_N,
-    TUNABLE,
-    TuneError,
-    TuneResult,
+    score_set,
     tune_metrics,
 )
+from treerag_core.base.errors import TreeRAGError
+from treerag_core.base.settings import QuerySettings
 from ui.ask.labels_marks import store
 from ui.common import query_controls as qc
 from ui.common import tune_apply

@@ -7,18 +7,19 @@ from typing import Any
 
 import streamlit as st
 
-from treerag_core import CorpusIndex
-from treerag_core.base.text_rules import preview
-from treerag_core.evaluation import difference_table, markdown_table
-from treerag_core.evaluation.analysis import (
-    BASELINE,
-    FILTERS,
-    TREE,
+from treerag_core import BASELINE_STRATEGY as BASELINE
+from treerag_core import QUESTION_FILTERS as FILTERS
+from treerag_core import TREE_STRATEGY as TREE
+from treerag_core import (
+    CorpusIndex,
     Coverage,
+    difference_table,
     filter_rows,
+    markdown_table,
     question_rows,
     rerank_was_on,
 )
+from treerag_core.base.text_rules import preview
 from ui.common.inspector import inspector
 from ui.common.session import EvalState
 from ui.common.text_safety import plain, show_error

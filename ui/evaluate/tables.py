@@ -10,10 +10,10 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from treerag_core import CorpusIndex
-from treerag_core.evaluation import HEADLINE_KEYS, KS
-from treerag_core.evaluation.analysis import Coverage, QuestionRow, number
-from treerag_core.evaluation.report import lookup
+from treerag_core import HEADLINE_KEYS, CorpusIndex, Coverage, QuestionRow
+from treerag_core import METRIC_KS as KS
+from treerag_core import metric_lookup as lookup
+from treerag_core import metric_number as number
 from ui.common.tree_graph import PALETTE, GraphMarks, GraphView, graph_view
 
 CURVES = {"recall": "evidence recall@k", "hit": "hit@k", "section_hit": "section hit@k"}

@@ -7,11 +7,10 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
+from treerag_core import Engine, EvalQuestion, Tuner, TuneResult
+from treerag_core import tune_space_for as space_for
 from treerag_core.base.errors import TreeRAGError
 from treerag_core.base.settings import QuerySettings
-from treerag_core.evaluation.dataset import EvalQuestion
-from treerag_core.evaluation.tune import Tuner, TuneResult, space_for
-from treerag_core.pipeline import Engine
 
 
 @dataclass
