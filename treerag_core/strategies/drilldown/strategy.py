@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, replace
+from dataclasses import replace
 from typing import Any, ClassVar
 
 from treerag_core.base.errors import QueryError
@@ -15,7 +15,6 @@ from treerag_core.strategies.base import QueryContext, Retrieval
 from treerag_core.strategies.drilldown.search import (
     DrilldownOptions,
     DrilldownResult,
-    FuseParams,
     child_hits,
     context_sections,
     document_scores,
@@ -24,11 +23,6 @@ from treerag_core.strategies.drilldown.search import (
 )
 
 NAME = "drilldown"
-
-
-def _params(settings: QuerySettings) -> FuseParams:
-    r = settings.retrieve
-    return FuseParams(str(r.fusion), r.dense_weight, r.rrf_k)
 
 
 @register
@@ -58,11 +52,11 @@ class Drilldown:
             "parents": opts.parents,
             "doc_signal": opts.doc_signal,
             "parent_signal": opts.parent_signal,
-            **asdict(_params(settings)),
+            **settings.retrieve.fusion_args._asdict(),
         }
 
     def _upper_layers(self, ctx: QueryContext) -> DrilldownResult:
-        opts, params = self.options(ctx.settings), _params(ctx.settings)
+        opts, params = self.options(ctx.settings), ctx.settings.retrieve.fusion_args
         qvec, tokens = ctx.query_vector(ctx.question), ctx.tokenize(ctx.question)
         store = store_for(ctx.index)
         docs = document_scores(
@@ -116,7 +110,7 @@ class Drilldown:
         )
 
     def retrieve(self, ctx: QueryContext, located: LocateResult) -> Retrieval:
-        opts, params = self.options(ctx.settings), _params(ctx.settings)
+        opts, params = self.options(ctx.settings), ctx.settings.retrieve.fusion_args
         qvec, tokens = ctx.query_vector(ctx.question), ctx.tokenize(ctx.question)
         parent_ids = [leaf.node_id for leaf in located.leaves]
         children = child_hits(

@@ -9,7 +9,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from treerag_core.base.settings import QuerySettings
+from treerag_core.base.names import Fusion
+from treerag_core.base.settings import FusionArgs, QuerySettings
 from treerag_core.base.types import Fallback, LocateResult, RetrievalGroup, RetrievedChunk
 from treerag_core.search.retrieval import fused_hits
 from treerag_core.strategies import register
@@ -49,9 +50,9 @@ def score_rows(
         rows,
         dense_all[pick],
         bm25_all[pick],
-        fusion="weighted" if dense_only else settings.fusion,
-        dense_weight=1.0 if dense_only else settings.dense_weight,
-        rrf_k=settings.rrf_k,
+        fusion=FusionArgs(Fusion.WEIGHTED, 1.0, settings.rrf_k)
+        if dense_only
+        else settings.fusion_args,
         sub_query=ctx.question,
         given_order=order == "graph",
         pooled=True,
