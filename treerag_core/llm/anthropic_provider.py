@@ -16,12 +16,7 @@ from treerag_core.base.names import Provider
 from treerag_core.base.types import Usage
 from treerag_core.llm import endpoints
 from treerag_core.llm.base import SDKClient, TextStream, check_call
-from treerag_core.llm.errors import (
-    clean_detail,
-    malformed,
-    sdk_error,
-    status_error,
-)
+from treerag_core.llm.errors import clean_detail, malformed, sdk_error, status_error
 from treerag_core.llm.prices import priced
 
 # The variable names and the default endpoint are defined once, in endpoints.py.
@@ -138,14 +133,7 @@ class AnthropicClient(SDKClient[anthropic.Anthropic]):
                     out.usage = _to_usage(sdk_usage)
                     reported = True
                 out.usage = priced(out.usage, out.model, self.base_url, reported)
-        out.finish(
-            f"Anthropic at {self.where}",
-            events=events,
-            stopped=stopped,
-            truncated=out.stop_reason == "max_tokens",
-            max_tokens=max_tokens,
-            content_type=content_type,
-        )
+        out.finish(f"Anthropic at {self.where}", events, content_type, max_tokens, stopped=stopped)
 
     @contextlib.contextmanager
     def translate_errors(self) -> Iterator[None]:

@@ -34,6 +34,10 @@ REASONS: dict[str, str] = {
 }
 
 
+# The stop reasons that say the token limit cut the reply: Anthropic's, OpenAI's.
+TOKEN_LIMIT_STOPS = ("max_tokens", "length")
+
+
 class TextStream:
     """Text deltas of one streamed reply; `usage`, `text` and `stop_reason` are final at the end.
 
@@ -63,22 +67,16 @@ class TextStream:
         self._gen.close()
 
     def finish(
-        self,
-        label: str,
-        *,
-        events: int,
-        stopped: bool,
-        truncated: bool,
-        max_tokens: int,
-        content_type: str = "",
+        self, label: str, events: int, content_type: str, max_tokens: int, *, stopped: bool
     ) -> None:
-        """Mark the stream done once `check_finished` found it a complete reply."""
+        """Mark the stream done once `check_finished` found it a complete reply (`stopped`:
+        the stop event was seen; `truncated` comes from `stop_reason`)."""
         check_finished(
             label,
             events=events,
             stopped=stopped,
             stop_reason=self.stop_reason,
-            truncated=truncated,
+            truncated=self.stop_reason in TOKEN_LIMIT_STOPS,
             text=self.text,
             max_tokens=max_tokens,
             content_type=content_type,

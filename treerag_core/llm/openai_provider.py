@@ -16,12 +16,7 @@ from treerag_core.base.names import Provider
 from treerag_core.base.types import Usage
 from treerag_core.llm import endpoints
 from treerag_core.llm.base import SDKClient, TextStream, check_call
-from treerag_core.llm.errors import (
-    clean_detail,
-    malformed,
-    sdk_error,
-    status_error,
-)
+from treerag_core.llm.errors import clean_detail, malformed, sdk_error, status_error
 from treerag_core.llm.prices import priced
 
 # The variable names and the default endpoint are defined once, in endpoints.py.
@@ -181,14 +176,8 @@ class OpenAIClient(SDKClient[openai.OpenAI]):
             out.text = "".join(parts)
             # A server without usage chunks: the tokens are unknown, so is the cost.
             out.usage = priced(out.usage, out.model, self.base_url, reported)
-        out.finish(
-            f"OpenAI-compatible server at {self.where}",
-            events=events,
-            stopped=finish is not None,
-            truncated=finish == "length",
-            max_tokens=max_tokens,
-            content_type=content_type,
-        )
+        label = f"OpenAI-compatible server at {self.where}"
+        out.finish(label, events, content_type, max_tokens, stopped=finish is not None)
 
     @contextlib.contextmanager
     def translate_errors(self) -> Iterator[None]:
