@@ -108,6 +108,16 @@ class VectorStore(Protocol):
         ...
 
 
+def check_dims(points: Sequence[VectorPoint], dim: int) -> None:
+    """Raise ValueError unless every point's vector has `dim` numbers (before any is stored)."""
+    for point in points:
+        if np.asarray(point.vector).shape != (dim,):
+            raise ValueError(
+                f"point {point.kind}:{point.item_id} has shape "
+                f"{np.asarray(point.vector).shape}, expected ({dim},)"
+            )
+
+
 def unit_rows(vectors: np.ndarray) -> np.ndarray:
     """Float32 rows scaled to unit length (zero rows stay zero): inner product is cosine."""
     vectors = np.asarray(vectors, dtype=np.float32)

@@ -11,7 +11,7 @@ from treerag_core.base.settings import QuerySettings
 from treerag_core.base.types import LocatedLeaf, LocateResult, RetrievalGroup
 from treerag_core.index.vectors.attach import store_for
 from treerag_core.strategies import register
-from treerag_core.strategies.base import QueryContext, Retrieval
+from treerag_core.strategies.base import QueryContext, Retrieval, StrategyDefaults
 from treerag_core.strategies.drilldown.search import (
     DrilldownOptions,
     DrilldownResult,
@@ -26,7 +26,7 @@ NAME = "drilldown"
 
 
 @register
-class Drilldown:
+class Drilldown(StrategyDefaults):
     """Step 1 picks the document(s) by their K-Type summaries, then the section(s) inside them
     by their own vectors; step 2 searches only the chosen sections' passages (hybrid)."""
 
@@ -34,16 +34,11 @@ class Drilldown:
     label: ClassVar[str] = "Drill-down: document summary → section → passages (seed 001)"
     reads_structure: ClassVar[bool] = True
     locates: ClassVar[bool] = True
-    needs_gold_leaves: ClassVar[bool] = False
-    searches_each_leaf: ClassVar[bool] = False
-    uses_locator: ClassVar[bool] = False  # its own document and section layers
+    # uses_locator stays False: its own document and section layers pick
     options_type: ClassVar[type | None] = DrilldownOptions
 
     def options(self, settings: QuerySettings) -> DrilldownOptions:
         return settings.option(NAME, DrilldownOptions())
-
-    def effective_settings(self, settings: QuerySettings) -> QuerySettings:
-        return settings.with_(strategy=self.name)
 
     def locate_inputs(self, settings: QuerySettings, locator: str = NAME) -> dict[str, Any]:
         opts = self.options(settings)

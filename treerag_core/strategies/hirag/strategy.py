@@ -14,7 +14,7 @@ from treerag_core.base.settings import FusionArgs, QuerySettings
 from treerag_core.base.types import Fallback, LocateResult, RetrievalGroup, RetrievedChunk
 from treerag_core.search.retrieval import fused_hits
 from treerag_core.strategies import register
-from treerag_core.strategies.base import QueryContext, Retrieval
+from treerag_core.strategies.base import QueryContext, Retrieval, StrategyDefaults
 from treerag_core.strategies.hirag.build import load_or_build
 from treerag_core.strategies.hirag.retriever import (
     HiragOptions,
@@ -59,26 +59,16 @@ def score_rows(
     )
 
 
-class _HiragMode:
+class _HiragMode(StrategyDefaults):
     """Shared behaviour of the five modes; subclasses set `name`, `label` and `mode`."""
 
-    name: ClassVar[str]
-    label: ClassVar[str]
     mode: ClassVar[Mode]
-    reads_structure: ClassVar[bool] = False
-    locates: ClassVar[bool] = False
-    needs_gold_leaves: ClassVar[bool] = False
-    searches_each_leaf: ClassVar[bool] = False
-    uses_locator: ClassVar[bool] = False
     options_type: ClassVar[type | None] = HiragOptions
 
     def effective_settings(self, settings: QuerySettings) -> QuerySettings:
         """The strategy, and HiRAG's QueryParam (top_k, top_m, level, budgets) written out,
         so the trace records what the mode ran with even when it is the defaults."""
         return settings.with_(strategy=self.name).with_option(OPTIONS_KEY, hirag_options(settings))
-
-    def locate_inputs(self, settings: QuerySettings, locator: str) -> dict[str, Any]:
-        return {}
 
     def locate(self, ctx: QueryContext) -> LocateResult:
         return LocateResult.skipped(f"HiRAG {self.mode.value}: the corpus graph, no locating.")
