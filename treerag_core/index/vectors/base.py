@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, runtime_checkable
 
 import numpy as np
+
+from treerag_core.base.errors import VectorStoreError
 
 Kind = Literal["document", "parent", "child"]
 KINDS: tuple[Kind, ...] = ("document", "parent", "child")
@@ -106,6 +109,19 @@ class VectorStore(Protocol):
         """Every point of `kind`: (doc_id, item_id) -> its vector as the store compares it
         (unit length), read exactly (a scroll), never through an approximate search."""
         ...
+
+
+@contextmanager
+def store_errors(
+    backend: str, doing: str, reason: Callable[[Exception], str] = str
+) -> Iterator[None]:
+    """A vector server's errors (transport, server, schema: many types) as one named error."""
+    try:
+        yield
+    except VectorStoreError:
+        raise
+    except Exception as exc:
+        raise VectorStoreError(f"{backend} could not {doing}: {reason(exc)}") from exc
 
 
 def check_dims(points: Sequence[VectorPoint], dim: int) -> None:

@@ -18,8 +18,8 @@ import logging
 import os
 import threading
 import warnings
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ from treerag_core.index.vectors.base import (
     VectorPoint,
     VectorQuery,
     check_dims,
+    store_errors,
     unit_rows,
 )
 from treerag_core.index.vectors.milvus_expr import (
@@ -179,14 +180,8 @@ class MilvusStore:
             window=window,
         )
 
-    @contextmanager
-    def _errors(self, doing: str) -> Iterator[None]:
-        try:
-            yield
-        except VectorStoreError:
-            raise
-        except Exception as exc:  # transport, server and schema errors: one named error out
-            raise VectorStoreError(f"Milvus could not {doing}: {_reason(exc)}") from exc
+    def _errors(self, doing: str) -> AbstractContextManager[None]:
+        return store_errors("Milvus", doing, _reason)
 
     # ---- lifecycle --------------------------------------------------------------------
     def manifest(self) -> dict | None:
