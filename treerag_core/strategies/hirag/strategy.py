@@ -136,39 +136,38 @@ def retriever_for(hindex: Any, index: Any) -> HiragRetriever:
     return cached[1]
 
 
-@register
-class HiragNaive(_HiragMode):
-    name = "hirag-naive"
-    label = "HiRAG naive: chunks by vector search"
-    mode = Mode.NAIVE
+def _mode_strategy(class_name: str, name: str, label: str, mode: Mode) -> type[_HiragMode]:
+    """One registered strategy per mode: the five differ only in name, label and mode."""
+    attrs = {"name": name, "label": label, "mode": mode, "__module__": __name__}
+    return register(type(class_name, (_HiragMode,), attrs))
 
 
-@register
-class HiragLocal(_HiragMode):
-    name = "hirag-local"
-    label = "HiRAG hi_local: top entities, their 1-hop relations and passages"
-    mode = Mode.LOCAL
-
-
-@register
-class HiragGlobal(_HiragMode):
-    name = "hirag-global"
-    label = "HiRAG hi_global: reports of the top entities' communities, plus passages"
-    mode = Mode.GLOBAL
-
-
-@register
-class HiragBridge(_HiragMode):
-    name = "hirag-bridge"
-    label = "HiRAG hi_bridge: a path through each community's key entities, its passages"
-    mode = Mode.BRIDGE
-
-
-@register
-class Hirag(_HiragMode):
-    name = "hirag"
-    label = "HiRAG hi: entities, relations, reports, bridge path and their passages"
-    mode = Mode.HI
-
+HiragNaive = _mode_strategy(
+    "HiragNaive", "hirag-naive", "HiRAG naive: chunks by vector search", Mode.NAIVE
+)
+HiragLocal = _mode_strategy(
+    "HiragLocal",
+    "hirag-local",
+    "HiRAG hi_local: top entities, their 1-hop relations and passages",
+    Mode.LOCAL,
+)
+HiragGlobal = _mode_strategy(
+    "HiragGlobal",
+    "hirag-global",
+    "HiRAG hi_global: reports of the top entities' communities, plus passages",
+    Mode.GLOBAL,
+)
+HiragBridge = _mode_strategy(
+    "HiragBridge",
+    "hirag-bridge",
+    "HiRAG hi_bridge: a path through each community's key entities, its passages",
+    Mode.BRIDGE,
+)
+Hirag = _mode_strategy(
+    "Hirag",
+    "hirag",
+    "HiRAG hi: entities, relations, reports, bridge path and their passages",
+    Mode.HI,
+)
 
 MODES: tuple[type[_HiragMode], ...] = (HiragNaive, HiragLocal, HiragGlobal, HiragBridge, Hirag)
