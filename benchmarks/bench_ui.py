@@ -183,14 +183,14 @@ t = time.perf_counter()
 from treerag_core.base.config import IndexSettings
 from treerag_core import get_embedder
 from treerag_core import build_index
-from treerag_core.ingest.documents import sources_from_paths
+from treerag_core.ingest.documents import sources_from
 from ui.common.resources import default_embedder, sample_paths
 imported = time.perf_counter() - t
 name = default_embedder()
 t = time.perf_counter(); embedder = get_embedder(name); embedder.embed(["warm up"])
 model = time.perf_counter() - t
 settings = IndexSettings(embedder=name)
-sources, _ = sources_from_paths(sample_paths(), settings.max_file_bytes)
+sources, _ = sources_from(sample_paths(), settings.max_file_bytes)
 t = time.perf_counter(); index = build_index(sources, settings, embedder)
 indexing = time.perf_counter() - t
 from treerag_core import Engine

@@ -31,6 +31,7 @@ from treerag_core import (  # noqa: E402
     tokenize,
 )
 from treerag_core.base.config import IndexSettings  # noqa: E402
+from treerag_core.base.settings import FusionArgs  # noqa: E402
 from treerag_core.evaluation import (  # noqa: E402
     Passage,
     aggregate,
@@ -41,7 +42,6 @@ from treerag_core.search.fusion import fuse  # noqa: E402
 from treerag_core.strategies.drilldown.layers import PART as LAYERS_PART  # noqa: E402
 from treerag_core.strategies.drilldown.layers import build_layers, layers_of  # noqa: E402
 from treerag_core.strategies.drilldown.search import (  # noqa: E402
-    FuseParams,
     child_hits,
     document_scores,
     parent_scores,
@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     index = dataset_index(dataset, settings, Path(args.cache))
     embedder = index_embedder(index.embedder_name)
     index = with_layers(index, embedder, Path(args.cache), dataset)
-    params = FuseParams()
+    params = FusionArgs()
     questions = list(dataset.usable_questions)[: args.limit]
 
     grid = {

@@ -9,7 +9,7 @@ from pdf_factory import report_pdf
 from streamlit.testing.v1 import AppTest
 
 from treerag_core.cli import main
-from treerag_core.ingest.documents import EditCarry, convert_upload, sources_from_uploads
+from treerag_core.ingest.documents import EditCarry, convert_upload, sources_from
 from treerag_core.ingest.tree_edits import TreeEdit, load_edit_entries, offer_for, save_edits
 
 MB = 1024 * 1024
@@ -29,7 +29,7 @@ def test_changed_bytes_offer_the_old_corrections_by_text(tmp_path):
     assert "2 stored tree correction(s)" in offer.note() and "1 still apply" in offer.note()
     assert offer_for(load_edit_entries(tmp_path), old.document, old.sha256) is None
     carry = EditCarry(load_edit_entries(tmp_path), apply=True)
-    sources, _ = sources_from_uploads([("g.md", TEXT + b"\nx\n")], MB, {}, carry=carry)
+    sources, _ = sources_from([("g.md", TEXT + b"\nx\n")], MB, {}, carry=carry)
     assert "### Sick Leave" in sources[0].text and len(carry.offers) == 1
 
 

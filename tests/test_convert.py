@@ -21,7 +21,7 @@ from treerag_core.base.errors import (
 from treerag_core.index.corpus import build_index
 from treerag_core.index.embedders import get_embedder
 from treerag_core.ingest.convert import convert_bytes, detect_format
-from treerag_core.ingest.documents import sources_from_uploads
+from treerag_core.ingest.documents import sources_from
 from treerag_core.ingest.parsing import parse_document
 
 MB = 1024 * 1024
@@ -60,7 +60,7 @@ def test_pdf_headings_tables_pages_and_running_lines() -> None:
 
 
 def test_pdf_chunks_get_page_spans_and_exact_offsets() -> None:
-    sources, rejected = sources_from_uploads([("r.pdf", report_pdf(4))], MB)
+    sources, rejected = sources_from([("r.pdf", report_pdf(4))], MB)
     assert not rejected
     index = build_index(sources, IndexSettings(embedder="hashing"), get_embedder("hashing"))
     text = index.texts["r.pdf"]
@@ -125,7 +125,7 @@ def test_a_page_that_cannot_load_names_the_file_and_page_and_loses_nothing_else(
     assert bad != data
     with pytest.raises(CorruptDocumentError, match=r"broken\.pdf: page 2 of 2 cannot be read"):
         convert_bytes("broken.pdf", bad, MB)
-    sources, rejected = sources_from_uploads([("broken.pdf", bad), ("ok.pdf", data)], MB)
+    sources, rejected = sources_from([("broken.pdf", bad), ("ok.pdf", data)], MB)
     assert [s.name for s in sources] == ["ok.pdf"]
     assert [r.name for r in rejected] == ["broken.pdf"]
 
@@ -145,7 +145,7 @@ def test_bad_inputs_lose_nothing_else_in_the_batch() -> None:
         ("bad.pdf", b"%PDF-1.4 broken"),
         ("notes.md", b"# Notes\n\nSome text here.\n"),
     ]
-    sources, rejected = sources_from_uploads(uploads, MB)
+    sources, rejected = sources_from(uploads, MB)
     assert [s.name for s in sources] == ["good.pdf", "notes.md"]
     assert [r.name for r in rejected] == ["scan.pdf", "bad.pdf"]
     assert all("\n" not in r.reason for r in rejected)
@@ -335,7 +335,7 @@ def test_small_dev_filings_convert_with_exact_offsets_and_pages(eval_dir) -> Non
     pdfs = eval_dir / "financebench_pdf" / "pdfs"
     names = ["FOOTLOCKER_2022_8K_dated-2022-05-20.pdf", "PEPSICO_2023_8K_dated-2023-05-05.pdf"]
     uploads = [(n, (pdfs / n).read_bytes()) for n in names]
-    sources, rejected = sources_from_uploads(uploads, 50 * MB)
+    sources, rejected = sources_from(uploads, 50 * MB)
     assert not rejected
     index = build_index(sources, IndexSettings(embedder="hashing"), get_embedder("hashing"))
     for doc in index.documents:

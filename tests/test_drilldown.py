@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 
 from treerag_core.base.errors import VectorStoreError
+from treerag_core.base.settings import FusionArgs
 from treerag_core.index.embedders import get_embedder
 from treerag_core.index.tokens import tokenize
 from treerag_core.index.vectors.qdrant_store import QdrantStore
 from treerag_core.strategies.drilldown.layers import layer_points
 from treerag_core.strategies.drilldown.search import (
     DrilldownOptions,
-    FuseParams,
     child_hits,
     context_sections,
     document_scores,
@@ -87,7 +87,7 @@ def test_qdrant_backend_gives_the_same_drill_down(hashing_index):
     qvec, tokens = _q(QUESTION)
     # By summaries, every score comes from the same vectors: the two backends must agree.
     options = DrilldownOptions(2, 2, 5, "summary", "summary")
-    params = FuseParams("rrf", 0.5, 60)
+    params = FusionArgs("rrf", 0.5, 60)
     faiss = drill_down(hashing_index, QUESTION, qvec, tokens, options, params)
     qdrant = drill_down(hashing_index, QUESTION, qvec, tokens, options, params, store=store)
     assert qdrant.chosen_documents == faiss.chosen_documents
@@ -155,17 +155,17 @@ def test_the_hybrid_pass_checks_its_hits_without_listing_the_scope(hashing_index
     store = QdrantStore.in_memory(hashing_index.dim)
     store.upsert(layer_points(hashing_index))
     qvec, tokens = _q(QUESTION)
-    whole = best_passages(hashing_index, qvec, tokens, FuseParams(), None, store)
+    whole = best_passages(hashing_index, qvec, tokens, FusionArgs(), None, store)
 
     def every_chunk_listed(scope):
         raise AssertionError("a query listed every chunk of its scope")
 
     monkeypatch.setattr(hashing_index, "scope_rows", every_chunk_listed)
-    assert best_passages(hashing_index, qvec, tokens, FuseParams(), None, store) == whole
-    by_doc, _ = best_passages(hashing_index, qvec, tokens, FuseParams(), [LAW], store)
+    assert best_passages(hashing_index, qvec, tokens, FusionArgs(), None, store) == whole
+    by_doc, _ = best_passages(hashing_index, qvec, tokens, FusionArgs(), [LAW], store)
     assert set(by_doc) == {LAW}
     leaky = LeakyStore.in_memory(hashing_index.dim)
     leaky.upsert(layer_points(hashing_index))
     other = next(d.doc_id for d in hashing_index.documents if d.doc_id != LAW)
     with pytest.raises(VectorStoreError, match=r"answered with child '.*pushed from another"):
-        best_passages(hashing_index, qvec, tokens, FuseParams(), [other], leaky)
+        best_passages(hashing_index, qvec, tokens, FusionArgs(), [other], leaky)

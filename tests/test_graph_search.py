@@ -11,7 +11,6 @@ from treerag_core.ingest.chunking import chunk_leaf
 from treerag_core.strategies.graph.extract import build_leaf_graph
 from treerag_core.strategies.graph.search import (
     GraphSearchOptions,
-    match_concepts,
     personalised_pagerank,
     search_graph,
 )
@@ -34,20 +33,20 @@ def _id(graph, name):
 
 
 def test_match_is_exact_then_lexical_then_dense(graph):
-    matches = match_concepts(graph, "Which treebanks train the parser?", "en", tokenize)
+    matches = search_graph(graph, "Which treebanks train the parser?", "en", tokenize).matches
     assert [(m.name.lower(), m.how) for m in matches][:2] == [
         ("parser", "exact"),
         ("treebanks", "exact"),
     ]
-    lexical = match_concepts(graph, "How are trees used?", "en", tokenize)
+    lexical = search_graph(graph, "How are trees used?", "en", tokenize).matches
     assert lexical and lexical[0].how == "lexical" and 0 < lexical[0].score < 1
     vectors = np.zeros((len(graph.concepts), 3), np.float32)
     vectors[[i for i, c in enumerate(graph.concepts) if c.name == "ROUGE"], 0] = 1.0
-    dense = match_concepts(
+    dense = search_graph(
         graph, "evaluation metric", "en", tokenize, np.array([1, 0, 0], np.float32), vectors
-    )
+    ).matches
     assert [(m.name, m.how, m.score) for m in dense] == [("ROUGE", "dense", 1.0)]
-    assert match_concepts(graph, "nothing relevant here", "en", tokenize) == ()
+    assert search_graph(graph, "nothing relevant here", "en", tokenize).matches == ()
 
 
 def test_pagerank_restarts_at_seeds_and_sums_to_one():

@@ -195,9 +195,9 @@ def test_save_replaces_existing_index(tmp_path, hashing_index):
 
 def _pdf_index():
     from tests.pdf_factory import report_pdf
-    from treerag_core.ingest.documents import sources_from_uploads
+    from treerag_core.ingest.documents import sources_from
 
-    sources, _ = sources_from_uploads([("r.pdf", report_pdf(3))], 1024 * 1024)
+    sources, _ = sources_from([("r.pdf", report_pdf(3))], 1024 * 1024)
     sources.append(SourceDocument("n.md", "# N\n\nplain markdown text, no pages at all.\n"))
     return build_index(sources, IndexSettings(embedder="hashing"), get_embedder("hashing"))
 

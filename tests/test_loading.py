@@ -115,23 +115,23 @@ def test_collect_inputs_missing_path(tmp_path: Path) -> None:
 def test_fifo_named_md_is_refused_not_hung(tmp_path):
     import os
 
-    from treerag_core.ingest.documents import sources_from_paths
+    from treerag_core.ingest.documents import sources_from
 
     (tmp_path / "good.md").write_text("# A\n\ntext\n", encoding="utf-8")
     os.mkfifo(tmp_path / "pipe.md")
     with pytest.raises(InputDocumentError, match="FIFO"):
         read_document(tmp_path / "pipe.md", 1000)
-    sources, rejected = sources_from_paths([tmp_path], 1000)  # a folder walk reports it too
+    sources, rejected = sources_from([tmp_path], 1000)  # a folder walk reports it too
     assert [s.name for s in sources] == ["good.md"]
     assert [r.name for r in rejected] == ["pipe.md"] and "FIFO" in rejected[0].reason
 
 
 def test_symlink_loop_is_reported(tmp_path):
-    from treerag_core.ingest.documents import sources_from_paths
+    from treerag_core.ingest.documents import sources_from
 
     (tmp_path / "a.md").symlink_to(tmp_path / "b.md")
     (tmp_path / "b.md").symlink_to(tmp_path / "a.md")
-    sources, rejected = sources_from_paths([tmp_path], 1000)
+    sources, rejected = sources_from([tmp_path], 1000)
     assert sources == []
     assert sorted(r.name for r in rejected) == ["a.md", "b.md"]
     assert all("symlink loop" in r.reason for r in rejected)

@@ -60,14 +60,12 @@ def test_a_piped_cli_process_prints_plain_lines_and_no_bar(tmp_path):
 
 
 def test_conversion_reports_every_file_a_refused_one_too():
-    from treerag_core.ingest.documents import sources_from_uploads
+    from treerag_core.ingest.documents import sources_from
 
     calls: list[tuple[int, int]] = []
     uploads = [("a.md", b"# A\n\nSome text."), ("big.md", b"# B\n\n" + b"x" * 200)]
-    sources, rejected = sources_from_uploads(
-        uploads, 100, progress=lambda d, t: calls.append((d, t))
-    )
+    sources, rejected = sources_from(uploads, 100, progress=lambda d, t: calls.append((d, t)))
     assert [s.name for s in sources] == ["a.md"] and [r.name for r in rejected] == ["big.md"]
     assert calls == [(0, 2), (1, 2), (2, 2)]
-    sources_from_uploads([], 100, progress=lambda d, t: calls.append((d, t)))
+    sources_from([], 100, progress=lambda d, t: calls.append((d, t)))
     assert len(calls) == 3  # nothing to convert: no line

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from treerag_core.base.settings import RetrieveSettings
+from treerag_core.base.settings import FusionArgs, RetrieveSettings
 from treerag_core.base.types import Chunk, RetrievalGroup, RetrievedChunk
 from treerag_core.search.retrieval import fused_hits, pool
 
@@ -68,7 +68,7 @@ def test_fused_hits_ranks_cuts_and_flags_tiny_groups(hashing_index):
     rows = np.asarray([3, 1, 2])
     dense = np.asarray([0.1, 0.9, 0.5])
     bm25 = np.asarray([0.0, 2.0, 1.0])
-    fusion = {"fusion": "weighted", "dense_weight": 0.5, "rrf_k": 60, "sub_query": "q"}
+    fusion = {"fusion": FusionArgs("weighted", 0.5, 60), "sub_query": "q"}
     hits = fused_hits(hashing_index, rows, dense, bm25, keep=2, **fusion)
     assert [h.chunk for h in hits] == [hashing_index.chunks[1], hashing_index.chunks[2]]
     assert [(h.leaf_rank, h.pooled_rank, h.pool_fused) for h in hits] == [

@@ -17,7 +17,6 @@ from treerag_core.answer.synthesis import (
     choose_sentences,
     extract,
     extractive,
-    extractive_answer,
     inert_links,
     score_sentences,
     speaking_hits,
@@ -71,10 +70,10 @@ def test_the_answer_cites_every_sentence_and_streams_one_at_a_time(embedder):
     ]
     question = "What accuracy did the router reach on EUR/USD?"
     deltas = list(
-        extractive_answer(
+        extractive(
             question, embedder.embed_query(question), hits, "en", embed_many(embedder),
             {"paper.md": DOC}, threshold=0.1,
-        )
+        )[1]
     )  # fmt: skip
     assert deltas[0].startswith("Accuracy on EUR/USD reached 71.3 percent.")
     assert all("[Source: Paper > " in d for d in deltas)
@@ -251,10 +250,10 @@ def test_extractive_answer_never_renders_document_links_as_live_links():
     chunk = Chunk("c1", EVIL, "0002", "Paper > Router", "paper.md", 0, len(EVIL))
     hit = RetrievedChunk(chunk, 0.9, 1.0, 1.0, 1.0, 1.0, 1)
     answer = "".join(
-        extractive_answer(
+        extractive(
             "router", np.ones(4, dtype=np.float32), [hit], "en",
             lambda texts: np.ones((len(texts), 4), dtype=np.float32), threshold=0.0,
-        )
+        )[1]
     )  # fmt: skip
     html = MarkdownIt("commonmark").render(answer)
     assert "<a " not in html and "<img" not in html

@@ -7,7 +7,7 @@ from pdf_factory import report_pdf
 
 from treerag_core.base.errors import InputDocumentError
 from treerag_core.ingest.convert import convert_bytes
-from treerag_core.ingest.documents import convert_upload, sources_from_uploads, to_source
+from treerag_core.ingest.documents import convert_upload, sources_from, to_source
 from treerag_core.ingest.parsing import parse_document
 from treerag_core.ingest.tree_edits import TreeEdit, apply_edits, load_edits, save_edits
 
@@ -81,7 +81,7 @@ def test_sidecar_round_trip_and_reindex_keeps_edits(tmp_path) -> None:
     save_edits(tmp_path, converted.sha256, "g.md", [TreeEdit("mark", "Sick Leave", level=3)])
     edits = load_edits(tmp_path)
     assert edits == {converted.sha256: (TreeEdit("mark", "Sick Leave", level=3),)}
-    sources, rejected = sources_from_uploads([("g.md", TEXT)], MB, edits)
+    sources, rejected = sources_from([("g.md", TEXT)], MB, edits)
     assert not rejected and "### Sick Leave" in sources[0].text
     _source, notes = to_source(converted, {converted.sha256: (TreeEdit("demote", "Gone"),)})
     assert notes == ["g.md: tree edit not applied (demote: no heading 'Gone' (occurrence 0))"]

@@ -21,7 +21,7 @@ from treerag_core.base.types import SourceDocument
 from treerag_core.index.corpus import CorpusIndex, ProgressFn, build_index
 from treerag_core.index.embedders import Embedder, get_embedder
 from treerag_core.index.store import load_index, run_lock, save_index
-from treerag_core.ingest.documents import EditCarry, Rejected, sources_from_paths
+from treerag_core.ingest.documents import EditCarry, Rejected, sources_from
 from treerag_core.ingest.tree_edits import load_edit_entries, save_edits
 from treerag_core.strategies.drilldown.layers import layers_of
 
@@ -220,7 +220,7 @@ def index_folder(
             stored = load_edit_entries(target) if target is not None else {}
             edits = {sha: entry for sha, (_, entry) in stored.items()}
             carry = EditCarry(stored, apply=carry_edits)
-            sources, rejected = sources_from_paths(
+            sources, rejected = sources_from(
                 [Path(p) for p in inputs],  # type: ignore[arg-type]
                 settings.max_file_bytes,
                 edits,

@@ -439,23 +439,6 @@ def extractive(
     return result.verdict, text()
 
 
-def extractive_answer(
-    question: str,
-    question_vector: np.ndarray,
-    hits: Sequence[RetrievedChunk],
-    language: Language,
-    embed_many: EmbedMany,
-    doc_texts: Mapping[str, str] | None = None,
-    threshold: float | None = None,
-    sections: Sequence[ContextSection] = (),
-) -> Iterator[str]:
-    """`extractive`'s text alone."""
-    _, text = extractive(
-        question, question_vector, hits, language, embed_many, doc_texts, threshold, sections
-    )
-    yield from text
-
-
 def _graph_paths(sections: Sequence[ContextSection], language: Language) -> Iterator[str]:
     """The best graph path of each section that has one (rows with "path" and "section")."""
     rows = [

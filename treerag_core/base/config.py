@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from treerag_core.base.names import EmbedderName
+
+N = TypeVar("N", int, float)
 
 # The one unit of every size a user sets or reads (TREERAG_MAX_FILE_MB, TREERAG_WS_MAX_MB,
 # the explorer's and the CLI's messages): decimal megabytes. Streamlit counts
@@ -29,17 +32,8 @@ def env_positive(name: str, default: float, unit: str = "") -> float:
     Raises:
         ValueError: the variable is set but not a positive number (named, with its value).
     """
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value > 0):
-        what = f"a positive number of {unit}" if unit else "a positive number"
-        raise ValueError(f"{name} must be {what}, but got {raw!r}")
-    return value
+    what = f"a positive number of {unit}" if unit else "a positive number"
+    return _env_number(name, default, float, lambda v: math.isfinite(v) and v > 0, what)
 
 
 def env_positive_int(name: str, default: int) -> int:
@@ -49,15 +43,23 @@ def env_positive_int(name: str, default: int) -> int:
     Raises:
         ValueError: the variable is set but not a positive whole number (named, with its value).
     """
+    return _env_number(name, default, int, lambda v: v > 0, "a positive whole number")
+
+
+def _env_number(
+    name: str, default: N, parse: Callable[[str], N], accept: Callable[[N], bool], what: str
+) -> N:
+    """The environment variable `name` read by `parse`, or `default` when unset; a value
+    `parse` refuses or `accept` rejects raises ValueError naming `what` it must be."""
     raw = os.environ.get(name, "").strip()
     if not raw:
         return default
     try:
-        value = int(raw)
+        value: N | None = parse(raw)
     except ValueError:
-        value = 0
-    if value <= 0:
-        raise ValueError(f"{name} must be a positive whole number, but got {raw!r}")
+        value = None
+    if value is None or not accept(value):
+        raise ValueError(f"{name} must be {what}, but got {raw!r}")
     return value
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import MISSING, Field, asdict, dataclass, field, fields, is_dataclass, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from treerag_core.base.names import Fusion, Locator, Provider, StrategyName
 
@@ -185,9 +185,21 @@ class RetrieveSettings(_Step):
         return 1.0 - self.dense_weight
 
     @property
-    def fusion_args(self) -> tuple[Fusion, float, int]:
+    def fusion_args(self) -> FusionArgs:
         """(fusion, dense_weight, rrf_k): what `search.fusion.fuse` takes after the scores."""
-        return self.fusion, self.dense_weight, self.rrf_k
+        return FusionArgs(self.fusion, self.dense_weight, self.rrf_k)
+
+
+_RETRIEVE = RetrieveSettings()
+
+
+class FusionArgs(NamedTuple):
+    """How dense and BM25 scores are fused: the retrieve step's three fusion settings
+    (`RetrieveSettings.fusion_args`), its defaults by default; unpacks into `fuse`."""
+
+    fusion: str = _RETRIEVE.fusion
+    dense_weight: float = _RETRIEVE.dense_weight
+    rrf_k: int = _RETRIEVE.rrf_k
 
 
 @dataclass(frozen=True)

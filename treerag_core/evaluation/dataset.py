@@ -248,7 +248,7 @@ def dataset_sources(
         EvalDataError: a document is outside the roots, too large, not UTF-8 or not readable.
     """
     from treerag_core.index.corpus import SourceDocument
-    from treerag_core.ingest.documents import sources_from_uploads
+    from treerag_core.ingest.documents import sources_from
 
     if not dataset.paged:
         sources = []
@@ -260,7 +260,7 @@ def dataset_sources(
             sources.append(SourceDocument(name, text))
         return sources
     uploads = [(name, dataset.doc_bytes(name)) for name in dataset.doc_names]
-    sources, rejected = sources_from_uploads(uploads, dataset.max_bytes, progress=progress)
+    sources, rejected = sources_from(uploads, dataset.max_bytes, progress=progress)
     if rejected:
         raise EvalDataError("; ".join(r.reason for r in rejected))
     return sources

@@ -124,20 +124,7 @@ def _stderr_note(message: str) -> None:
 def with_graphs(base: CorpusIndex, settings: IndexSettings) -> CorpusIndex:
     """`base` (built without graphs) with the offline leaf graphs of `settings` added: the
     same index `build_index` makes with those settings."""
-    index = CorpusIndex(
-        settings=settings,
-        embedder_name=base.embedder_name,
-        dim=base.dim,
-        documents=base.documents,
-        texts=base.texts,
-        nodes=base.nodes,
-        chunks=base.chunks,
-        embeddings=base.embeddings,
-        tokens=base.tokens,
-        summary_cache=base.summary_cache,
-        parts=base.parts,
-        embedder_fingerprint=base.embedder_fingerprint,
-    )
+    index = base.with_settings(settings)
     index.parts[GRAPH_PART] = graph_stage(index, get_embedder(settings.embedder))
     return index
 

@@ -3,16 +3,14 @@ by text when a document changes, exported and imported as `questions.jsonl` + `d
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import os
-import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from treerag_core.base.atomic import write_atomic
 from treerag_core.base.errors import EvalDataError
 from treerag_core.evaluation.dataset import (
     DOCS_DIR,
@@ -290,22 +288,6 @@ def to_row(q: LabelledQuestion, doc_name=lambda d: d) -> dict[str, Any]:
     return row
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    """A reader (another session, a crash) never sees a half-written file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-
-
 def rows_text(questions: Iterable[LabelledQuestion], doc_name=lambda d: d) -> str:
     return "".join(json.dumps(to_row(q, doc_name), ensure_ascii=False) + "\n" for q in questions)
 
@@ -334,7 +316,7 @@ class LabelStore:
         return [_from_stored_row(row, where) for where, row in _rows(raw, str(self.path))]
 
     def save(self, questions: Sequence[LabelledQuestion]) -> None:
-        _write_atomic(self.path, rows_text(q for q in questions if q.marks))
+        write_atomic(self.path, rows_text(q for q in questions if q.marks))
 
     def get(self, question: str) -> LabelledQuestion:
         """The stored question with this text (an imported one keeps its own id), or a new
@@ -443,8 +425,8 @@ def export_set(index: CorpusIndex, questions: Sequence[LabelledQuestion], folder
     folder = Path(folder)
     names = sorted({m.doc for q in kept for m in q.marks})
     for doc in names:
-        _write_atomic(folder / DOCS_DIR / export_name(doc), index.texts[doc])
-    _write_atomic(folder / QUESTIONS_FILE, rows_text(kept, export_name))
+        write_atomic(folder / DOCS_DIR / export_name(doc), index.texts[doc])
+    write_atomic(folder / QUESTIONS_FILE, rows_text(kept, export_name))
     return len(kept)
 
 

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from treerag_core.base.artifacts import parse_json
+from treerag_core.base.atomic import write_atomic
 from treerag_core.base.errors import EvalDataError
 from treerag_core.base.safepaths import read_bytes_inside, resolve_inside
 from treerag_core.evaluation.intervals import Interval, paired_difference_interval
@@ -230,22 +228,9 @@ def routing_summary(report: Mapping[str, Any]) -> str:
 
 def write_report(path: Path, report: Mapping[str, Any]) -> None:
     """Write `report` as UTF-8 JSON; a reader never sees a half-written file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     # allow_nan=False: NaN is not JSON, and a metric that is NaN is a bug to surface now.
     text = json.dumps(report, ensure_ascii=False, indent=2, allow_nan=False) + "\n"
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp makes it private; a report is meant to be shared
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+    write_atomic(path, text, mode=0o644)  # a report is meant to be shared
 
 
 def load_report(

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from treerag_core.base.atomic import write_atomic
 from treerag_core.base.errors import SettingsError
 from treerag_core.base.settings import QuerySettings
 
@@ -30,19 +28,8 @@ def write_settings(
     path: Path, settings: QuerySettings, about: Mapping[str, Any] | None = None
 ) -> None:
     """Write the file atomically (a reader never sees half of it)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(settings_document(settings, about), ensure_ascii=False, indent=2) + "\n"
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+    write_atomic(path, text, mode=0o644)
 
 
 def parse_settings(data: Any, where: str) -> QuerySettings:

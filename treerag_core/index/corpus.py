@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
@@ -57,6 +57,15 @@ class CorpusIndex:
     _heading_terms: dict[str, frozenset[str]] = field(default_factory=dict, repr=False)
     _structure: dict[str, Any] = field(default_factory=dict, repr=False)  # structure.py's tables
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def with_settings(self, settings: IndexSettings) -> CorpusIndex:
+        """The same content under other `settings`: its own parts dict and caches, no folder."""
+        content = {
+            f.name: getattr(self, f.name)
+            for f in fields(self)
+            if not f.name.startswith("_") and f.name != "folder"
+        }
+        return CorpusIndex(**{**content, "settings": settings})
 
     def __post_init__(self) -> None:
         self.parts = dict(self.parts)  # never shared with the index it was copied from

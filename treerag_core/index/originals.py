@@ -4,9 +4,9 @@ show its page (the index itself holds only the converted text)."""
 from __future__ import annotations
 
 import hashlib
-import os
-import tempfile
 from pathlib import Path
+
+from treerag_core.base.atomic import write_atomic
 
 ORIGINALS = "originals"
 
@@ -20,15 +20,7 @@ def original_path(folder: Path, name: str) -> Path:
 def save_original(folder: Path, name: str, data: bytes) -> None:
     """Write the original atomically (a reader never sees half a file)."""
     path = original_path(folder, name)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".part")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, data)
 
 
 def load_original(folder: Path, name: str, max_bytes: int) -> bytes | None:

@@ -32,6 +32,7 @@ from treerag_core.base.artifacts import (
     read_npy,
     typed_row,
 )
+from treerag_core.base.atomic import fsync_dir
 from treerag_core.base.config import IndexSettings
 from treerag_core.base.errors import (
     EmbedderError,
@@ -239,15 +240,7 @@ def _fsync_tree(folder: Path) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
-    _fsync_dir(folder)
-
-
-def _fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    fsync_dir(folder)
 
 
 def save_index(index: CorpusIndex, folder: str | Path, lock_timeout: float | None = None) -> Path:
@@ -301,7 +294,7 @@ def swap_in(tmp: Path, target: Path) -> None:
             backup.rename(target)
             raise
         shutil.rmtree(backup, ignore_errors=True)
-    _fsync_dir(target.parent)
+    fsync_dir(target.parent)
 
 
 def write_folder(

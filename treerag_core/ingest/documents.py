@@ -68,8 +68,23 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def sources_from_paths(
-    paths: Sequence[str | Path],
+def _read_inputs(
+    inputs: Sequence[str | Path | tuple[str, bytes]], max_bytes: int
+) -> tuple[list[tuple[str, bytes]], list[Rejected]]:
+    """Uploads as given, then files and folders on disk read as uploads (name, bytes); a
+    file that cannot be read is rejected."""
+    uploads = [item for item in inputs if isinstance(item, tuple)]
+    rejected: list[Rejected] = []
+    for path in collect_inputs([Path(p) for p in inputs if not isinstance(p, tuple)]):
+        try:
+            uploads.append((path.name, read_bytes(path, max_bytes)))
+        except InputDocumentError as exc:
+            rejected.append(Rejected(path.name, str(exc)))
+    return uploads, rejected
+
+
+def sources_from(
+    inputs: Sequence[str | Path | tuple[str, bytes]],
     max_bytes: int,
     edits: Edits | None = None,
     max_pages: int = DEFAULT_MAX_PAGES,
@@ -77,37 +92,15 @@ def sources_from_paths(
     progress: Callable[[int, int], None] | None = None,
     carry: EditCarry | None = None,
 ) -> tuple[list[SourceDocument], list[Rejected]]:
-    """Read and convert files and folders; a bad file is reported and skipped, the others kept.
+    """Convert files and folders on disk, or uploaded files (name, bytes), all the same way;
+    a bad file is reported and skipped, the others kept.
 
     `notes` (when given) collects tree edits that no longer apply; `progress(done, total)`
     hears of each file converted (PDF conversion can take minutes); `carry` collects (and
     may apply) the corrections of files whose bytes changed.
     """
-    uploads: list[tuple[str, bytes]] = []
-    rejected: list[Rejected] = []
-    for path in collect_inputs([Path(p) for p in paths]):
-        try:
-            uploads.append((path.name, read_bytes(path, max_bytes)))
-        except InputDocumentError as exc:
-            rejected.append(Rejected(path.name, str(exc)))
-    sources, bad = sources_from_uploads(
-        uploads, max_bytes, edits, max_pages, notes, progress, carry
-    )
-    return sources, rejected + bad
-
-
-def sources_from_uploads(
-    uploads: Sequence[tuple[str, bytes]],
-    max_bytes: int,
-    edits: Edits | None = None,
-    max_pages: int = DEFAULT_MAX_PAGES,
-    notes: list[str] | None = None,
-    progress: Callable[[int, int], None] | None = None,
-    carry: EditCarry | None = None,
-) -> tuple[list[SourceDocument], list[Rejected]]:
-    """Convert uploaded files (name, bytes) the same way as files on disk."""
+    uploads, rejected = _read_inputs(inputs, max_bytes)
     sources: list[SourceDocument] = []
-    rejected: list[Rejected] = []
     for done, (name, data) in enumerate(uploads):
         if progress is not None:  # before each file: the first line shows before a slow PDF
             progress(done, len(uploads))

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import bisect
 import json
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from treerag_core.base.artifacts import present, read_json, typed_row
+from treerag_core.base.atomic import write_atomic
 from treerag_core.base.errors import IndexFormatError, InputDocumentError
 from treerag_core.ingest.convert.base import ConvertedDocument, InferredHeading
 from treerag_core.ingest.parsing import scan_headings
@@ -245,10 +244,7 @@ def save_edits(folder: str | Path, sha256: str, name: str, edits: Sequence[TreeE
         data["documents"][sha256] = {"name": name, "edits": [asdict(e) for e in edits]}
     else:
         data["documents"].pop(sha256, None)
-    fd, tmp = tempfile.mkstemp(prefix=".tree_edits.", dir=folder)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump(data, fh, ensure_ascii=False, indent=2)
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(data, ensure_ascii=False, indent=2))
     return path
 
 

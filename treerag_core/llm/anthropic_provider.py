@@ -10,21 +10,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import anthropic
-import httpx2
 
 from treerag_core.base.errors import LLMError
 from treerag_core.base.names import Provider
 from treerag_core.base.types import Usage
 from treerag_core.llm import endpoints
-from treerag_core.llm.base import SDKClient, TextStream, check_call, check_finished
-from treerag_core.llm.errors import (
-    clean_detail,
-    cut_reply,
-    malformed,
-    no_reply,
-    sdk_error,
-    status_error,
-)
+from treerag_core.llm.base import SDKClient, TextStream, check_call
+from treerag_core.llm.errors import clean_detail, malformed, sdk_error, status_error
 from treerag_core.llm.prices import priced
 
 # The variable names and the default endpoint are defined once, in endpoints.py.
@@ -141,36 +133,24 @@ class AnthropicClient(SDKClient[anthropic.Anthropic]):
                     out.usage = _to_usage(sdk_usage)
                     reported = True
                 out.usage = priced(out.usage, out.model, self.base_url, reported)
-        check_finished(
-            f"Anthropic at {self.where}",
-            events=events,
-            stopped=stopped,
-            stop_reason=out.stop_reason,
-            truncated=out.stop_reason == "max_tokens",
-            text=out.text,
-            max_tokens=max_tokens,
-            content_type=content_type,
-        )
-        out.done = True
+        out.finish(f"Anthropic at {self.where}", events, content_type, max_tokens, stopped=stopped)
 
     @contextlib.contextmanager
     def translate_errors(self) -> Iterator[None]:
         """Turn SDK and transport errors into LLMError with a short `reason`."""
         where = self.where
+        unreachable = (
+            f"Cannot reach the Anthropic API at {where}: check the network or {self.url_source}."
+        )
         try:
-            yield
-        except anthropic.APIStatusError as err:
-            raise self._status_error(err) from err
-        except (anthropic.APITimeoutError, httpx2.TimeoutException) as err:
-            raise no_reply(f"Anthropic at {where}", self.timeout) from err
-        except httpx2.RemoteProtocolError as err:
-            raise cut_reply(f"Anthropic at {where}") from err
-        except (anthropic.APIConnectionError, httpx2.TransportError) as err:
-            raise LLMError(
-                f"Cannot reach the Anthropic API at {where}: check the network or "
-                f"{self.url_source}.",
-                reason="connection",
-            ) from err
+            with self.transport_errors(
+                f"Anthropic at {where}",
+                unreachable,
+                anthropic.APIStatusError,
+                anthropic.APITimeoutError,
+                anthropic.APIConnectionError,
+            ):
+                yield
         except (json.JSONDecodeError, AssertionError) as err:
             # Malformed `data:` lines, or events out of order (a delta before message_start).
             raise malformed(f"Anthropic at {where}", type(err).__name__) from err

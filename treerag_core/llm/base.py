@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Generic, Protocol, TypeVar, runtime_checkable
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
+
+import httpx2
 
 from treerag_core.base.errors import LLMError
 from treerag_core.base.types import Usage
-from treerag_core.llm.errors import public_url
+from treerag_core.llm.errors import cut_reply, no_reply, public_url
 
 # Why a reply was refused or failed, as `LLMError.reason` (the trace's Fallback.reason).
 REASONS: dict[str, str] = {
@@ -29,6 +32,10 @@ REASONS: dict[str, str] = {
     "invalid_json": "the reply holds no usable JSON",
     "context_too_small": "the model's context cannot hold the prompt",
 }
+
+
+# The stop reasons that say the token limit cut the reply: Anthropic's, OpenAI's.
+TOKEN_LIMIT_STOPS = ("max_tokens", "length")
 
 
 class TextStream:
@@ -58,6 +65,23 @@ class TextStream:
     def close(self) -> None:
         """Stop reading and release the connection."""
         self._gen.close()
+
+    def finish(
+        self, label: str, events: int, content_type: str, max_tokens: int, *, stopped: bool
+    ) -> None:
+        """Mark the stream done once `check_finished` found it a complete reply (`stopped`:
+        the stop event was seen; `truncated` comes from `stop_reason`)."""
+        check_finished(
+            label,
+            events=events,
+            stopped=stopped,
+            stop_reason=self.stop_reason,
+            truncated=self.stop_reason in TOKEN_LIMIT_STOPS,
+            text=self.text,
+            max_tokens=max_tokens,
+            content_type=content_type,
+        )
+        self.done = True
 
 
 @runtime_checkable
@@ -147,6 +171,16 @@ def check_finished(
         )
 
 
+def caused_by(err: BaseException, kind: type[BaseException]) -> bool:
+    """True when `err` or any error it was raised from (cause or context) is a `kind`."""
+    seen: BaseException | None = err
+    while seen is not None:
+        if isinstance(seen, kind):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 SDK = TypeVar("SDK")
 
 
@@ -208,6 +242,39 @@ class SDKClient(Generic[SDK]):
                 "(--llm-deadline) for a slow model.",
                 reason="timeout",
             )
+
+    @contextlib.contextmanager
+    def transport_errors(
+        self,
+        label: str,
+        unreachable: str,
+        sdk_status: type[BaseException],
+        sdk_timeout: type[BaseException],
+        sdk_connection: type[BaseException],
+        *,
+        hint: str = "",
+        unwrap_cut: bool = False,
+    ) -> Iterator[None]:
+        """The part of both providers' error translation that is the same: an HTTP status
+        error (`_status_error`), no reply in time, a cut stream, an unreachable server
+        (`unreachable` is the message). `unwrap_cut`: a connection error caused by a cut
+        stream is a cut reply (the OpenAI SDK wraps it)."""
+        try:
+            yield
+        except sdk_status as err:
+            raise self._status_error(err) from err
+        except (sdk_timeout, httpx2.TimeoutException) as err:
+            raise no_reply(label, self.timeout, hint) from err
+        except httpx2.RemoteProtocolError as err:
+            raise cut_reply(label) from err
+        except (sdk_connection, httpx2.TransportError) as err:
+            if unwrap_cut and caused_by(err, httpx2.RemoteProtocolError):
+                raise cut_reply(label) from err
+            raise LLMError(unreachable, reason="connection") from err
+
+    def _status_error(self, err: Any) -> LLMError:
+        """The LLMError for the SDK's HTTP status error `err` (each provider reads its own)."""
+        raise NotImplementedError
 
     def sdk(self) -> SDK:
         """The SDK client, built on first use."""

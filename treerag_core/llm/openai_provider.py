@@ -9,22 +9,14 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-import httpx2
 import openai
 
 from treerag_core.base.errors import LLMError
 from treerag_core.base.names import Provider
 from treerag_core.base.types import Usage
 from treerag_core.llm import endpoints
-from treerag_core.llm.base import SDKClient, TextStream, check_call, check_finished
-from treerag_core.llm.errors import (
-    clean_detail,
-    cut_reply,
-    malformed,
-    no_reply,
-    sdk_error,
-    status_error,
-)
+from treerag_core.llm.base import SDKClient, TextStream, check_call
+from treerag_core.llm.errors import clean_detail, malformed, sdk_error, status_error
 from treerag_core.llm.prices import priced
 
 # The variable names and the default endpoint are defined once, in endpoints.py.
@@ -45,15 +37,6 @@ def _to_usage(sdk_usage: Any) -> Usage:
         output_tokens=int(getattr(sdk_usage, "completion_tokens", 0) or 0),
         cache_read_tokens=cached,
     )
-
-
-def _caused_by(err: BaseException, kind: type[BaseException]) -> bool:
-    seen: BaseException | None = err
-    while seen is not None:
-        if isinstance(seen, kind):
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
 
 
 def _json_mode_refused(exc: LLMError) -> bool:
@@ -193,39 +176,28 @@ class OpenAIClient(SDKClient[openai.OpenAI]):
             out.text = "".join(parts)
             # A server without usage chunks: the tokens are unknown, so is the cost.
             out.usage = priced(out.usage, out.model, self.base_url, reported)
-        check_finished(
-            f"OpenAI-compatible server at {self.where}",
-            events=events,
-            stopped=finish is not None,
-            stop_reason=finish,
-            truncated=finish == "length",
-            text=out.text,
-            max_tokens=max_tokens,
-            content_type=content_type,
-        )
-        out.done = True
+        label = f"OpenAI-compatible server at {self.where}"
+        out.finish(label, events, content_type, max_tokens, stopped=finish is not None)
 
     @contextlib.contextmanager
     def translate_errors(self) -> Iterator[None]:
         """Turn SDK and transport errors into LLMError with a short `reason`."""
         where = self.where
+        unreachable = (
+            f"Cannot reach the OpenAI-compatible server at {where}: is it running? Check "
+            f"the base URL ({self.url_source})."
+        )
         try:
-            yield
-        except openai.APIStatusError as err:
-            raise self._status_error(err) from err
-        except (openai.APITimeoutError, httpx2.TimeoutException) as err:
-            hint = " (a local model may need longer to load)"
-            raise no_reply(where, self.timeout, hint) from err
-        except httpx2.RemoteProtocolError as err:
-            raise cut_reply(where) from err
-        except (openai.APIConnectionError, httpx2.TransportError) as err:
-            if _caused_by(err, httpx2.RemoteProtocolError):  # the SDK wraps a cut stream
-                raise cut_reply(where) from err
-            raise LLMError(
-                f"Cannot reach the OpenAI-compatible server at {where}: is it running? Check "
-                f"the base URL ({self.url_source}).",
-                reason="connection",
-            ) from err
+            with self.transport_errors(
+                where,
+                unreachable,
+                openai.APIStatusError,
+                openai.APITimeoutError,
+                openai.APIConnectionError,
+                hint=" (a local model may need longer to load)",
+                unwrap_cut=True,  # the SDK wraps a cut stream
+            ):
+                yield
         except json.JSONDecodeError as err:
             raise malformed(where, "not JSON") from err
         except openai.APIError as err:

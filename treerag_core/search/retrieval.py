@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from treerag_core.base.settings import RetrieveSettings
+from treerag_core.base.settings import FusionArgs, RetrieveSettings
 from treerag_core.base.types import RetrievalGroup, RetrievedChunk
 from treerag_core.index.corpus import CorpusIndex
 from treerag_core.search.fusion import fuse, rank_positions
@@ -22,9 +22,7 @@ def fused_hits(
     dense: np.ndarray,
     bm25: np.ndarray,
     *,
-    fusion: str,
-    dense_weight: float,
-    rrf_k: int,
+    fusion: FusionArgs,
     sub_query: str,
     keep: int | None = None,
     given_order: bool = False,
@@ -39,7 +37,7 @@ def fused_hits(
     """
     if not len(rows):
         return ()
-    result = fuse(dense, bm25, fusion, dense_weight, rrf_k)
+    result = fuse(dense, bm25, *fusion)
     ranks = np.arange(1, len(rows) + 1) if given_order else rank_positions(result.fused)
     order = np.argsort(ranks, kind="stable")[:keep]  # ranks are 1..n: the order is unique
     return tuple(
@@ -73,9 +71,7 @@ def _group_hits(
         rows,
         dense,
         bm25,
-        fusion=retrieve.fusion,
-        dense_weight=retrieve.dense_weight,
-        rrf_k=retrieve.rrf_k,
+        fusion=retrieve.fusion_args,
         sub_query=sub_query,
         keep=keep,
     )

@@ -140,26 +140,46 @@ def structured_scores(
     recent: dict = index._structure.setdefault("recent", {})
     if key in recent:
         return recent[key]
-    result = _score(
-        index, scope, query_vector, query_tokens, dense_weight, section_weight, fusion, rrf_k
-    )
+    table = scope_structure(index, scope)
+    rows, dense, bm25 = _hybrid_scores(index, scope, table, query_vector, query_tokens)
+    section_raw = table.sections.scores(query_tokens)
+    if not len(rows):
+        empty = np.zeros(0)
+        result = StructuredScores(
+            rows, empty, empty, empty, empty, empty, empty, empty, (), rows, section_raw, ()
+        )
+    else:
+        fusion_result = fuse(dense, bm25, fusion, dense_weight, rrf_k)
+        fused = np.asarray(fusion_result.fused)
+        section = minmax(section_raw)[table.leaf_of_row]
+        result = StructuredScores(
+            rows=rows,
+            dense=np.asarray(dense, dtype=np.float64),
+            bm25=bm25,
+            dense_norm=np.asarray(fusion_result.dense_norm),
+            bm25_norm=np.asarray(fusion_result.bm25_norm),
+            fused=fused,
+            section=section,
+            score=fused + section_weight * section,
+            leaf_ids=table.leaf_ids,
+            leaf_of_row=table.leaf_of_row,
+            section_raw=section_raw,
+            doc_of_row=table.doc_of_row,
+        )
     if len(recent) >= 4:  # bounded: only the current question's steps need it
         recent.pop(next(iter(recent)))
     recent[key] = result
     return result
 
 
-def _score(
+def _hybrid_scores(
     index: CorpusIndex,
     scope: Sequence[str] | None,
+    table: ScopeStructure,
     query_vector: np.ndarray,
     query_tokens: list[str],
-    dense_weight: float,
-    section_weight: float,
-    fusion: str,
-    rrf_k: int,
-) -> StructuredScores:
-    table = scope_structure(index, scope)
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows in scope, their dense score and heading path + passage BM25."""
     engine = index.chunk_engine()
     if engine is not None:  # dense and heading path + passage BM25, both from the engine
         rows = table.rows
@@ -174,30 +194,7 @@ def _score(
         if table.passages is None:  # scope_structure builds it whenever no engine serves
             raise RuntimeError("the passage BM25 table is missing without an engine")
         bm25 = table.passages.scores(query_tokens)
-    section_raw = table.sections.scores(query_tokens)
-    if not len(rows):
-        empty = np.zeros(0)
-        return StructuredScores(
-            rows, empty, empty, empty, empty, empty, empty, empty, (), rows, section_raw, ()
-        )
-    result = fuse(dense, bm25, fusion, dense_weight, rrf_k)
-    fused = np.asarray(result.fused)
-    section = minmax(section_raw)[table.leaf_of_row]
-    score = fused + section_weight * section
-    return StructuredScores(
-        rows=rows,
-        dense=np.asarray(dense, dtype=np.float64),
-        bm25=bm25,
-        dense_norm=np.asarray(result.dense_norm),
-        bm25_norm=np.asarray(result.bm25_norm),
-        fused=fused,
-        section=section,
-        score=score,
-        leaf_ids=table.leaf_ids,
-        leaf_of_row=table.leaf_of_row,
-        section_raw=section_raw,
-        doc_of_row=table.doc_of_row,
-    )
+    return rows, dense, bm25
 
 
 def path_passage(heading_path: str, text: str) -> str:

@@ -94,3 +94,24 @@ class Strategy(Protocol):
     def retrieve(self, ctx: QueryContext, located: LocateResult) -> Retrieval:
         """Step 2: candidates for the cross-encoder, best first, at most the window."""
         ...
+
+
+class StrategyDefaults:
+    """The `Strategy` members most strategies share: every flag off, no options of its own,
+    the settings as given (but the name), no settings read by a step 1. A strategy
+    subclasses it and sets only what differs (plus `name`, `label`, `locate`, `retrieve`)."""
+
+    name: ClassVar[str]
+    label: ClassVar[str]
+    reads_structure: ClassVar[bool] = False
+    locates: ClassVar[bool] = False
+    needs_gold_leaves: ClassVar[bool] = False
+    searches_each_leaf: ClassVar[bool] = False
+    uses_locator: ClassVar[bool] = False
+    options_type: ClassVar[type | None] = None
+
+    def effective_settings(self, settings: QuerySettings) -> QuerySettings:
+        return settings.with_(strategy=self.name)
+
+    def locate_inputs(self, settings: QuerySettings, locator: str) -> dict[str, Any]:
+        return {}

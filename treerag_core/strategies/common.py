@@ -2,39 +2,38 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
-from treerag_core.base.names import StrategyName
+from treerag_core.base.names import Fusion, StrategyName
 from treerag_core.base.settings import QuerySettings
 from treerag_core.base.types import LocateResult
 from treerag_core.search.retrieval import pool, search_scope
-from treerag_core.strategies.base import QueryContext, Retrieval
+from treerag_core.strategies.base import QueryContext, Retrieval, StrategyDefaults
 
 # Menus list the built-ins in this order, then plug-ins by name.
 BUILTIN_ORDER: tuple[str, ...] = StrategyName.values()
 
 
-class FlatSearch:
+class FlatSearch(StrategyDefaults):
     """Structure-blind search of every chunk in scope: what a LlamaIndex or Haystack user builds.
 
     Subclasses fix the fusion weights and the reranker; they never read headings, so they
     stay the yardstick for strategies that do.
     """
 
-    name: ClassVar[str]
-    label: ClassVar[str]
-    reads_structure: ClassVar[bool] = False
-    locates: ClassVar[bool] = False
-    needs_gold_leaves: ClassVar[bool] = False
-    searches_each_leaf: ClassVar[bool] = False
-    uses_locator: ClassVar[bool] = False
-    options_type: ClassVar[type | None] = None
+    # One retriever alone, no rerank: its dense weight (1.0 dense, 0.0 BM25); None: the
+    # user's fusion and reranker.
+    single_retriever_weight: ClassVar[float | None] = None
 
     def effective_settings(self, settings: QuerySettings) -> QuerySettings:
-        return settings.with_(strategy=self.name)
-
-    def locate_inputs(self, settings: QuerySettings, locator: str) -> dict[str, Any]:
-        return {}
+        weight = self.single_retriever_weight
+        if weight is None:
+            return settings.with_(strategy=self.name)
+        return settings.with_(
+            strategy=self.name,
+            retrieve=settings.retrieve.with_(fusion=Fusion.WEIGHTED, dense_weight=weight),
+            rerank=settings.rerank.with_(enabled=False),
+        )
 
     def locate(self, ctx: QueryContext) -> LocateResult:
         return LocateResult.skipped("Flat search: no locating, every chunk in scope is searched.")

@@ -199,6 +199,24 @@ def _stale(before: Mapping[str, Any], settings: QuerySettings, ran_again: bool) 
     )
 
 
+# The summary's text columns: (name, width, help).
+_SUMMARY_TEXT_COLUMNS = (
+    (
+        "top sections",
+        "large",
+        "the last heading of the first passages' sections; the full paths are in each "
+        "strategy's card below",
+    ),
+    ("picked", "small", "sections picked in step 1 (—: the strategy picks none)"),
+    (
+        "top score",
+        "small",
+        "the first passage's cross-encoder logit (rerank), or its fused dense + BM25 score in "
+        "[0, 1] where no reranker ran: compare within a kind",
+    ),
+)
+
+
 def _summary(
     results: Sequence[Compared],
     frame: pd.DataFrame,
@@ -219,23 +237,10 @@ def _summary(
             height="content",  # every strategy's row at once: no scroll inside the table
             key="compare_metrics" if gold is not None else "compare_summary",
             column_config={
-                "top sections": st.column_config.TextColumn(
-                    "top sections",
-                    width="large",
-                    help="the last heading of the first passages' sections; the full paths "
-                    "are in each strategy's card below",
-                ),
-                "picked": st.column_config.TextColumn(
-                    "picked",
-                    width="small",
-                    help="sections picked in step 1 (—: the strategy picks none)",
-                ),
-                "top score": st.column_config.TextColumn(
-                    "top score",
-                    width="small",
-                    help="the first passage's cross-encoder logit (rerank), or its fused "
-                    "dense + BM25 score in [0, 1] where no reranker ran: compare within a kind",
-                ),
+                **{
+                    name: st.column_config.TextColumn(name, width=width, help=help_text)
+                    for name, width, help_text in _SUMMARY_TEXT_COLUMNS
+                },
                 "ms": st.column_config.NumberColumn(
                     "ms", width="small", help="steps 1-2, this run"
                 ),

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, runtime_checkable
 
 import numpy as np
+
+from treerag_core.base.errors import VectorStoreError
 
 Kind = Literal["document", "parent", "child"]
 KINDS: tuple[Kind, ...] = ("document", "parent", "child")
@@ -106,6 +109,29 @@ class VectorStore(Protocol):
         """Every point of `kind`: (doc_id, item_id) -> its vector as the store compares it
         (unit length), read exactly (a scroll), never through an approximate search."""
         ...
+
+
+@contextmanager
+def store_errors(
+    backend: str, doing: str, reason: Callable[[Exception], str] = str
+) -> Iterator[None]:
+    """A vector server's errors (transport, server, schema: many types) as one named error."""
+    try:
+        yield
+    except VectorStoreError:
+        raise
+    except Exception as exc:
+        raise VectorStoreError(f"{backend} could not {doing}: {reason(exc)}") from exc
+
+
+def check_dims(points: Sequence[VectorPoint], dim: int) -> None:
+    """Raise ValueError unless every point's vector has `dim` numbers (before any is stored)."""
+    for point in points:
+        if np.asarray(point.vector).shape != (dim,):
+            raise ValueError(
+                f"point {point.kind}:{point.item_id} has shape "
+                f"{np.asarray(point.vector).shape}, expected ({dim},)"
+            )
 
 
 def unit_rows(vectors: np.ndarray) -> np.ndarray:

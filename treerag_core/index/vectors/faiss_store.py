@@ -8,7 +8,14 @@ from collections.abc import Sequence
 import faiss
 import numpy as np
 
-from treerag_core.index.vectors.base import Kind, VectorHit, VectorPoint, VectorQuery, unit_rows
+from treerag_core.index.vectors.base import (
+    Kind,
+    VectorHit,
+    VectorPoint,
+    VectorQuery,
+    check_dims,
+    unit_rows,
+)
 
 
 class FlatGroup:
@@ -51,12 +58,7 @@ class FaissStore:
         self._lock = threading.Lock()
 
     def upsert(self, points: Sequence[VectorPoint]) -> None:
-        for point in points:
-            if np.asarray(point.vector).shape != (self.dim,):
-                raise ValueError(
-                    f"point {point.kind}:{point.item_id} has shape "
-                    f"{np.asarray(point.vector).shape}, expected ({self.dim},)"
-                )
+        check_dims(points, self.dim)
         with self._lock:
             for point in points:
                 self._points[point.id] = point

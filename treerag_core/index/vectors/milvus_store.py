@@ -18,8 +18,8 @@ import logging
 import os
 import threading
 import warnings
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,8 @@ from treerag_core.index.vectors.base import (
     VectorHit,
     VectorPoint,
     VectorQuery,
+    check_dims,
+    store_errors,
     unit_rows,
 )
 from treerag_core.index.vectors.milvus_expr import (
@@ -178,14 +180,8 @@ class MilvusStore:
             window=window,
         )
 
-    @contextmanager
-    def _errors(self, doing: str) -> Iterator[None]:
-        try:
-            yield
-        except VectorStoreError:
-            raise
-        except Exception as exc:  # transport, server and schema errors: one named error out
-            raise VectorStoreError(f"Milvus could not {doing}: {_reason(exc)}") from exc
+    def _errors(self, doing: str) -> AbstractContextManager[None]:
+        return store_errors("Milvus", doing, _reason)
 
     # ---- lifecycle --------------------------------------------------------------------
     def manifest(self) -> dict | None:
@@ -318,6 +314,21 @@ class MilvusStore:
             self.client.flush(self.layers)
 
     # ---- writing -----------------------------------------------------------------------
+    def _point_row(self, point: VectorPoint, kind: str, **place: Any) -> dict[str, Any]:
+        """A point as a row (vector scaled to unit length); `place`: a chunk's row, offsets."""
+        return self._row(
+            kind,
+            point.doc_id,
+            point.item_id,
+            unit_rows(point.vector)[0],
+            point_id=point.id,
+            parent_id=point.parent_id,
+            heading_path=point.heading_path,
+            language=point.language,
+            content=point.text,
+            **place,
+        )
+
     def _row(
         self,
         kind: str,
@@ -371,16 +382,9 @@ class MilvusStore:
         path_tokens: Sequence[str],
     ) -> dict[str, Any]:
         """One chunk as a row of the chunks collection (vector scaled to unit length)."""
-        out = self._row(
+        out = self._point_row(
+            point,
             "child",
-            point.doc_id,
-            point.item_id,
-            unit_rows(point.vector)[0],
-            point_id=point.id,
-            parent_id=point.parent_id,
-            heading_path=point.heading_path,
-            language=point.language,
-            content=point.text,
             row=row,
             start=start,
             end=end,
@@ -393,12 +397,7 @@ class MilvusStore:
 
     def upsert(self, points: Sequence[VectorPoint]) -> None:
         """VectorStore: add points; a child here carries no row or offsets (push fills them)."""
-        for point in points:
-            if np.asarray(point.vector).shape != (self.dim,):
-                raise ValueError(
-                    f"point {point.kind}:{point.item_id} has shape "
-                    f"{np.asarray(point.vector).shape}, expected ({self.dim},)"
-                )
+        check_dims(points, self.dim)
         if not all(self.client.has_collection(c) for c in (self.chunks, self.layers)):
             self.create()
         children = [
@@ -408,21 +407,7 @@ class MilvusStore:
             for p in points
             if p.kind == "child"
         ]
-        layer_rows = [
-            self._row(
-                p.kind,
-                p.doc_id,
-                p.item_id,
-                unit_rows(p.vector)[0],
-                point_id=p.id,
-                parent_id=p.parent_id,
-                heading_path=p.heading_path,
-                language=p.language,
-                content=p.text,
-            )
-            for p in points
-            if p.kind != "child"
-        ]
+        layer_rows = [self._point_row(p, p.kind) for p in points if p.kind != "child"]
         with self._errors("store points"):
             for name, rows in ((self.chunks, children), (self.layers, layer_rows)):
                 for start in range(0, len(rows), BATCH):

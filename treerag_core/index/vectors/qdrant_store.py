@@ -5,8 +5,8 @@ from __future__ import annotations
 import hashlib
 import os
 from collections import Counter
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
 
 import numpy as np
 from qdrant_client import QdrantClient, models
@@ -18,6 +18,7 @@ from treerag_core.index.vectors.base import (
     VectorHit,
     VectorPoint,
     VectorQuery,
+    store_errors,
     unit_rows,
 )
 
@@ -122,14 +123,8 @@ class QdrantStore:
         client = QdrantClient(url=url, api_key=key, timeout=int(timeout))
         return cls(client, dim, collection)
 
-    @contextmanager
-    def _errors(self, doing: str) -> Iterator[None]:
-        try:
-            yield
-        except VectorStoreError:
-            raise
-        except Exception as exc:  # the client raises many transport types; one named error out
-            raise VectorStoreError(f"Qdrant could not {doing}: {exc}") from exc
+    def _errors(self, doing: str) -> AbstractContextManager[None]:
+        return store_errors("Qdrant", doing)
 
     def _create(self) -> None:
         self.client.create_collection(

@@ -88,6 +88,13 @@ class KTypeSummary:
         )
 
 
+# The lines after the types, in each wording: (form, separator) for modules, key terms, use.
+_TAIL_FORMS = {
+    "zh": (("核心知识模块：[{}]。", "、"), ("关键词：{}。", "、"), ("认知价值：{}。", "")),
+    "en": (("Core modules: {}.", "; "), ("Key terms: {}.", ", "), ("Good for: {}.", "")),
+}
+
+
 def render_ktype(s: KTypeSummary) -> str:
     """Seed 001's wording: dominant type with share, then the others, modules, value."""
     if s.language == "zh":
@@ -95,25 +102,20 @@ def render_ktype(s: KTypeSummary) -> str:
         lead = f"{s.title}。" + (f"本文档以 {types[0]} 为主导" if types else "")
         rest = f"，辅以 {'、'.join(types[1:])}" if len(types) > 1 else ""
         parts = [lead + rest + "。" if types else lead]
-        if s.modules:
-            parts.append(f"核心知识模块：[{'、'.join(s.modules)}]。")
-        if s.key_terms:
-            parts.append(f"关键词：{'、'.join(s.key_terms)}。")
-        if s.use:
-            parts.append(f"认知价值：{s.use}。")
-        return "".join(parts)
-    types = [f"{t} ({share:.0%})" for t, share in s.types]
-    parts = [f"{s.title}."]
-    if types:
-        rest = f", with {', '.join(types[1:])}" if len(types) > 1 else ""
-        parts.append(f"Mostly {types[0]}{rest}.")
-    if s.modules:
-        parts.append(f"Core modules: {'; '.join(s.modules)}.")
-    if s.key_terms:
-        parts.append(f"Key terms: {', '.join(s.key_terms)}.")
-    if s.use:
-        parts.append(f"Good for: {s.use}.")
-    return " ".join(parts)
+    else:
+        types = [f"{t} ({share:.0%})" for t, share in s.types]
+        parts = [f"{s.title}."]
+        if types:
+            rest = f", with {', '.join(types[1:])}" if len(types) > 1 else ""
+            parts.append(f"Mostly {types[0]}{rest}.")
+    tail = (s.modules, s.key_terms, (s.use,) if s.use else ())
+    forms = _TAIL_FORMS["zh" if s.language == "zh" else "en"]
+    parts += [
+        form.format(sep.join(values))
+        for values, (form, sep) in zip(tail, forms, strict=True)
+        if values
+    ]
+    return ("" if s.language == "zh" else " ").join(parts)
 
 
 def document_key(doc: DocumentInfo) -> str:

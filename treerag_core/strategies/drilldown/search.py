@@ -9,8 +9,7 @@ from typing import TYPE_CHECKING, NoReturn
 import numpy as np
 
 from treerag_core.base.errors import VectorStoreError
-from treerag_core.base.names import Fusion
-from treerag_core.base.settings import RetrieveSettings, setting
+from treerag_core.base.settings import FusionArgs, RetrieveSettings, setting
 from treerag_core.base.types import ContextSection, DocumentScore, Language, RetrievedChunk
 from treerag_core.index.bm25 import BM25Stats, LeafBM25
 from treerag_core.index.vectors.base import Kind, VectorQuery, VectorStore
@@ -71,15 +70,6 @@ class DrilldownOptions:
                 )
         if self.parent_chars < 100:
             raise ValueError(f"parent_chars must be >= 100, but got {self.parent_chars}")
-
-
-@dataclass(frozen=True)
-class FuseParams:
-    """How a layer's dense and BM25 scores are fused (the retrieve step's settings)."""
-
-    fusion: str = Fusion.WEIGHTED.value
-    dense_weight: float = 0.5
-    rrf_k: int = 60
 
 
 @dataclass(frozen=True)
@@ -190,7 +180,7 @@ def best_passages(
     index: CorpusIndex,
     qvec: np.ndarray,
     q_tokens: list[str],
-    params: FuseParams,
+    params: FusionArgs,
     scope: Sequence[str] | None,
     store: VectorStore | None = None,
 ) -> tuple[dict[str, float], dict[str, float]]:
@@ -212,7 +202,7 @@ def best_passages(
             by_leaf_s[leaf] = max(by_leaf_s.get(leaf, 0.0), hit.score)
         return by_doc_s, by_leaf_s
     rows, dense, bm25 = index.score_scope(scope, qvec, q_tokens)
-    fused = fuse(dense, bm25, params.fusion, params.dense_weight, params.rrf_k).fused
+    fused = fuse(dense, bm25, *params).fused
     by_doc: dict[str, float] = {}
     by_leaf: dict[str, float] = {}
     for row, value in zip(rows.tolist(), fused.tolist(), strict=True):
@@ -229,12 +219,12 @@ def _rank(
     labels: list[str],
     dense: np.ndarray,
     bm25: np.ndarray,
-    params: FuseParams,
+    params: FusionArgs,
     signal: str,
     passage: dict[str, float] | None,
     keep: int,
 ) -> tuple[LayerCandidate, ...]:
-    own = fuse(dense, bm25, params.fusion, params.dense_weight, params.rrf_k).fused
+    own = fuse(dense, bm25, *params).fused
     best = None
     if signal != "summary" and passage is not None:
         best = np.asarray([passage.get(i, 0.0) for i in ids], dtype=np.float64)
@@ -268,7 +258,7 @@ def document_scores(
     index: CorpusIndex,
     qvec: np.ndarray,
     q_tokens: list[str],
-    params: FuseParams = FuseParams(),
+    params: FusionArgs = FusionArgs(),
     scope: Sequence[str] | None = None,
     signal: str = "summary",
     keep: int = 1,
@@ -321,7 +311,7 @@ def parent_scores(
     qvec: np.ndarray,
     q_tokens: list[str],
     doc_ids: Sequence[str],
-    params: FuseParams = FuseParams(),
+    params: FusionArgs = FusionArgs(),
     signal: str = "summary",
     keep: int = 1,
     store: VectorStore | None = None,
@@ -356,7 +346,7 @@ def child_hits(
     qvec: np.ndarray,
     q_tokens: list[str],
     parent_ids: Sequence[str],
-    params: FuseParams = FuseParams(),
+    params: FusionArgs = FusionArgs(),
     keep: int = 3,
     question: str = "",
     store: VectorStore | None = None,
@@ -388,9 +378,7 @@ def child_hits(
         np.concatenate(rows_list),
         np.concatenate(dense_list),
         np.concatenate(bm25_list),
-        fusion=params.fusion,
-        dense_weight=params.dense_weight,
-        rrf_k=params.rrf_k,
+        fusion=params,
         sub_query=question,
         keep=keep,
         pooled=True,
@@ -403,7 +391,7 @@ def drill_down(
     qvec: np.ndarray,
     q_tokens: list[str],
     options: DrilldownOptions = DrilldownOptions(),
-    params: FuseParams = FuseParams(),
+    params: FusionArgs = FusionArgs(),
     scope: Sequence[str] | None = None,
     store: VectorStore | None = None,
 ) -> DrilldownResult:

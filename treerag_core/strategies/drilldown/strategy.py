@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, replace
+from dataclasses import replace
 from typing import Any, ClassVar
 
 from treerag_core.base.errors import QueryError
@@ -11,11 +11,10 @@ from treerag_core.base.settings import QuerySettings
 from treerag_core.base.types import LocatedLeaf, LocateResult, RetrievalGroup
 from treerag_core.index.vectors.attach import store_for
 from treerag_core.strategies import register
-from treerag_core.strategies.base import QueryContext, Retrieval
+from treerag_core.strategies.base import QueryContext, Retrieval, StrategyDefaults
 from treerag_core.strategies.drilldown.search import (
     DrilldownOptions,
     DrilldownResult,
-    FuseParams,
     child_hits,
     context_sections,
     document_scores,
@@ -26,13 +25,8 @@ from treerag_core.strategies.drilldown.search import (
 NAME = "drilldown"
 
 
-def _params(settings: QuerySettings) -> FuseParams:
-    r = settings.retrieve
-    return FuseParams(str(r.fusion), r.dense_weight, r.rrf_k)
-
-
 @register
-class Drilldown:
+class Drilldown(StrategyDefaults):
     """Step 1 picks the document(s) by their K-Type summaries, then the section(s) inside them
     by their own vectors; step 2 searches only the chosen sections' passages (hybrid)."""
 
@@ -40,16 +34,11 @@ class Drilldown:
     label: ClassVar[str] = "Drill-down: document summary → section → passages (seed 001)"
     reads_structure: ClassVar[bool] = True
     locates: ClassVar[bool] = True
-    needs_gold_leaves: ClassVar[bool] = False
-    searches_each_leaf: ClassVar[bool] = False
-    uses_locator: ClassVar[bool] = False  # its own document and section layers
+    # uses_locator stays False: its own document and section layers pick
     options_type: ClassVar[type | None] = DrilldownOptions
 
     def options(self, settings: QuerySettings) -> DrilldownOptions:
         return settings.option(NAME, DrilldownOptions())
-
-    def effective_settings(self, settings: QuerySettings) -> QuerySettings:
-        return settings.with_(strategy=self.name)
 
     def locate_inputs(self, settings: QuerySettings, locator: str = NAME) -> dict[str, Any]:
         opts = self.options(settings)
@@ -58,11 +47,11 @@ class Drilldown:
             "parents": opts.parents,
             "doc_signal": opts.doc_signal,
             "parent_signal": opts.parent_signal,
-            **asdict(_params(settings)),
+            **settings.retrieve.fusion_args._asdict(),
         }
 
     def _upper_layers(self, ctx: QueryContext) -> DrilldownResult:
-        opts, params = self.options(ctx.settings), _params(ctx.settings)
+        opts, params = self.options(ctx.settings), ctx.settings.retrieve.fusion_args
         qvec, tokens = ctx.query_vector(ctx.question), ctx.tokenize(ctx.question)
         store = store_for(ctx.index)
         docs = document_scores(
@@ -116,7 +105,7 @@ class Drilldown:
         )
 
     def retrieve(self, ctx: QueryContext, located: LocateResult) -> Retrieval:
-        opts, params = self.options(ctx.settings), _params(ctx.settings)
+        opts, params = self.options(ctx.settings), ctx.settings.retrieve.fusion_args
         qvec, tokens = ctx.query_vector(ctx.question), ctx.tokenize(ctx.question)
         parent_ids = [leaf.node_id for leaf in located.leaves]
         children = child_hits(

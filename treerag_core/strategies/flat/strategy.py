@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from treerag_core.base.names import Fusion, StrategyName
-from treerag_core.base.settings import QuerySettings
+from treerag_core.base.names import StrategyName
 from treerag_core.strategies import register
 from treerag_core.strategies.common import FlatSearch
 
@@ -18,23 +17,11 @@ class FlatHybrid(FlatSearch):
 class FlatDense(FlatSearch):
     name = StrategyName.FLAT_DENSE.value
     label = "Dense vectors only over every chunk, no rerank"
-
-    def effective_settings(self, settings: QuerySettings) -> QuerySettings:
-        return settings.with_(
-            strategy=self.name,
-            retrieve=settings.retrieve.with_(fusion=Fusion.WEIGHTED, dense_weight=1.0),
-            rerank=settings.rerank.with_(enabled=False),
-        )
+    single_retriever_weight = 1.0
 
 
 @register
 class FlatBM25(FlatSearch):
     name = StrategyName.FLAT_BM25.value
     label = "BM25 only over every chunk, no rerank"
-
-    def effective_settings(self, settings: QuerySettings) -> QuerySettings:
-        return settings.with_(
-            strategy=self.name,
-            retrieve=settings.retrieve.with_(fusion=Fusion.WEIGHTED, dense_weight=0.0),
-            rerank=settings.rerank.with_(enabled=False),
-        )
+    single_retriever_weight = 0.0

@@ -115,27 +115,21 @@ def _concept_tokens(graph: LeafGraph, tokenize: Callable[[str], list[str]]) -> l
     return cached
 
 
-def match_concepts(
+def _match_concepts(
     graph: LeafGraph,
-    question: str,
-    language: Language,
-    tokenize: Callable[[str], list[str]],
-    query_vector: np.ndarray | None = None,
-    concept_vectors: np.ndarray | None = None,
-    options: GraphSearchOptions = GraphSearchOptions(),
+    keys: set[str],
+    q_tokens: frozenset[str],
+    names: list[frozenset[str]],
+    sims: np.ndarray | None,
+    options: GraphSearchOptions,
 ) -> tuple[ConceptMatch, ...]:
     """The concepts the question names, best first (at most `options.max_seeds`).
 
-    exact: a question term normalises to the concept's key (1.0). lexical: a share of the
-    concept's tokens appear in the question, more for more shared tokens (at most 0.9).
-    dense: the concept name's vector is within `dense_min` cosine of the question's.
+    exact: a question term (`keys`, normalised) is the concept's key (1.0). lexical: a share
+    of the concept's tokens (`names`) appear in the question's (`q_tokens`), more for more
+    shared tokens (at most 0.9). dense: the concept name's vector is within `dense_min`
+    cosine of the question's (`sims`).
     """
-    keys = {normalise(m.surface, language) for m in terms_of(question, language)}
-    q_tokens = frozenset(tokenize(question))
-    names = _concept_tokens(graph, tokenize)
-    sims = None
-    if query_vector is not None and concept_vectors is not None and len(concept_vectors):
-        sims = concept_vectors @ np.asarray(query_vector, dtype=np.float32).reshape(-1)
     found: list[tuple[float, int, str]] = []
     for i, concept in enumerate(graph.concepts):
         score, how = 0.0, ""
@@ -234,9 +228,12 @@ def search_graph(
 ) -> GraphResult:
     """Matched concepts, their key subgraph (PageRank + paths) and each chunk's graph score."""
     began = time.perf_counter()
-    matches = match_concepts(
-        graph, question, language, tokenize, query_vector, concept_vectors, options
-    )
+    keys = {normalise(m.surface, language) for m in terms_of(question, language)}
+    sims = None
+    if query_vector is not None and concept_vectors is not None and len(concept_vectors):
+        sims = concept_vectors @ np.asarray(query_vector, dtype=np.float32).reshape(-1)
+    names = _concept_tokens(graph, tokenize)
+    matches = _match_concepts(graph, keys, frozenset(tokenize(question)), names, sims, options)
     if not matches or not graph.concepts:
         return GraphResult(graph.leaf_id, matches, (), (), (), time.perf_counter() - began)
     concepts = graph.concepts

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from treerag_core.base.artifacts import present, read_text
+from treerag_core.base.atomic import write_atomic
 from treerag_core.base.types import Chunk, Language, TreeNode, Usage
 from treerag_core.strategies.graph.extract import chunks_covering, content_key, segments
 from treerag_core.strategies.graph.extract_llm import BLOCK_CHARS, LLMGraphExtractor
@@ -62,10 +63,8 @@ def append_graph_cache(index_folder: str | Path, graph: LeafGraph) -> None:
 def write_graph_cache(index_folder: str | Path, graphs: Sequence[LeafGraph]) -> None:
     """Rewrite the cache with exactly `graphs` (after a build: what it used), atomically."""
     path = cache_path(index_folder)
-    tmp = path.with_name(path.name + ".tmp")
     lines = [json.dumps(graph_to_dict(g), ensure_ascii=False) for g in graphs]
-    tmp.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    tmp.replace(path)
+    write_atomic(path, "".join(line + "\n" for line in lines))
 
 
 class _CountingClient:

@@ -6,7 +6,6 @@ import hashlib
 import json
 import os
 import stat
-import tempfile
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +16,7 @@ import numpy as np
 
 from treerag_core.base import artifacts
 from treerag_core.base.artifacts import present, read_json, read_jsonl, read_npy
+from treerag_core.base.atomic import write_atomic
 from treerag_core.base.errors import IndexFormatError, UnsafePathError
 from treerag_core.base.safepaths import read_bytes_checked
 from treerag_core.index.store import index_lock, recover_index, write_folder
@@ -229,14 +229,7 @@ def drop_partial_reports(index_folder: str | Path, keys: Collection[str]) -> int
 
 def _write_checkpoint(index_folder: str | Path, reports: dict[str, CommunityReport]) -> None:
     path = partial_reports_path(index_folder)
-    fd, name = tempfile.mkstemp(prefix=f"{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump([r.to_dict() for r in reports.values()], fh, ensure_ascii=False)
-        os.replace(name, path)
-    except BaseException:
-        Path(name).unlink(missing_ok=True)
-        raise
+    write_atomic(path, json.dumps([r.to_dict() for r in reports.values()], ensure_ascii=False))
 
 
 def load_partial_reports(index_folder: str | Path) -> dict[str, CommunityReport]:

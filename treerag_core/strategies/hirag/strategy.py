@@ -9,11 +9,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from treerag_core.base.settings import QuerySettings
+from treerag_core.base.names import Fusion
+from treerag_core.base.settings import FusionArgs, QuerySettings
 from treerag_core.base.types import Fallback, LocateResult, RetrievalGroup, RetrievedChunk
 from treerag_core.search.retrieval import fused_hits
 from treerag_core.strategies import register
-from treerag_core.strategies.base import QueryContext, Retrieval
+from treerag_core.strategies.base import QueryContext, Retrieval, StrategyDefaults
 from treerag_core.strategies.hirag.build import load_or_build
 from treerag_core.strategies.hirag.retriever import (
     HiragOptions,
@@ -49,35 +50,25 @@ def score_rows(
         rows,
         dense_all[pick],
         bm25_all[pick],
-        fusion="weighted" if dense_only else settings.fusion,
-        dense_weight=1.0 if dense_only else settings.dense_weight,
-        rrf_k=settings.rrf_k,
+        fusion=FusionArgs(Fusion.WEIGHTED, 1.0, settings.rrf_k)
+        if dense_only
+        else settings.fusion_args,
         sub_query=ctx.question,
         given_order=order == "graph",
         pooled=True,
     )
 
 
-class _HiragMode:
+class _HiragMode(StrategyDefaults):
     """Shared behaviour of the five modes; subclasses set `name`, `label` and `mode`."""
 
-    name: ClassVar[str]
-    label: ClassVar[str]
     mode: ClassVar[Mode]
-    reads_structure: ClassVar[bool] = False
-    locates: ClassVar[bool] = False
-    needs_gold_leaves: ClassVar[bool] = False
-    searches_each_leaf: ClassVar[bool] = False
-    uses_locator: ClassVar[bool] = False
     options_type: ClassVar[type | None] = HiragOptions
 
     def effective_settings(self, settings: QuerySettings) -> QuerySettings:
         """The strategy, and HiRAG's QueryParam (top_k, top_m, level, budgets) written out,
         so the trace records what the mode ran with even when it is the defaults."""
         return settings.with_(strategy=self.name).with_option(OPTIONS_KEY, hirag_options(settings))
-
-    def locate_inputs(self, settings: QuerySettings, locator: str) -> dict[str, Any]:
-        return {}
 
     def locate(self, ctx: QueryContext) -> LocateResult:
         return LocateResult.skipped(f"HiRAG {self.mode.value}: the corpus graph, no locating.")
@@ -145,39 +136,38 @@ def retriever_for(hindex: Any, index: Any) -> HiragRetriever:
     return cached[1]
 
 
-@register
-class HiragNaive(_HiragMode):
-    name = "hirag-naive"
-    label = "HiRAG naive: chunks by vector search"
-    mode = Mode.NAIVE
+def _mode_strategy(class_name: str, name: str, label: str, mode: Mode) -> type[_HiragMode]:
+    """One registered strategy per mode: the five differ only in name, label and mode."""
+    attrs = {"name": name, "label": label, "mode": mode, "__module__": __name__}
+    return register(type(class_name, (_HiragMode,), attrs))
 
 
-@register
-class HiragLocal(_HiragMode):
-    name = "hirag-local"
-    label = "HiRAG hi_local: top entities, their 1-hop relations and passages"
-    mode = Mode.LOCAL
-
-
-@register
-class HiragGlobal(_HiragMode):
-    name = "hirag-global"
-    label = "HiRAG hi_global: reports of the top entities' communities, plus passages"
-    mode = Mode.GLOBAL
-
-
-@register
-class HiragBridge(_HiragMode):
-    name = "hirag-bridge"
-    label = "HiRAG hi_bridge: a path through each community's key entities, its passages"
-    mode = Mode.BRIDGE
-
-
-@register
-class Hirag(_HiragMode):
-    name = "hirag"
-    label = "HiRAG hi: entities, relations, reports, bridge path and their passages"
-    mode = Mode.HI
-
+HiragNaive = _mode_strategy(
+    "HiragNaive", "hirag-naive", "HiRAG naive: chunks by vector search", Mode.NAIVE
+)
+HiragLocal = _mode_strategy(
+    "HiragLocal",
+    "hirag-local",
+    "HiRAG hi_local: top entities, their 1-hop relations and passages",
+    Mode.LOCAL,
+)
+HiragGlobal = _mode_strategy(
+    "HiragGlobal",
+    "hirag-global",
+    "HiRAG hi_global: reports of the top entities' communities, plus passages",
+    Mode.GLOBAL,
+)
+HiragBridge = _mode_strategy(
+    "HiragBridge",
+    "hirag-bridge",
+    "HiRAG hi_bridge: a path through each community's key entities, its passages",
+    Mode.BRIDGE,
+)
+Hirag = _mode_strategy(
+    "Hirag",
+    "hirag",
+    "HiRAG hi: entities, relations, reports, bridge path and their passages",
+    Mode.HI,
+)
 
 MODES: tuple[type[_HiragMode], ...] = (HiragNaive, HiragLocal, HiragGlobal, HiragBridge, Hirag)

@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from treerag_core.base.errors import QueryError
 from treerag_core.base.names import StrategyName
-from treerag_core.base.settings import QuerySettings
 from treerag_core.base.types import LocateResult
 from treerag_core.search.locators import manual_locate
 from treerag_core.strategies import register
-from treerag_core.strategies.base import QueryContext, Retrieval
+from treerag_core.strategies.base import QueryContext, Retrieval, StrategyDefaults
 from treerag_core.strategies.treerag.strategy import leaf_search
 
 
 @register
-class OracleSections:
+class OracleSections(StrategyDefaults):
     """The ceiling of routing: a perfect section choice, then treerag's step 2."""
 
     name = StrategyName.ORACLE_SECTIONS.value
@@ -24,14 +21,7 @@ class OracleSections:
     locates = True
     needs_gold_leaves = True
     searches_each_leaf = True
-    uses_locator = False  # the gold leaves
-    options_type = None
-
-    def effective_settings(self, settings: QuerySettings) -> QuerySettings:
-        return settings.with_(strategy=self.name)
-
-    def locate_inputs(self, settings: QuerySettings, locator: str) -> dict[str, Any]:
-        return {}
+    # uses_locator stays False: its step 1 is the gold leaves
 
     def locate(self, ctx: QueryContext) -> LocateResult:
         if not ctx.leaves:

@@ -25,7 +25,7 @@ from treerag_core.search.retrieval import pool, search_leaf
 from treerag_core.search.routing import document_table
 from treerag_core.search.structure import route
 from treerag_core.strategies import register
-from treerag_core.strategies.base import QueryContext, Retrieval
+from treerag_core.strategies.base import QueryContext, Retrieval, StrategyDefaults
 from treerag_core.strategies.treerag.structured import (
     StructureOptions,
     score_scope,
@@ -77,7 +77,7 @@ def picked_documents(
 
 
 @register
-class TreeRAG:
+class TreeRAG(StrategyDefaults):
     name = StrategyName.TREERAG.value
     label = (
         "Heading-aware ranking of every chunk, routed to the best documents; an LLM or manual "
@@ -85,13 +85,8 @@ class TreeRAG:
     )
     reads_structure = True
     locates = True
-    needs_gold_leaves = False
-    searches_each_leaf = False
     uses_locator = True
     options_type = StructureOptions
-
-    def effective_settings(self, settings: QuerySettings) -> QuerySettings:
-        return settings.with_(strategy=self.name)
 
     def locate_inputs(self, settings: QuerySettings, locator: str) -> dict[str, Any]:
         loc, ret, llm = settings.locate, settings.retrieve, settings.llm

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from treerag_core.base.names import StrategyName
 from treerag_core.base.settings import QuerySettings
 from treerag_core.base.types import LocateResult, RetrievalGroup
 from treerag_core.search.structure import StructuredScores, structured_scores, window_hits
 from treerag_core.strategies import register
-from treerag_core.strategies.base import QueryContext, Retrieval
+from treerag_core.strategies.base import QueryContext, Retrieval, StrategyDefaults
 
 
 @dataclass(frozen=True)
@@ -82,23 +81,13 @@ def structured_retrieval(
 
 
 @register
-class FlatStructured:
+class FlatStructured(StrategyDefaults):
     """treerag's structure-aware ranking with no routing: the comparison routing must pass."""
 
     name = StrategyName.FLAT_STRUCTURED.value
     label = "Every chunk in scope, read with its heading path (BM25 and cross-encoder); no routing"
     reads_structure = True
-    locates = False
-    needs_gold_leaves = False
-    searches_each_leaf = False
-    uses_locator = False
     options_type = StructureOptions
-
-    def effective_settings(self, settings: QuerySettings) -> QuerySettings:
-        return settings.with_(strategy=self.name)
-
-    def locate_inputs(self, settings: QuerySettings, locator: str) -> dict[str, Any]:
-        return {}
 
     def locate(self, ctx: QueryContext) -> LocateResult:
         return LocateResult.skipped(
