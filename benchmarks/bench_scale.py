@@ -30,14 +30,15 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+if __package__ != "benchmarks":  # run as `python benchmarks/<script>.py`: the repo on the path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from treerag_core.strategies.drilldown.layers import layers_of  # noqa: E402
-from treerag_core.strategies.drilldown.strategy import Drilldown  # noqa: E402
-from treerag_core.strategies.flat.strategy import FlatHybrid  # noqa: E402
-from treerag_core.strategies.treerag.strategy import TreeRAG  # noqa: E402
+from benchmarks._common import EVAL
+from treerag_core.strategies.drilldown.layers import layers_of
+from treerag_core.strategies.drilldown.strategy import Drilldown
+from treerag_core.strategies.flat.strategy import FlatHybrid
+from treerag_core.strategies.treerag.strategy import TreeRAG
 
 DATASETS = ("qasper", "lecoqa_laws", "gitlab_handbook")
 BACKENDS = ("faiss", "qdrant")
@@ -263,7 +264,7 @@ def table(rows: list[dict]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", default=str(REPO.parent / "shared" / "eval"))
+    parser.add_argument("--data", default=str(EVAL))
     parser.add_argument("--sizes", default="10000,100000", help="target chunk counts")
     parser.add_argument("--queries", type=int, default=30)
     parser.add_argument(

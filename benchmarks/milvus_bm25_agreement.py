@@ -25,9 +25,11 @@ from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+if __package__ != "benchmarks":  # run as `python benchmarks/<script>.py`: the repo on the path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from benchmarks._common import EVAL
 
 TOP = 10
 
@@ -119,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--index", required=True, help="the laws' index folder (eval cache)")
-    parser.add_argument("--data", default=str(REPO.parent / "shared" / "eval" / "lecoqa_laws"))
+    parser.add_argument("--data", default=str(EVAL / "lecoqa_laws"))
     parser.add_argument("--milvus-uri", required=True)
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--json", default=None)

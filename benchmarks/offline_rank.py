@@ -18,18 +18,13 @@ from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:  # run as `python benchmarks/offline_rank.py`
-    sys.path.insert(0, str(REPO))
+if __package__ != "benchmarks":  # run as `python benchmarks/<script>.py`: the repo on the path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from treerag_core.evaluation import (  # noqa: E402
-    Passage,
-    load_dataset,
-    question_metrics,
-)
-from treerag_core.strategies.flat.strategy import FlatHybrid  # noqa: E402
-from treerag_core.strategies.treerag.strategy import TreeRAG  # noqa: E402
-from treerag_core.strategies.treerag.structured import FlatStructured  # noqa: E402
+from treerag_core.evaluation import Passage, load_dataset, question_metrics
+from treerag_core.strategies.flat.strategy import FlatHybrid
+from treerag_core.strategies.treerag.strategy import TreeRAG
+from treerag_core.strategies.treerag.structured import FlatStructured
 
 KEYS = ("recall@1000c", "recall@2000c", "hit@5", "mrr@10")
 # A method: (question record) -> candidate positions, best first.

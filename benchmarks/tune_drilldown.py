@@ -17,30 +17,20 @@ import os
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+if __package__ != "benchmarks":  # run as `python benchmarks/<script>.py`: the repo on the path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from treerag_core import (  # noqa: E402
-    dataset_index,
-    index_cache_key,
-    index_embedder,
-    save_index,
-    tokenize,
-)
-from treerag_core.base.config import IndexSettings  # noqa: E402
-from treerag_core.evaluation import (  # noqa: E402
-    Passage,
-    aggregate,
-    load_dataset,
-    question_metrics,
-)
-from treerag_core.search.fusion import fuse  # noqa: E402
-from treerag_core.strategies.drilldown.layers import PART as LAYERS_PART  # noqa: E402
-from treerag_core.strategies.drilldown.layers import build_layers, layers_of  # noqa: E402
-from treerag_core.strategies.drilldown.search import (  # noqa: E402
+from benchmarks._common import EVAL, EVAL_CACHE
+from treerag_core import dataset_index, index_cache_key, index_embedder, save_index, tokenize
+from treerag_core.base.config import IndexSettings
+from treerag_core.evaluation import Passage, aggregate, load_dataset, question_metrics
+from treerag_core.search.fusion import fuse
+from treerag_core.strategies.drilldown.layers import PART as LAYERS_PART
+from treerag_core.strategies.drilldown.layers import build_layers, layers_of
+from treerag_core.strategies.drilldown.search import (
     FuseParams,
     child_hits,
     document_scores,
@@ -65,8 +55,8 @@ def _passages(hits) -> list[Passage]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", default="qasper")
-    parser.add_argument("--data", default=str(REPO.parent / "shared" / "eval"))
-    parser.add_argument("--cache", default=str(REPO / "data" / "eval-cache"))
+    parser.add_argument("--data", default=str(EVAL))
+    parser.add_argument("--cache", default=str(EVAL_CACHE))
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--json", default=None)
     parser.add_argument("--small", action="store_true", help="8 configurations, not 108")

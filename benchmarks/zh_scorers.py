@@ -26,16 +26,15 @@ from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:  # run as `python benchmarks/zh_scorers.py`
-    sys.path.insert(0, str(REPO))
+if __package__ != "benchmarks":  # run as `python benchmarks/<script>.py`: the repo on the path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.dump_window_features import dev_set, path_vectors, scope_scores  # noqa: E402
-from treerag_core.base.settings import QuerySettings  # noqa: E402
-from treerag_core.evaluation import Passage, question_metrics  # noqa: E402
-from treerag_core.search.fusion import fuse, minmax  # noqa: E402
-from treerag_core.strategies.flat.strategy import FlatHybrid  # noqa: E402
-from treerag_core.strategies.treerag.structured import FlatStructured  # noqa: E402
+from benchmarks.dump_window_features import dev_set, path_vectors, scope_scores
+from treerag_core.base.settings import QuerySettings
+from treerag_core.evaluation import Passage, question_metrics
+from treerag_core.search.fusion import fuse, minmax
+from treerag_core.strategies.flat.strategy import FlatHybrid
+from treerag_core.strategies.treerag.structured import FlatStructured
 
 KEYS = ("recall@1000c", "recall@2000c", "hit@5", "mrr@10")
 
