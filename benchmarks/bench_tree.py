@@ -53,7 +53,6 @@ CHROMIUM_DOCS = {
     "gitlab_handbook": ("about__handbook-usage.md", "acquisitions___index.md"),
     "lecoqa_laws": ("产品质量法(2018-12-29).md", "旅游法(2018-10-26).md"),
 }
-_WORD = re.compile(r"\w+")
 
 
 @dataclass(frozen=True)
@@ -67,6 +66,9 @@ class Item:
 
 def norm(title: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", title).lower().split())
+
+
+_WORD = re.compile(r"\w+")
 
 
 def words(title: str) -> frozenset[str]:
