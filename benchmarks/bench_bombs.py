@@ -197,7 +197,7 @@ def run_case(name: str, tmp: Path) -> str:
         hirag = _mod("treerag_core.strategies.hirag.store", "treerag_core.hirag.store")
         outside = tmp / "outside.json"
         outside.write_text(json.dumps([{"community": "c1", "title": "SECRET"}]))
-        folder = tmp / "idx" / "hirag"
+        folder = tmp / "idx" / hirag.FOLDER
         folder.mkdir(parents=True)
         (folder / "reports.json").symlink_to(outside)
         hirag.read_llm_reports(folder / "reports.json")

@@ -15,6 +15,7 @@ if __package__ != "benchmarks":  # run as `python benchmarks/<script>.py`: the r
 from benchmarks._common import EVAL
 from treerag_core import EvalConfig, build_index, convert_upload, evaluate, get_embedder, to_source
 from treerag_core.base.config import IndexSettings
+from treerag_core.base.names import StrategyName
 from treerag_core.evaluation import difference_table, markdown_table
 
 
@@ -22,7 +23,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--data", default=str(EVAL / "financebench_pdf"))
     parser.add_argument("--embedder", default=IndexSettings().embedder)
-    parser.add_argument("--strategy", default="treerag,flat-hybrid")
+    default = f"{StrategyName.TREERAG},{StrategyName.FLAT_HYBRID}"
+    parser.add_argument("--strategy", default=default)
     parser.add_argument("--max-depth", type=int, default=IndexSettings().max_depth)
     parser.add_argument("--json", default=None)
     args = parser.parse_args()

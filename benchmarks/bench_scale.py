@@ -127,7 +127,7 @@ def _questions(data: Path, n: int) -> list[str]:
 
 
 def qdrant_treerag(store, index, qvec, tokens, max_leaves: int = 5, per_leaf: int = 8):
-    """treerag's local locate + retrieve done in Qdrant: hybrid over-fetch, best child per
+    """The local locate + retrieve of treerag done in Qdrant: hybrid over-fetch, best child per
     section picks the sections, then a hybrid search inside each picked section."""
     from treerag_core.index.vectors.base import VectorQuery
 

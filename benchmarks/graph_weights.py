@@ -1,4 +1,4 @@
-"""treerag-kg's graph options measured on an eval set: one eval run per option value.
+"""The graph options of treerag-kg measured on an eval set: one eval run per option value.
 
     python benchmarks/graph_weights.py --data ../shared/eval/lecoqa_laws --cache data/eval-cache \
         --graph-min-leaf-chars 3000 --weights 0.1,0.3 --modes within,added [--limit 40]

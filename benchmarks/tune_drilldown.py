@@ -26,6 +26,7 @@ import numpy as np
 from benchmarks._common import EVAL, EVAL_CACHE
 from treerag_core import dataset_index, index_cache_key, index_embedder, save_index, tokenize
 from treerag_core.base.config import IndexSettings
+from treerag_core.base.names import StrategyName
 from treerag_core.evaluation import Passage, aggregate, load_dataset, question_metrics
 from treerag_core.search.fusion import fuse
 from treerag_core.strategies.drilldown.layers import PART as LAYERS_PART
@@ -37,6 +38,7 @@ from treerag_core.strategies.drilldown.search import (
     parent_scores,
 )
 
+FLAT_TOP = 40  # the flat-hybrid baseline's candidate window
 KEYS = ("doc_hit", "section_hit@1", "hit@5", "recall@5", "recall@1000c", "recall@2000c", "mrr@10")
 
 
@@ -94,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         gold_docs = set(question.docs)
         rows, dense, bm25 = index.score_scope(None, qvec, tokens)
         fused = fuse(dense, bm25, params.fusion, params.dense_weight, params.rrf_k).fused
-        top = np.argsort(-fused, kind="stable")[:40]
+        top = np.argsort(-fused, kind="stable")[:FLAT_TOP]
         flat_passages = [
             Passage(
                 index.chunks[rows[i]].doc_id, index.chunks[rows[i]].start, index.chunks[rows[i]].end
@@ -125,9 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{dataset.name}: {len(questions)} questions, corpus scope, retrieval order (no rerank)")
     print(header)
     print("|" + "---|" * (len(KEYS) + 1))
-    print(
-        "| flat-hybrid (top 40) | " + " | ".join(f"{baseline.get(k, 0):.3f}" for k in KEYS) + " |"
-    )
+    cells = " | ".join(f"{baseline.get(k, 0):.3f}" for k in KEYS)
+    print(f"| {StrategyName.FLAT_HYBRID} (top {FLAT_TOP}) | {cells} |")
     ranked = sorted(results.items(), key=lambda kv: -kv[1]["recall@2000c"])
     for key, agg in ranked:
         cfg = json.loads(key)

@@ -74,7 +74,7 @@ def best_neighbour(index, rows: np.ndarray, score: np.ndarray) -> np.ndarray:
 
 
 def checked_route(score: np.ndarray, docs: Sequence[str], size: int) -> np.ndarray:
-    """treerag's routing with its check, where the fused order is the final reader: the two
+    """The routing of treerag with its check, where the fused order is the final reader: the two
     documents with the largest share of the window, kept only if the window's best is in
     one of them (as `structure.route` with no cross-encoder)."""
     window = top(score, size)
