@@ -17,9 +17,9 @@ from pathlib import Path
 if __package__ != "benchmarks":  # run as `python benchmarks/<script>.py`: the repo on the path
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from treerag_core import SourceDocument, build_index, get_embedder, save_index
+from treerag_core import SourceDocument, build_index, get_embedder, graphs_of, save_index
 from treerag_core.base.config import IndexSettings
-from treerag_core.strategies.graph.part import GRAPH_VECTORS, graph_stage, graphs_of
+from treerag_core.strategies.graph.part import GRAPH_VECTORS, graph_stage
 from treerag_core.strategies.graph.part import PART as GRAPH_PART
 
 

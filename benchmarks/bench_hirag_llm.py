@@ -23,12 +23,12 @@ if __package__ != "benchmarks":  # run as `python benchmarks/<script>.py`: the r
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.fake_anthropic import FakeAnthropicServer, reply
-from treerag_core import index_embedder, load_index
+from treerag_core import HiragBuildSettings, index_embedder, load_index
 from treerag_core.base.text_rules import detect_language
 from treerag_core.llm import AnthropicClient
 from treerag_core.llm.prompts import estimate_tokens
 from treerag_core.strategies.graph.extract import terms_of
-from treerag_core.strategies.hirag.build import HiragBuildSettings, build_hirag
+from treerag_core.strategies.hirag.build import build_hirag
 from treerag_core.strategies.hirag.store import FOLDER, save_hirag
 
 KEY = "sk-ant-bench"

@@ -17,11 +17,10 @@ if __package__ != "benchmarks":  # run as `python benchmarks/<script>.py`: the r
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._common import EVAL
+from treerag_core import CorpusIndex, Embedder, build_index, get_embedder
 from treerag_core.base.config import GRAPH_LEAF_CHARS, IndexSettings
 from treerag_core.base.types import SourceDocument
-from treerag_core.evaluation.dataset import load_dataset
-from treerag_core.index.corpus import CorpusIndex, build_index
-from treerag_core.index.embedders import Embedder, get_embedder
+from treerag_core.evaluation import load_dataset
 from treerag_core.index.parts import IndexPart, PartBuild, index_parts
 from treerag_core.strategies.hirag.build import build_hirag
 from treerag_core.strategies.hirag.part import HiragPart

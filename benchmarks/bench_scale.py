@@ -35,14 +35,12 @@ if __package__ != "benchmarks":  # run as `python benchmarks/<script>.py`: the r
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from benchmarks._common import EVAL
-from treerag_core.strategies.drilldown.layers import layers_of
-from treerag_core.strategies.drilldown.strategy import Drilldown
-from treerag_core.strategies.flat.strategy import FlatHybrid
-from treerag_core.strategies.treerag.strategy import TreeRAG
+from treerag_core import Drilldown, layers_of
+from treerag_core.base.names import StrategyName
 
 DATASETS = ("qasper", "lecoqa_laws", "gitlab_handbook")
 BACKENDS = ("faiss", "qdrant")
-STRATEGIES = (TreeRAG.name, FlatHybrid.name, Drilldown.name)
+STRATEGIES = (StrategyName.TREERAG.value, StrategyName.FLAT_HYBRID.value, Drilldown.name)
 _WORD = re.compile(r"[A-Za-z]{4,}|[\u4e00-\u9fff]{2}")
 
 
@@ -182,7 +180,7 @@ def run_backend(args) -> int:
             qvec = embedder.embed_query(question)
             if strategy == Drilldown.name or args.backend == "faiss":
                 run_plugin(index, strategy, question, qvec)  # drilldown: via the attached store
-            elif strategy == FlatHybrid.name:
+            elif strategy == StrategyName.FLAT_HYBRID:
                 store.search(VectorQuery(qvec, "child", limit=40, tokens=tuple(tokens)))
             else:
                 qdrant_treerag(store, index, qvec, tokens)

@@ -25,15 +25,13 @@ from pathlib import Path
 if __package__ != "benchmarks":  # run as `python benchmarks/<script>.py`: the repo on the path
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from treerag_core import Engine, dataset_index, get_embedder
 from treerag_core.base.config import IndexSettings
 from treerag_core.base.settings import QuerySettings
-from treerag_core.evaluation.dataset import load_dataset
-from treerag_core.evaluation.harness import dataset_index
+from treerag_core.evaluation import load_dataset
 from treerag_core.evaluation.intervals import mean_interval, paired_difference_interval
 from treerag_core.evaluation.labels import eval_questions, import_rows, refind
 from treerag_core.evaluation.tune import DEFAULT_METRIC, Tuner, score_question
-from treerag_core.index.embedders import get_embedder
-from treerag_core.pipeline import Engine
 
 
 def _labelled_rows(folder: Path, n: int) -> tuple[bytes, set[str]]:

@@ -25,13 +25,13 @@ if __package__ != "benchmarks":  # run as `python benchmarks/<script>.py`: the r
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._common import add_dev_set_arguments, dev_engines, scored_sentences
+from treerag_core import Engine, run
 from treerag_core.answer.flags import NOT_ANSWERED_SCORE, Verdict, answer_signals, judge
 from treerag_core.answer.synthesis import choose_sentences, shares_terms
 from treerag_core.base.settings import QuerySettings
 from treerag_core.base.types import Trace
-from treerag_core.evaluation.dataset import EvalQuestion
-from treerag_core.evaluation.metrics import Passage, hits, page_hits
-from treerag_core.pipeline import Engine, run
+from treerag_core.evaluation import EvalQuestion, Passage, hits
+from treerag_core.evaluation.metrics import page_hits
 
 GENRES = {
     "qasper": ("papers", "en"),

@@ -112,8 +112,7 @@ def engine_scores(client, name: str, question: str, rows: np.ndarray, flt: str) 
 
 
 def main(argv: list[str] | None = None) -> int:
-    from treerag_core.index.store import load_index
-    from treerag_core.index.tokens import tokenize
+    from treerag_core import load_index, tokenize
     from treerag_core.index.vectors.attach import attach_store
     from treerag_core.index.vectors.milvus_expr import one_of
     from treerag_core.index.vectors.milvus_store import MilvusStore

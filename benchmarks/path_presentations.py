@@ -23,9 +23,9 @@ if __package__ != "benchmarks":  # run as `python benchmarks/<script>.py`: the r
 from benchmarks.dump_window_features import dev_set
 from benchmarks.offline_rank import Method, by, col, evaluate, report, total
 from treerag_core import get_reranker
+from treerag_core.base.names import StrategyName
 from treerag_core.base.text_rules import path_leaf
 from treerag_core.search.rerank import BUNDLED_EN
-from treerag_core.strategies.flat.strategy import FlatHybrid
 
 # name -> (heading path, passage) -> the text the cross-encoder reads
 PRESENTATIONS: dict[str, Callable[[str, str], str]] = {
@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     scored = args.dump.with_suffix(".presentations.json")
     scored.write_text(json.dumps(dump), encoding="utf-8")
     methods: dict[str, Method] = {
-        FlatHybrid.name: by("flat", col("ce_plain")),
+        StrategyName.FLAT_HYBRID.value: by("flat", col("ce_plain")),
         "path + newline + passage (default)": by("structured", col("ce_path")),
     }
     for name in PRESENTATIONS:

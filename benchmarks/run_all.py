@@ -17,12 +17,10 @@ if __package__ != "benchmarks":  # run as `python benchmarks/<script>.py`: the r
 
 from benchmarks import bench_index, bench_query
 from benchmarks._common import EVAL, EVAL_CACHE, REPO
+from treerag_core import EvalConfig, evaluate, get_embedder, index_embedder, strategy_names
 from treerag_core.base.config import GRAPH_LEAF_CHARS, IndexSettings
 from treerag_core.base.errors import TreeRAGError
-from treerag_core.evaluation.harness import EvalConfig, evaluate
-from treerag_core.evaluation.report import difference_table, markdown_table, write_report
-from treerag_core.index.embedders import get_embedder, index_embedder
-from treerag_core.strategies import strategy_names
+from treerag_core.evaluation import difference_table, markdown_table, write_report
 
 DEFAULT_OUT = REPO / "bench-results"
 DEV_SETS = ("qasper", "lecoqa_laws")

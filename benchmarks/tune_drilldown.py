@@ -24,13 +24,20 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import numpy as np
 
 from benchmarks._common import EVAL, EVAL_CACHE
-from treerag_core import dataset_index, index_cache_key, index_embedder, save_index, tokenize
+from treerag_core import (
+    dataset_index,
+    index_cache_key,
+    index_embedder,
+    layers_of,
+    save_index,
+    tokenize,
+)
 from treerag_core.base.config import IndexSettings
 from treerag_core.base.names import StrategyName
 from treerag_core.evaluation import Passage, aggregate, load_dataset, question_metrics
 from treerag_core.search.fusion import fuse
 from treerag_core.strategies.drilldown.layers import PART as LAYERS_PART
-from treerag_core.strategies.drilldown.layers import build_layers, layers_of
+from treerag_core.strategies.drilldown.layers import build_layers
 from treerag_core.strategies.drilldown.search import (
     FuseParams,
     child_hits,

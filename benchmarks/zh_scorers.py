@@ -30,11 +30,10 @@ if __package__ != "benchmarks":  # run as `python benchmarks/<script>.py`: the r
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.dump_window_features import dev_set, path_vectors, scope_scores
+from treerag_core.base.names import StrategyName
 from treerag_core.base.settings import QuerySettings
 from treerag_core.evaluation import Passage, question_metrics
 from treerag_core.search.fusion import fuse, minmax
-from treerag_core.strategies.flat.strategy import FlatHybrid
-from treerag_core.strategies.treerag.structured import FlatStructured
 
 KEYS = ("recall@1000c", "recall@2000c", "hit@5", "mrr@10")
 
@@ -119,8 +118,8 @@ def main(argv: list[str] | None = None) -> int:
         raw_section = st.score + section[st.leaf_of_row]
         with_neighbour = st.score + 0.5 * best_neighbour(index, rows, np.asarray(st.score))
         orders = {
-            FlatHybrid.name: top(flat, size),
-            FlatStructured.name: structured,
+            StrategyName.FLAT_HYBRID.value: top(flat, size),
+            StrategyName.FLAT_STRUCTURED.value: structured,
             "+ dense of path + passage, averaged": top(averaged, size),
             "dense of path + passage only": top(path_only, size),
             "+ section evidence by meaning": top(with_section, size),
