@@ -26,36 +26,41 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 REPO = Path(__file__).resolve().parents[1]
 EVAL = REPO.parent / "shared" / "eval"
 MB = 1_000_000
 WALL_FACTOR = 6.0  # wall-clock allowance over the CPU limit (a shared, busy machine)
 
-# name -> (issue row, what the input is)
-CASES: dict[str, tuple[str, str]] = {
-    "pdf-5mb-ops": ("1", "PDF, one Flate content stream of 5 MB of text operators"),
-    "pdf-50mb-ops": ("1", "PDF, one Flate content stream of 50 MB of text operators"),
-    "pdf-at-content-limit": ("1", "PDF, a content stream just under the 8 MB bound"),
-    "pdf-at-text-limit": ("1", "PDF, 40 pages sharing one stream of ~87,000 characters"),
-    "docx-300mb-text": ("2", "DOCX, one 300 MB text node in word/document.xml"),
-    "docx-2gb-text": ("2", "DOCX, one 2 GB text node in word/document.xml"),
-    "docx-37k-paragraphs": ("3", "DOCX, 37,000 short styled paragraphs"),
-    "docx-8k-paragraphs": ("3", "DOCX, a legitimate 8,000 paragraphs"),
-    "docx-at-paragraph-limit": ("3", "DOCX, 50,000 paragraphs (the bound)"),
-    "html-30kb-unclosed": ("4", "HTML, `<p ` repeated, 30 KB"),
-    "html-120kb-unclosed": ("4", "HTML, `<p ` repeated, 120 KB"),
-    "html-9mb-unclosed": ("4", "HTML, `<p ` repeated, 9 MB"),
-    "md-100k-headings": ("5", "Markdown, 100,000 bare headings: convert, index, load"),
-    "md-at-heading-limit": ("5", "Markdown, 10,000 bare headings (the bound): index, load"),
-    "json-deep-report": ("6", "an eval report upload of `[` x 200,000"),
-    "index-dev-zero": ("7", "an index file that is a symlink to /dev/zero"),
-    "index-fifo": ("7", "an index file that is a FIFO"),
-    "hirag-reports-symlink": ("8", "hirag/reports.json symlinked to a JSON file outside"),
-    "llm-slow-drip": ("9", "an LLM server streaming a token every 0.5 s forever"),
-    "manifest-no-fingerprint": ("11", "a manifest without its fingerprint"),
-    "fortran-embeddings": ("13", "embeddings.npy saved in Fortran order"),
+
+class Case(NamedTuple):
+    row: str  # the issue's row
+    what: str  # what the input is
+
+
+CASES: dict[str, Case] = {
+    "pdf-5mb-ops": Case("1", "PDF, one Flate content stream of 5 MB of text operators"),
+    "pdf-50mb-ops": Case("1", "PDF, one Flate content stream of 50 MB of text operators"),
+    "pdf-at-content-limit": Case("1", "PDF, a content stream just under the 8 MB bound"),
+    "pdf-at-text-limit": Case("1", "PDF, 40 pages sharing one stream of ~87,000 characters"),
+    "docx-300mb-text": Case("2", "DOCX, one 300 MB text node in word/document.xml"),
+    "docx-2gb-text": Case("2", "DOCX, one 2 GB text node in word/document.xml"),
+    "docx-37k-paragraphs": Case("3", "DOCX, 37,000 short styled paragraphs"),
+    "docx-8k-paragraphs": Case("3", "DOCX, a legitimate 8,000 paragraphs"),
+    "docx-at-paragraph-limit": Case("3", "DOCX, 50,000 paragraphs (the bound)"),
+    "html-30kb-unclosed": Case("4", "HTML, `<p ` repeated, 30 KB"),
+    "html-120kb-unclosed": Case("4", "HTML, `<p ` repeated, 120 KB"),
+    "html-9mb-unclosed": Case("4", "HTML, `<p ` repeated, 9 MB"),
+    "md-100k-headings": Case("5", "Markdown, 100,000 bare headings: convert, index, load"),
+    "md-at-heading-limit": Case("5", "Markdown, 10,000 bare headings (the bound): index, load"),
+    "json-deep-report": Case("6", "an eval report upload of `[` x 200,000"),
+    "index-dev-zero": Case("7", "an index file that is a symlink to /dev/zero"),
+    "index-fifo": Case("7", "an index file that is a FIFO"),
+    "hirag-reports-symlink": Case("8", "hirag/reports.json symlinked to a JSON file outside"),
+    "llm-slow-drip": Case("9", "an LLM server streaming a token every 0.5 s forever"),
+    "manifest-no-fingerprint": Case("11", "a manifest without its fingerprint"),
+    "fortran-embeddings": Case("13", "embeddings.npy saved in Fortran order"),
 }
 
 
@@ -104,17 +109,23 @@ def _convert(name: str, data: bytes) -> str:
     return f"converted: {len(doc.text):,} characters, {len(doc.headings):,} headings"
 
 
-def _index_and_load(text: bytes, tmp: Path) -> str:
-    convert = _mod("treerag_core.ingest.convert", "treerag_core.convert")
+def _saved_index(name: str, text: str, page_starts: tuple, fmt: str, tmp: Path) -> Path:
+    """One document indexed with the hashing embedder, saved under `tmp`: its folder."""
     corpus = _mod("treerag_core.index.corpus", "treerag_core.index")
     store = _mod("treerag_core.index.store", "treerag_core.store")
     config = _mod("treerag_core.base.config", "treerag_core.config")
     embedders = _mod("treerag_core.index.embedders", "treerag_core.embedders")
-    doc = convert.convert_bytes("h.md", text, 10**9)
-    source = corpus.SourceDocument(doc.name, doc.text, doc.page_starts, doc.fmt)
+    source = corpus.SourceDocument(name, text, page_starts, fmt)
     settings = config.IndexSettings(embedder="hashing")
     index = corpus.build_index([source], settings, embedders.get_embedder("hashing"))
-    folder = store.save_index(index, tmp / "idx")
+    return store.save_index(index, tmp / "idx")
+
+
+def _index_and_load(text: bytes, tmp: Path) -> str:
+    convert = _mod("treerag_core.ingest.convert", "treerag_core.convert")
+    store = _mod("treerag_core.index.store", "treerag_core.store")
+    doc = convert.convert_bytes("h.md", text, 10**9)
+    folder = _saved_index(doc.name, doc.text, doc.page_starts, doc.fmt, tmp)
     started = time.process_time()
     loaded = store.load_index(folder)
     took = time.process_time() - started
@@ -122,16 +133,8 @@ def _index_and_load(text: bytes, tmp: Path) -> str:
 
 
 def _small_index(tmp: Path) -> Path:
-    corpus = _mod("treerag_core.index.corpus", "treerag_core.index")
-    store = _mod("treerag_core.index.store", "treerag_core.store")
-    config = _mod("treerag_core.base.config", "treerag_core.config")
-    embedders = _mod("treerag_core.index.embedders", "treerag_core.embedders")
     text = "# Guide\n\n## Leave\n\nDays off are planned with the team.\n\n## Pay\n\nMonthly.\n"
-    source = corpus.SourceDocument("g.md", text, (), "markdown")
-    index = corpus.build_index(
-        [source], config.IndexSettings(embedder="hashing"), embedders.get_embedder("hashing")
-    )
-    return store.save_index(index, tmp / "idx")
+    return _saved_index("g.md", text, (), "markdown", tmp)
 
 
 def _slow_drip() -> str:
@@ -155,27 +158,24 @@ def _slow_drip() -> str:
 def run_case(name: str, tmp: Path) -> str:
     """Run one case in this process; return what happened (an exception propagates)."""
     bombs = _bombs()
-    if name == "pdf-5mb-ops":
-        return _convert("bomb.pdf", bombs.pdf_bomb(5_000_000))
-    if name == "pdf-50mb-ops":
-        return _convert("bomb.pdf", bombs.pdf_bomb(50_000_000))
-    if name == "pdf-at-content-limit":
-        return _convert("bomb.pdf", bombs.pdf_bomb(7_900_000))
+    # Inputs that are only converted: name -> size, per kind of bomb.
+    pdf_ops = {"pdf-5mb-ops": 5_000_000, "pdf-50mb-ops": 50_000_000}
+    pdf_ops["pdf-at-content-limit"] = 7_900_000
+    docx_text = {"docx-300mb-text": 300_000_000, "docx-2gb-text": 2_000_000_000}
+    docx_paragraphs = {"docx-37k-paragraphs": 37_000, "docx-8k-paragraphs": 8_000}
+    docx_paragraphs["docx-at-paragraph-limit"] = 50_000
+    html = {"html-30kb-unclosed": 30_000, "html-120kb-unclosed": 120_000}
+    html["html-9mb-unclosed"] = 9_000_000
+    if name in pdf_ops:
+        return _convert("bomb.pdf", bombs.pdf_bomb(pdf_ops[name]))
     if name == "pdf-at-text-limit":
         return _convert("bomb.pdf", bombs.pdf_bomb(100_000, pages=40))
-    if name == "docx-300mb-text":
-        return _convert("bomb.docx", bombs.docx_text_bomb(300_000_000))
-    if name == "docx-2gb-text":
-        return _convert("bomb.docx", bombs.docx_text_bomb(2_000_000_000))
-    if name == "docx-37k-paragraphs":
-        return _convert("many.docx", bombs.docx_paragraphs(37_000))
-    if name == "docx-8k-paragraphs":
-        return _convert("many.docx", bombs.docx_paragraphs(8_000))
-    if name == "docx-at-paragraph-limit":
-        return _convert("many.docx", bombs.docx_paragraphs(50_000))
-    if name.startswith("html-"):
-        size = {"30kb": 30_000, "120kb": 120_000, "9mb": 9_000_000}[name.split("-")[1]]
-        return _convert("bomb.html", bombs.html_unclosed(size))
+    if name in docx_text:
+        return _convert("bomb.docx", bombs.docx_text_bomb(docx_text[name]))
+    if name in docx_paragraphs:
+        return _convert("many.docx", bombs.docx_paragraphs(docx_paragraphs[name]))
+    if name in html:
+        return _convert("bomb.html", bombs.html_unclosed(html[name]))
     if name == "md-100k-headings":
         return _index_and_load(bombs.markdown_headings(100_000), tmp)
     if name == "md-at-heading-limit":
@@ -197,7 +197,7 @@ def run_case(name: str, tmp: Path) -> str:
         hirag = _mod("treerag_core.strategies.hirag.store", "treerag_core.hirag.store")
         outside = tmp / "outside.json"
         outside.write_text(json.dumps([{"community": "c1", "title": "SECRET"}]))
-        folder = tmp / "idx" / "hirag"
+        folder = tmp / "idx" / hirag.FOLDER
         folder.mkdir(parents=True)
         (folder / "reports.json").symlink_to(outside)
         hirag.read_llm_reports(folder / "reports.json")

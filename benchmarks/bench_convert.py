@@ -14,12 +14,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:  # run as `python benchmarks/bench_convert.py` from anywhere
-    sys.path.insert(0, str(REPO))
+if __package__ != "benchmarks":  # run as `python benchmarks/<script>.py`: the repo on the path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from treerag_core.ingest.convert import convert_bytes  # noqa: E402
-from treerag_core.ingest.parsing import scan_headings  # noqa: E402
+from benchmarks._common import EVAL
+from treerag_core.ingest.convert import convert_bytes
+from treerag_core.ingest.parsing import scan_headings
 
 MB = 1024 * 1024
 # Small, varied dev documents: papers, Chinese laws, handbook pages (names are stable files).
@@ -211,7 +211,7 @@ def speed(folder: Path, repeat: int = 1) -> dict[str, Any]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--data", default=str(REPO.parent / "shared" / "eval"))
+    parser.add_argument("--data", default=str(EVAL))
     parser.add_argument("--json", default=None, help="write the results here")
     parser.add_argument("--skip-pdf", action="store_true", help="no Chromium: HTML and DOCX only")
     args = parser.parse_args()

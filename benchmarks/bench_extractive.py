@@ -20,31 +20,18 @@ from typing import Any
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:  # run as `python benchmarks/bench_extractive.py` from anywhere
-    sys.path.insert(0, str(REPO))
+if __package__ != "benchmarks":  # run as `python benchmarks/<script>.py`: the repo on the path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from treerag_core import (  # noqa: E402
-    Engine,
-    dataset_index,
-    get_embedder,
-    question_flags,
-    run,
-)
-from treerag_core.answer.flags import NOT_ANSWERED_SCORE  # noqa: E402
-from treerag_core.answer.synthesis import (  # noqa: E402
-    choose_sentences,
-    score_sentences,
-    speaking_hits,
-    whole_sentences,
-)
-from treerag_core.base.config import IndexSettings, data_dir  # noqa: E402
-from treerag_core.base.settings import QuerySettings  # noqa: E402
-from treerag_core.base.text_rules import sentence_spans  # noqa: E402
-from treerag_core.base.types import RetrievedChunk  # noqa: E402
-from treerag_core.evaluation import EvalQuestion, Passage, hits, load_dataset  # noqa: E402
+from benchmarks._common import add_dev_set_arguments, dev_engines, scored_sentences
+from treerag_core import Engine, question_flags, run
+from treerag_core.answer.flags import NOT_ANSWERED_SCORE
+from treerag_core.answer.synthesis import choose_sentences
+from treerag_core.base.settings import QuerySettings
+from treerag_core.base.text_rules import sentence_spans
+from treerag_core.base.types import RetrievedChunk
+from treerag_core.evaluation import EvalQuestion, Passage, hits
 
-DEFAULT_DATA = REPO.parent / "shared" / "eval"
 THRESHOLDS = [round(float(t), 2) for t in np.arange(0.10, 0.72, 0.02)]
 # Off-set questions: each set's questions asked of another set's whole corpus.
 OFF_SET = (
@@ -99,25 +86,17 @@ def score_question(
     """One question through the pipeline (no LLM), both keyless answers read off one trace."""
     embed_many = lambda texts: engine.embedder.embed(list(texts))  # noqa: E731
     trace = run(engine, q.question, settings, scope=scope, synthesize=False)
-    qvec = engine.query_vector(q.question)
-    scored = score_sentences(
-        q.question,
-        qvec,
-        whole_sentences(speaking_hits(trace.reranked), engine.index.texts),
-        embed_many,
-    )
+    scored = scored_sentences(engine, q.question, trace)
     # The selection alone (no verdict: the three quotes never refused), then the answer as
     # shipped (the verdict and the bar for further sentences at the language's threshold).
     result = choose_sentences(scored, 0.0)
     shipped = choose_sentences(scored, NOT_ANSWERED_SCORE[trace.language])
     # The previous rule, every top passage speaking (passages the cross-encoder judged
     # off-topic included), on the same trace.
-    scored_all = score_sentences(
-        q.question, qvec, whole_sentences(trace.reranked, engine.index.texts), embed_many
-    )
+    scored_all = scored_sentences(engine, q.question, trace, speaking_only=False)
     shipped_all = choose_sentences(scored_all, NOT_ANSWERED_SCORE[trace.language])
     first = result.sentences[0] if result.sentences else None
-    quotes = three_quotes(qvec, trace.reranked, embed_many)
+    quotes = three_quotes(engine.query_vector(q.question), trace.reranked, embed_many)
 
     def gold(s) -> bool:
         return holds_gold((s.doc, s.start, s.end), q)
@@ -209,10 +188,7 @@ def calibrate(positives: list[dict], negatives: list[dict]) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    parser.add_argument("--cache", type=Path, default=Path(data_dir()) / "eval-cache")
-    parser.add_argument("--limit", type=int, default=40, help="answerable questions per set")
-    parser.add_argument("--embedder", default=IndexSettings().embedder)
+    add_dev_set_arguments(parser)
     parser.add_argument("--out", type=Path, default=None, help="the summary as JSON")
     parser.add_argument("--rows", type=Path, default=None, help="one JSON line per question")
     parser.add_argument(
@@ -223,12 +199,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     settings = QuerySettings().set("llm.enabled", False)
-    index_settings = IndexSettings(embedder=args.embedder)
-    embedder = get_embedder(args.embedder)
-    sets = {}
-    for name in args.sets:
-        data = load_dataset(args.data / name)
-        sets[name] = (data, Engine(dataset_index(data, index_settings, args.cache), embedder))
+    sets = dev_engines(args.data, args.sets, args.embedder, args.cache)
     rows: list[dict[str, Any]] = []
     for name, (data, engine) in sets.items():
         for q in data.usable_questions[: args.limit]:

@@ -9,27 +9,22 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+if __package__ != "benchmarks":  # run as `python benchmarks/<script>.py`: the repo on the path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from treerag_core import (  # noqa: E402
-    EvalConfig,
-    build_index,
-    convert_upload,
-    evaluate,
-    get_embedder,
-    to_source,
-)
-from treerag_core.base.config import IndexSettings  # noqa: E402
-from treerag_core.evaluation import difference_table, markdown_table  # noqa: E402
+from benchmarks._common import EVAL
+from treerag_core import EvalConfig, build_index, convert_upload, evaluate, get_embedder, to_source
+from treerag_core.base.config import IndexSettings
+from treerag_core.base.names import StrategyName
+from treerag_core.evaluation import difference_table, markdown_table
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--data", default=str(REPO.parent / "shared" / "eval" / "financebench_pdf"))
+    parser.add_argument("--data", default=str(EVAL / "financebench_pdf"))
     parser.add_argument("--embedder", default=IndexSettings().embedder)
-    parser.add_argument("--strategy", default="treerag,flat-hybrid")
+    default = f"{StrategyName.TREERAG},{StrategyName.FLAT_HYBRID}"
+    parser.add_argument("--strategy", default=default)
     parser.add_argument("--max-depth", type=int, default=IndexSettings().max_depth)
     parser.add_argument("--json", default=None)
     args = parser.parse_args()

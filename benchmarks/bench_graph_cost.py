@@ -14,23 +14,13 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:  # run as `python benchmarks/bench_graph_cost.py` from anywhere
-    sys.path.insert(0, str(REPO))
+if __package__ != "benchmarks":  # run as `python benchmarks/<script>.py`: the repo on the path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from treerag_core import (  # noqa: E402
-    SourceDocument,
-    build_index,
-    get_embedder,
-    save_index,
-)
-from treerag_core.base.config import IndexSettings  # noqa: E402
-from treerag_core.strategies.graph.part import (  # noqa: E402
-    GRAPH_VECTORS,
-    graph_stage,
-    graphs_of,
-)
-from treerag_core.strategies.graph.part import PART as GRAPH_PART  # noqa: E402
+from treerag_core import SourceDocument, build_index, get_embedder, graphs_of, save_index
+from treerag_core.base.config import IndexSettings
+from treerag_core.strategies.graph.part import GRAPH_VECTORS, graph_stage
+from treerag_core.strategies.graph.part import PART as GRAPH_PART
 
 
 def _size(folder: Path) -> int:

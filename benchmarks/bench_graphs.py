@@ -15,29 +15,21 @@ import time
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:  # run as `python benchmarks/bench_graphs.py` from anywhere
-    sys.path.insert(0, str(REPO))
+if __package__ != "benchmarks":  # run as `python benchmarks/<script>.py`: the repo on the path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from treerag_core.base.config import IndexSettings  # noqa: E402
-from treerag_core.base.text_rules import detect_language  # noqa: E402
-from treerag_core.ingest.chunking import chunk_leaf  # noqa: E402
-from treerag_core.ingest.parsing import parse_document  # noqa: E402
-from treerag_core.strategies.graph.extract import build_leaf_graph  # noqa: E402
+from benchmarks._common import parse_source
+from treerag_core.base.config import IndexSettings
+from treerag_core.base.text_rules import detect_language
+from treerag_core.ingest.chunking import chunk_leaf
+from treerag_core.strategies.graph.extract import build_leaf_graph
 
 
 def measure_document(name: str, text: str, min_chars: int) -> dict[str, Any]:
     """Per-leaf graphs over the long leaves vs one graph over all the document's chunks."""
     settings = IndexSettings()
     language = detect_language(text)
-    nodes = parse_document(
-        text,
-        doc_id=name,
-        name=name,
-        max_depth=settings.max_depth,
-        first_id=1,
-        article_leaves=settings.article_leaves,
-    )
+    nodes = parse_source(text, name, settings)
     leaves = [n for n in nodes if n.is_leaf]
     chunks = {
         leaf.node_id: chunk_leaf(

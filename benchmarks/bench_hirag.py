@@ -8,20 +8,14 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:  # run as `python benchmarks/bench_hirag.py` from anywhere
-    sys.path.insert(0, str(REPO))
+if __package__ != "benchmarks":  # run as `python benchmarks/<script>.py`: the repo on the path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from treerag_core import (  # noqa: E402
-    SourceDocument,
-    build_index,
-    get_embedder,
-    save_index,
-)
-from treerag_core.base.config import IndexSettings  # noqa: E402
-from treerag_core.evaluation import load_dataset  # noqa: E402
-from treerag_core.strategies.hirag.build import build_hirag  # noqa: E402
-from treerag_core.strategies.hirag.store import FOLDER, save_hirag  # noqa: E402
+from treerag_core import SourceDocument, build_index, get_embedder, save_index
+from treerag_core.base.config import IndexSettings
+from treerag_core.evaluation import load_dataset
+from treerag_core.strategies.hirag.build import build_hirag
+from treerag_core.strategies.hirag.store import FOLDER, save_hirag
 
 
 def folder_bytes(path: Path, skip: str | None = None) -> int:

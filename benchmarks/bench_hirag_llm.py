@@ -19,21 +19,17 @@ from collections import Counter
 from itertools import pairwise
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:  # run as `python benchmarks/bench_hirag_llm.py` from anywhere
-    sys.path.insert(0, str(REPO))
+if __package__ != "benchmarks":  # run as `python benchmarks/<script>.py`: the repo on the path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.fake_anthropic import FakeAnthropicServer, reply  # noqa: E402
-from treerag_core import (  # noqa: E402
-    index_embedder,
-    load_index,
-)
-from treerag_core.base.text_rules import detect_language  # noqa: E402
-from treerag_core.llm import AnthropicClient  # noqa: E402
-from treerag_core.llm.prompts import estimate_tokens  # noqa: E402
-from treerag_core.strategies.graph.extract import terms_of  # noqa: E402
-from treerag_core.strategies.hirag.build import HiragBuildSettings, build_hirag  # noqa: E402
-from treerag_core.strategies.hirag.store import FOLDER, save_hirag  # noqa: E402
+from tests.fake_anthropic import FakeAnthropicServer, reply
+from treerag_core import HiragBuildSettings, index_embedder, load_index
+from treerag_core.base.text_rules import detect_language
+from treerag_core.llm import AnthropicClient
+from treerag_core.llm.prompts import estimate_tokens
+from treerag_core.strategies.graph.extract import terms_of
+from treerag_core.strategies.hirag.build import build_hirag
+from treerag_core.strategies.hirag.store import FOLDER, save_hirag
 
 KEY = "sk-ant-bench"
 _IDS = re.compile(r"^## (L\d+-\d+)$", re.MULTILINE)

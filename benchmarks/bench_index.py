@@ -19,27 +19,18 @@ from typing import Any
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:  # run as `python benchmarks/bench_index.py` from anywhere
-    sys.path.insert(0, str(REPO))
+if __package__ != "benchmarks":  # run as `python benchmarks/<script>.py`: the repo on the path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.bench_query import ModelClock, TimedEmbedder  # noqa: E402
-from treerag_core import (  # noqa: E402
-    CorpusIndex,
-    Embedder,
-    SourceDocument,
-    build_index,
-    get_embedder,
-    tokenize,
-)
-from treerag_core.base.config import IndexSettings  # noqa: E402
-from treerag_core.base.errors import InputDocumentError, TreeRAGError  # noqa: E402
-from treerag_core.base.text_rules import detect_language  # noqa: E402
-from treerag_core.ingest.chunking import chunk_leaf  # noqa: E402
-from treerag_core.ingest.node_summaries import summarize_tree  # noqa: E402
-from treerag_core.ingest.parsing import parse_document  # noqa: E402
+from benchmarks._common import EVAL, REPO, fail, parse_source, reported, stderr, write_json
+from benchmarks.bench_query import ModelClock, TimedEmbedder
+from treerag_core import CorpusIndex, Embedder, SourceDocument, build_index, get_embedder, tokenize
+from treerag_core.base.config import IndexSettings
+from treerag_core.base.errors import InputDocumentError, TreeRAGError
+from treerag_core.base.text_rules import detect_language
+from treerag_core.ingest.chunking import chunk_leaf
+from treerag_core.ingest.node_summaries import summarize_tree
 
-DEFAULT_DATA = REPO.parent / "shared" / "eval"
 DEFAULT_DATASET = "qasper"
 TARGET_RATIO = 0.85  # build chunks/s >= 0.85 x embedder-alone chunks/s
 WARMUP_TEXTS = 64
@@ -152,14 +143,7 @@ def stage_seconds(sources: Sequence[SourceDocument], settings: IndexSettings) ->
     next_id = 1
     for src in sources:
         t0 = time.perf_counter()
-        doc_nodes = parse_document(
-            src.text,
-            doc_id=src.name,
-            name=src.name,
-            max_depth=settings.max_depth,
-            first_id=next_id,
-            article_leaves=settings.article_leaves,
-        )
+        doc_nodes = parse_source(src.text, src.name, settings, first_id=next_id)
         t1 = time.perf_counter()
         doc_nodes = summarize_tree(doc_nodes, max_chars=settings.summary_chars)
         t2 = time.perf_counter()
@@ -522,14 +506,10 @@ def comparison_markdown(rows: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _stderr(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--embedder", default=IndexSettings().embedder)
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the eval folder")
+    parser.add_argument("--data", type=Path, default=EVAL, help="the eval folder")
     parser.add_argument("--dataset", default=DEFAULT_DATASET, help="subfolder with docs/*.md")
     parser.add_argument("--repeats", type=int, default=2, help="timed passes of each side")
     parser.add_argument("--profile", action="store_true", help="cProfile a model-free build")
@@ -553,34 +533,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         names = [n.strip() for n in args.compare.split(",") if n.strip()]
         datasets = [d.strip() for d in args.dataset.split(",") if d.strip()]
         try:
-            rows = compare_embedders(datasets, args.data, names, args.max_chunks, _stderr)
+            rows = compare_embedders(datasets, args.data, names, args.max_chunks, stderr)
         except TreeRAGError as exc:
-            _stderr(f"error: {exc}")
-            return 2
+            return fail(exc)
         print(comparison_markdown(rows))
-        if args.json:
-            args.json.parent.mkdir(parents=True, exist_ok=True)
-            args.json.write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
+        write_json(args.json, rows)
         return 0
-    try:
+
+    def bench() -> dict[str, Any]:
         sources = load_sources(args.data / args.dataset / "docs")
-        result = run_index_bench(
-            sources,
-            get_embedder(args.embedder),
-            repeats=args.repeats,
-            profile=args.profile,
-            log=_stderr,
+        embedder = get_embedder(args.embedder)
+        return run_index_bench(
+            sources, embedder, repeats=args.repeats, profile=args.profile, log=stderr
         )
-    except (TreeRAGError, ValueError) as exc:
-        _stderr(f"error: {exc}")
-        return 2
-    result["dataset"] = args.dataset
-    print(f"## Index build: {args.dataset}\n")
-    print(to_markdown(result))
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    return 0
+
+    return reported("Index build", args.dataset, args.json, to_markdown, bench)
 
 
 if __name__ == "__main__":

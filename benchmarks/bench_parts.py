@@ -13,18 +13,17 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:  # run as `python benchmarks/bench_parts.py` from anywhere
-    sys.path.insert(0, str(REPO))
+if __package__ != "benchmarks":  # run as `python benchmarks/<script>.py`: the repo on the path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from treerag_core.base.config import GRAPH_LEAF_CHARS, IndexSettings  # noqa: E402
-from treerag_core.base.types import SourceDocument  # noqa: E402
-from treerag_core.evaluation.dataset import load_dataset  # noqa: E402
-from treerag_core.index.corpus import CorpusIndex, build_index  # noqa: E402
-from treerag_core.index.embedders import Embedder, get_embedder  # noqa: E402
-from treerag_core.index.parts import IndexPart, PartBuild, index_parts  # noqa: E402
-from treerag_core.strategies.hirag.build import build_hirag  # noqa: E402
-from treerag_core.strategies.hirag.part import HiragPart  # noqa: E402
+from benchmarks._common import EVAL
+from treerag_core import CorpusIndex, Embedder, build_index, get_embedder
+from treerag_core.base.config import GRAPH_LEAF_CHARS, IndexSettings
+from treerag_core.base.types import SourceDocument
+from treerag_core.evaluation import load_dataset
+from treerag_core.index.parts import IndexPart, PartBuild, index_parts
+from treerag_core.strategies.hirag.build import build_hirag
+from treerag_core.strategies.hirag.part import HiragPart
 
 
 def time_part(part: IndexPart, index: CorpusIndex, embedder: Embedder) -> tuple[float, float]:
@@ -40,7 +39,7 @@ def time_part(part: IndexPart, index: CorpusIndex, embedder: Embedder) -> tuple[
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "eval" / "qasper")
+    parser.add_argument("--data", type=Path, default=EVAL / "qasper")
     parser.add_argument("--embedder", default=IndexSettings().embedder)
     parser.add_argument("--docs", type=int, default=8, help="documents to index (default 8)")
     args = parser.parse_args(argv)

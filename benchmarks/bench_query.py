@@ -3,40 +3,29 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:  # run as `python benchmarks/bench_query.py` from anywhere
-    sys.path.insert(0, str(REPO))
+if __package__ != "benchmarks":  # run as `python benchmarks/<script>.py`: the repo on the path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from treerag_core import (  # noqa: E402
-    CorpusIndex,
-    Embedder,
-    Engine,
-    dataset_index,
-    get_reranker,
-    index_embedder,
-    run,
-)
-from treerag_core.base.config import IndexSettings  # noqa: E402
-from treerag_core.base.errors import QueryError, TreeRAGError  # noqa: E402
-from treerag_core.base.names import StrategyName  # noqa: E402
-from treerag_core.base.settings import QuerySettings  # noqa: E402
-from treerag_core.evaluation import (  # noqa: E402
-    load_dataset,
-    percentile,
-)
+from benchmarks._common import EVAL, EVAL_CACHE, reported, stderr
+from treerag_core import Engine, dataset_index, get_reranker, index_embedder, run
+from treerag_core.base.config import IndexSettings
+from treerag_core.base.errors import QueryError
+from treerag_core.base.names import StrategyName
+from treerag_core.base.settings import QuerySettings
+from treerag_core.evaluation import load_dataset, percentile
 
-DEFAULT_DATA = REPO.parent / "shared" / "eval"
-DEFAULT_CACHE = REPO / "data" / "eval-cache"
+if TYPE_CHECKING:  # annotations only
+    from treerag_core import CorpusIndex, Embedder
+
 DEFAULT_DATASET = "qasper"
 # The strategy under test, then its baseline.
 STRATEGIES = (StrategyName.TREERAG.value, StrategyName.FLAT_HYBRID.value)
@@ -363,40 +352,28 @@ def load_bench_index(
     )
 
 
-def _stderr(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--embedder", default=IndexSettings().embedder)
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the eval folder")
+    parser.add_argument("--data", type=Path, default=EVAL, help="the eval folder")
     parser.add_argument("--dataset", default=DEFAULT_DATASET)
     parser.add_argument("--limit", type=int, help="time only the first N questions")
-    parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="index cache folder")
+    parser.add_argument("--cache", type=Path, default=EVAL_CACHE, help="index cache folder")
     parser.add_argument("--no-cache", action="store_true", help="build the index in memory")
     parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     args = parser.parse_args(argv)
     if args.limit is not None and args.limit < 1:
         parser.error(f"--limit must be >= 1, but got {args.limit}")
-    try:
+    cache = None if args.no_cache else args.cache
+
+    def bench() -> dict[str, Any]:
         cases = load_cases(args.data, args.dataset, args.limit)
-        _stderr(f"query bench: loading or building the {args.dataset} index ({args.embedder})")
-        index = load_bench_index(
-            args.data, args.dataset, args.embedder, None if args.no_cache else args.cache
-        )
+        stderr(f"query bench: loading or building the {args.dataset} index ({args.embedder})")
+        index = load_bench_index(args.data, args.dataset, args.embedder, cache)
         embedder = index_embedder(index.embedder_name, named=[args.embedder])
-        result = run_query_bench(index, embedder, cases, log=_stderr)
-    except (TreeRAGError, ValueError) as exc:
-        _stderr(f"error: {exc}")
-        return 2
-    result["dataset"] = args.dataset
-    print(f"## Query latency: {args.dataset}\n")
-    print(to_markdown(result))
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    return 0
+        return run_query_bench(index, embedder, cases, log=stderr)
+
+    return reported("Query latency", args.dataset, args.json, to_markdown, bench)
 
 
 if __name__ == "__main__":

@@ -12,36 +12,28 @@ that changes over the run touches both alike. Usage:
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:  # run as `python benchmarks/bench_retune.py` from anywhere
-    sys.path.insert(0, str(REPO))
+if __package__ != "benchmarks":  # run as `python benchmarks/<script>.py`: the repo on the path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.bench_query import ModelClock, TimedReranker  # noqa: E402
-from treerag_core import (  # noqa: E402
-    CorpusIndex,
-    Embedder,
-    Engine,
-    dataset_index,
-    get_embedder,
-    get_reranker,
-    rerun,
-    run,
-)
-from treerag_core.base.config import IndexSettings  # noqa: E402
-from treerag_core.base.settings import QuerySettings  # noqa: E402
-from treerag_core.evaluation import load_dataset  # noqa: E402
-from treerag_core.search.rerank import CachedReranker, Reranker  # noqa: E402
+from benchmarks._common import EVAL, EVAL_CACHE, write_json
+from benchmarks.bench_query import ModelClock, TimedReranker
+from treerag_core import Engine, dataset_index, get_embedder, get_reranker, rerun, run
+from treerag_core.base.config import IndexSettings
+from treerag_core.base.settings import QuerySettings
+from treerag_core.evaluation import load_dataset
+from treerag_core.search.rerank import CachedReranker, Reranker
 
-DEFAULT_DATA = REPO.parent / "shared" / "eval"
+if TYPE_CHECKING:  # annotations only
+    from treerag_core import CorpusIndex, Embedder
+
 TARGET_SECONDS = 0.3  # issue 14: a retune, rerank included, in under 0.3 s
 # Slider moves, each from the settings left by the one before (as a user drags them).
 MOVES: tuple[tuple[str, Any], ...] = (
@@ -125,8 +117,8 @@ def _p95(values: Sequence[float]) -> float:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    parser.add_argument("--cache", type=Path, default=REPO / "data" / "eval-cache")
+    parser.add_argument("--data", type=Path, default=EVAL)
+    parser.add_argument("--cache", type=Path, default=EVAL_CACHE)
     parser.add_argument("--dataset", default="qasper", help="an English dev set")
     parser.add_argument("--limit", type=int, default=3, help="questions (each tries every move)")
     parser.add_argument("--json", type=Path, default=None)
@@ -147,9 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{'met' if report['meets_target'] else 'MISSED'}; load average "
         f"{' '.join(str(x) for x in report['load_average'])}"
     )
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    write_json(args.json, report)
     return 0
 
 

@@ -30,18 +30,17 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+if __package__ != "benchmarks":  # run as `python benchmarks/<script>.py`: the repo on the path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from treerag_core.strategies.drilldown.layers import layers_of  # noqa: E402
-from treerag_core.strategies.drilldown.strategy import Drilldown  # noqa: E402
-from treerag_core.strategies.flat.strategy import FlatHybrid  # noqa: E402
-from treerag_core.strategies.treerag.strategy import TreeRAG  # noqa: E402
+from benchmarks._common import EVAL
+from treerag_core import Drilldown, layers_of
+from treerag_core.base.names import StrategyName
 
 DATASETS = ("qasper", "lecoqa_laws", "gitlab_handbook")
 BACKENDS = ("faiss", "qdrant")
-STRATEGIES = (TreeRAG.name, FlatHybrid.name, Drilldown.name)
+STRATEGIES = (StrategyName.TREERAG.value, StrategyName.FLAT_HYBRID.value, Drilldown.name)
 _WORD = re.compile(r"[A-Za-z]{4,}|[\u4e00-\u9fff]{2}")
 
 
@@ -126,7 +125,7 @@ def _questions(data: Path, n: int) -> list[str]:
 
 
 def qdrant_treerag(store, index, qvec, tokens, max_leaves: int = 5, per_leaf: int = 8):
-    """treerag's local locate + retrieve done in Qdrant: hybrid over-fetch, best child per
+    """The local locate + retrieve of treerag done in Qdrant: hybrid over-fetch, best child per
     section picks the sections, then a hybrid search inside each picked section."""
     from treerag_core.index.vectors.base import VectorQuery
 
@@ -181,7 +180,7 @@ def run_backend(args) -> int:
             qvec = embedder.embed_query(question)
             if strategy == Drilldown.name or args.backend == "faiss":
                 run_plugin(index, strategy, question, qvec)  # drilldown: via the attached store
-            elif strategy == FlatHybrid.name:
+            elif strategy == StrategyName.FLAT_HYBRID:
                 store.search(VectorQuery(qvec, "child", limit=40, tokens=tuple(tokens)))
             else:
                 qdrant_treerag(store, index, qvec, tokens)
@@ -263,7 +262,7 @@ def table(rows: list[dict]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", default=str(REPO.parent / "shared" / "eval"))
+    parser.add_argument("--data", default=str(EVAL))
     parser.add_argument("--sizes", default="10000,100000", help="target chunk counts")
     parser.add_argument("--queries", type=int, default=30)
     parser.add_argument(

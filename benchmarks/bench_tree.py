@@ -36,12 +36,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:  # run as `python benchmarks/bench_tree.py` from anywhere
-    sys.path.insert(0, str(REPO))
+if __package__ != "benchmarks":  # run as `python benchmarks/<script>.py`: the repo on the path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.bench_convert import CHROMIUM_FLAGS, to_html  # noqa: E402
-from treerag_core.ingest.convert import convert_bytes  # noqa: E402
+from benchmarks._common import EVAL
+from benchmarks.bench_convert import CHROMIUM_FLAGS, to_html
+from treerag_core.ingest.convert import convert_bytes
 
 MB = 1024 * 1024
 JACCARD = 0.75
@@ -53,7 +53,6 @@ CHROMIUM_DOCS = {
     "gitlab_handbook": ("about__handbook-usage.md", "acquisitions___index.md"),
     "lecoqa_laws": ("产品质量法(2018-12-29).md", "旅游法(2018-10-26).md"),
 }
-_WORD = re.compile(r"\w+")
 
 
 @dataclass(frozen=True)
@@ -67,6 +66,9 @@ class Item:
 
 def norm(title: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", title).lower().split())
+
+
+_WORD = re.compile(r"\w+")
 
 
 def words(title: str) -> frozenset[str]:
@@ -294,7 +296,7 @@ def _print_reading(title: str, rows: list[dict[str, Any]]) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "eval")
+    parser.add_argument("--data", type=Path, default=EVAL)
     parser.add_argument("--max-depth", type=int, default=3)
     parser.add_argument("--keep-outline", action="store_true", help="convert with the outline")
     parser.add_argument("--skip-chromium", action="store_true")

@@ -22,19 +22,16 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:  # run as `python benchmarks/bench_tune.py` from anywhere
-    sys.path.insert(0, str(REPO))
+if __package__ != "benchmarks":  # run as `python benchmarks/<script>.py`: the repo on the path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from treerag_core.base.config import IndexSettings  # noqa: E402
-from treerag_core.base.settings import QuerySettings  # noqa: E402
-from treerag_core.evaluation.dataset import load_dataset  # noqa: E402
-from treerag_core.evaluation.harness import dataset_index  # noqa: E402
-from treerag_core.evaluation.intervals import mean_interval, paired_difference_interval  # noqa: E402
-from treerag_core.evaluation.labels import eval_questions, import_rows, refind  # noqa: E402
-from treerag_core.evaluation.tune import DEFAULT_METRIC, Tuner, score_question  # noqa: E402
-from treerag_core.index.embedders import get_embedder  # noqa: E402
-from treerag_core.pipeline import Engine  # noqa: E402
+from treerag_core import Engine, dataset_index, get_embedder
+from treerag_core.base.config import IndexSettings
+from treerag_core.base.settings import QuerySettings
+from treerag_core.evaluation import load_dataset
+from treerag_core.evaluation.intervals import mean_interval, paired_difference_interval
+from treerag_core.evaluation.labels import eval_questions, import_rows, refind
+from treerag_core.evaluation.tune import DEFAULT_METRIC, Tuner, score_question
 
 
 def _labelled_rows(folder: Path, n: int) -> tuple[bytes, set[str]]:

@@ -21,33 +21,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:  # run as `python benchmarks/bench_verdict.py` from anywhere
-    sys.path.insert(0, str(REPO))
+if __package__ != "benchmarks":  # run as `python benchmarks/<script>.py`: the repo on the path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from treerag_core.answer.flags import (  # noqa: E402
-    NOT_ANSWERED_SCORE,
-    Verdict,
-    answer_signals,
-    judge,
-)
-from treerag_core.answer.synthesis import (  # noqa: E402
-    choose_sentences,
-    score_sentences,
-    shares_terms,
-    speaking_hits,
-    whole_sentences,
-)
-from treerag_core.base.config import IndexSettings, data_dir  # noqa: E402
-from treerag_core.base.settings import QuerySettings  # noqa: E402
-from treerag_core.base.types import Trace  # noqa: E402
-from treerag_core.evaluation.dataset import EvalDataset, EvalQuestion, load_dataset  # noqa: E402
-from treerag_core.evaluation.harness import dataset_index  # noqa: E402
-from treerag_core.evaluation.metrics import Passage, hits, page_hits  # noqa: E402
-from treerag_core.index.embedders import get_embedder  # noqa: E402
-from treerag_core.pipeline import Engine, run  # noqa: E402
+from benchmarks._common import add_dev_set_arguments, dev_engines, scored_sentences
+from treerag_core import Engine, run
+from treerag_core.answer.flags import NOT_ANSWERED_SCORE, Verdict, answer_signals, judge
+from treerag_core.answer.synthesis import choose_sentences, shares_terms
+from treerag_core.base.settings import QuerySettings
+from treerag_core.base.types import Trace
+from treerag_core.evaluation import EvalQuestion, Passage, hits
+from treerag_core.evaluation.metrics import page_hits
 
-DEFAULT_DATA = REPO.parent / "shared" / "eval"
 GENRES = {
     "qasper": ("papers", "en"),
     "gitlab_handbook": ("handbook", "en"),
@@ -70,13 +55,7 @@ def gold_in_top(trace: Trace, q: EvalQuestion, engine: Engine, top: int = TOP) -
 def signals_row(engine: Engine, q: EvalQuestion, settings: QuerySettings, scope) -> dict[str, Any]:
     """One question through the pipeline (no answer written): the signals the verdict reads."""
     trace = run(engine, q.question, settings, scope=scope, synthesize=False)
-    embed_many = lambda texts: engine.embedder.embed(list(texts))  # noqa: E731
-    scored = score_sentences(
-        q.question,
-        engine.query_vector(q.question),
-        whole_sentences(speaking_hits(trace.reranked), engine.index.texts),
-        embed_many,
-    )
+    scored = scored_sentences(engine, q.question, trace)
     best = choose_sentences(scored, 0.0).best
     signals = answer_signals(trace, best.score if best else None, shares_terms(scored))
     gold = gold_in_top(trace, q, engine)
@@ -134,13 +113,7 @@ def table(rows: Sequence[dict[str, Any]]) -> str:
 def collect(args: argparse.Namespace, sink=None) -> list[dict[str, Any]]:
     """Every row; `sink(row)` hears each as it is made (a long run keeps what it measured)."""
     settings = QuerySettings().set("llm.enabled", False)
-    index_settings = IndexSettings(embedder=args.embedder)
-    embedder = get_embedder(args.embedder)
-    sets: dict[str, tuple[EvalDataset, Engine]] = {}
-    for name in args.sets:
-        data = load_dataset(args.data / name)
-        sets[name] = (data, Engine(dataset_index(data, index_settings, args.cache), embedder))
-        print(f"{name}: index ready", file=sys.stderr)
+    sets = dev_engines(args.data, args.sets, args.embedder, args.cache)
     rows: list[dict[str, Any]] = []
     for name, (data, engine) in sets.items():
         for q in data.usable_questions[: args.limit]:
@@ -162,10 +135,7 @@ def collect(args: argparse.Namespace, sink=None) -> list[dict[str, Any]]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    parser.add_argument("--cache", type=Path, default=Path(data_dir()) / "eval-cache")
-    parser.add_argument("--limit", type=int, default=40, help="answerable questions per set")
-    parser.add_argument("--embedder", default=IndexSettings().embedder)
+    add_dev_set_arguments(parser)
     parser.add_argument("--sets", nargs="+", default=list(GENRES), help="dev sets to score")
     parser.add_argument("--rows", type=Path, default=None, help="write one JSON line a question")
     parser.add_argument("--from-rows", type=Path, default=None, help="table from saved rows")

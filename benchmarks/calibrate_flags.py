@@ -15,7 +15,8 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+if __package__ != "benchmarks":  # run as `python benchmarks/<script>.py`: the repo on the path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from treerag_core import Engine, dataset_index, get_embedder, run
 from treerag_core.answer.flags import WEAK_DENSE_COSINE, WEAK_RERANK_LOGIT, evidence_scores

@@ -25,28 +25,17 @@ from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:  # run as `python benchmarks/dump_window_features.py`
-    sys.path.insert(0, str(REPO))
+if __package__ != "benchmarks":  # run as `python benchmarks/<script>.py`: the repo on the path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from treerag_core import (  # noqa: E402
-    dataset_index,
-    get_reranker,
-    index_embedder,
-    tokenize,
-)
-from treerag_core.base.config import IndexSettings  # noqa: E402
-from treerag_core.base.settings import QuerySettings  # noqa: E402
-from treerag_core.base.text_rules import detect_language  # noqa: E402
-from treerag_core.evaluation import load_dataset  # noqa: E402
-from treerag_core.search.fusion import fuse  # noqa: E402
-from treerag_core.search.rerank import BUNDLED_EN  # noqa: E402
-from treerag_core.search.structure import (  # noqa: E402
-    document_votes,
-    path_passage,
-    structured_scores,
-    window,
-)
+from treerag_core import dataset_index, get_reranker, index_embedder, tokenize
+from treerag_core.base.config import IndexSettings
+from treerag_core.base.settings import QuerySettings
+from treerag_core.base.text_rules import detect_language
+from treerag_core.evaluation import load_dataset
+from treerag_core.search.fusion import fuse
+from treerag_core.search.rerank import BUNDLED_EN
+from treerag_core.search.structure import document_votes, path_passage, structured_scores, window
 
 ROUTES = (2, 3)  # routed windows dumped: the best N documents by their share of the window
 

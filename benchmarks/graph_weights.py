@@ -1,4 +1,4 @@
-"""treerag-kg's graph options measured on an eval set: one eval run per option value.
+"""The graph options of treerag-kg measured on an eval set: one eval run per option value.
 
     python benchmarks/graph_weights.py --data ../shared/eval/lecoqa_laws --cache data/eval-cache \
         --graph-min-leaf-chars 3000 --weights 0.1,0.3 --modes within,added [--limit 40]
@@ -14,15 +14,14 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:  # run as `python benchmarks/graph_weights.py` from anywhere
-    sys.path.insert(0, str(REPO))
+if __package__ != "benchmarks":  # run as `python benchmarks/<script>.py`: the repo on the path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from treerag_core import EvalConfig, evaluate  # noqa: E402
-from treerag_core.base.config import IndexSettings  # noqa: E402
-from treerag_core.base.settings import QuerySettings  # noqa: E402
-from treerag_core.strategies.graph.search import GraphSearchOptions  # noqa: E402
-from treerag_core.strategies.graph.strategy import TreeRAGKG  # noqa: E402
+from treerag_core import EvalConfig, evaluate
+from treerag_core.base.config import IndexSettings
+from treerag_core.base.settings import QuerySettings
+from treerag_core.strategies.graph.search import GraphSearchOptions
+from treerag_core.strategies.graph.strategy import TreeRAGKG
 
 METRICS = ("recall@1000c", "recall@2000c", "hit@5", "mrr@10")
 

@@ -6,21 +6,15 @@ import argparse
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+if __package__ != "benchmarks":  # run as `python benchmarks/<script>.py`: the repo on the path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from treerag_core import (  # noqa: E402
-    Engine,
-    SourceDocument,
-    build_index,
-    get_embedder,
-    run,
-)
-from treerag_core.base.config import IndexSettings  # noqa: E402
-from treerag_core.base.settings import LLMSettings, QuerySettings  # noqa: E402
-from treerag_core.strategies.hirag.strategy import MODES as MODE_CLASSES  # noqa: E402
-from treerag_core.strategies.hirag.strategy import Hirag  # noqa: E402
+from benchmarks._common import REPO
+from treerag_core import Engine, SourceDocument, build_index, get_embedder, run
+from treerag_core.base.config import IndexSettings
+from treerag_core.base.settings import LLMSettings, QuerySettings
+from treerag_core.strategies.hirag.strategy import MODES as MODE_CLASSES
+from treerag_core.strategies.hirag.strategy import Hirag
 
 MODES = tuple(mode.name for mode in MODE_CLASSES)
 HIDDEN = {"nodes", "entity_keys", "key", "source_key", "target_key"}

@@ -25,9 +25,11 @@ from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+if __package__ != "benchmarks":  # run as `python benchmarks/<script>.py`: the repo on the path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from benchmarks._common import EVAL
 
 TOP = 10
 
@@ -110,8 +112,7 @@ def engine_scores(client, name: str, question: str, rows: np.ndarray, flt: str) 
 
 
 def main(argv: list[str] | None = None) -> int:
-    from treerag_core.index.store import load_index
-    from treerag_core.index.tokens import tokenize
+    from treerag_core import load_index, tokenize
     from treerag_core.index.vectors.attach import attach_store
     from treerag_core.index.vectors.milvus_expr import one_of
     from treerag_core.index.vectors.milvus_store import MilvusStore
@@ -119,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--index", required=True, help="the laws' index folder (eval cache)")
-    parser.add_argument("--data", default=str(REPO.parent / "shared" / "eval" / "lecoqa_laws"))
+    parser.add_argument("--data", default=str(EVAL / "lecoqa_laws"))
     parser.add_argument("--milvus-uri", required=True)
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--json", default=None)

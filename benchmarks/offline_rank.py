@@ -18,18 +18,11 @@ from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:  # run as `python benchmarks/offline_rank.py`
-    sys.path.insert(0, str(REPO))
+if __package__ != "benchmarks":  # run as `python benchmarks/<script>.py`: the repo on the path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from treerag_core.evaluation import (  # noqa: E402
-    Passage,
-    load_dataset,
-    question_metrics,
-)
-from treerag_core.strategies.flat.strategy import FlatHybrid  # noqa: E402
-from treerag_core.strategies.treerag.strategy import TreeRAG  # noqa: E402
-from treerag_core.strategies.treerag.structured import FlatStructured  # noqa: E402
+from treerag_core.base.names import StrategyName
+from treerag_core.evaluation import Passage, load_dataset, question_metrics
 
 KEYS = ("recall@1000c", "recall@2000c", "hit@5", "mrr@10")
 # A method: (question record) -> candidate positions, best first.
@@ -151,16 +144,16 @@ if __name__ == "__main__":
     parser.add_argument("dump", type=Path)
     args = parser.parse_args()
     methods: dict[str, Method] = {
-        FlatHybrid.name: window_order("flat"),
-        FlatStructured.name: window_order("structured"),
-        TreeRAG.name: window_order("route2"),
+        StrategyName.FLAT_HYBRID.value: window_order("flat"),
+        StrategyName.FLAT_STRUCTURED.value: window_order("structured"),
+        StrategyName.TREERAG.value: window_order("route2"),
     }
     first = json.loads(args.dump.read_text())["questions"][0]
     if has_ce(first):
         methods = {
-            FlatHybrid.name: by("flat", col("ce_plain")),
-            f"{FlatStructured.name} (path CE)": by("structured", col("ce_path")),
-            f"{TreeRAG.name} (path CE)": by("route2", col("ce_path")),
+            StrategyName.FLAT_HYBRID.value: by("flat", col("ce_plain")),
+            f"{StrategyName.FLAT_STRUCTURED} (path CE)": by("structured", col("ce_path")),
+            f"{StrategyName.TREERAG} (path CE)": by("route2", col("ce_path")),
             "structured, plain CE": by("structured", col("ce_plain")),
             "structured, plain + path CE": by("structured", total(col("ce_plain"), col("ce_path"))),
             "structured, RRF(plain, path)": by("structured", rrf(col("ce_plain"), col("ce_path"))),

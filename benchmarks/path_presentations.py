@@ -17,20 +17,15 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:  # run as `python benchmarks/path_presentations.py`
-    sys.path.insert(0, str(REPO))
-BENCH = Path(__file__).resolve().parent
-if str(BENCH) not in sys.path:
-    sys.path.insert(0, str(BENCH))
+if __package__ != "benchmarks":  # run as `python benchmarks/<script>.py`: the repo on the path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from dump_window_features import dev_set  # noqa: E402
-from offline_rank import Method, by, col, evaluate, report, total  # noqa: E402
-
-from treerag_core import get_reranker  # noqa: E402
-from treerag_core.base.text_rules import path_leaf  # noqa: E402
-from treerag_core.search.rerank import BUNDLED_EN  # noqa: E402
-from treerag_core.strategies.flat.strategy import FlatHybrid  # noqa: E402
+from benchmarks.dump_window_features import dev_set
+from benchmarks.offline_rank import Method, by, col, evaluate, report, total
+from treerag_core import get_reranker
+from treerag_core.base.names import StrategyName
+from treerag_core.base.text_rules import path_leaf
+from treerag_core.search.rerank import BUNDLED_EN
 
 # name -> (heading path, passage) -> the text the cross-encoder reads
 PRESENTATIONS: dict[str, Callable[[str, str], str]] = {
@@ -73,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     scored = args.dump.with_suffix(".presentations.json")
     scored.write_text(json.dumps(dump), encoding="utf-8")
     methods: dict[str, Method] = {
-        FlatHybrid.name: by("flat", col("ce_plain")),
+        StrategyName.FLAT_HYBRID.value: by("flat", col("ce_plain")),
         "path + newline + passage (default)": by("structured", col("ce_path")),
     }
     for name in PRESENTATIONS:

@@ -12,25 +12,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:  # run as `python benchmarks/run_all.py` from anywhere
-    sys.path.insert(0, str(REPO))
+if __package__ != "benchmarks":  # run as `python benchmarks/<script>.py`: the repo on the path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks import bench_index, bench_query  # noqa: E402
-from treerag_core.base.config import GRAPH_LEAF_CHARS, IndexSettings  # noqa: E402
-from treerag_core.base.errors import TreeRAGError  # noqa: E402
-from treerag_core.evaluation.harness import EvalConfig, evaluate  # noqa: E402
-from treerag_core.evaluation.report import (  # noqa: E402
-    difference_table,
-    markdown_table,
-    write_report,
-)
-from treerag_core.index.embedders import get_embedder, index_embedder  # noqa: E402
-from treerag_core.strategies import strategy_names  # noqa: E402
+from benchmarks import bench_index, bench_query
+from benchmarks._common import EVAL, EVAL_CACHE, REPO
+from treerag_core import EvalConfig, evaluate, get_embedder, index_embedder, strategy_names
+from treerag_core.base.config import GRAPH_LEAF_CHARS, IndexSettings
+from treerag_core.base.errors import TreeRAGError
+from treerag_core.evaluation import difference_table, markdown_table, write_report
 
-DEFAULT_DATA = REPO.parent / "shared" / "eval"
 DEFAULT_OUT = REPO / "bench-results"
-DEFAULT_CACHE = REPO / "data" / "eval-cache"
 DEV_SETS = ("qasper", "lecoqa_laws")
 # Every registered strategy (the oracle included), read from the registry.
 STRATEGIES = tuple(strategy_names())
@@ -180,9 +172,9 @@ def render_markdown(results: dict[str, Any]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the eval folder")
+    parser.add_argument("--data", type=Path, default=EVAL, help="the eval folder")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="report folder")
-    parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="index cache folder")
+    parser.add_argument("--cache", type=Path, default=EVAL_CACHE, help="index cache folder")
     parser.add_argument("--embedder", default=IndexSettings().embedder)
     parser.add_argument(
         "--quick", action="store_true", help=f"--limit {QUICK_LIMIT} and one index pass each"

@@ -32,6 +32,11 @@ from pathlib import Path
 
 import numpy as np
 
+from treerag_core.base.names import StrategyName
+
+# The two strategies whose search is timed, as the reports name them.
+FLAT = StrategyName.FLAT_HYBRID.value
+TREE = StrategyName.TREERAG.value
 DIM = 384
 VOCAB = 50_000
 TOKENS_PER_CHUNK = 40
@@ -149,20 +154,20 @@ def run_faiss(size: int, n_queries: int, folder: Path) -> dict:
     disk = disk_mb(folder)
     del with_path
     rows = np.arange(size)
-    times: dict[str, list[float]] = {"flat-hybrid": [], "treerag": []}
+    times: dict[str, list[float]] = {FLAT: [], TREE: []}
     for qvec, qtokens in questions(size, n_queries):
         t0 = time.perf_counter()
         dense = group.scores(qvec)
         fused = fuse(dense, passage.scores(qtokens), "weighted", 0.5, 60).fused
         np.argsort(-fused)[:CANDIDATES]
-        times["flat-hybrid"].append(time.perf_counter() - t0)
+        times[FLAT].append(time.perf_counter() - t0)
         t0 = time.perf_counter()
         dense = group.scores(qvec)
         fused = fuse(dense, path_bm25.scores(qtokens), "weighted", 0.5, 60).fused
         docs = route(fused, rows)
         mask = np.isin(rows // CHUNKS_PER_DOC, docs)
         np.argsort(-np.where(mask, fused, -np.inf))[:CANDIDATES]
-        times["treerag"].append(time.perf_counter() - t0)
+        times[TREE].append(time.perf_counter() - t0)
     return {"build_s": build_s, "disk_mb": disk, "times": times, "engine_rss_mb": 0.0}
 
 
@@ -182,14 +187,14 @@ def run_milvus(size: int, n_queries: int, folder: Path, window: int) -> dict:
     disk = disk_mb(db)
     index = SyntheticIndex()
     all_rows = np.arange(size)
-    times: dict[str, list[float]] = {"flat-hybrid": [], "treerag": []}
+    times: dict[str, list[float]] = {FLAT: [], TREE: []}
     engine_rss = children_rss_mb()
     for qvec, qtokens in questions(size, n_queries):
         t0 = time.perf_counter()
         dense, bm25 = store.score_chunks(index, all_rows, qvec, qtokens)
         fused = fuse(dense, bm25, "weighted", 0.5, 60).fused
         np.argsort(-fused)[:CANDIDATES]
-        times["flat-hybrid"].append(time.perf_counter() - t0)
+        times[FLAT].append(time.perf_counter() - t0)
         t0 = time.perf_counter()
         dense, bm25 = store.score_chunks(index, all_rows, qvec, qtokens, with_path=True)
         fused = fuse(dense, bm25, "weighted", 0.5, 60).fused
@@ -201,7 +206,7 @@ def run_milvus(size: int, n_queries: int, folder: Path, window: int) -> dict:
             index, rows, qvec, qtokens, doc_ids=[f"d{d}" for d in docs], with_path=True
         )
         np.argsort(-fuse(dense, bm25, "weighted", 0.5, 60).fused)[:CANDIDATES]
-        times["treerag"].append(time.perf_counter() - t0)
+        times[TREE].append(time.perf_counter() - t0)
         engine_rss = max(engine_rss, children_rss_mb())
     store.drop()
     return {"build_s": build_s, "disk_mb": disk, "times": times, "engine_rss_mb": engine_rss}
@@ -306,8 +311,8 @@ def table(rows: list[dict]) -> str:
         "disk MB",
         "peak RSS MB (ours)",
         "engine RSS MB",
-        "flat-hybrid p50 / p95 ms",
-        "treerag p50 / p95 ms",
+        f"{FLAT} p50 / p95 ms",
+        f"{TREE} p50 / p95 ms",
     ]
     lines = ["| " + " | ".join(head) + " |", "|" + "---:|" * len(head)]
     for r in rows:
@@ -317,7 +322,7 @@ def table(rows: list[dict]) -> str:
         lines.append(
             f"| {r['chunks']:,} | {r['backend']} | {r['build_s']:.1f} | {r['disk_mb']:.0f} | "
             f"{r['peak_rss_mb']:.0f} | {r['engine_rss_mb']:.0f} | "
-            f"{r['flat-hybrid_p50_ms']:.0f} / {r['flat-hybrid_p95_ms']:.0f} | "
-            f"{r['treerag_p50_ms']:.0f} / {r['treerag_p95_ms']:.0f} |"
+            f"{r[f'{FLAT}_p50_ms']:.0f} / {r[f'{FLAT}_p95_ms']:.0f} | "
+            f"{r[f'{TREE}_p50_ms']:.0f} / {r[f'{TREE}_p95_ms']:.0f} |"
         )
     return "\n".join(lines)

@@ -11,18 +11,12 @@ import argparse
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:  # run as `python benchmarks/short_paragraphs.py`
-    sys.path.insert(0, str(REPO))
+if __package__ != "benchmarks":  # run as `python benchmarks/<script>.py`: the repo on the path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from treerag_core import (  # noqa: E402
-    CorpusIndex,
-    SourceDocument,
-    build_index,
-    get_embedder,
-)
-from treerag_core.base.config import IndexSettings  # noqa: E402
-from treerag_core.ingest.chunking import paragraph_spans  # noqa: E402
+from treerag_core import CorpusIndex, SourceDocument, build_index, get_embedder
+from treerag_core.base.config import IndexSettings
+from treerag_core.ingest.chunking import paragraph_spans
 
 
 def short_paragraphs(index: CorpusIndex) -> tuple[int, int, int]:

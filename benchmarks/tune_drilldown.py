@@ -17,36 +17,35 @@ import os
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+if __package__ != "benchmarks":  # run as `python benchmarks/<script>.py`: the repo on the path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from treerag_core import (  # noqa: E402
+from benchmarks._common import EVAL, EVAL_CACHE
+from treerag_core import (
     dataset_index,
     index_cache_key,
     index_embedder,
+    layers_of,
     save_index,
     tokenize,
 )
-from treerag_core.base.config import IndexSettings  # noqa: E402
-from treerag_core.base.settings import FusionArgs  # noqa: E402
-from treerag_core.evaluation import (  # noqa: E402
-    Passage,
-    aggregate,
-    load_dataset,
-    question_metrics,
-)
-from treerag_core.search.fusion import fuse  # noqa: E402
-from treerag_core.strategies.drilldown.layers import PART as LAYERS_PART  # noqa: E402
-from treerag_core.strategies.drilldown.layers import build_layers, layers_of  # noqa: E402
-from treerag_core.strategies.drilldown.search import (  # noqa: E402
+from treerag_core.base.config import IndexSettings
+from treerag_core.base.names import StrategyName
+from treerag_core.base.settings import FusionArgs
+from treerag_core.evaluation import Passage, aggregate, load_dataset, question_metrics
+from treerag_core.search.fusion import fuse
+from treerag_core.strategies.drilldown.layers import PART as LAYERS_PART
+from treerag_core.strategies.drilldown.layers import build_layers
+from treerag_core.strategies.drilldown.search import (
     child_hits,
     document_scores,
     parent_scores,
 )
 
+FLAT_TOP = 40  # the flat-hybrid baseline's candidate window
 KEYS = ("doc_hit", "section_hit@1", "hit@5", "recall@5", "recall@1000c", "recall@2000c", "mrr@10")
 
 
@@ -65,8 +64,8 @@ def _passages(hits) -> list[Passage]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", default="qasper")
-    parser.add_argument("--data", default=str(REPO.parent / "shared" / "eval"))
-    parser.add_argument("--cache", default=str(REPO / "data" / "eval-cache"))
+    parser.add_argument("--data", default=str(EVAL))
+    parser.add_argument("--cache", default=str(EVAL_CACHE))
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--json", default=None)
     parser.add_argument("--small", action="store_true", help="8 configurations, not 108")
@@ -104,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         gold_docs = set(question.docs)
         rows, dense, bm25 = index.score_scope(None, qvec, tokens)
         fused = fuse(dense, bm25, params.fusion, params.dense_weight, params.rrf_k).fused
-        top = np.argsort(-fused, kind="stable")[:40]
+        top = np.argsort(-fused, kind="stable")[:FLAT_TOP]
         flat_passages = [
             Passage(
                 index.chunks[rows[i]].doc_id, index.chunks[rows[i]].start, index.chunks[rows[i]].end
@@ -135,9 +134,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{dataset.name}: {len(questions)} questions, corpus scope, retrieval order (no rerank)")
     print(header)
     print("|" + "---|" * (len(KEYS) + 1))
-    print(
-        "| flat-hybrid (top 40) | " + " | ".join(f"{baseline.get(k, 0):.3f}" for k in KEYS) + " |"
-    )
+    cells = " | ".join(f"{baseline.get(k, 0):.3f}" for k in KEYS)
+    print(f"| {StrategyName.FLAT_HYBRID} (top {FLAT_TOP}) | {cells} |")
     ranked = sorted(results.items(), key=lambda kv: -kv[1]["recall@2000c"])
     for key, agg in ranked:
         cfg = json.loads(key)

@@ -26,16 +26,14 @@ from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:  # run as `python benchmarks/zh_scorers.py`
-    sys.path.insert(0, str(REPO))
+if __package__ != "benchmarks":  # run as `python benchmarks/<script>.py`: the repo on the path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.dump_window_features import dev_set, path_vectors, scope_scores  # noqa: E402
-from treerag_core.base.settings import QuerySettings  # noqa: E402
-from treerag_core.evaluation import Passage, question_metrics  # noqa: E402
-from treerag_core.search.fusion import fuse, minmax  # noqa: E402
-from treerag_core.strategies.flat.strategy import FlatHybrid  # noqa: E402
-from treerag_core.strategies.treerag.structured import FlatStructured  # noqa: E402
+from benchmarks.dump_window_features import dev_set, path_vectors, scope_scores
+from treerag_core.base.names import StrategyName
+from treerag_core.base.settings import QuerySettings
+from treerag_core.evaluation import Passage, question_metrics
+from treerag_core.search.fusion import fuse, minmax
 
 KEYS = ("recall@1000c", "recall@2000c", "hit@5", "mrr@10")
 
@@ -75,7 +73,7 @@ def best_neighbour(index, rows: np.ndarray, score: np.ndarray) -> np.ndarray:
 
 
 def checked_route(score: np.ndarray, docs: Sequence[str], size: int) -> np.ndarray:
-    """treerag's routing with its check, where the fused order is the final reader: the two
+    """The routing of treerag with its check, where the fused order is the final reader: the two
     documents with the largest share of the window, kept only if the window's best is in
     one of them (as `structure.route` with no cross-encoder)."""
     window = top(score, size)
@@ -120,8 +118,8 @@ def main(argv: list[str] | None = None) -> int:
         raw_section = st.score + section[st.leaf_of_row]
         with_neighbour = st.score + 0.5 * best_neighbour(index, rows, np.asarray(st.score))
         orders = {
-            FlatHybrid.name: top(flat, size),
-            FlatStructured.name: structured,
+            StrategyName.FLAT_HYBRID.value: top(flat, size),
+            StrategyName.FLAT_STRUCTURED.value: structured,
             "+ dense of path + passage, averaged": top(averaged, size),
             "dense of path + passage only": top(path_only, size),
             "+ section evidence by meaning": top(with_section, size),
