@@ -9,6 +9,7 @@ from streamlit.testing.v1 import AppTest
 
 from tests.app_helpers import graph_data, open_app
 from tests.conftest import keyless_app, sample_sources
+from treerag_core import leaf_graph_search
 from treerag_core.base.config import IndexSettings
 from treerag_core.base.settings import QuerySettings
 from treerag_core.index.corpus import build_index
@@ -18,7 +19,7 @@ from treerag_core.pipeline import Engine, run
 from treerag_core.strategies.graph.part import graph_vectors_of, graphs_of
 from treerag_core.strategies.graph.search import search_graph
 from ui.common.graph_view import FONT_PX, wrap_label
-from ui.common.leaf_graph_panel import edge_table, graph_stats_frame, node_table, traced_result
+from ui.common.leaf_graph_panel import edge_table, graph_stats_frame, node_table
 
 REPO = Path(__file__).resolve().parents[1]
 LAW = "劳动合同法(2012-12-28).md"
@@ -52,12 +53,12 @@ def test_stats_frame_has_a_row_per_graph_leaf(law):
     assert graph_stats_frame(index, "other.md").empty
 
 
-def test_traced_result_replays_step_2s_search_and_lights_the_tables(law):
+def test_leaf_graph_search_replays_step_2s_search_and_lights_the_tables(law):
     index, embedder = law
     engine = Engine(index=index, embedder=embedder, api_key=None)
     leaf_id = sorted(graphs_of(index))[0]
     trace = run(engine, QUESTION, QuerySettings(strategy="treerag-kg"), leaves=[leaf_id])
-    result = traced_result(index, trace, leaf_id, engine.query_vector)
+    result = leaf_graph_search(index, trace, leaf_id, engine.query_vector)
     graph = graphs_of(index)[leaf_id]
     expected = search_graph(
         graph,
@@ -70,9 +71,9 @@ def test_traced_result_replays_step_2s_search_and_lights_the_tables(law):
     assert result is not None and result.matches == expected.matches
     assert result.paths == expected.paths
     other = sorted(graphs_of(index))[1]
-    assert traced_result(index, trace, other, engine.query_vector) is None  # not searched
+    assert leaf_graph_search(index, trace, other, engine.query_vector) is None  # not searched
     plain = run(engine, QUESTION, QuerySettings(strategy="treerag"), leaves=[leaf_id])
-    assert traced_result(index, plain, leaf_id, engine.query_vector) is None
+    assert leaf_graph_search(index, plain, leaf_id, engine.query_vector) is None
     nodes = node_table(graph, result)
     lit = nodes[nodes["lit"] != ""]
     assert len(nodes) == len(graph.concepts) and list(lit.index) == list(range(len(lit)))

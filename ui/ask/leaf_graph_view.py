@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from treerag_core import Engine, graphs_of
+from treerag_core import Engine, graphs_of, leaf_graph_search
 from treerag_core.base.types import Trace
 from ui.common.graph_view import render_leaf_graph
-from ui.common.leaf_graph_panel import traced_result
 from ui.common.text_safety import plain
 
 
@@ -23,7 +22,7 @@ def leaf_graphs(trace: Trace, engine: Engine) -> None:
         leaf_id = str(group.leaf_id)
         node = index.nodes[leaf_id]
         with st.expander(f"[{leaf_id}] {plain(node.heading_path)}", expanded=number == 0):
-            result = traced_result(index, trace, leaf_id, engine.query_vector)
+            result = leaf_graph_search(index, trace, leaf_id, engine.query_vector)
             render_leaf_graph(
                 graphs[leaf_id], result, doc_text=index.texts[node.doc_id],
                 heading=node.heading_path, key=f"ask_leaf_graph_{number}",

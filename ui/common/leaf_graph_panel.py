@@ -103,17 +103,6 @@ def _llm_total(index: CorpusIndex) -> str:
     )
 
 
-def traced_result(
-    index: CorpusIndex,
-    trace: Trace | None,
-    leaf_id: str,
-    query_vector: Callable[[str], np.ndarray],
-) -> GraphResult | None:
-    """The graph search step 2 ran in this leaf for the trace's question (rerun: it is
-    deterministic and takes milliseconds), or None when the trace did not search it."""
-    return leaf_graph_search(index, trace, leaf_id, query_vector)
-
-
 def node_table(graph: LeafGraph, result: GraphResult | None) -> pd.DataFrame:
     """Every concept: its role for the question (when lit), mentions, degree and PageRank;
     the lit ones first, then the most mentioned."""
@@ -204,7 +193,7 @@ def leaf_graph_panel(
             st.caption("This leaf has no chunks, so no knowledge graph.")
         return None
     graph = graphs[leaf_id]
-    result = traced_result(index, trace, leaf_id, query_vector) if query_vector else None
+    result = leaf_graph_search(index, trace, leaf_id, query_vector) if query_vector else None
     view = build_view(graph, result, PANEL_NODES)
     with st.container(border=True):
         st.markdown(f"**Knowledge graph of this leaf** · `{leaf_id}`")
