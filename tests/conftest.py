@@ -124,3 +124,12 @@ def name_index_embedder(folder: Path, name: str) -> None:
     manifest = json.loads(path.read_text(encoding="utf-8"))
     manifest["embedder"]["name"] = name
     path.write_text(json.dumps(manifest), encoding="utf-8")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (`make test` runs two workers), the tests that drive a real
+    Chromium against a real server run one at a time on one worker: two at once would each
+    measure the other's CPU, not the explorer."""
+    for item in items:
+        if item.get_closest_marker("browser") or item.path.name == "test_app_load.py":
+            item.add_marker(pytest.mark.xdist_group("browser"))

@@ -20,6 +20,7 @@ from treerag_core.answer.flags import question_flags, verdict_label
 from treerag_core.answer.synthesis import answer_fallbacks
 from treerag_core.base.config import IndexSettings
 from treerag_core.base.errors import IndexFormatError, VectorStoreError
+from treerag_core.base.names import DEFAULT_COLLECTION
 from treerag_core.base.settings import QuerySettings
 from treerag_core.base.types import Trace
 from treerag_core.build import (
@@ -478,7 +479,7 @@ def _milvus_store(uri: str | None, dim: int, collection: str):
 def push_to_milvus(
     index: str | Path | CorpusIndex,
     uri: str | None,
-    collection: str = "treerag",
+    collection: str = DEFAULT_COLLECTION,
     replace: bool = False,
 ) -> dict:
     """Write an index (a folder, or one in memory) into Milvus at `uri` (default MILVUS_URI;

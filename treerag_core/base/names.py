@@ -60,6 +60,10 @@ class Provider(_Named):
     OPENAI = "openai"  # any OpenAI-compatible server: Ollama, vLLM, LM Studio, llama.cpp
 
 
+# The collection a vector store (Qdrant, Milvus) keeps an index in unless the user names one.
+DEFAULT_COLLECTION = "treerag"
+
+
 class StrategyName(_Named):
     """The built-in strategies code refers to by name (the registry lists every strategy)."""
 

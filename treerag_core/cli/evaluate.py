@@ -11,6 +11,7 @@ from tqdm import tqdm
 from treerag_core import EvalConfig, evaluate, milvus_eval_index, strategy_names, terminal_safe
 from treerag_core.base.config import IndexSettings
 from treerag_core.base.errors import SettingsError
+from treerag_core.base.names import DEFAULT_COLLECTION
 from treerag_core.base.progress import PlainProgress
 from treerag_core.base.settings import QuerySettings
 from treerag_core.cli.options import (
@@ -118,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         index = None
         if args.vector_store == "milvus":  # the set's index, pushed (once) and attached
-            named = None if args.milvus_collection == "treerag" else args.milvus_collection
+            named = None if args.milvus_collection == DEFAULT_COLLECTION else args.milvus_collection
             index, pushed = milvus_eval_index(
                 args.data, settings, args.cache, args.milvus_uri, named, index_update
             )

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from treerag_core import Drilldown, get_strategy, option_types, strategy_names
 from treerag_core.base.config import MB, IndexSettings, max_file_bytes
 from treerag_core.base.errors import LLMError, QueryError, SettingsError, TreeRAGError
-from treerag_core.base.names import Fusion, Locator, Provider
+from treerag_core.base.names import DEFAULT_COLLECTION, Fusion, Locator, Provider
 from treerag_core.base.settings import (
     LLMSettings,
     QuerySettings,
@@ -174,7 +174,7 @@ def add_vector_store_options(p: argparse.ArgumentParser, push: bool = False) -> 
     )
     p.add_argument(
         "--milvus-collection",
-        default="treerag",
+        default=DEFAULT_COLLECTION,
         help="collection name; the index lives in NAME_chunks and NAME_layers "
         "(default %(default)s)",
     )

@@ -7,6 +7,7 @@ import os
 import sys
 
 from treerag_core import push_to_qdrant
+from treerag_core.base.names import DEFAULT_COLLECTION
 
 
 def add_parser(sub) -> None:
@@ -17,7 +18,9 @@ def add_parser(sub) -> None:
     p.add_argument(
         "--url", default=None, help="the server, e.g. http://localhost:6333 (QDRANT_URL)"
     )
-    p.add_argument("--collection", default="treerag", help="collection name (default %(default)s)")
+    p.add_argument(
+        "--collection", default=DEFAULT_COLLECTION, help="collection name (default %(default)s)"
+    )
     p.set_defaults(func=run)
 
 

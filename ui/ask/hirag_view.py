@@ -167,7 +167,9 @@ def graph_store_for(index: Any) -> tuple[Any, str]:
     return hirag_graph_store(index)
 
 
-def render_hirag(sections: Sequence[ContextSection], store: Any = None, key: str = "hirag") -> None:
+def render_hirag(
+    sections: Sequence[ContextSection], store: Any = None, key: str = "hirag_view"
+) -> None:
     """The whole view: legend, graph, then one table per section (entities, relations,
     reports, path). Sections come from `Retrieval.sections` or a stored trace."""
     if not sections:

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from treerag_core.base.errors import VectorStoreError
+from treerag_core.base.names import DEFAULT_COLLECTION
 from treerag_core.index.vectors.base import (
     KINDS,
     Kind,
@@ -47,7 +48,6 @@ from treerag_core.index.vectors.milvus_expr import (
 DENSE = "dense"
 SPARSE = "sparse"  # BM25 of the passage's tokens
 PATH_SPARSE = "path_sparse"  # BM25 of heading path + passage tokens
-DEFAULT_COLLECTION = "treerag"
 MANIFEST_ID = "treerag-manifest"
 # The engine's largest top-k (Milvus' default maximum): groups up to this size are scored
 # exactly (every chunk's cosine, every matching chunk's BM25); larger ones by their top rows.

@@ -12,6 +12,7 @@ import numpy as np
 from qdrant_client import QdrantClient, models
 
 from treerag_core.base.errors import VectorStoreError
+from treerag_core.base.names import DEFAULT_COLLECTION
 from treerag_core.index.vectors.base import (
     KINDS,
     Kind,
@@ -24,7 +25,6 @@ from treerag_core.index.vectors.base import (
 
 DENSE = "dense"
 SPARSE = "sparse"
-DEFAULT_COLLECTION = "treerag"
 BATCH = 256
 TF_K1 = 1.2  # BM25's term-frequency saturation; Qdrant's Modifier.IDF supplies the IDF
 RRF_K = 60  # classic RRF-60 (Qdrant's own default is k=2)
