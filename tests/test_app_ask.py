@@ -345,6 +345,44 @@ def test_clicking_a_node_opens_the_inspector_and_override_reruns():
     assert [leaf.node_id for leaf in at.session_state["ask_trace"].locate.leaves] == picked
 
 
+def test_weakest_pick_is_the_lowest_score_unscored_first_ties_to_the_later():
+    from ui.common.inspector import weakest_pick
+
+    assert weakest_pick(["a", "b", "c"], {"a": 0.9, "b": 0.2, "c": 0.5}) == "b"
+    assert weakest_pick(["a", "b", "c"], {"a": 0.9, "b": 0.2, "c": None}) == "c"  # by hand
+    assert weakest_pick(["a", "b", "c"], {"a": 0.5, "b": 0.5, "c": 0.5}) == "c"
+
+
+def test_adding_a_sixth_leaf_replaces_the_lowest_scored_pick_and_says_which():
+    """Step 1 (and LocateSettings) allow at most 5 leaves: at the limit, the user's leaf
+    still goes in, in place of the weakest pick, named before the click."""
+    from ui.common.inspector import MAX_LEAVES, weakest_pick
+
+    at = ask(open_app(), PAPER_QUESTION)  # max leaves: 5 (the seed)
+    trace = at.session_state["ask_trace"]
+    picked = [leaf.node_id for leaf in trace.locate.leaves]
+    assert len(picked) == MAX_LEAVES, picked
+    scores = {leaf.node_id: leaf.score for leaf in trace.locate.leaves}
+    weakest = weakest_pick(picked, scores)
+    target = next(
+        i
+        for i, n in graph_nodes(at).items()
+        if i not in picked and n["color"]["background"] == PALETTE["leaf"]
+    )
+    at.session_state[at.session_state["ask_graph_key"]] = target  # the component's click
+    at.run()
+    add = at.button(key="ask_inspector_add")
+    assert not add.disabled and weakest in add.label
+    said = page_text(at, "caption", plain=True)
+    assert "adding this one drops" in said and weakest in said and "lowest-scored" in said
+    add.click().run()
+    assert not at.exception, at.exception
+    new = at.session_state["ask_trace"]
+    leaves = [leaf.node_id for leaf in new.locate.leaves]
+    assert len(leaves) == MAX_LEAVES and target in leaves and weakest not in leaves
+    assert f"removed {weakest}" in new.locate.thinking  # the drop stays on the record
+
+
 def test_citation_chip_selects_its_node():
     at = ask(open_app(), PAPER_QUESTION)
     chips = [b for b in at.button if b.key and b.key.startswith("cite_")]

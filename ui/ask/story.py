@@ -336,6 +336,9 @@ def inspector_panel(
             state.inspect,
             picked=picked_leaves(trace, index) if can_override else None,
             on_toggle=on_toggle if can_override else None,
+            scores={leaf.node_id: leaf.score for leaf in trace.locate.leaves}
+            if can_override and trace is not None and trace.locate is not None
+            else None,
             highlight=state.highlight,
             key="ask_inspector",
             pdf=lambda doc_id: original_pdf(corpus.kind, doc_id),
