@@ -14,6 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 from tests import app_helpers as app
 from tests.app_helpers import APP, ask, open_app, page_text
+from tests.app_helpers import unescape as unescape_text
 from tests.conftest import SAMPLES, keyless_app, skip_unless_ci
 from treerag_core.strategies import strategy_names
 from ui.common.tree_graph import PALETTE
@@ -381,6 +382,32 @@ def test_adding_a_sixth_leaf_replaces_the_lowest_scored_pick_and_says_which():
     leaves = [leaf.node_id for leaf in new.locate.leaves]
     assert len(leaves) == MAX_LEAVES and target in leaves and weakest not in leaves
     assert f"removed {weakest}" in new.locate.thinking  # the drop stays on the record
+
+
+def test_a_cited_node_step_1_did_not_pick_is_explained_under_the_graph():
+    """Grey with a green border = cited, not picked: the legend says so, and a note under
+    the graph names those nodes and the search that found their passages."""
+    at = open_app()
+    at.selectbox(key="qs_strategy").set_value("flat-dense").run()  # no step-1 pick at all
+    ask(at, PAPER_QUESTION)
+    trace = at.session_state["ask_trace"]
+    nodes = graph_nodes(at)
+    loose = [i for i, n in nodes.items() if n["color"]["border"] == PALETTE["cited"]]
+    assert loose and all(nodes[i]["color"]["background"] != PALETTE["picked"] for i in loose)
+    said = page_text(at, "caption", plain=True)
+    assert "grey with a green border: cited, not picked by step 1" in said  # the legend
+    [note] = [c.value for c in at.caption if c.value.startswith("Grey with a green border")]
+    assert all(f"`{i}`" in note for i in loose)
+    note = unescape_text(note)
+    assert trace.strategy in note and trace.retrieved[0].label in note
+    # Every cited node picked: no note.
+    at.selectbox(key="qs_strategy").set_value("drilldown").run()
+    ask(at, PAPER_QUESTION)
+    nodes = graph_nodes(at)
+    cited = {i for i, n in nodes.items() if n["color"]["border"] == PALETTE["cited"]}
+    picked = {leaf.node_id for leaf in at.session_state["ask_trace"].locate.leaves}
+    assert cited and cited <= picked
+    assert not [c for c in at.caption if c.value.startswith("Grey with a green border")]
 
 
 def test_citation_chip_selects_its_node():
