@@ -679,6 +679,92 @@ def test_a_reload_offers_the_last_question_and_restores_it_without_running_it(ap
     assert tables(at=reloaded, kind="rerank")  # the evidence is back on screen
 
 
+def _link(at: AppTest, name: str) -> list[str]:
+    """A query parameter of the page's link, as a list (AppTest keeps one value or a list)."""
+    value = at.query_params.get(name)
+    return [] if value is None else value if isinstance(value, list) else [value]
+
+
+def _scoped_question(at: AppTest) -> tuple[AppTest, list[str]]:
+    """`at` after asking the paper question with the scope set to the paper alone."""
+    scope = ["test_paper.md"]
+    at.multiselect(key="qs_scope_samples").set_value(scope).run()
+    return ask(at, PAPER_QUESTION), scope
+
+
+def test_the_question_scope_and_result_survive_a_page_switch_even_if_the_widgets_lost_them():
+    at = ask(open_app(), "What does the ablation study remove?")  # on all documents
+    first_id = at.session_state["ask_trace_id"]
+    at, scope = _scoped_question(at)
+    trace = at.session_state["ask_trace"]
+    at.switch_page("pages/documents.py").run()
+    at.switch_page("pages/history.py").run()
+    at.switch_page("pages/ask.py").run()
+    assert not at.exception, at.exception
+    assert at.text_input(key="ask_question").value == PAPER_QUESTION
+    assert at.multiselect(key="qs_scope_samples").value == scope
+    assert at.session_state["ask_trace"] is trace  # the last result, as it was
+    # A run stopped midway by a page switch (leaving during an answer) can drop the widgets'
+    # own state: the session copies bring both back.
+    at.switch_page("pages/documents.py").run()
+    del at.session_state["ask_question"]
+    at.session_state["qs_scope_samples"] = []
+    at.switch_page("pages/ask.py").run()
+    assert at.text_input(key="ask_question").value == PAPER_QUESTION
+    assert at.multiselect(key="qs_scope_samples").value == scope
+    # On Ask itself, an emptied scope is the user's choice: not put back.
+    at.multiselect(key="qs_scope_samples").set_value([]).run()
+    at.run()
+    assert at.multiselect(key="qs_scope_samples").value == []
+    # A result reopened from History brings its own scope (all documents): kept, not the
+    # scope Ask had before.
+    at.multiselect(key="qs_scope_samples").set_value(scope).run()
+    at.switch_page("pages/history.py").run()
+    at.button(key=f"open_{first_id}").click().run()
+    assert not at.exception, at.exception
+    assert at.session_state["ask_trace"].question == "What does the ablation study remove?"
+    assert at.multiselect(key="qs_scope_samples").value == []
+
+
+def test_a_reload_keeps_the_question_and_scope_in_the_link_and_shows_the_result_again(app_data):
+    def logged() -> int:
+        with contextlib.closing(sqlite3.connect(app_data / "audit.sqlite")) as db:
+            return db.execute("SELECT COUNT(*) FROM query").fetchone()[0]
+
+    def reload(at: AppTest) -> AppTest:  # F5: the same link, a new session
+        again = AppTest.from_file(str(APP), default_timeout=90)
+        for name in ("ws", "q", "scope", "corpus"):
+            if _link(at, name):
+                again.query_params[name] = _link(at, name)
+        again.run()
+        assert not again.exception, again.exception
+        return again
+
+    at, scope = _scoped_question(open_app())
+    trace = at.session_state["ask_trace"]
+    # Written before the answer runs, so a reload midway has them too.
+    assert _link(at, "q") == [PAPER_QUESTION] and _link(at, "scope") == scope
+    count = logged()
+    again = reload(at)
+    assert again.text_input(key="ask_question").value == PAPER_QUESTION
+    assert again.multiselect(key="qs_scope_samples").value == scope  # not "All documents"
+    shown = again.session_state["ask_trace"]  # the last result, opened from the audit log
+    assert shown is not None and shown.question == PAPER_QUESTION
+    assert shown.answer == trace.answer and logged() == count  # nothing ran again
+    assert tables(at=again, kind="rerank")
+    # A reload mid-answer: the new question is in the link, not yet in the log. The box
+    # and the scope come back; the last logged result is offered, not shown as this one's.
+    again.query_params["q"] = "What datasets were used?"
+    midway = reload(again)
+    assert midway.text_input(key="ask_question").value == "What datasets were used?"
+    assert midway.multiselect(key="qs_scope_samples").value == scope
+    assert midway.session_state["ask_trace"] is None
+    assert [b for b in midway.button if b.key == "ask_restore_last"]
+    # A question too long for a link stays out of it (the session still keeps it).
+    ask(midway, "x" * 2001)
+    assert _link(midway, "q") == []
+
+
 def test_a_chinese_question_says_why_the_reranker_stayed_off_without_nested_brackets():
     at = ask(open_app(), "劳动合同的试用期最长是多久？")
     [said] = [c.value for c in at.caption if "fused order is kept" in c.value]
