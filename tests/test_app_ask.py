@@ -653,11 +653,13 @@ def test_no_gold_no_metrics_table():
     assert not [d for d in at.dataframe if "Recall@1000c" in d.value.columns]
 
 
-def test_a_reload_offers_the_last_question_and_restores_it_without_running_it(app_data):
-    def logged() -> int:
-        with contextlib.closing(sqlite3.connect(app_data / "audit.sqlite")) as db:
-            return db.execute("SELECT COUNT(*) FROM query").fetchone()[0]
+def logged(app_data) -> int:
+    """How many queries the audit log holds (a restore must add none)."""
+    with contextlib.closing(sqlite3.connect(app_data / "audit.sqlite")) as db:
+        return db.execute("SELECT COUNT(*) FROM query").fetchone()[0]
 
+
+def test_a_reload_offers_the_last_question_and_restores_it_without_running_it(app_data):
     first = ask(open_app(), PAPER_QUESTION)
     ws_id = first.session_state["ws_id"]
     answer = first.session_state["ask_trace"].answer
@@ -668,13 +670,13 @@ def test_a_reload_offers_the_last_question_and_restores_it_without_running_it(ap
     assert reloaded.session_state["ask_trace"] is None
     assert reloaded.text_input(key="ask_question").value == ""
     assert f"“{PAPER_QUESTION}”" in page_text(reloaded, "info", plain=True)
-    count = logged()
+    count = logged(app_data)
     reloaded.button(key="ask_restore_last").click().run()
     assert not reloaded.exception, reloaded.exception
     trace = reloaded.session_state["ask_trace"]
     assert trace.question == PAPER_QUESTION and trace.answer == answer
     assert reloaded.text_input(key="ask_question").value == PAPER_QUESTION
-    assert logged() == count  # nothing ran: no new query in the audit log
+    assert logged(app_data) == count  # nothing ran: no new query in the audit log
     assert not [b for b in reloaded.button if b.key == "ask_restore_last"]  # offered once
     assert tables(at=reloaded, kind="rerank")  # the evidence is back on screen
 
@@ -727,10 +729,6 @@ def test_the_question_scope_and_result_survive_a_page_switch_even_if_the_widgets
 
 
 def test_a_reload_keeps_the_question_and_scope_in_the_link_and_shows_the_result_again(app_data):
-    def logged() -> int:
-        with contextlib.closing(sqlite3.connect(app_data / "audit.sqlite")) as db:
-            return db.execute("SELECT COUNT(*) FROM query").fetchone()[0]
-
     def reload(at: AppTest) -> AppTest:  # F5: the same link, a new session
         again = AppTest.from_file(str(APP), default_timeout=90)
         for name in ("ws", "q", "scope", "corpus"):
@@ -744,13 +742,13 @@ def test_a_reload_keeps_the_question_and_scope_in_the_link_and_shows_the_result_
     trace = at.session_state["ask_trace"]
     # Written before the answer runs, so a reload midway has them too.
     assert _link(at, "q") == [PAPER_QUESTION] and _link(at, "scope") == scope
-    count = logged()
+    count = logged(app_data)
     again = reload(at)
     assert again.text_input(key="ask_question").value == PAPER_QUESTION
     assert again.multiselect(key="qs_scope_samples").value == scope  # not "All documents"
     shown = again.session_state["ask_trace"]  # the last result, opened from the audit log
     assert shown is not None and shown.question == PAPER_QUESTION
-    assert shown.answer == trace.answer and logged() == count  # nothing ran again
+    assert shown.answer == trace.answer and logged(app_data) == count  # nothing ran again
     assert tables(at=again, kind="rerank")
     # A reload mid-answer: the new question is in the link, not yet in the log. The box
     # and the scope come back; the last logged result is offered, not shown as this one's.
