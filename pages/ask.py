@@ -14,7 +14,7 @@ from treerag_core import resolve_llm_key as resolve_key
 from treerag_core.base.errors import TreeRAGError
 from treerag_core.base.settings import QuerySettings
 from treerag_core.base.types import Trace
-from ui.ask import labels_marks, story
+from ui.ask import kept, labels_marks, story
 from ui.ask.last_question import offer_last_question
 from ui.ask.stored_view import stored_result
 from ui.common import query_controls as qc
@@ -309,6 +309,7 @@ def main() -> None:
     has_uploads = WorkspaceState().index is not None
     qc.sync_corpus_choice(has_uploads)  # the ?corpus= the user picked before a reload
     qc.default_corpus(has_uploads)
+    kept.restore_from_link()  # a reload: the link's question and scope (and its result)
     if ss.qs_corpus == EVAL and ask.eval_corpus is None:
         ss.qs_corpus = SAMPLES  # no eval set opened in this session
     kind = ss.qs_corpus
@@ -329,6 +330,7 @@ def main() -> None:
     scope_key = f"qs_scope_{kind}"
     doc_options = {d.doc_id: d.title or d.name for d in corpus.index.documents} if corpus else {}
     eval_corpus = ask.eval_corpus
+    kept.restore_after_visit(scope_key, kind)  # back from another page: nothing lost
     llm, typed_key = qc.sidebar(doc_options, scope_key, eval_corpus.label if eval_corpus else None)
     head, mode = st.columns([4, 1.6], vertical_alignment="bottom")  # the toggle's label whole
     head.title("TreeRAG Explorer")
@@ -366,6 +368,7 @@ def main() -> None:
             placeholder="Ask anything about the documents — English or 中文",
         )
         submitted = c2.form_submit_button("Ask", type="primary", width="stretch")
+    kept.keep(scope_key, kind)  # before any answer runs: a switch or reload midway keeps both
     pending = {"kind": "ask"} if submitted else ask.take("pending")
     trace: Trace | None = ask.trace if ask.trace_corpus == corpus.key else None
     # Notices (errors, banners, a model's loading spinner) go in their own container above

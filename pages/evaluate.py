@@ -178,6 +178,7 @@ def _evaluate(
     query: QuerySettings, n: int,
 ) -> tuple[dict[str, Any], dict[str, Any]] | None:  # fmt: skip
     """The report of one run and where it came from (None, error shown, when it did not run)."""
+    began = time.perf_counter()  # the whole run: indexing (unless cached) and model loads too
     try:
         config = EvalConfig(
             strategies=strategies,
@@ -201,7 +202,7 @@ def _evaluate(
             text=f"{done:,} / {total:,} runs ({len(strategies)} strategies × {n} questions)",
         )
 
-    started = time.perf_counter()
+    started = time.perf_counter()  # the questions alone
     try:
         report = evaluate(
             es.folder, config, cache_dir=ed.cache_dir(), progress=progress, index=es.index
@@ -214,7 +215,10 @@ def _evaluate(
     meta = {
         "source": "run",
         "folder": str(es.folder),
-        "seconds": time.perf_counter() - started,
+        "seconds": time.perf_counter() - began,
+        "prepare_seconds": started - began,  # indexing the documents, loading the reranker
+        "question_seconds": time.perf_counter() - started,
+        "questions": n,
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
     }
     return report, meta

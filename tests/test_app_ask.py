@@ -14,6 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 from tests import app_helpers as app
 from tests.app_helpers import APP, ask, open_app, page_text
+from tests.app_helpers import unescape as unescape_text
 from tests.conftest import SAMPLES, keyless_app, skip_unless_ci
 from treerag_core.strategies import strategy_names
 from ui.common.tree_graph import PALETTE
@@ -345,6 +346,70 @@ def test_clicking_a_node_opens_the_inspector_and_override_reruns():
     assert [leaf.node_id for leaf in at.session_state["ask_trace"].locate.leaves] == picked
 
 
+def test_weakest_pick_is_the_lowest_score_unscored_first_ties_to_the_later():
+    from ui.common.inspector import weakest_pick
+
+    assert weakest_pick(["a", "b", "c"], {"a": 0.9, "b": 0.2, "c": 0.5}) == "b"
+    assert weakest_pick(["a", "b", "c"], {"a": 0.9, "b": 0.2, "c": None}) == "c"  # by hand
+    assert weakest_pick(["a", "b", "c"], {"a": 0.5, "b": 0.5, "c": 0.5}) == "c"
+
+
+def test_adding_a_sixth_leaf_replaces_the_lowest_scored_pick_and_says_which():
+    """Step 1 (and LocateSettings) allow at most 5 leaves: at the limit, the user's leaf
+    still goes in, in place of the weakest pick, named before the click."""
+    from ui.common.inspector import MAX_LEAVES, weakest_pick
+
+    at = ask(open_app(), PAPER_QUESTION)  # max leaves: 5 (the seed)
+    trace = at.session_state["ask_trace"]
+    picked = [leaf.node_id for leaf in trace.locate.leaves]
+    assert len(picked) == MAX_LEAVES, picked
+    scores = {leaf.node_id: leaf.score for leaf in trace.locate.leaves}
+    weakest = weakest_pick(picked, scores)
+    target = next(
+        i
+        for i, n in graph_nodes(at).items()
+        if i not in picked and n["color"]["background"] == PALETTE["leaf"]
+    )
+    at.session_state[at.session_state["ask_graph_key"]] = target  # the component's click
+    at.run()
+    add = at.button(key="ask_inspector_add")
+    assert not add.disabled and weakest in add.label
+    said = page_text(at, "caption", plain=True)
+    assert "adding this one drops" in said and weakest in said and "lowest-scored" in said
+    add.click().run()
+    assert not at.exception, at.exception
+    new = at.session_state["ask_trace"]
+    leaves = [leaf.node_id for leaf in new.locate.leaves]
+    assert len(leaves) == MAX_LEAVES and target in leaves and weakest not in leaves
+    assert f"removed {weakest}" in new.locate.thinking  # the drop stays on the record
+
+
+def test_a_cited_node_step_1_did_not_pick_is_explained_under_the_graph():
+    """Grey with a green border = cited, not picked: the legend says so, and a note under
+    the graph names those nodes and the search that found their passages."""
+    at = open_app()
+    at.selectbox(key="qs_strategy").set_value("flat-dense").run()  # no step-1 pick at all
+    ask(at, PAPER_QUESTION)
+    trace = at.session_state["ask_trace"]
+    nodes = graph_nodes(at)
+    loose = [i for i, n in nodes.items() if n["color"]["border"] == PALETTE["cited"]]
+    assert loose and all(nodes[i]["color"]["background"] != PALETTE["picked"] for i in loose)
+    said = page_text(at, "caption", plain=True)
+    assert "grey with a green border: cited, not picked by step 1" in said  # the legend
+    [note] = [c.value for c in at.caption if c.value.startswith("Grey with a green border")]
+    assert all(f"`{i}`" in note for i in loose)
+    note = unescape_text(note)
+    assert trace.strategy in note and trace.retrieved[0].label in note
+    # Every cited node picked: no note.
+    at.selectbox(key="qs_strategy").set_value("drilldown").run()
+    ask(at, PAPER_QUESTION)
+    nodes = graph_nodes(at)
+    cited = {i for i, n in nodes.items() if n["color"]["border"] == PALETTE["cited"]}
+    picked = {leaf.node_id for leaf in at.session_state["ask_trace"].locate.leaves}
+    assert cited and cited <= picked
+    assert not [c for c in at.caption if c.value.startswith("Grey with a green border")]
+
+
 def test_citation_chip_selects_its_node():
     at = ask(open_app(), PAPER_QUESTION)
     chips = [b for b in at.button if b.key and b.key.startswith("cite_")]
@@ -588,11 +653,13 @@ def test_no_gold_no_metrics_table():
     assert not [d for d in at.dataframe if "Recall@1000c" in d.value.columns]
 
 
-def test_a_reload_offers_the_last_question_and_restores_it_without_running_it(app_data):
-    def logged() -> int:
-        with contextlib.closing(sqlite3.connect(app_data / "audit.sqlite")) as db:
-            return db.execute("SELECT COUNT(*) FROM query").fetchone()[0]
+def logged(app_data) -> int:
+    """How many queries the audit log holds (a restore must add none)."""
+    with contextlib.closing(sqlite3.connect(app_data / "audit.sqlite")) as db:
+        return db.execute("SELECT COUNT(*) FROM query").fetchone()[0]
 
+
+def test_a_reload_offers_the_last_question_and_restores_it_without_running_it(app_data):
     first = ask(open_app(), PAPER_QUESTION)
     ws_id = first.session_state["ws_id"]
     answer = first.session_state["ask_trace"].answer
@@ -603,15 +670,97 @@ def test_a_reload_offers_the_last_question_and_restores_it_without_running_it(ap
     assert reloaded.session_state["ask_trace"] is None
     assert reloaded.text_input(key="ask_question").value == ""
     assert f"“{PAPER_QUESTION}”" in page_text(reloaded, "info", plain=True)
-    count = logged()
+    count = logged(app_data)
     reloaded.button(key="ask_restore_last").click().run()
     assert not reloaded.exception, reloaded.exception
     trace = reloaded.session_state["ask_trace"]
     assert trace.question == PAPER_QUESTION and trace.answer == answer
     assert reloaded.text_input(key="ask_question").value == PAPER_QUESTION
-    assert logged() == count  # nothing ran: no new query in the audit log
+    assert logged(app_data) == count  # nothing ran: no new query in the audit log
     assert not [b for b in reloaded.button if b.key == "ask_restore_last"]  # offered once
     assert tables(at=reloaded, kind="rerank")  # the evidence is back on screen
+
+
+def _link(at: AppTest, name: str) -> list[str]:
+    """A query parameter of the page's link, as a list (AppTest keeps one value or a list)."""
+    value = at.query_params.get(name)
+    return [] if value is None else value if isinstance(value, list) else [value]
+
+
+def _scoped_question(at: AppTest) -> tuple[AppTest, list[str]]:
+    """`at` after asking the paper question with the scope set to the paper alone."""
+    scope = ["test_paper.md"]
+    at.multiselect(key="qs_scope_samples").set_value(scope).run()
+    return ask(at, PAPER_QUESTION), scope
+
+
+def test_the_question_scope_and_result_survive_a_page_switch_even_if_the_widgets_lost_them():
+    at = ask(open_app(), "What does the ablation study remove?")  # on all documents
+    first_id = at.session_state["ask_trace_id"]
+    at, scope = _scoped_question(at)
+    trace = at.session_state["ask_trace"]
+    at.switch_page("pages/documents.py").run()
+    at.switch_page("pages/history.py").run()
+    at.switch_page("pages/ask.py").run()
+    assert not at.exception, at.exception
+    assert at.text_input(key="ask_question").value == PAPER_QUESTION
+    assert at.multiselect(key="qs_scope_samples").value == scope
+    assert at.session_state["ask_trace"] is trace  # the last result, as it was
+    # A run stopped midway by a page switch (leaving during an answer) can drop the widgets'
+    # own state: the session copies bring both back.
+    at.switch_page("pages/documents.py").run()
+    del at.session_state["ask_question"]
+    at.session_state["qs_scope_samples"] = []
+    at.switch_page("pages/ask.py").run()
+    assert at.text_input(key="ask_question").value == PAPER_QUESTION
+    assert at.multiselect(key="qs_scope_samples").value == scope
+    # On Ask itself, an emptied scope is the user's choice: not put back.
+    at.multiselect(key="qs_scope_samples").set_value([]).run()
+    at.run()
+    assert at.multiselect(key="qs_scope_samples").value == []
+    # A result reopened from History brings its own scope (all documents): kept, not the
+    # scope Ask had before.
+    at.multiselect(key="qs_scope_samples").set_value(scope).run()
+    at.switch_page("pages/history.py").run()
+    at.button(key=f"open_{first_id}").click().run()
+    assert not at.exception, at.exception
+    assert at.session_state["ask_trace"].question == "What does the ablation study remove?"
+    assert at.multiselect(key="qs_scope_samples").value == []
+
+
+def test_a_reload_keeps_the_question_and_scope_in_the_link_and_shows_the_result_again(app_data):
+    def reload(at: AppTest) -> AppTest:  # F5: the same link, a new session
+        again = AppTest.from_file(str(APP), default_timeout=90)
+        for name in ("ws", "q", "scope", "corpus"):
+            if _link(at, name):
+                again.query_params[name] = _link(at, name)
+        again.run()
+        assert not again.exception, again.exception
+        return again
+
+    at, scope = _scoped_question(open_app())
+    trace = at.session_state["ask_trace"]
+    # Written before the answer runs, so a reload midway has them too.
+    assert _link(at, "q") == [PAPER_QUESTION] and _link(at, "scope") == scope
+    count = logged(app_data)
+    again = reload(at)
+    assert again.text_input(key="ask_question").value == PAPER_QUESTION
+    assert again.multiselect(key="qs_scope_samples").value == scope  # not "All documents"
+    shown = again.session_state["ask_trace"]  # the last result, opened from the audit log
+    assert shown is not None and shown.question == PAPER_QUESTION
+    assert shown.answer == trace.answer and logged(app_data) == count  # nothing ran again
+    assert tables(at=again, kind="rerank")
+    # A reload mid-answer: the new question is in the link, not yet in the log. The box
+    # and the scope come back; the last logged result is offered, not shown as this one's.
+    again.query_params["q"] = "What datasets were used?"
+    midway = reload(again)
+    assert midway.text_input(key="ask_question").value == "What datasets were used?"
+    assert midway.multiselect(key="qs_scope_samples").value == scope
+    assert midway.session_state["ask_trace"] is None
+    assert [b for b in midway.button if b.key == "ask_restore_last"]
+    # A question too long for a link stays out of it (the session still keeps it).
+    ask(midway, "x" * 2001)
+    assert _link(midway, "q") == []
 
 
 def test_a_chinese_question_says_why_the_reranker_stayed_off_without_nested_brackets():

@@ -14,6 +14,7 @@ from streamlit.testing.v1 import AppTest
 from tests.app_helpers import APP, ask, graph_nodes, open_app, page_text, unescape
 from tests.conftest import keyless_app
 from treerag_core.strategies.drilldown.layers import layers_of
+from ui.documents.upload import DROP_HINT, HIDE_CAP_CSS
 
 REPO = Path(__file__).resolve().parents[1]
 PAPER = (REPO / "sample_docs" / "test_paper.md").read_bytes()
@@ -480,6 +481,10 @@ def test_an_over_limit_file_gets_its_own_message_and_the_last_drops_go(monkeypat
     assert "program.md" in page_text(at, "error", sep=" ", plain=True)
     [widget] = at.get("file_uploader")
     assert "up to 0.01 MB each" in widget.proto.label
+    # The drop zone shows only an Upload button until a file is dragged over it: the label
+    # says dragging works (issue 25), and the CSS hides only the zone's own size line.
+    assert widget.proto.label.startswith(DROP_HINT) and "Drag and drop" in DROP_HINT
+    assert "stFileUploaderDropzoneInstructions" in HIDE_CAP_CSS
     assert widget.proto.max_upload_size_mb * 1024 * 1024 > 10_000
     upload(at, ("big.md", b"# Big\n\n" + b"word " * 4000))
     errors = page_text(at, "error", sep=" ", plain=True)

@@ -136,6 +136,28 @@ def test_limited_run_fills_the_metric_table_with_the_reports_numbers(ran):
     assert "latency_ms.total.p95" in every.index
 
 
+def test_the_run_time_is_the_whole_run_with_its_two_parts_named(ran):
+    """A run that indexed for 59 s must not read "run here in 1.9 s" (the questions alone)."""
+    import re
+
+    from ui.evaluate.panels import run_time
+
+    said = run_time({"seconds": 60.9, "prepare_seconds": 59.0, "question_seconds": 1.9,
+                     "questions": 120})  # fmt: skip
+    assert said == (
+        "run here in 60.9 s (59.0 s indexing and loading models, 1.9 s answering 120 questions)"
+    )
+    assert run_time({"seconds": 2.0}) == "run here in 2.0 s"  # parts not known: the whole
+    meta = ran.session_state["ev_meta"]
+    assert meta["seconds"] >= meta["prepare_seconds"] + meta["question_seconds"] - 1e-6
+    shown = page_text(ran, "caption")
+    found = re.search(r"run here in ([\d.]+) s \(([\d.]+) s indexing and loading models, "
+                      rf"([\d.]+) s answering {LIMIT} questions\)", shown)  # fmt: skip
+    assert found, shown
+    whole, prepare, questions = map(float, found.groups())
+    assert whole + 0.15 >= prepare + questions
+
+
 def chart_frame(at: AppTest) -> pd.DataFrame:
     [chart] = at.get("vega_lite_chart")
     spec = json.loads(chart.proto.spec)

@@ -122,6 +122,32 @@ def cited_nodes(trace: Trace | None, index: CorpusIndex) -> set[str]:
     }
 
 
+def unpicked_cited_note(trace: Trace | None, marks: GraphMarks, index: CorpusIndex) -> str | None:
+    """Why a node is grey with a green border (cited, not picked): which search found the
+    passage it holds. None when every cited node was picked."""
+    loose = sorted(marks.cited - marks.picked)
+    if trace is None or not loose:
+        return None
+    found: dict[str, list[str]] = {}  # node -> labels of the step-2 groups that hold it
+    for group in trace.retrieved:
+        for node in {h.chunk.source_node_id for h in group.hits} & set(loose):
+            found.setdefault(node, []).append(group.label)
+    names = ", ".join(f"`{i}` {plain(index.nodes[i].heading)}" for i in loose)
+    searches = sorted({label for labels in found.values() for label in labels})
+    by = f" by step 2's search of {plain('; '.join(searches))}" if searches else " in step 2"
+    if not marks.picked:
+        return (
+            f"Grey with a green border ({names}): cited, yet nothing is picked — "
+            f"**{plain(trace.strategy)}** has no step-1 pick of sections; the passages the "
+            f"answer cites were found{by}."
+        )
+    return (
+        f"Grey with a green border ({names}): cited, though step 1 did not pick "
+        f"{'it' if len(loose) == 1 else 'them'} — the cited passage was found{by}, "
+        "outside the picked sections."
+    )
+
+
 def marks_for(trace: Trace | None, index: CorpusIndex, doc_ids: Sequence[str]) -> GraphMarks:
     state = AskState()
     cited = cited_nodes(trace, index)
@@ -181,6 +207,9 @@ def locate_step(corpus: Corpus, doc_ids: Sequence[str], trace: Trace | None) -> 
     st.session_state.ask_graph_view = view  # tests read what was drawn
     GRAPH.draw(index, view, state, scale=PRESENT_SCALE if st.session_state.get(PRESENT) else 1)
     graph_legend(view, query_marks=trace is not None)
+    note = unpicked_cited_note(trace, marks, index)
+    if note:
+        st.caption(note)
     if len(docs) < len(doc_ids):
         st.caption(
             f"Drawn: the {len(docs)} document(s) holding the picked sections; "
@@ -336,6 +365,9 @@ def inspector_panel(
             state.inspect,
             picked=picked_leaves(trace, index) if can_override else None,
             on_toggle=on_toggle if can_override else None,
+            scores={leaf.node_id: leaf.score for leaf in trace.locate.leaves}
+            if can_override and trace is not None and trace.locate is not None
+            else None,
             highlight=state.highlight,
             key="ask_inspector",
             pdf=lambda doc_id: original_pdf(corpus.kind, doc_id),

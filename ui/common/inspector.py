@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import html
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import pandas as pd
 import streamlit as st
@@ -14,7 +14,19 @@ from ui.common.page_view import page_panel
 from ui.common.score_tables import chunk_frame
 from ui.common.text_safety import plain
 
-MAX_LEAVES = 5  # step 1 picks at most this many leaves
+MAX_LEAVES = 5  # step 1 picks at most this many leaves (LocateSettings refuses more)
+
+
+def weakest_pick(picked: Sequence[str], scores: Mapping[str, float | None]) -> str:
+    """The pick an added leaf replaces when step 1's limit is reached: the lowest-scored one;
+    unscored picks (added by hand) count as lowest, and ties go to the later in step 1's order."""
+    order = {leaf: i for i, leaf in enumerate(picked)}
+
+    def strength(leaf: str) -> tuple[float, int]:
+        score = scores.get(leaf)
+        return (float("-inf") if score is None else score, -order[leaf])
+
+    return min(picked, key=strength)
 
 
 def marked_text(text: str, start: int, end: int) -> str:
@@ -65,6 +77,7 @@ def inspector(
     *,
     picked: Sequence[str] | None = None,
     on_toggle: Callable[[list[str]], None] | None = None,
+    scores: Mapping[str, float | None] | None = None,
     highlight: tuple[int, int] | None = None,
     key: str = "inspector",
     pdf: Callable[[str], bytes | None] | None = None,
@@ -72,7 +85,8 @@ def inspector(
     """Heading path, summary, content and chunks (with offsets) of one node.
 
     With `picked` and `on_toggle`, a leaf gets a button that adds it to or removes it from
-    the picked leaves; `on_toggle` receives the new leaf list. `highlight` (document offsets,
+    the picked leaves; `on_toggle` receives the new leaf list (at the limit, an added leaf
+    replaces the lowest of the picks' step-1 `scores`). `highlight` (document offsets,
     e.g. a cited passage) is marked inside the node's text. A row picked in the chunk table
     is marked instead. With `pdf` (document -> its original PDF, or None), a marked passage
     of a PDF is also shown on its rendered page.
@@ -86,7 +100,7 @@ def inspector(
         st.markdown(f"**{plain(node.heading)}** `{node_id}` · {kind} · {plain(node.doc_id)}")
         st.caption(plain(node.heading_path))
         if picked is not None and on_toggle is not None and node.is_leaf:
-            _toggle_button(node_id, list(picked), on_toggle, key)
+            _toggle_button(index, node_id, list(picked), scores or {}, on_toggle, key)
         st.markdown("**Summary**")
         st.text(node.summary or "(no summary)")
         rows = index.leaf_rows(node_id)
@@ -174,9 +188,14 @@ def _chosen_chunk(index: CorpusIndex, rows: list[int], key: str) -> tuple[int, i
 
 
 def _toggle_button(
-    node_id: str, picked: list[str], on_toggle: Callable[[list[str]], None], key: str
+    index: CorpusIndex,
+    node_id: str,
+    picked: list[str],
+    scores: Mapping[str, float | None],
+    on_toggle: Callable[[list[str]], None],
+    key: str,
 ) -> None:
-    """Add or remove this leaf; when the button is disabled, the reason is shown beside it."""
+    """Add or remove this leaf; what a click will do beyond that is said beside the button."""
     if node_id in picked:
         last = len(picked) == 1
         st.button(
@@ -189,16 +208,31 @@ def _toggle_button(
         )
         if last:
             st.caption("At least one leaf must stay picked.")
+    elif len(picked) >= MAX_LEAVES:
+        # Step 1 (and the settings) allow at most MAX_LEAVES: the user's pick wins over the
+        # weakest of step 1's, and the button says which one goes before it is pressed.
+        weakest = weakest_pick(picked, scores)
+        score = scores.get(weakest)
+        st.button(
+            f"Add in place of {weakest} and rerun",
+            key=f"{key}_add",
+            icon=":material/swap_horiz:",
+            type="primary",
+            on_click=on_toggle,
+            args=([*(i for i in picked if i != weakest), node_id],),
+        )
+        said = "added by hand, no score" if score is None else f"score {score:.3f}"
+        heading = index.nodes[weakest].heading if weakest in index.nodes else weakest
+        st.caption(
+            f"Step 1 picks at most {MAX_LEAVES} leaves: adding this one drops "
+            f"**{plain(heading)}** `{weakest}`, the lowest-scored pick ({said})."
+        )
     else:
-        full = len(picked) >= MAX_LEAVES
         st.button(
             "Add to the picked leaves and rerun",
             key=f"{key}_add",
             icon=":material/add:",
             type="primary",
-            disabled=full,
             on_click=on_toggle,
             args=([*picked, node_id],),
         )
-        if full:
-            st.caption(f"Step 1 picks at most {MAX_LEAVES} leaves: remove one first.")

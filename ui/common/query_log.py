@@ -42,6 +42,7 @@ def _show_on_ask(trace: Trace, corpus_key: str, kind: str, scope: Sequence[str] 
     choose_corpus(kind)  # the corpus it ran on, kept across page switches
     ss[f"qs_scope_{kind}"] = list(scope or [])
     ss[QUESTION] = trace.question
+    AskState().keep_inputs(kind, trace.question, list(scope or []))  # a chosen "all documents"
 
 
 def open_from_history(query_id: int) -> Trace:

@@ -91,6 +91,11 @@ class AskState(PageState):
     # was not a slider rerun (an Ask, override, regenerated answer, History or Evaluate).
     base_controls: Slot[dict[str, Any] | None] = Slot(None)
     base_ranks: Slot[dict[str, int]] = Slot(factory=dict)
+    # Nothing lost on navigation (ui/ask/kept.py): the question and the scope per corpus kind
+    # as Ask last had them, and whether this session has read them from the link.
+    kept_question: Slot[str] = Slot("")
+    kept_scope: Slot[dict[str, list[str]]] = Slot(factory=dict)
+    link_read: Slot[bool] = Slot(False)
 
     def set_trace(
         self,
@@ -109,6 +114,12 @@ class AskState(PageState):
         self.trace_scope = tuple(scope) if scope else None
         self.stale_answer = None
         self.origin = origin
+
+    def keep_inputs(self, kind: str, question: str, scope: list[str]) -> None:
+        """The question and a corpus kind's scope as last set (by Ask, or by History or
+        Evaluate opening a result): what a return to Ask puts back if its widgets lost them."""
+        self.kept_question = question
+        self.kept_scope = {**self.kept_scope, kind: list(scope)}
 
     def forget_nodes(self, inspect: str | None = None) -> None:
         """Close what is open in the tree (the inspected node, its marked passage, expanded
@@ -152,16 +163,28 @@ class HistoryState(PageState):
     pending_open: Slot[int | None] = Slot(None)
 
 
+PAGE_NOW, PAGE_BEFORE = "nav_page", "nav_page_before"  # this run's page, the last run's
+
+
 def require_app(page: str) -> None:
     """Run a page only under app.py's navigation.
 
     While no session has run app.py yet, Streamlit still treats pages/ as a v1 multipage
     folder: a first request for /documents runs pages/documents.py alone (no session setup).
-    Such a run is sent through app.py, which then opens the page asked for.
+    Such a run is sent through app.py, which then opens the page asked for. Every page calls
+    this first, so it also notes which page each run shows (for `arrived_on`).
     """
-    if WorkspaceState().key("id") not in st.session_state:
-        st.session_state.open_page = page
+    ss = st.session_state
+    ss[PAGE_BEFORE], ss[PAGE_NOW] = ss.get(PAGE_NOW), page  # arrived_on() reads them
+    if WorkspaceState().key("id") not in ss:
+        ss.open_page = page
         st.switch_page("app.py")
+
+
+def arrived_on(page: str) -> bool:
+    """This run opens `page` ("pages/ask.py") coming from another page, or is the session's
+    first run of a page (require_app notes each run's page)."""
+    return st.session_state.get(PAGE_BEFORE) != page
 
 
 def init_session(widget_defaults: dict[str, Any]) -> None:

@@ -435,8 +435,8 @@ def graph_legend(view: GraphView, query_marks: bool = True) -> None:
     """One caption line: what the colours mean (query marks only where a query is shown)."""
     marks = (
         ":orange-background[picked leaf] · :orange[path to it, or a routed document] · "
-        ":green[✓ green border: holds cited evidence] (grey with a green border: cited "
-        "through a passage of a section step 1 did not pick) · "
+        ":green[✓ green border: holds cited evidence] (grey with a green border: cited, "
+        "not picked by step 1 — its passage came from step 2's wider search) · "
         ":red[✗ red: cited, not retrieved] · "
         if query_marks
         else ""

@@ -51,6 +51,7 @@ HIDE_CAP_CSS = (
     '[class*="st-key-uploader_"] [data-testid="stFileUploaderDropzoneInstructions"] '
     "{ display: none; }"
 )
+DROP_HINT = "Drag and drop files onto the box below, or press **Upload** to choose them:"
 WHO_SETS_THE_LIMIT = (
     "The limit is set by whoever runs this server (the TREERAG_MAX_FILE_MB setting)."
 )
@@ -278,8 +279,10 @@ def uploader() -> None:
     st.html(f"<style>{HIDE_CAP_CSS}</style>")
     # No `type=` filter: the component would refuse a file with its reason hidden in a
     # tooltip; here every refusal is written out below the drop zone.
+    # The drop zone itself shows only an Upload button: its "Drag and drop files here" appears
+    # only while a file is dragged over it, so the label says a drop is welcome.
     files = st.file_uploader(
-        f"Drop {', '.join(SUFFIXES)} files (up to {limit / MB:g} MB each)",
+        f"{DROP_HINT} {', '.join(SUFFIXES)} files (up to {limit / MB:g} MB each)",
         accept_multiple_files=True,
         key=f"uploader_{docs.uploader_round}",
         help=f"A file over {limit / MB:g} MB is refused with a message below; one over "

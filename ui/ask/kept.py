@@ -1,0 +1,88 @@
+"""Nothing lost on navigation: the question and the document scope survive a page switch and a
+reload, and a reload of a result shows that result again (issue 25).
+
+Two copies, each for what the other cannot do:
+- Session copies (AskState.kept_*), for a page switch: the widgets' own state (persist_state)
+  may be dropped when a run stops midway (a page switch during an answer), and then the
+  question box would come back empty.
+- The link (`?q=`, repeated `?scope=`), for a reload: a reload is a new session, so only the
+  URL and the workspace (`?ws=`) remain. The link is per browser tab (two tabs never
+  overwrite each other's question, as one file in the workspace would), it is written
+  before the answer starts (so a reload mid-answer keeps it), and it holds nothing new for
+  whoever has the link: `?ws=` already opens this workspace's History, questions included.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+import streamlit as st
+
+from ui.common import query_controls as qc
+from ui.common.query_log import open_from_history, recent
+from ui.common.session import AskState, arrived_on
+
+QUESTION_PARAM = "q"
+SCOPE_PARAM = "scope"
+URL_MAX_CHARS = 2000  # the engine's question limit: a longer one stays out of the link
+PAGE = "pages/ask.py"  # as require_app notes it
+
+
+def restore_from_link() -> None:
+    """Once per session, before the sidebar: the link's question and scope come back. When
+    the link's question is this workspace's last logged one (a reload of its result), that
+    result is opened as History opens it: nothing runs again."""
+    ask, ss = AskState(), st.session_state
+    if ask.link_read:
+        return
+    ask.link_read = True
+    question = _param(QUESTION_PARAM)
+    scope = [str(d) for d in st.query_params.get_all(SCOPE_PARAM)]
+    if question and ask.trace is None:
+        try:
+            rows = recent(limit=1)
+            if rows and rows[0]["question"] == question:
+                open_from_history(rows[0]["id"])
+        except (KeyError, ValueError, sqlite3.Error):
+            pass  # the result stays one click away (offer_last_question says why)
+    if question and not ss.get(qc.QUESTION):
+        ss[qc.QUESTION] = question
+    if scope or question:  # the link's scope (none: all documents) was on screen, over the
+        ss[f"qs_scope_{ss.qs_corpus}"] = scope  # logged run's: a change not asked yet stays
+
+
+def restore_after_visit(scope_key: str, kind: str) -> None:
+    """Back on Ask from another page: what the widgets lost comes back from the session copies
+    (only then: an emptied box on Ask itself is the user's choice)."""
+    if not arrived_on(PAGE):
+        return
+    ask, ss = AskState(), st.session_state
+    if not ss.get(qc.QUESTION) and ask.kept_question:
+        ss[qc.QUESTION] = ask.kept_question
+    if not ss.get(scope_key) and ask.kept_scope.get(kind):
+        ss[scope_key] = list(ask.kept_scope[kind])
+
+
+def keep(scope_key: str, kind: str) -> None:
+    """After the question box and the scope are drawn: copy them into the session and the link
+    (before any answer runs, so a switch or reload midway loses neither)."""
+    ask, ss = AskState(), st.session_state
+    question = str(ss.get(qc.QUESTION) or "")
+    scope = [str(d) for d in ss.get(scope_key) or []]
+    ask.keep_inputs(kind, question, scope)
+    if question and len(question) <= URL_MAX_CHARS:
+        if _param(QUESTION_PARAM) != question:
+            st.query_params[QUESTION_PARAM] = question
+    elif QUESTION_PARAM in st.query_params:
+        del st.query_params[QUESTION_PARAM]
+    if scope:
+        if st.query_params.get_all(SCOPE_PARAM) != scope:
+            st.query_params[SCOPE_PARAM] = scope
+    elif SCOPE_PARAM in st.query_params:
+        del st.query_params[SCOPE_PARAM]
+
+
+def _param(name: str) -> str | None:
+    value: Any = st.query_params.get(name)
+    return str(value) if value else None
