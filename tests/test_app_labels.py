@@ -186,3 +186,22 @@ def test_a_pdf_passage_on_its_page_gets_the_same_marks(app_env) -> None:
     assert mark.answers is False
     at.button(key="lab_page_no").click().run()  # the same verdict again removes it
     assert not _store(at, app_env).get(question).marks
+
+
+def test_a_labelled_question_opens_its_trace_on_ask(marked: AppTest) -> None:
+    at = marked
+    at.switch_page("pages/evaluate.py").run()
+    at.selectbox(key="ev_dataset").set_value("mine").run()
+    at.multiselect(key="ev_strategies").set_value(["treerag"])
+    at.toggle(key="ev_rerank").set_value(False)
+    at.button(key="ev_run").click().run()
+    assert not at.exception, at.exception
+    at.segmented_control(key="ev_view").set_value("Questions").run()
+    first = at.session_state["ev_report"]["questions"]["treerag"][0]
+    at.selectbox(key="ev_pick").set_value(first["id"])
+    at.button(key="ev_open_button").click().run()
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+    trace = at.session_state["ask_trace"]
+    assert trace.question == first["question"] and trace.strategy == "treerag"
+    assert trace.reranked and {h.chunk.doc_id for h in trace.reranked} == {"report.md"}
