@@ -241,7 +241,13 @@ def _story(trace, corpus, doc_ids, engine, settings, events) -> Trace | None:
         trace = holder.get("trace", trace)
     # The inspector next, before the long evidence tables: a citation or node click opens it
     # (and scrolls to it) instead of a screen below them.
-    story.inspector_panel(corpus, doc_ids, trace, lambda leaves: _queue("override", leaves=leaves))
+    story.inspector_panel(
+        corpus,
+        doc_ids,
+        trace,
+        lambda leaves: _queue("override", leaves=leaves),
+        labels_marks.page_marks(trace, corpus),  # issue 26: mark the passage on its PDF page
+    )
     labels_marks.inspector_marks(trace, corpus, ask.inspect)  # issue 26: mark a span
     story.evidence_step(trace)
     labels_marks.passage_marks(trace, corpus)  # issue 26: mark the final passages

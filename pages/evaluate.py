@@ -10,8 +10,8 @@ from typing import Any
 import streamlit as st
 
 from treerag_core import BASELINE_STRATEGY as BASELINE
-from treerag_core import TREE_STRATEGY as TREE
 from treerag_core import (
+    MY_SET,
     EvalConfig,
     EvalDataError,
     EvalDataset,
@@ -25,6 +25,7 @@ from treerag_core import (
     report_index_settings,
     strategy_names,
 )
+from treerag_core import TREE_STRATEGY as TREE
 from treerag_core.base.config import IndexSettings
 from treerag_core.base.errors import TreeRAGError
 from treerag_core.base.settings import QuerySettings
@@ -32,7 +33,7 @@ from ui.common.query_log import open_trace
 from ui.common.resources import default_embedder, warm_reranker
 from ui.common.session import EvalState, require_app
 from ui.common.text_safety import plain, show_error
-from ui.common.workspace import sync_workspace
+from ui.common.workspace import sync_workspace, workspace_folder
 from ui.evaluate import data as ed
 from ui.evaluate import my_labels, panels
 
@@ -65,11 +66,12 @@ def _sidebar() -> tuple[bool, bool, Any]:
     sb.subheader("Eval set")
     sb.selectbox(
         "Dataset",
-        [*ed.DEV_SETS, ed.OTHER],
+        list(ed.CHOICES),
         key="ev_dataset",
         persist_state=KEEP,
-        format_func=lambda d: "Another folder…" if d == ed.OTHER else d,
-        help="The dev sets beside the repo (../shared/eval), or a folder of your own.",
+        format_func=ed.choice_label,
+        help="The dev sets beside the repo (../shared/eval), the questions you labelled on "
+        "Ask (your own documents), or a folder of your own.",
     )
     if ss.ev_dataset == ed.OTHER:
         sb.text_input(
@@ -148,8 +150,13 @@ def _set_report(report: dict[str, Any], meta: dict[str, Any]) -> None:
     ss.pop("ev_cov_doc", None)
 
 
-def _run(folder: Path | None, data: EvalDataset | None) -> None:
-    if folder is None or data is None:
+def _run(folder: Path | None, data: EvalDataset | None, mine: my_labels.LabelledSet | None) -> None:
+    """Run the sidebar's strategies on the chosen set: a dev set's folder, or (`mine`) the
+    workspace's labelled questions."""
+    if ss.ev_dataset == ed.MINE and mine is None:
+        st.error("Nothing was run: no question is labelled yet (see above).")
+        return
+    if ss.ev_dataset != ed.MINE and (folder is None or data is None):
         st.error("Nothing was run: the dataset folder cannot be read (see above).")
         return
     strategies = tuple(ss.ev_strategies)
@@ -159,18 +166,70 @@ def _run(folder: Path | None, data: EvalDataset | None) -> None:
     settings = IndexSettings(embedder=default_embedder())
     query = QuerySettings().set("answer.final_top_k", 10).set("rerank.enabled", bool(ss.ev_rerank))
     limit = int(ss.ev_limit) or None
-    n = min(limit or len(data.usable_questions), len(data.usable_questions))
+    usable = len(mine.questions) if mine is not None else len(data.usable_questions if data else ())
+    n = min(limit or usable, usable)
     # Everything the run shows (the index's and the model's load spinners, the progress bar)
     # goes inside one status box: it takes the place of the earlier info box instead of
     # being drawn over it.
     label = f"Running {len(strategies)} strategies on {n} questions…"
     with st.status(label, expanded=True) as status:
-        done = _evaluate(folder, strategies, limit, settings, query, n)
+        if mine is not None:
+            done = _evaluate_mine(mine, strategies, limit, n)
+        else:
+            assert folder is not None
+            done = _evaluate(folder, strategies, limit, settings, query, n)
         if done is None:
             status.update(label="Nothing was run", state="error", expanded=True)
             return
         status.update(label="Evaluation done", state="complete", expanded=False)
     _set_report(*done)
+
+
+def _progress_bar(strategies: tuple[str, ...], n: int):
+    """A progress bar and the callback that moves it: (done, total) runs."""
+    bar = st.progress(0.0, text=f"Running {len(strategies)} strategies on {n} questions…")
+
+    def progress(done: int, total: int) -> None:
+        bar.progress(
+            min(1.0, done / total) if total else 1.0,
+            text=f"{done:,} / {total:,} runs ({len(strategies)} strategies × {n} questions)",
+        )
+
+    return bar, progress
+
+
+def _evaluate_mine(
+    mine: my_labels.LabelledSet, strategies: tuple[str, ...], limit: int | None, n: int
+) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """The labelled questions' report, as a dev set's (None, error shown, when it did not run)."""
+    began = time.perf_counter()
+    if ss.ev_rerank:  # the first question's latency must not include loading the model
+        warm_reranker(my_labels.run_settings(True).rerank.model)
+    bar, progress = _progress_bar(strategies, n)
+    started = time.perf_counter()
+    try:
+        report = my_labels.score(mine, strategies, ss.ev_scope, limit, bool(ss.ev_rerank), progress)
+    except FAILS as exc:
+        bar.empty()
+        show_error(exc, "The run stopped; no report was kept.")
+        return None
+    bar.empty()
+    return report, _run_meta(began, started, n)
+
+
+def _run_meta(began: float, started: float, n: int, folder: Path | None = None) -> dict[str, Any]:
+    """Where a run came from and its time: the whole run (from `began`: indexing unless
+    cached, model loads) and its questions alone (from `started`)."""
+    meta: dict[str, Any] = {"source": "run"}
+    if folder is not None:
+        meta["folder"] = str(folder)
+    now = time.perf_counter()
+    meta["seconds"] = now - began
+    meta["prepare_seconds"] = started - began  # indexing the documents, loading the reranker
+    meta["question_seconds"] = now - started
+    meta["questions"] = n
+    meta["created"] = datetime.now(UTC).isoformat(timespec="seconds")
+    return meta
 
 
 def _evaluate(
@@ -194,15 +253,8 @@ def _evaluate(
         return None
     if query.rerank.enabled:  # the first question's latency must not include loading the model
         warm_reranker(query.rerank.model)
-    bar = st.progress(0.0, text=f"Running {len(strategies)} strategies on {n} questions…")
-
-    def progress(done: int, total: int) -> None:
-        bar.progress(
-            min(1.0, done / total) if total else 1.0,
-            text=f"{done:,} / {total:,} runs ({len(strategies)} strategies × {n} questions)",
-        )
-
-    started = time.perf_counter()  # the questions alone
+    bar, progress = _progress_bar(strategies, n)
+    started = time.perf_counter()
     try:
         report = evaluate(
             es.folder, config, cache_dir=ed.cache_dir(), progress=progress, index=es.index
@@ -212,16 +264,7 @@ def _evaluate(
         show_error(exc, "The run stopped; no report was kept. " + FOLDER_HINT)
         return None
     bar.empty()
-    meta = {
-        "source": "run",
-        "folder": str(es.folder),
-        "seconds": time.perf_counter() - began,
-        "prepare_seconds": started - began,  # indexing the documents, loading the reranker
-        "question_seconds": time.perf_counter() - started,
-        "questions": n,
-        "created": datetime.now(UTC).isoformat(timespec="seconds"),
-    }
-    return report, meta
+    return report, _run_meta(began, started, n, es.folder)
 
 
 def _load_path(text: str) -> None:
@@ -249,7 +292,16 @@ def _load_upload(upload: Any) -> None:
 
 
 def _report_set(report: dict[str, Any], folder: Path | None) -> ed.EvalSet:
-    """The eval set and index the report was run on (EvalDataError when its folder is unknown)."""
+    """The eval set and index the report was run on (EvalDataError when its folder is unknown,
+    or, for the labelled questions, when none is labelled any more)."""
+    if report.get("dataset") == MY_SET:
+        mine = my_labels.labelled_set()
+        if mine is None:
+            raise EvalDataError(
+                "This report scored the workspace's labelled questions, and none is labelled "
+                "now: label questions on Ask (or import them above) and run it again."
+            )
+        return ed.EvalSet(workspace_folder(), None, mine.corpus, {q.id: q for q in mine.questions})
     ran_on = ev.meta.get("folder")
     target = ed.resolve_folder(report, Path(ran_on) if ran_on else None, folder)
     if target is None:
@@ -275,7 +327,7 @@ def _open_question(qid: str, folder: Path | None) -> None:
         question = es.questions.get(qid)
         if question is None:
             raise EvalDataError(
-                f"Question {qid!r} is not in {es.dataset.name} any more (the set changed since "
+                f"Question {qid!r} is not in {es.name} any more (the set changed since "
                 "this report was made): run the evaluation again."
             )
         trace = ed.question_trace(es, question, report)
@@ -338,14 +390,17 @@ def main() -> None:
         "Run the retrieval strategies over an eval question set and compare them with the eval "
         "README's metrics; open any question's trace on the Ask view."
     )
-    my_labels.section()  # issue 26: the workspace's own labelled questions, and Tune
     folder = ed.selected_folder(ss.ev_dataset, str(ss.get("ev_folder", "")))
     opening = ev.take("open")
     if opening is not None:
         _open_question(str(opening), folder)  # leaves for the Ask page when it works
-    data = _dataset_status(folder)
+    mine = data = None
+    if ss.ev_dataset == ed.MINE:  # issue 26: the workspace's own labelled questions, and Tune
+        mine = my_labels.section()
+    else:
+        data = _dataset_status(folder)
     if run:
-        _run(folder, data)
+        _run(folder, data, mine)
     if load:
         _load_path(str(ss.get("ev_report_path", "")))
     if upload is not None:

@@ -84,13 +84,13 @@ def test_evaluate_lists_scores_imports_tunes_and_applies(marked: AppTest) -> Non
     at = marked
     at.switch_page("pages/evaluate.py").run()
     assert not at.exception, at.exception
+    # The labelled set is an entry of the dataset menu, beside the dev sets.
+    assert "My labelled questions" in at.selectbox(key="ev_dataset").options
+    assert "**2** labelled question(s)" not in page_text(at, "caption")  # a dev set is chosen
+    at.selectbox(key="ev_dataset").set_value("mine").run()
     assert "**2** labelled question(s)" in page_text(at, "caption")
-    at.button(key="my_eval").click().run()
-    scores = _frame(at, "hit@5")
-    assert list(scores["strategy"]) == ["treerag", "flat-structured"]
-    assert all("[" in cell for cell in scores["hit@5"])  # every mean with its interval
-    assert "fewer than 20 questions" in page_text(at, "caption")
     assert "needs at least 8 labelled questions; you have 2" in page_text(at, "info")
+    _score_like_a_dev_set(at)
 
     rows = [{"id": f"q{i}", "doc": "report.md", "question": q, "evidence": [s]}
             for i, (q, s) in enumerate(QUESTIONS)]  # fmt: skip
@@ -117,3 +117,91 @@ def test_evaluate_lists_scores_imports_tunes_and_applies(marked: AppTest) -> Non
     assert at.session_state["qs_strategy"] == best.split(" · ")[0]
     assert at.session_state["qs_tuned"]["label"] == best  # window, rerank reading: kept too
     assert "Applied" in page_text(at, "success")
+
+
+def _score_like_a_dev_set(at: AppTest) -> None:
+    """The sidebar's Run on the labelled set: the dev sets' views, each mean with its interval."""
+    at.multiselect(key="ev_strategies").set_value(["treerag", "flat-structured"])
+    at.toggle(key="ev_rerank").set_value(False)
+    at.number_input(key="ev_limit").set_value(0)
+    at.button(key="ev_run").click().run()
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+    report = at.session_state["ev_report"]
+    assert report["dataset"] == "my labelled questions"
+    at.segmented_control(key="ev_view").set_value("Metrics").run()
+    scores = _frame(at, "recall@1000c")
+    assert list(scores["strategy"]) == ["treerag", "flat-structured"]
+    assert list(scores["n"]) == [2, 2]
+    for column in ("recall@1000c", "recall@2000c", "hit@5", "recall@5", "mrr@10", "ctx_chars@5"):
+        assert all(cell.startswith("[") for cell in scores[f"{column} 95%"]), column
+    assert "Fewer than 20 questions" in page_text(at, "caption")
+    every = _frame(at, "metric")
+    assert "treerag 95%" in every.columns  # every mean there too
+    [chart] = at.get("vega_lite_chart")  # the curves over k
+    assert chart is not None
+    at.segmented_control(key="ev_view").set_value("Questions").run()
+    assert not at.exception, at.exception
+    outcomes = _frame(at, "gold sections")
+    assert len(outcomes) == 2 and {"treerag", "flat-structured"} <= set(outcomes.columns)
+    at.segmented_control(key="ev_view").set_value("Coverage map").run()
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+    cov = _frame(at, "pick rate")
+    assert cov["gold"].sum() >= 2  # both questions' evidence sits in the report's leaves
+    assert at.session_state["ev_cov_doc"] == "report.md"
+    at.segmented_control(key="ev_view").set_value("Metrics").run()
+
+
+def test_a_pdf_passage_on_its_page_gets_the_same_marks(app_env) -> None:
+    """A passage opened on its rendered PDF page has the rows' verdict buttons and rule."""
+    from tests.pdf_factory import report_pdf
+
+    at = open_app("pages/documents.py")
+    at.file_uploader[0].set_value([("report.pdf", report_pdf(3), "application/pdf")]).run()
+    at.button(key="review_go").click().run()
+    assert not at.exception, at.exception
+    at.switch_page("pages/ask.py").run()
+    at.radio(key="qs_corpus").set_value("uploads").run()
+    at.toggle(key="qs_rerank").set_value(False).run()
+    question = "What does page 2 say about revenue and costs?"
+    ask(at, question)
+    hit = next(h for h in at.session_state["ask_trace"].reranked if h.chunk.doc_id == "report.pdf")
+    c = hit.chunk
+    # What a citation does: open its leaf with the passage marked (story.open_citation).
+    at.session_state["ask_inspect"] = c.source_node_id
+    at.session_state["ask_highlight"] = (c.start, c.end)
+    at.run()
+    assert not at.exception, at.exception
+    assert at.get("imgs") or [e for e in at.get("image")], "the page is rendered"
+    at.button(key="lab_page_yes").click().run()
+    assert not at.exception, at.exception
+    [mark] = _store(at, app_env).get(question).marks
+    assert (mark.doc, mark.start, mark.end, mark.answers) == ("report.pdf", c.start, c.end, True)
+    assert "✅ answers · Does this passage answer" in page_text(at, "caption", plain=True)
+    # One rule: the passage's row shows the verdict, and the page's "does not" replaces it.
+    assert at.button(key=f"lab_row_{c.chunk_id}_yes").proto.type == "primary"
+    at.button(key="lab_page_no").click().run()
+    [mark] = _store(at, app_env).get(question).marks
+    assert mark.answers is False
+    at.button(key="lab_page_no").click().run()  # the same verdict again removes it
+    assert not _store(at, app_env).get(question).marks
+
+
+def test_a_labelled_question_opens_its_trace_on_ask(marked: AppTest) -> None:
+    at = marked
+    at.switch_page("pages/evaluate.py").run()
+    at.selectbox(key="ev_dataset").set_value("mine").run()
+    at.multiselect(key="ev_strategies").set_value(["treerag"])
+    at.toggle(key="ev_rerank").set_value(False)
+    at.button(key="ev_run").click().run()
+    assert not at.exception, at.exception
+    at.segmented_control(key="ev_view").set_value("Questions").run()
+    first = at.session_state["ev_report"]["questions"]["treerag"][0]
+    at.selectbox(key="ev_pick").set_value(first["id"])
+    at.button(key="ev_open_button").click().run()
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+    trace = at.session_state["ask_trace"]
+    assert trace.question == first["question"] and trace.strategy == "treerag"
+    assert trace.reranked and {h.chunk.doc_id for h in trace.reranked} == {"report.md"}

@@ -126,6 +126,9 @@ def test_mark_evaluate_tune_apply(page, tmp_path: Path) -> None:
         "() => document.body.innerText.split('🏷 labelled').length - 1 === 3", timeout=60_000
     )
     page.get_by_role("link", name="Evaluate").click()
+    # The labelled set is an entry of the dataset menu, beside the dev sets.
+    page.get_by_role("combobox", name="Dataset").first.click()
+    page.get_by_role("option", name="My labelled questions").click()
     page.get_by_text("My labelled questions").first.wait_for()
     page.get_by_text("3 labelled question(s)", exact=False).wait_for()
 

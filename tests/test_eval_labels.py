@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 from treerag_core.base.config import IndexSettings
+from treerag_core.base.settings import QuerySettings
+from treerag_core.evaluation.analysis import check_report, question_rows
 from treerag_core.evaluation.dataset import load_dataset
 from treerag_core.evaluation.labels import (
     LabelsError,
@@ -19,8 +21,11 @@ from treerag_core.evaluation.labels import (
     mark_from_text,
     refind,
 )
+from treerag_core.evaluation.my_set import MY_SET, labelled_report
+from treerag_core.evaluation.report import mean_intervals
 from treerag_core.index.corpus import SourceDocument, build_index
 from treerag_core.index.embedders import get_embedder
+from treerag_core.pipeline import Engine
 
 DOC = """# Router
 
@@ -152,3 +157,33 @@ def test_import_replaces_a_question_with_the_same_text(index, tmp_path: Path) ->
     store.merge(import_rows(index, json.dumps(row).encode()).questions)
     (only,) = store.load()
     assert only.id == "t1" and [m.text for m in only.evidence] == ["8 GPUs"]
+
+
+def test_labelled_questions_score_as_an_eval_report_with_intervals(index, tmp_path: Path) -> None:
+    """The labelled set's report has the harness's shape (so Evaluate shows its metrics,
+    curves, questions and coverage as a dev set's), and each mean its bootstrap interval."""
+    store = LabelStore.for_workspace(tmp_path)
+    for q, span, heading in (
+        ("How long was training?", "12 epochs on 8 GPUs", "## Training"),
+        ("What picks the experts?", "a learned gate", "## Design"),
+    ):
+        store.mark(q, mark_from_text(index, "router.md", span, near=DOC.index(heading)))
+    questions = eval_questions(store.load())
+    engine = Engine(index, get_embedder("hashing"))
+    settings = QuerySettings().set("rerank.enabled", False)
+    report = labelled_report(engine, questions, settings, ["treerag", "flat-hybrid"])
+    assert check_report(report, "labelled") is report and report["dataset"] == MY_SET
+    assert [r.id for r in question_rows(report)] == [q.id for q in questions]
+    for name, metrics in report["strategies"].items():
+        assert metrics["n_questions"] == 2
+        assert all(f"recall@{k}" in metrics for k in (1, 3, 5, 10))  # the curves' points
+        found = mean_intervals(report, name, ["hit@5", "recall@2000c", "latency_ms.total.p50"])
+        assert set(found) == {"hit@5", "recall@2000c"}  # latency is no per-question mean
+        for key, interval in found.items():
+            assert interval.low <= metrics[key] + 1e-4 and metrics[key] - 1e-4 <= interval.high
+    assert (
+        labelled_report(engine, questions, settings, ["treerag"], limit=1)["strategies"]["treerag"][
+            "n_questions"
+        ]
+        == 1
+    )

@@ -82,9 +82,9 @@ from treerag_core.evaluation.labels import (
     mark_from_text,
     refind,
 )
-from treerag_core.evaluation.my_set import HEADLINE as MY_SET_HEADLINE
-from treerag_core.evaluation.my_set import score_set
+from treerag_core.evaluation.my_set import MY_SET, labelled_report
 from treerag_core.evaluation.report import lookup as metric_lookup
+from treerag_core.evaluation.report import mean_intervals
 from treerag_core.evaluation.tune import DEFAULT_METRIC as TUNE_DEFAULT_METRIC
 from treerag_core.evaluation.tune import MIN_QUESTIONS as TUNE_MIN_QUESTIONS
 from treerag_core.evaluation.tune import SMALL_N as SMALL_SET_N
@@ -288,7 +288,7 @@ __all__ += [
     "LLM_DEFAULT_BASE_URL",
     "LLM_KEY_ENV",
     "METRIC_KS",
-    "MY_SET_HEADLINE",
+    "MY_SET",
     "QUESTION_FILTERS",
     "SMALL_SET_N",
     "TREE_STRATEGY",
@@ -329,6 +329,7 @@ __all__ += [
     "headings_like",
     "hirag_graph_store",
     "import_rows",
+    "labelled_report",
     "leaf_graph_search",
     "llm_configured",
     "llm_endpoint_of",
@@ -342,6 +343,7 @@ __all__ += [
     "make_mark",
     "mark_from_text",
     "markdown_table",
+    "mean_intervals",
     "metric_lookup",
     "metric_number",
     "other_llm_endpoint",
@@ -356,7 +358,6 @@ __all__ += [
     "rerank_was_on",
     "resolve_llm_key",
     "save_original",
-    "score_set",
     "test_llm_connection",
     "tune_metrics",
     "tune_space_for",

@@ -313,8 +313,37 @@ def evaluate(
     # The index (cached on disk, or given) names its embedder; an st: folder loads only when
     # it is the one the run was asked for (`--embedder`) or TREERAG_EMBEDDER.
     embedder = index_embedder(index.embedder_name, named=(config.index_settings.embedder,))
-    engine = Engine(index, embedder, api_key if config.use_llm else None)
-    engine.reranker_factory = _own_score_cache()  # clearing it never touches the app's
+    return evaluate_questions(
+        Engine(index, embedder, api_key if config.use_llm else None),
+        questions,
+        config,
+        dataset=dataset.name,
+        left_out=dict(dataset.left_out),
+        left_out_considered=left_out,
+        evidence_missing=dataset.n_evidence_missing,
+        progress=progress,
+    )
+
+
+def evaluate_questions(
+    engine: Engine,
+    questions: Sequence[EvalQuestion],
+    config: EvalConfig,
+    *,
+    dataset: str,
+    left_out: dict[str, int] | None = None,
+    left_out_considered: dict[str, int] | None = None,
+    evidence_missing: int = 0,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """The report of every strategy on `questions` (already limited), on `engine`'s index.
+
+    `evaluate` reads a dataset folder into this; a workspace's labelled questions come here
+    directly (`my_set.labelled_report`). The engine gets a score cache of its own (a copy:
+    the caller's engine is left as it was)."""
+    left_out_considered = left_out_considered or {}
+    index = engine.index
+    engine = replace(engine, reranker_factory=_own_score_cache())  # never clears the app's
     page_map = {d.doc_id: d.page_starts for d in index.documents if d.page_starts}
     settings = config.query_settings.set("llm.enabled", config.use_llm)
     settings = settings.set("answer.final_top_k", config.top_k)
@@ -373,7 +402,7 @@ def evaluate(
                     located[row] = located[row] + trace.locate.usage
     except KeyboardInterrupt:
         partial = True
-    n_left_out = sum(left_out.values())
+    n_left_out = sum(left_out_considered.values())
     strategies = {}
     for row, _, _ in runs:
         if not per[row]:
@@ -389,7 +418,7 @@ def evaluate(
                     "cost_known": used.cost_known,  # False: no price for the model
                 }
     report: dict[str, Any] = {
-        "dataset": dataset.name,
+        "dataset": dataset,
         "scope": config.scope,
         "partial": partial,
         "settings": {
@@ -399,10 +428,10 @@ def evaluate(
             "query": settings.to_dict(),
             "embedder": index.embedder_name,
         },
-        "left_out": dict(dataset.left_out),  # the whole set's
-        "left_out_considered": left_out,  # among the questions `limit` walked (n_left_out)
+        "left_out": dict(left_out or {}),  # the whole set's
+        "left_out_considered": left_out_considered,  # among the questions `limit` walked
         "skipped": skipped,
-        "evidence_missing": dataset.n_evidence_missing,
+        "evidence_missing": evidence_missing,
         "strategies": strategies,
         "questions": records,
     }

@@ -11,7 +11,11 @@ from treerag_core.base.artifacts import parse_json
 from treerag_core.base.atomic import write_atomic
 from treerag_core.base.errors import EvalDataError
 from treerag_core.base.safepaths import read_bytes_inside, resolve_inside
-from treerag_core.evaluation.intervals import Interval, paired_difference_interval
+from treerag_core.evaluation.intervals import (
+    Interval,
+    mean_interval,
+    paired_difference_interval,
+)
 from treerag_core.strategies.flat.strategy import FlatHybrid
 from treerag_core.strategies.graph.strategy import TreeRAGKG
 from treerag_core.strategies.treerag.strategy import TreeRAG
@@ -135,6 +139,18 @@ def baselines_of(row: str) -> tuple[str, ...]:
 def _per_question(report: Mapping[str, Any], row: str) -> dict[str, Mapping[str, Any]]:
     records = (report.get("questions") or {}).get(row) or []
     return {str(r["id"]): r.get("metrics") or {} for r in records if "id" in r}
+
+
+def mean_intervals(report: Mapping[str, Any], row: str, keys: Sequence[str]) -> dict[str, Interval]:
+    """{metric: the mean of one row's per-question values with its bootstrap interval}, for
+    the `keys` its records have (latency and other non-per-question numbers have none)."""
+    per = _per_question(report, row).values()
+    out: dict[str, Interval] = {}
+    for key in keys:
+        values = [float(m[key]) for m in per if isinstance(m.get(key), int | float)]
+        if values:
+            out[key] = mean_interval(values)
+    return out
 
 
 def paired_differences(

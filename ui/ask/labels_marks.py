@@ -10,6 +10,7 @@ from treerag_core import CorpusIndex, LabelledQuestion, LabelStore, make_mark, m
 from treerag_core.base.errors import TreeRAGError
 from treerag_core.base.types import Trace
 from ui.common.corpora import UPLOADS
+from ui.common.page_view import PassageMarks
 from ui.common.resources import Corpus
 from ui.common.text_safety import plain
 from ui.common.workspace import workspace_folder
@@ -117,6 +118,23 @@ def passage_marks(trace: Trace, corpus: Corpus | None) -> None:
             with right:
                 _row_buttons(trace.question, corpus.index, c.doc_id, c.start, c.end, verdict,
                              f"lab_row_{c.chunk_id}")  # fmt: skip
+
+
+def page_marks(trace: Trace | None, corpus: Corpus | None) -> PassageMarks | None:
+    """The verdict buttons for the passage a PDF page view shows (a citation opened on its
+    page): the rows' buttons and rule (`_set`), so a mark made here shows on its row too."""
+    if trace is None or not can_mark(corpus):
+        return None
+    assert corpus is not None
+    question, index = trace.question, corpus.index
+
+    def draw(doc: str, start: int, end: int) -> None:
+        verdict = _verdicts(store().get(question)).get((doc, start, end))
+        with st.container(border=True, key="lab_page"):  # the badge says the outcome
+            st.caption(f"{_badge(verdict)} · Does this passage answer “{plain(question)}”?")
+            _row_buttons(question, index, doc, start, end, verdict, "lab_page")
+
+    return draw
 
 
 def inspector_marks(trace: Trace | None, corpus: Corpus | None, node_id: str | None) -> None:

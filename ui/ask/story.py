@@ -12,7 +12,7 @@ from ui.ask import trace_panels, views
 from ui.ask.compare_view import compare_panel as compare_panel  # drawn by pages/ask.py
 from ui.common.examples import examples_for, gold_examples_for
 from ui.common.inspector import inspector, node_picker
-from ui.common.page_view import original_pdf
+from ui.common.page_view import PassageMarks, original_pdf
 from ui.common.query_controls import setting
 from ui.common.resources import Corpus
 from ui.common.score_tables import rank_moves
@@ -337,7 +337,9 @@ def inspector_panel(
     doc_ids: Sequence[str],
     trace: Trace | None,
     on_toggle: Callable[[list[str]], None],
+    page_marks: PassageMarks | None = None,
 ) -> None:
+    """The inspector of the node opened on Ask; `page_marks` go under a PDF passage's page."""
     index = corpus.index
     state = AskState()
     options = [n.node_id for n in index.nodes.values() if n.doc_id in set(doc_ids)]
@@ -371,6 +373,7 @@ def inspector_panel(
             highlight=state.highlight,
             key="ask_inspector",
             pdf=lambda doc_id: original_pdf(corpus.kind, doc_id),
+            page_marks=page_marks,
         )
     opened = (state.inspect, state.highlight)
     if st.session_state.get(SCROLLED) != opened:  # newly opened: bring it (and its mark) in view

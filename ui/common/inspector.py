@@ -10,7 +10,7 @@ import streamlit as st
 
 from treerag_core import CorpusIndex
 from treerag_core.base.pagemap import format_pages
-from ui.common.page_view import page_panel
+from ui.common.page_view import PassageMarks, page_panel
 from ui.common.score_tables import chunk_frame
 from ui.common.text_safety import plain
 
@@ -81,6 +81,7 @@ def inspector(
     highlight: tuple[int, int] | None = None,
     key: str = "inspector",
     pdf: Callable[[str], bytes | None] | None = None,
+    page_marks: PassageMarks | None = None,
 ) -> None:
     """Heading path, summary, content and chunks (with offsets) of one node.
 
@@ -89,7 +90,7 @@ def inspector(
     replaces the lowest of the picks' step-1 `scores`). `highlight` (document offsets,
     e.g. a cited passage) is marked inside the node's text. A row picked in the chunk table
     is marked instead. With `pdf` (document -> its original PDF, or None), a marked passage
-    of a PDF is also shown on its rendered page.
+    of a PDF is also shown on its rendered page, with `page_marks` under it.
     """
     node = index.nodes.get(node_id)
     if node is None:
@@ -136,7 +137,14 @@ def inspector(
                 "**Page** · "
                 + ("the marked passage on its page" if span else "where this section begins")
             )
-            page_panel(index, node.doc_id, span or (node.start, node.start), data, key=f"{key}_pdf")
+            page_panel(
+                index,
+                node.doc_id,
+                span or (node.start, node.start),
+                data,
+                key=f"{key}_pdf",
+                marks=page_marks,
+            )
         if node.is_leaf:
             st.markdown(
                 f"**Chunks** ({len(rows)}) · pick a row to mark it"

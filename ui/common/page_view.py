@@ -3,6 +3,8 @@ previous / next page buttons (in the inspector, for every chunk of an uploaded P
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import streamlit as st
 
 from treerag_core import CorpusIndex, PageImage, load_original, render_page
@@ -11,6 +13,8 @@ from treerag_core.base.errors import TreeRAGError
 from treerag_core.base.pagemap import page_of, span_on_page
 from ui.common.corpora import UPLOADS
 
+# Draws verdict marks for the passage shown: (document, start, end), document offsets.
+PassageMarks = Callable[[str, int, int], None]
 PAGE_PX = 900  # rendered width; the image is scaled to its column
 FOUND_NOTE = 0.6  # below this share of the passage's letters found, say the mark is partial
 
@@ -38,9 +42,11 @@ def page_panel(
     data: bytes,
     *,
     key: str,
+    marks: PassageMarks | None = None,
 ) -> None:
     """The page holding `span` (document offsets), the span's text marked on it; previous and
-    next buttons walk the document's pages (the mark stays on the pages it lies on)."""
+    next buttons walk the document's pages (the mark stays on the pages it lies on). With
+    `marks`, a passage (a non-empty span) gets them under its page."""
     doc = index.document(doc_id)
     starts = doc.page_starts
     if not starts:
@@ -85,3 +91,5 @@ def page_panel(
     )
     with st.container(key=f"{key}_image"):
         st.image(image.png, width="stretch")
+    if marks is not None and span[1] > span[0]:
+        marks(doc_id, span[0], span[1])

@@ -12,8 +12,8 @@ from typing import Any
 
 import streamlit as st
 
-from treerag_core import TREE_STRATEGY as TREE
 from treerag_core import (
+    MY_SET,
     CorpusIndex,
     Engine,
     EvalDataset,
@@ -25,6 +25,7 @@ from treerag_core import (
     run,
     write_report,
 )
+from treerag_core import TREE_STRATEGY as TREE
 from treerag_core.base.config import IndexSettings, data_dir, eval_roots
 from treerag_core.base.errors import UnsafePathError
 from treerag_core.base.safepaths import allowed_roots, resolve_inside
@@ -33,7 +34,10 @@ from ui.common.corpora import EVAL, corpus_key, corpus_label
 from ui.common.resources import Corpus, cached_embedder
 
 DEV_SETS = ("qasper", "lecoqa_laws", "gitlab_handbook")
+MINE = "mine"  # the dataset choice that scores the workspace's labelled questions (issue 26)
 OTHER = "other"  # the dataset choice that reads a typed folder
+CHOICES = (*DEV_SETS, MINE, OTHER)  # the sidebar's dataset menu, in order
+CHOICE_LABELS = {MINE: "My labelled questions", OTHER: "Another folder…"}
 CACHE_DIR, REPORTS_DIR = "eval-cache", "eval-reports"  # under data_dir()
 
 
@@ -53,8 +57,15 @@ def dev_set_folder(name: str) -> Path:
     return next((root / name for root in roots if (root / name).is_dir()), roots[0] / name)
 
 
+def choice_label(choice: str) -> str:
+    return CHOICE_LABELS.get(choice, choice)
+
+
 def selected_folder(choice: str, typed: str) -> Path | None:
-    """The dataset folder for a sidebar choice; None while "another folder" is still empty."""
+    """The dataset folder for a sidebar choice; None while "another folder" is still empty,
+    and for the labelled questions (they live in the workspace, not in a folder)."""
+    if choice == MINE:
+        return None
     if choice == OTHER:
         text = typed.strip()
         return Path(text).expanduser() if text else None
@@ -102,16 +113,21 @@ def dataset(folder: Path) -> EvalDataset:
 
 @dataclass(frozen=True, eq=False)
 class EvalSet:
-    """An eval set with its index, as a corpus the Ask page can query."""
+    """An eval set with its index, as a corpus the Ask page can query (`dataset` is None for
+    the workspace's labelled questions: their corpus is the workspace's)."""
 
     folder: Path
-    dataset: EvalDataset
+    dataset: EvalDataset | None
     corpus: Corpus
     questions: Mapping[str, EvalQuestion] = field(default_factory=dict)
 
     @property
     def index(self) -> CorpusIndex:
         return self.corpus.index
+
+    @property
+    def name(self) -> str:
+        return self.dataset.name if self.dataset is not None else MY_SET
 
 
 @st.cache_resource(

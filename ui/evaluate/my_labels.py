@@ -1,22 +1,26 @@
-"""Evaluate: "My labelled questions": the workspace's own eval set, scored with intervals,
-exported and imported, and tuned (progress, estimate, result, one click to the sidebar)."""
+"""Evaluate: "My labelled questions", an entry of the dataset menu: the workspace's own eval
+set, exported and imported, scored by the page's Run button as a dev set is (its report,
+every mean with its interval), and tuned (progress, estimate, result, one click to the
+sidebar)."""
 
 from __future__ import annotations
 
 import io
 import tempfile
 import zipfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 import streamlit as st
 
-from treerag_core import MY_SET_HEADLINE as HEADLINE
 from treerag_core import SMALL_SET_N as SMALL_N
 from treerag_core import TUNABLE_STRATEGIES as TUNABLE
 from treerag_core import TUNE_DEFAULT_METRIC as DEFAULT_METRIC
 from treerag_core import TUNE_MIN_QUESTIONS as MIN_QUESTIONS
 from treerag_core import (
+    EvalQuestion,
     Interval,
     LabelledQuestion,
     Refound,
@@ -25,8 +29,8 @@ from treerag_core import (
     eval_questions,
     export_set,
     import_rows,
+    labelled_report,
     refind,
-    score_set,
     tune_metrics,
 )
 from treerag_core.base.errors import TreeRAGError
@@ -34,14 +38,13 @@ from treerag_core.base.settings import QuerySettings
 from ui.ask.labels_marks import store
 from ui.common import query_controls as qc
 from ui.common import tune_apply
+from ui.common.resources import Corpus
 from ui.common.session import WorkspaceState
 from ui.common.text_safety import plain, show_error
 from ui.common.workspace import workspace_corpus
 from ui.evaluate import tune_job
 
 TITLE = "My labelled questions"
-SCORES = "my_scores"  # the last scoring of the labelled set (session)
-STRATEGIES = TUNABLE  # the strategies a tune compares
 
 
 def _iv(i: Interval) -> str:
@@ -56,8 +59,10 @@ def _current() -> QuerySettings:
         return tune_apply.with_tuned(QuerySettings())
 
 
-def section() -> None:
-    """The whole section; nothing is run until a button asks."""
+def section() -> LabelledSet | None:
+    """The whole section, for the dataset menu's "My labelled questions"; returns the set the
+    sidebar's Run button scores (None while nothing is labelled). Nothing runs until a
+    button asks."""
     with st.expander(TITLE, expanded=True, icon=":material/label:"):
         corpus = workspace_corpus()
         if corpus is None:
@@ -66,24 +71,65 @@ def section() -> None:
                 "them: they become your own eval set here (or import a questions.jsonl once "
                 "your documents are uploaded)."
             )
-            return
+            return None
         index = corpus.index
         try:
             stored = store().load()
         except (TreeRAGError, OSError) as exc:
             show_error(exc, "The labels file could not be read; nothing in it was changed.")
-            return
+            return None
         found = refind(index, stored)
         _status(found)
         import_note()
         _import(index)
         labelled = [q for q in found.questions if q.labelled]
-        if labelled:
-            _table(labelled)
-            _export(index, labelled)
-            questions = eval_questions(labelled)
-            _scores(corpus.engine, questions)
-            _tune(corpus.engine, questions)
+        if not labelled:
+            return None
+        _table(labelled)
+        _export(index, labelled)
+        questions = eval_questions(labelled)
+        st.caption(
+            "Press **Run evaluation** in the sidebar to score the strategies on them: the "
+            "metrics (each mean with its bootstrap interval below "
+            f"{SMALL_N} questions), the curves, every question's outcome and the coverage map "
+            "appear below, as for a dev set."
+        )
+        _tune(corpus.engine, questions)
+    return LabelledSet(corpus, questions)
+
+
+@dataclass(frozen=True)
+class LabelledSet:
+    """The workspace's labelled questions as eval questions, over its corpus."""
+
+    corpus: Corpus
+    questions: list[EvalQuestion]
+
+
+def labelled_set() -> LabelledSet | None:
+    """The labelled set without drawing anything (None: no workspace, or nothing labelled)."""
+    corpus = workspace_corpus()
+    if corpus is None:
+        return None
+    questions = eval_questions(q for q in refind(corpus.index, store().load()).questions
+                               if q.labelled)  # fmt: skip
+    return LabelledSet(corpus, questions) if questions else None
+
+
+def run_settings(rerank: bool) -> QuerySettings:
+    """What the labelled set is scored with: Ask's settings (a tune applied shows here), with
+    the Evaluate sidebar's rerank switch."""
+    return _current().set("rerank.enabled", rerank)
+
+
+def score(
+    mine: LabelledSet, strategies: Sequence[str], scope: str, limit: int | None, rerank: bool,
+    progress: Callable[[int, int], None],
+) -> dict:  # fmt: skip
+    """The harness's report of `strategies` on the labelled questions (raises ValueError or
+    TreeRAGError as `labelled_report` does)."""
+    return labelled_report(mine.corpus.engine, mine.questions, run_settings(rerank), strategies,
+                           scope=scope, limit=limit, progress=progress)  # fmt: skip
 
 
 def _status(found: Refound) -> None:
@@ -161,39 +207,6 @@ def import_note() -> None:
             pd.DataFrame([{"question": q, "evidence (start)": t} for q, t in result.not_verbatim]),
             hide_index=True, width="stretch",
         )  # fmt: skip
-
-
-def _scores(engine, questions) -> None:
-    st.markdown("**Score strategies on them** (the eval README's metrics; retrieval only)")
-    picked = st.multiselect("Strategies", STRATEGIES, default=list(STRATEGIES[:2]), key="my_strats")
-    if st.button("Evaluate on my labelled questions", key="my_eval", icon=":material/analytics:"):
-        bar = st.progress(0.0)
-        try:
-            st.session_state[SCORES] = score_set(
-                engine, questions, _current(), picked,
-                progress=lambda d, t: bar.progress(d / t, text=f"{d} / {t} runs"),
-            )  # fmt: skip
-        except TreeRAGError as exc:
-            show_error(exc)
-        bar.empty()
-    got = st.session_state.get(SCORES)
-    if not got:
-        return
-    n = len(questions)
-    st.caption(
-        f"n = {n}: each cell is the mean with its 95% bootstrap interval"
-        + (f" — with fewer than {SMALL_N} questions the interval is wide: read it, not the mean."
-           if n < SMALL_N else ".")
-    )  # fmt: skip
-    st.dataframe(
-        pd.DataFrame([{"strategy": s.strategy, **{k: _iv(s.means[k]) for k in HEADLINE
-                                                  if k in s.means}} for s in got]),
-        hide_index=True, width="stretch", key="my_scores_table",
-    )  # fmt: skip
-    rows = [{"strategy": s.strategy, "question": r["question"], "outcome": r["outcome"],
-             "hit@5": r["metrics"].get("hit@5"), "recall@2000c": r["metrics"].get("recall@2000c")}
-            for s in got for r in s.records]  # fmt: skip
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="my_outcomes")
 
 
 def _tune(engine, questions) -> None:

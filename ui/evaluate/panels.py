@@ -9,6 +9,7 @@ import streamlit as st
 
 from treerag_core import BASELINE_STRATEGY as BASELINE
 from treerag_core import QUESTION_FILTERS as FILTERS
+from treerag_core import SMALL_SET_N as SMALL_N
 from treerag_core import TREE_STRATEGY as TREE
 from treerag_core import (
     CorpusIndex,
@@ -120,6 +121,12 @@ def metrics(report: dict[str, Any]) -> None:
         column_config=et.metric_columns(),
         key="ev_metric_table",
     )
+    if et.small(report):
+        st.caption(
+            f"Fewer than {SMALL_N} questions: beside each mean, its 95% bootstrap interval over "
+            "the questions (“95%”). Read the interval, not the mean: two strategies whose "
+            "intervals overlap are not told apart by these questions."
+        )
     st.caption(
         "recall@1000c / @2000c: evidence recall within a 1,000 / 2,000-character budget (the "
         "headline when chunk sizes differ) · hit@5, recall@5, mrr@10: over the top passages · "

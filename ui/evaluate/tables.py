@@ -10,8 +10,9 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from treerag_core import HEADLINE_KEYS, CorpusIndex, Coverage, QuestionRow
+from treerag_core import HEADLINE_KEYS, CorpusIndex, Coverage, Interval, QuestionRow, mean_intervals
 from treerag_core import METRIC_KS as KS
+from treerag_core import SMALL_SET_N as SMALL_N
 from treerag_core import metric_lookup as lookup
 from treerag_core import metric_number as number
 from ui.common.tree_graph import PALETTE, GraphMarks, GraphView, graph_view
@@ -28,9 +29,33 @@ def headline_label(key: str) -> str:
     return HEADLINE_LABELS.get(key, key)
 
 
+INTERVAL = " 95%"  # the column beside a mean that holds its bootstrap interval
+
+
+def small(report: Mapping[str, Any]) -> bool:
+    """Whether a strategy scored fewer than SMALL_N questions: then every mean is shown with
+    its bootstrap interval beside it (a mean of a few questions alone misleads)."""
+    return any(
+        number(m.get("n_questions")) < SMALL_N for m in (report.get("strategies") or {}).values()
+    )
+
+
+def interval_text(interval: Interval | None, key: str) -> str:
+    if interval is None:
+        return ""
+    digits = 0 if key.startswith(("ctx_chars", "n_")) else 3
+    return f"[{interval.low:.{digits}f}, {interval.high:.{digits}f}]"
+
+
 def metric_frame(report: Mapping[str, Any]) -> pd.DataFrame:
-    """Strategies as rows; n, left out and the headline metrics as columns."""
-    columns = ["strategy", "n", LEFT_OUT, *(headline_label(k) for k in HEADLINE_KEYS)]
+    """Strategies as rows; n, left out and the headline metrics as columns (each followed by
+    its 95% interval when the report is `small`)."""
+    spread = small(report)
+    columns = ["strategy", "n", LEFT_OUT]
+    for key in HEADLINE_KEYS:
+        columns.append(headline_label(key))
+        if spread and not key.startswith("latency_ms"):  # a median of timings, not a mean
+            columns.append(headline_label(key) + INTERVAL)
     rows = []
     for name, metrics in report["strategies"].items():
         row: dict[str, Any] = {
@@ -39,6 +64,10 @@ def metric_frame(report: Mapping[str, Any]) -> pd.DataFrame:
             LEFT_OUT: number(metrics.get("n_left_out")),
         }
         row.update({headline_label(k): number(lookup(metrics, k)) for k in HEADLINE_KEYS})
+        if spread:
+            found = mean_intervals(report, name, HEADLINE_KEYS)
+            row.update({headline_label(k) + INTERVAL: interval_text(found.get(k), k)
+                        for k in HEADLINE_KEYS})  # fmt: skip
         rows.append(row)
     return pd.DataFrame(rows, columns=columns)
 
@@ -72,6 +101,10 @@ def metric_columns() -> dict[str, Any]:
             config[label] = st.column_config.ProgressColumn(
                 label, min_value=0.0, max_value=1.0, format="%.3f", width=92
             )
+        # Shown only for a small report (`small`); a config for an absent column is unused.
+        config[label + INTERVAL] = st.column_config.TextColumn(
+            "95%", width=110, help=f"{label}: 95% bootstrap interval of the mean, over questions"
+        )
     return config
 
 
@@ -87,13 +120,23 @@ def _flatten(metrics: Mapping[str, Any], prefix: str = "") -> dict[str, float]:
 
 
 def all_metrics_frame(report: Mapping[str, Any]) -> pd.DataFrame:
-    """Every metric the report holds: one row per metric, one column per strategy."""
+    """Every metric the report holds: one row per metric, one column per strategy (each
+    followed by its 95% intervals when the report is `small`)."""
     flat = {name: _flatten(m) for name, m in report["strategies"].items()}
     keys = list(dict.fromkeys(k for values in flat.values() for k in values))
-    rows = [
-        {"metric": k, **{s: values.get(k, math.nan) for s, values in flat.items()}} for k in keys
-    ]
-    return pd.DataFrame(rows, columns=["metric", *flat])
+    spread = {s: mean_intervals(report, s, keys) for s in flat} if small(report) else {}
+    rows = []
+    for k in keys:
+        row: dict[str, Any] = {"metric": k}
+        for s, values in flat.items():
+            row[s] = values.get(k, math.nan)
+            if s in spread:
+                row[s + INTERVAL] = interval_text(spread[s].get(k), k)
+        rows.append(row)
+    columns = ["metric"]
+    for s in flat:
+        columns += [s, s + INTERVAL] if s in spread else [s]
+    return pd.DataFrame(rows, columns=columns)
 
 
 def curve_frame(report: Mapping[str, Any], family: str = "recall") -> pd.DataFrame:
