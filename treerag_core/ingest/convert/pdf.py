@@ -16,6 +16,7 @@ from treerag_core.base.errors import (
     TooManyPagesError,
 )
 from treerag_core.base.text_rules import ARTICLE_OPENING
+from treerag_core.ingest.convert import junk
 from treerag_core.ingest.convert.base import ConvertedDocument, MarkdownWriter, over_bound
 from treerag_core.ingest.convert.levels import list_like, structural_numbering
 from treerag_core.ingest.convert.outline import read_outline
@@ -220,6 +221,19 @@ def _opens_part(line: _Line) -> bool:
     return num is not None and (num.family == "filing" or (num.family == "zh" and num.rank <= 3))
 
 
+def _table_row(block: list[_Line]) -> bool:
+    """A table's row: three cells or more, or two with a figure in them."""
+    return any(
+        li.cells >= 3 or (li.cells == 2 and any(ch.isdigit() for ch in li.text)) for li in block
+    )
+
+
+def _between_rows(blocks: list[list[_Line]], b: int) -> bool:
+    """A bold line with table rows right above and right below is a row label inside the
+    table ("ASSETS", "Cash flows from investing activities"), not a section."""
+    return 0 < b < len(blocks) - 1 and _table_row(blocks[b - 1]) and _table_row(blocks[b + 1])
+
+
 def heading_text(block: list[_Line]) -> str:
     return " ".join(line.text.replace(" | ", " ") for line in block)
 
@@ -236,7 +250,8 @@ def _title_shape(text: str) -> bool:
 def _bare_title(text: str, num) -> bool:
     """A numbered line in body type reads as a heading only when it is a short title:
     no sentence punctuation, and not an article or list item (第二条 …。, （一）…；, (1), A.)."""
-    if len(text) > 60 or _SENTENCE.search(text) or text[-1] in ".:：":
+    # A comma in capitals is a title's ("NOTE 3 — OTHER INCOME (EXPENSE), NET"), not a sentence's.
+    if len(text) > 60 or (_SENTENCE.search(text) and not text.isupper()) or text[-1] in ".:：":
         return False
     return not (num.family == "zh" and num.rank >= 4) and not list_like(num)
 
@@ -352,10 +367,13 @@ def convert_pdf(name: str, data: bytes, max_pages: int) -> ConvertedDocument:
     page_blocks = [_blocks(lines) for lines in kept_pages]
     texts = [[heading_text(block) for block in blocks] for blocks in page_blocks]
     found: list[Found] = []
+    in_tables: list[tuple[str, str]] = []
     for p, blocks in enumerate(page_blocks):
         for b, block in enumerate(blocks):
             signals = _heading_signals(block, body, body_font)
-            if signals is not None:
+            if signals is not None and _between_rows(blocks, b):
+                in_tables.append(("between table rows: a row label", texts[p][b]))
+            elif signals is not None:
                 found.append(Found(p, b, signals, _style(block, body_font)))
     plan = plan_tree(texts, found, kept_pages, outline)
     writer = MarkdownWriter(name)
@@ -374,7 +392,7 @@ def convert_pdf(name: str, data: bytes, max_pages: int) -> ConvertedDocument:
                 writer.heading(plan.levels[(p, b)], heading_text(block), plan.signals[(p, b)])
             else:
                 writer.paragraph("\n".join(line.text for line in block))
-    notes = [*outline_notes, *plan.notes]
+    notes = [*outline_notes, *plan.notes, *junk.summary(in_tables)]
     notes.append(f"removed {removed} running header, footer and page-number lines")
     if empty:
         shown = ", ".join(map(str, empty[:10])) + (" ..." if len(empty) > 10 else "")
