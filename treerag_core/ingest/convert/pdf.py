@@ -284,10 +284,13 @@ def _heading_signals(block: list[_Line], body: float, body_font: str) -> tuple[s
     return tuple(why) or None
 
 
-def _style(block: list[_Line], body_font: str) -> tuple[float, bool]:
-    """Sort key of a heading's look: larger first, then emphasised (bold or another font)."""
+def _style(block: list[_Line], body_font: str) -> tuple[float, bool, bool]:
+    """Sort key of a heading's look: larger first, then emphasised (bold or another font),
+    then capitals: in one type, "SEGMENT COMMENTARY" heads the "MedTech" under it."""
     line = block[0]
-    return -line.size, not (line.bold or line.font != body_font)
+    text = heading_text(block)
+    caps = text.isupper() and sum(ch.isalpha() for ch in text) >= 3
+    return -line.size, not (line.bold or line.font != body_font), not caps
 
 
 def convert_pdf(name: str, data: bytes, max_pages: int) -> ConvertedDocument:

@@ -26,7 +26,7 @@ class Found:
     page: int
     block: int
     signals: tuple[str, ...]
-    style: tuple[float, bool]
+    style: tuple[float, bool, bool]
 
 
 @dataclass
