@@ -9,7 +9,7 @@ import pypdf
 
 from tests.pdf_factory import make_pdf
 from treerag_core.ingest.convert import convert_bytes
-from treerag_core.ingest.convert.junk import line_reason
+from treerag_core.ingest.convert.junk import line_reason, signer_office
 from treerag_core.ingest.convert.levels import Candidate, structural_numbering
 from treerag_core.ingest.convert.outline import _levels_in_order
 from treerag_core.ingest.convert.skeleton import Entry, Placed, anchor, nest, title_matches
@@ -206,7 +206,7 @@ def test_an_outline_loop_ends_the_walk():
 
 def test_table_heads_notes_signers_and_sentences_are_never_sections():
     for head in ("Year Ended December 31, 2019", "AS OF MAY 31, 2019", "February 2, 2019",
-                 "Three Months Ending", "Quarter to Date", "Fiscal Year"):  # fmt: skip
+                 "Three Months Ending", "Quarter to Date"):  # fmt: skip
         assert line_reason(head).startswith("a period or date"), head
     for note in ("* Not meaningful", "Note: Columns may not add", "See footnotes at end",
                  "Refer to Note 4"):  # fmt: skip
@@ -214,13 +214,15 @@ def test_table_heads_notes_signers_and_sentences_are_never_sections():
     assert line_reason("Page No.").startswith("a contents column head")
     for office in ("Chief Financial Officer", "President, Chief Executive Officer and Director",
                    "Jane Roe (Principal Accounting Officer)"):  # fmt: skip
-        assert line_reason(office).startswith("a signer's office"), office
+        assert signer_office(office), office
+    assert not signer_office("Certification of Chief Executive Officer")
     assert line_reason("Our stock price is volatile.").startswith("a sentence")
     # Titles that look alike stay candidates.
     for title in ("Fiscal 2019 Compared to Fiscal 2018", "Notes to Financial Statements",
                   "NOTE TO INVESTORS CONCERNING FORWARD-LOOKING STATEMENTS:", "Directors",
                   "Director Nomination Process", "Certification of Chief Executive Officer",
-                  "Item 1. Business.", "Acme Holdings Co.", "Cover page"):  # fmt: skip
+                  "Item 1. Business.", "Acme Holdings Co.", "Cover page", "Fiscal Year",
+                  "See others succeed", "Director"):  # fmt: skip
         assert line_reason(title) is None, title
 
 
@@ -263,3 +265,16 @@ def test_a_numbered_capitals_title_in_body_type_may_hold_a_comma():
              ("Note 4 — the amounts, as restated, follow", 10, False, 72, 520)]  # fmt: skip
     doc = convert_bytes("n.pdf", make_pdf([lines]), 10 * MB)
     assert [h.text for h in doc.headings] == ["NOTE 3 — OTHER INCOME (EXPENSE), NET"]
+
+
+def test_a_signers_office_is_dropped_only_on_a_signed_page():
+    def page(signed: bool) -> list[tuple[str, float, bool, float, float]]:
+        sign = "/s/ Jane Roe" if signed else "Jane Roe leads the group."
+        return [("SIGNATURES", 12, True, 72, 720), *BODY, (sign, 10, False, 72, 500),
+                ("Chief Financial Officer", 10, True, 72, 480)]  # fmt: skip
+
+    signed = convert_bytes("s.pdf", make_pdf([page(True)]), 10 * MB)
+    assert [h.text for h in signed.headings] == ["SIGNATURES"]
+    assert any("signer's office" in n for n in signed.notes)
+    unsigned = convert_bytes("u.pdf", make_pdf([page(False)]), 10 * MB)
+    assert [h.text for h in unsigned.headings] == ["SIGNATURES", "Chief Financial Officer"]

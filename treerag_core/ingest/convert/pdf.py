@@ -234,6 +234,15 @@ def _between_rows(blocks: list[list[_Line]], b: int) -> bool:
     return 0 < b < len(blocks) - 1 and _table_row(blocks[b - 1]) and _table_row(blocks[b + 1])
 
 
+def _layout_reason(blocks: list[list[_Line]], b: int, signed: bool) -> str:
+    """Why block `b` is not a section, from where it stands ("": nothing against it)."""
+    if _between_rows(blocks, b):
+        return "between table rows: a row label"
+    if signed and junk.signer_office(heading_text(blocks[b])):
+        return "a signer's office on a signed page ('/s/')"
+    return ""
+
+
 def heading_text(block: list[_Line]) -> str:
     return " ".join(line.text.replace(" | ", " ") for line in block)
 
@@ -370,14 +379,13 @@ def convert_pdf(name: str, data: bytes, max_pages: int) -> ConvertedDocument:
     page_blocks = [_blocks(lines) for lines in kept_pages]
     texts = [[heading_text(block) for block in blocks] for blocks in page_blocks]
     found: list[Found] = []
-    in_tables: list[tuple[str, str]] = []
     for p, blocks in enumerate(page_blocks):
+        signed = any("/s/" in line.text.lower() for line in kept_pages[p])
         for b, block in enumerate(blocks):
             signals = _heading_signals(block, body, body_font)
-            if signals is not None and _between_rows(blocks, b):
-                in_tables.append(("between table rows: a row label", texts[p][b]))
-            elif signals is not None:
-                found.append(Found(p, b, signals, _style(block, body_font)))
+            if signals is not None:
+                layout = _layout_reason(blocks, b, signed)
+                found.append(Found(p, b, signals, _style(block, body_font), layout))
     plan = plan_tree(texts, found, kept_pages, outline)
     writer = MarkdownWriter(name)
     empty = []
@@ -395,7 +403,7 @@ def convert_pdf(name: str, data: bytes, max_pages: int) -> ConvertedDocument:
                 writer.heading(plan.levels[(p, b)], heading_text(block), plan.signals[(p, b)])
             else:
                 writer.paragraph("\n".join(line.text for line in block))
-    notes = [*outline_notes, *plan.notes, *junk.summary(in_tables)]
+    notes = [*outline_notes, *plan.notes]
     notes.append(f"removed {removed} running header, footer and page-number lines")
     if empty:
         shown = ", ".join(map(str, empty[:10])) + (" ..." if len(empty) > 10 else "")

@@ -27,6 +27,8 @@ class Found:
     block: int
     signals: tuple[str, ...]
     style: tuple[float, bool, bool]
+    # Why the page's layout says it is not a section (a row label between table rows), or "".
+    layout: str = ""
 
 
 @dataclass
@@ -110,7 +112,8 @@ def plan_tree(
     cover_end = 0 if source == "outline" else _cover_end(texts, found, anchors, toc_pages)
 
     dropped: list[tuple[str, str]] = []
-    repeated = junk.repeated([(f.page, texts[f.page][f.block]) for f in found])
+    # Row labels repeat from table to table: they do not make a prose heading a running title.
+    repeated = junk.repeated([(f.page, texts[f.page][f.block]) for f in found if not f.layout])
     kept: list[Found] = []
     for f in found:
         text = texts[f.page][f.block]
@@ -122,6 +125,8 @@ def plan_tree(
             dropped.append(("on the cover page", text))
         elif f.page in toc_pages:
             dropped.append(("on the table of contents", text))
+        elif f.layout:
+            dropped.append((f.layout, text))
         elif reason := junk.line_reason(text):
             dropped.append((reason, text))
         elif junk.key(text) in repeated:
