@@ -217,12 +217,15 @@ def test_table_heads_notes_signers_and_sentences_are_never_sections():
         assert signer_office(office), office
     assert not signer_office("Certification of Chief Executive Officer")
     assert line_reason("Our stock price is volatile.").startswith("a sentence")
+    for name in ("ACME HOLDINGS, INC.", "Acme Corp and Subsidiaries"):
+        assert line_reason(name).startswith("a company's name alone"), name
     # Titles that look alike stay candidates.
     for title in ("Fiscal 2019 Compared to Fiscal 2018", "Notes to Financial Statements",
                   "NOTE TO INVESTORS CONCERNING FORWARD-LOOKING STATEMENTS:", "Directors",
                   "Director Nomination Process", "Certification of Chief Executive Officer",
                   "Item 1. Business.", "Acme Holdings Co.", "Cover page", "Fiscal Year",
-                  "See others succeed", "Director"):  # fmt: skip
+                  "See others succeed", "Director", "Acme Media, Inc.",
+                  "SUBSIDIARIES OF THE COMPANY", "Being a public company"):  # fmt: skip
         assert line_reason(title) is None, title
 
 

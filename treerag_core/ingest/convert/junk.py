@@ -39,6 +39,15 @@ _OFFICE = re.compile(
     r"\)?:?$",
     re.I,
 )
+# A legal name alone, in capitals ("ACME HOLDINGS, INC.") or "... and Subsidiaries": a letterhead
+# over statements or the registrant in a signature block ("Acme, Inc." in mixed case may head a
+# note's section on an acquired company).
+_LEGAL_SUFFIX = r"(?:inc|incorporated|corp|corporation|plc|llc|l\.p|ltd|limited|n\.v|s\.a)\.?"
+_LETTERHEAD = re.compile(
+    rf"^[\w&.,'’ -]+?,?\s+{_LEGAL_SUFFIX}(?:\s+and\s+(?:its\s+)?subsidiaries)?$"
+    r"|^[\w&.,'’ -]+\s+and\s+(?:its\s+)?subsidiaries$",
+    re.I,
+)
 _DOCUMENT_TITLE = re.compile(r"^(?:certification|report|consent|letter)\b", re.I)
 # A sentence ends in a lower-case word and a period ("Our stock price is volatile."), unlike a
 # title ending in an abbreviation ("Acme Co.").
@@ -60,6 +69,8 @@ def line_reason(text: str) -> str | None:
         return "a note or a pointer ('*', 'Note:', 'See', 'Refer to')"
     if _PAGE_HEAD.match(stripped):
         return "a contents column head ('Page')"
+    if _LETTERHEAD.match(stripped) and (stripped.isupper() or "subsidiaries" in stripped.lower()):
+        return "a company's name alone (a letterhead or a signer)"
     numbered = heading_numbering(stripped) is not None
     if not numbered and len(stripped.split()) >= 4 and _SENTENCE_END.search(stripped):
         return "a sentence (ends in a period)"
