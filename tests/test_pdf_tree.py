@@ -281,3 +281,16 @@ def test_a_signers_office_is_dropped_only_on_a_signed_page():
     assert any("signer's office" in n for n in signed.notes)
     unsigned = convert_bytes("u.pdf", make_pdf([page(False)]), 10 * MB)
     assert [h.text for h in unsigned.headings] == ["SIGNATURES", "Chief Financial Officer"]
+
+
+def test_capitals_rank_only_without_a_skeleton():
+    from treerag_core.ingest.convert.pdf_tree import Found, plan_tree
+
+    texts = [["Item 7. Discussion", "RESULTS", "text", "Liquidity", "text"]]
+    found = [Found(0, 1, ("bold",), (-10.0, False, False)),
+             Found(0, 3, ("bold",), (-10.0, False, True))]  # fmt: skip
+    sparse = [Entry("Item 7. Discussion", 1, 0)]  # anchors the tree; type fills in below
+    plan = plan_tree(texts, found, [[]], sparse)
+    assert plan.levels == {(0, 0): 1, (0, 1): 2, (0, 3): 2}  # siblings under the anchor
+    plan = plan_tree(texts, found, [[]], [])
+    assert plan.levels == {(0, 1): 1, (0, 3): 2}  # no skeleton: capitals hold mixed case

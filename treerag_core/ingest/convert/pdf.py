@@ -295,7 +295,8 @@ def _heading_signals(block: list[_Line], body: float, body_font: str) -> tuple[s
 
 def _style(block: list[_Line], body_font: str) -> tuple[float, bool, bool]:
     """Sort key of a heading's look: larger first, then emphasised (bold or another font),
-    then capitals: in one type, "SEGMENT COMMENTARY" heads the "MedTech" under it."""
+    then capitals: in one type, "SEGMENT COMMENTARY" heads the "MedTech" under it (used
+    only when no outline or contents gives the upper levels)."""
     line = block[0]
     text = heading_text(block)
     caps = text.isupper() and sum(ch.isalpha() for ch in text) >= 3

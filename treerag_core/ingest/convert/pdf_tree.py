@@ -135,12 +135,16 @@ def plan_tree(
             kept.append(f)
     plan.notes.extend(junk.summary(dropped))
 
-    styles = sorted({f.style for f in kept})
+    # Capitals over mixed case (the last part of the look) only without a skeleton: with one,
+    # the author's levels are the upper tree, and a filing's capitals MD&A heading must not
+    # swallow the mixed-case statements and sections after it.
+    cut = 3 if source is None else 2
+    styles = sorted({f.style[:cut] for f in kept})
     # Every heading in document order: (page, block, 0 = inserted before it | 1 = it, seq).
     items: dict[tuple[int, int, int, int], Placed] = {}
     for f in kept:
         text = texts[f.page][f.block]
-        cand = Candidate(text, styles.index(f.style), structural_numbering(text))
+        cand = Candidate(text, styles.index(f.style[:cut]), structural_numbering(text))
         items[(f.page, f.block, 1, 0)] = Placed(cand)
     for seq, a in enumerate(anchors):
         title = texts[a.page][a.block] if a.found else a.entry.title
