@@ -9,7 +9,7 @@ import pypdf
 
 from tests.pdf_factory import make_pdf
 from treerag_core.ingest.convert import convert_bytes
-from treerag_core.ingest.convert.junk import line_reason
+from treerag_core.ingest.convert.junk import line_reason, signer_office
 from treerag_core.ingest.convert.levels import Candidate, structural_numbering
 from treerag_core.ingest.convert.outline import _levels_in_order
 from treerag_core.ingest.convert.skeleton import Entry, Placed, anchor, nest, title_matches
@@ -202,3 +202,95 @@ def test_an_outline_loop_ends_the_walk():
     # Read once each (the loop back to the first is not followed), the ghost left out.
     assert [h.text for h in doc.headings] == ["Part 0", "Part 1", "Part 2"]
     assert any("pointing past page 3" in n or "without a page" in n for n in doc.notes)
+
+
+def test_table_heads_notes_signers_and_sentences_are_never_sections():
+    for head in ("Year Ended December 31, 2019", "AS OF MAY 31, 2019", "February 2, 2019",
+                 "Three Months Ending", "Quarter to Date"):  # fmt: skip
+        assert line_reason(head).startswith("a period or date"), head
+    for note in ("* Not meaningful", "Note: Columns may not add", "See footnotes at end",
+                 "Refer to Note 4"):  # fmt: skip
+        assert line_reason(note).startswith("a note or a pointer"), note
+    assert line_reason("Page No.").startswith("a contents column head")
+    for office in ("Chief Financial Officer", "President, Chief Executive Officer and Director",
+                   "Jane Roe (Principal Accounting Officer)"):  # fmt: skip
+        assert signer_office(office), office
+    assert not signer_office("Certification of Chief Executive Officer")
+    assert line_reason("Our stock price is volatile.").startswith("a sentence")
+    for name in ("ACME HOLDINGS, INC.", "Acme Corp and Subsidiaries"):
+        assert line_reason(name).startswith("a company's name alone"), name
+    # Titles that look alike stay candidates.
+    for title in ("Fiscal 2019 Compared to Fiscal 2018", "Notes to Financial Statements",
+                  "NOTE TO INVESTORS CONCERNING FORWARD-LOOKING STATEMENTS:", "Directors",
+                  "Director Nomination Process", "Certification of Chief Executive Officer",
+                  "Item 1. Business.", "Acme Holdings Co.", "Cover page", "Fiscal Year",
+                  "See others succeed", "Director", "Acme Media, Inc.",
+                  "SUBSIDIARIES OF THE COMPANY", "Being a public company"):  # fmt: skip
+        assert line_reason(title) is None, title
+
+
+def _row(label: str, y: float, bold: bool = False) -> list[tuple[str, float, bool, float, float]]:
+    """A table row: the label, then two figures in cells of their own."""
+    return [(label, 10, bold, 72, y), ("1,234", 10, False, 400, y), ("5,678", 10, False, 480, y)]
+
+
+def test_a_bold_line_between_table_rows_is_a_row_label():
+    page = [("Balance Sheets", 12, True, 72, 720), *BODY,
+            *_row("Year", 680, bold=True), ("ASSETS", 10, True, 72, 660),
+            *_row("Cash", 640), *_row("Receivables", 626), ("LIABILITIES", 10, True, 72, 606),
+            *_row("Debt", 586), ("Liquidity", 12, True, 72, 540),
+            ("Body text after the table about cash.", 10, False, 72, 520)]  # fmt: skip
+    doc = convert_bytes("t.pdf", make_pdf([page]), 10 * MB)
+    assert [h.text for h in doc.headings] == ["Balance Sheets", "Liquidity"]
+    assert "ASSETS" in doc.text.split("\n")  # the label stays, as text
+    assert any("between table rows" in n for n in doc.notes)
+
+
+def test_capitals_hold_mixed_case_headings_of_the_same_type():
+    page: list[tuple[str, float, bool, float, float]] = []
+    y = 720.0
+    sections = [
+        ("SEGMENT COMMENTARY", "The segments grew in the quarter."),
+        ("MedTech", "Devices grew."),
+        ("Consumer Health", "Brands grew."),
+        ("GUIDANCE", "The outlook holds."),
+    ]
+    for title, body in sections:
+        page += [(title, 10, True, 72, y), (body, 10, False, 72, y - 20)]
+        y -= 50
+    doc = convert_bytes("c.pdf", make_pdf([page]), 10 * MB)
+    assert _outline(doc) == [(1, 1, "SEGMENT COMMENTARY"), (2, 1, "MedTech"),
+                             (2, 1, "Consumer Health"), (1, 1, "GUIDANCE")]  # fmt: skip
+
+
+def test_a_numbered_capitals_title_in_body_type_may_hold_a_comma():
+    lines = [("NOTE 3 — OTHER INCOME (EXPENSE), NET", 10, False, 72, 720), *BODY,
+             ("Note 4 — the amounts, as restated, follow", 10, False, 72, 520)]  # fmt: skip
+    doc = convert_bytes("n.pdf", make_pdf([lines]), 10 * MB)
+    assert [h.text for h in doc.headings] == ["NOTE 3 — OTHER INCOME (EXPENSE), NET"]
+
+
+def test_a_signers_office_is_dropped_only_on_a_signed_page():
+    def page(signed: bool) -> list[tuple[str, float, bool, float, float]]:
+        sign = "/s/ Jane Roe" if signed else "Jane Roe leads the group."
+        return [("SIGNATURES", 12, True, 72, 720), *BODY, (sign, 10, False, 72, 500),
+                ("Chief Financial Officer", 10, True, 72, 480)]  # fmt: skip
+
+    signed = convert_bytes("s.pdf", make_pdf([page(True)]), 10 * MB)
+    assert [h.text for h in signed.headings] == ["SIGNATURES"]
+    assert any("signer's office" in n for n in signed.notes)
+    unsigned = convert_bytes("u.pdf", make_pdf([page(False)]), 10 * MB)
+    assert [h.text for h in unsigned.headings] == ["SIGNATURES", "Chief Financial Officer"]
+
+
+def test_capitals_rank_only_without_a_skeleton():
+    from treerag_core.ingest.convert.pdf_tree import Found, plan_tree
+
+    texts = [["Item 7. Discussion", "RESULTS", "text", "Liquidity", "text"]]
+    found = [Found(0, 1, ("bold",), (-10.0, False, False)),
+             Found(0, 3, ("bold",), (-10.0, False, True))]  # fmt: skip
+    sparse = [Entry("Item 7. Discussion", 1, 0)]  # anchors the tree; type fills in below
+    plan = plan_tree(texts, found, [[]], sparse)
+    assert plan.levels == {(0, 0): 1, (0, 1): 2, (0, 3): 2}  # siblings under the anchor
+    plan = plan_tree(texts, found, [[]], [])
+    assert plan.levels == {(0, 1): 1, (0, 3): 2}  # no skeleton: capitals hold mixed case

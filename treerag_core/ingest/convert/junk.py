@@ -12,6 +12,46 @@ _CHECK_BOXES = frozenset("☒☐☑□■✓✔✗✘")
 REPEATED_PAGES = 3  # the same heading on this many pages is a running title, not a section
 _SEC_COVER = re.compile(r"SECURITIES\s+AND\s+EXCHANGE\s+COMMISSION", re.I)
 _SPACES = re.compile(r"\s+")
+_MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
+# A table's column head: a period or a date ("Year Ended December 31, 2019", "AS OF MAY 31,
+# 2019", "Three Months Ending", "Quarter to Date"), never a section's name.
+_PERIOD = re.compile(
+    rf"^(?:(?:as\s+of|as\s+at|at|for\s+the|fiscal)\s+)?(?:"
+    r"(?:fiscal\s+)?(?:years?|quarters?|(?:three|six|nine|twelve|\d{1,2})\s+months?|months?"
+    r"|weeks?)\s+(?:ended|ending)\b.*"
+    rf"|{_MONTH}\s+\d{{1,2}},?\s+\d{{4}}"
+    r"|(?:quarter|year)\s+to\s+date)$",
+    re.I,
+)
+# A note under a table or a pointer to another place: "* Not meaningful", "Note: Columns may
+# not add", "See footnotes at end of schedule", "Refer to Note 4" (not "See others succeed").
+_NOTE_LINE = re.compile(
+    r"^(?:[*†‡]|notes?:\s*\S|(?:see|refer\s+to)\s+(?:\w+\s+){0,2}(?:notes?|footnotes?|pages?"
+    r"|tables?|schedules?|exhibits?|items?|sections?|reconciliations?)\b)",
+    re.I,
+)
+# A contents page's column head ("Page", "Page No.").
+_PAGE_HEAD = re.compile(r"^page(?:\s+(?:no\.?|number|#))?$", re.I)
+# A signature block's line ends in the signer's office ("Chief Financial Officer", "President,
+# Chief Executive Officer and Director", "(Principal Accounting Officer)").
+_OFFICE = re.compile(
+    r"\b(?:officer|president|director|chairman(?:\s+of\s+the\s+board)?|treasurer|controller)"
+    r"\)?:?$",
+    re.I,
+)
+# A legal name alone, in capitals ("ACME HOLDINGS, INC.") or "... and Subsidiaries": a letterhead
+# over statements or the registrant in a signature block ("Acme, Inc." in mixed case may head a
+# note's section on an acquired company).
+_LEGAL_SUFFIX = r"(?:inc|incorporated|corp|corporation|plc|llc|l\.p|ltd|limited|n\.v|s\.a)\.?"
+_LETTERHEAD = re.compile(
+    rf"^[\w&.,'’ -]+?,?\s+{_LEGAL_SUFFIX}(?:\s+and\s+(?:its\s+)?subsidiaries)?$"
+    r"|^[\w&.,'’ -]+\s+and\s+(?:its\s+)?subsidiaries$",
+    re.I,
+)
+_DOCUMENT_TITLE = re.compile(r"^(?:certification|report|consent|letter)\b", re.I)
+# A sentence ends in a lower-case word and a period ("Our stock price is volatile."), unlike a
+# title ending in an abbreviation ("Acme Co.").
+_SENTENCE_END = re.compile(r"\s[a-z]{2,}\.$")
 
 
 def line_reason(text: str) -> str | None:
@@ -23,7 +63,25 @@ def line_reason(text: str) -> str | None:
         return "parenthetical line (units, 'Unaudited')"
     if stripped.endswith((":", "：")) and not stripped.isupper():
         return "label ending in a colon (a table or list label)"
+    if _PERIOD.match(stripped):
+        return "a period or date (a table's column head)"
+    if _NOTE_LINE.match(stripped):
+        return "a note or a pointer ('*', 'Note:', 'See', 'Refer to')"
+    if _PAGE_HEAD.match(stripped):
+        return "a contents column head ('Page')"
+    if _LETTERHEAD.match(stripped) and (stripped.isupper() or "subsidiaries" in stripped.lower()):
+        return "a company's name alone (a letterhead or a signer)"
+    numbered = heading_numbering(stripped) is not None
+    if not numbered and len(stripped.split()) >= 4 and _SENTENCE_END.search(stripped):
+        return "a sentence (ends in a period)"
     return None
+
+
+def signer_office(text: str) -> bool:
+    """Whether a line names a signer's office; only on a signed page ('/s/') is it one, since
+    "Director" alone may as well head a job family's section."""
+    stripped = text.strip()
+    return bool(_OFFICE.search(stripped)) and not _DOCUMENT_TITLE.match(stripped)
 
 
 def key(text: str) -> str:

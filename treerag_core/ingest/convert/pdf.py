@@ -16,6 +16,7 @@ from treerag_core.base.errors import (
     TooManyPagesError,
 )
 from treerag_core.base.text_rules import ARTICLE_OPENING
+from treerag_core.ingest.convert import junk
 from treerag_core.ingest.convert.base import ConvertedDocument, MarkdownWriter, over_bound
 from treerag_core.ingest.convert.levels import list_like, structural_numbering
 from treerag_core.ingest.convert.outline import read_outline
@@ -220,6 +221,28 @@ def _opens_part(line: _Line) -> bool:
     return num is not None and (num.family == "filing" or (num.family == "zh" and num.rank <= 3))
 
 
+def _table_row(block: list[_Line]) -> bool:
+    """A table's row: three cells or more, or two with a figure in them."""
+    return any(
+        li.cells >= 3 or (li.cells == 2 and any(ch.isdigit() for ch in li.text)) for li in block
+    )
+
+
+def _between_rows(blocks: list[list[_Line]], b: int) -> bool:
+    """A bold line with table rows right above and right below is a row label inside the
+    table ("ASSETS", "Cash flows from investing activities"), not a section."""
+    return 0 < b < len(blocks) - 1 and _table_row(blocks[b - 1]) and _table_row(blocks[b + 1])
+
+
+def _layout_reason(blocks: list[list[_Line]], b: int, signed: bool) -> str:
+    """Why block `b` is not a section, from where it stands ("": nothing against it)."""
+    if _between_rows(blocks, b):
+        return "between table rows: a row label"
+    if signed and junk.signer_office(heading_text(blocks[b])):
+        return "a signer's office on a signed page ('/s/')"
+    return ""
+
+
 def heading_text(block: list[_Line]) -> str:
     return " ".join(line.text.replace(" | ", " ") for line in block)
 
@@ -236,7 +259,8 @@ def _title_shape(text: str) -> bool:
 def _bare_title(text: str, num) -> bool:
     """A numbered line in body type reads as a heading only when it is a short title:
     no sentence punctuation, and not an article or list item (第二条 …。, （一）…；, (1), A.)."""
-    if len(text) > 60 or _SENTENCE.search(text) or text[-1] in ".:：":
+    # A comma in capitals is a title's ("NOTE 3 — OTHER INCOME (EXPENSE), NET"), not a sentence's.
+    if len(text) > 60 or (_SENTENCE.search(text) and not text.isupper()) or text[-1] in ".:：":
         return False
     return not (num.family == "zh" and num.rank >= 4) and not list_like(num)
 
@@ -269,10 +293,14 @@ def _heading_signals(block: list[_Line], body: float, body_font: str) -> tuple[s
     return tuple(why) or None
 
 
-def _style(block: list[_Line], body_font: str) -> tuple[float, bool]:
-    """Sort key of a heading's look: larger first, then emphasised (bold or another font)."""
+def _style(block: list[_Line], body_font: str) -> tuple[float, bool, bool]:
+    """Sort key of a heading's look: larger first, then emphasised (bold or another font),
+    then capitals: in one type, "SEGMENT COMMENTARY" heads the "MedTech" under it (used
+    only when no outline or contents gives the upper levels)."""
     line = block[0]
-    return -line.size, not (line.bold or line.font != body_font)
+    text = heading_text(block)
+    caps = text.isupper() and sum(ch.isalpha() for ch in text) >= 3
+    return -line.size, not (line.bold or line.font != body_font), not caps
 
 
 def convert_pdf(name: str, data: bytes, max_pages: int) -> ConvertedDocument:
@@ -353,10 +381,12 @@ def convert_pdf(name: str, data: bytes, max_pages: int) -> ConvertedDocument:
     texts = [[heading_text(block) for block in blocks] for blocks in page_blocks]
     found: list[Found] = []
     for p, blocks in enumerate(page_blocks):
+        signed = any("/s/" in line.text.lower() for line in kept_pages[p])
         for b, block in enumerate(blocks):
             signals = _heading_signals(block, body, body_font)
             if signals is not None:
-                found.append(Found(p, b, signals, _style(block, body_font)))
+                layout = _layout_reason(blocks, b, signed)
+                found.append(Found(p, b, signals, _style(block, body_font), layout))
     plan = plan_tree(texts, found, kept_pages, outline)
     writer = MarkdownWriter(name)
     empty = []

@@ -26,7 +26,9 @@ class Found:
     page: int
     block: int
     signals: tuple[str, ...]
-    style: tuple[float, bool]
+    style: tuple[float, bool, bool]
+    # Why the page's layout says it is not a section (a row label between table rows), or "".
+    layout: str = ""
 
 
 @dataclass
@@ -110,7 +112,8 @@ def plan_tree(
     cover_end = 0 if source == "outline" else _cover_end(texts, found, anchors, toc_pages)
 
     dropped: list[tuple[str, str]] = []
-    repeated = junk.repeated([(f.page, texts[f.page][f.block]) for f in found])
+    # Row labels repeat from table to table: they do not make a prose heading a running title.
+    repeated = junk.repeated([(f.page, texts[f.page][f.block]) for f in found if not f.layout])
     kept: list[Found] = []
     for f in found:
         text = texts[f.page][f.block]
@@ -122,6 +125,8 @@ def plan_tree(
             dropped.append(("on the cover page", text))
         elif f.page in toc_pages:
             dropped.append(("on the table of contents", text))
+        elif f.layout:
+            dropped.append((f.layout, text))
         elif reason := junk.line_reason(text):
             dropped.append((reason, text))
         elif junk.key(text) in repeated:
@@ -130,12 +135,16 @@ def plan_tree(
             kept.append(f)
     plan.notes.extend(junk.summary(dropped))
 
-    styles = sorted({f.style for f in kept})
+    # Capitals over mixed case (the last part of the look) only without a skeleton: with one,
+    # the author's levels are the upper tree, and a filing's capitals MD&A heading must not
+    # swallow the mixed-case statements and sections after it.
+    cut = 3 if source is None else 2
+    styles = sorted({f.style[:cut] for f in kept})
     # Every heading in document order: (page, block, 0 = inserted before it | 1 = it, seq).
     items: dict[tuple[int, int, int, int], Placed] = {}
     for f in kept:
         text = texts[f.page][f.block]
-        cand = Candidate(text, styles.index(f.style), structural_numbering(text))
+        cand = Candidate(text, styles.index(f.style[:cut]), structural_numbering(text))
         items[(f.page, f.block, 1, 0)] = Placed(cand)
     for seq, a in enumerate(anchors):
         title = texts[a.page][a.block] if a.found else a.entry.title
