@@ -28,7 +28,7 @@ lint: setup
 	$(PY) -m ruff format --check .
 
 test: lint
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2
 
 bench: setup
 	$(PY) benchmarks/run_all.py

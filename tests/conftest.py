@@ -19,6 +19,29 @@ SAMPLES = REPO / "sample_docs"
 EVAL_DIR = Path(os.environ.get("TREERAG_EVAL_DIR") or REPO.parent / "shared" / "eval")
 
 
+# `make test` runs two pytest-xdist workers. The tests that drive a real Chromium against a
+# real server run on one worker, one at a time and in file order: two at once would each
+# measure the other's CPU, and a module's page carries state from one test to the next. A new
+# browser test file is added here.
+ONE_BROWSER_AT_A_TIME = frozenset(
+    {"test_app_load.py", "test_browser.py", "test_browser_labels.py", "test_browser_openai.py"}
+)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """Every test is its own work unit, except the browser files', which are one unit.
+    (xdist's `loadgroup` marks do not work under pytest 9: it renames node ids that pytest 9
+    no longer reads, so the grouping is done here, from the file names.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class BrowserFilesTogether(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            file = nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
+            return "browser" if file in ONE_BROWSER_AT_A_TIME else nodeid
+
+    return BrowserFilesTogether(config, log)
+
+
 def skip_unless_ci(what: str, reason: str) -> None:
     """Skip a test its machine cannot run, but fail under CI (`.ci/run` sets CI=true): CI
     must not pass by skipping the browser, the load test or the eval data."""
@@ -124,12 +147,3 @@ def name_index_embedder(folder: Path, name: str) -> None:
     manifest = json.loads(path.read_text(encoding="utf-8"))
     manifest["embedder"]["name"] = name
     path.write_text(json.dumps(manifest), encoding="utf-8")
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under pytest-xdist (`make test` runs two workers), the tests that drive a real
-    Chromium against a real server run one at a time on one worker: two at once would each
-    measure the other's CPU, not the explorer."""
-    for item in items:
-        if item.get_closest_marker("browser") or item.path.name == "test_app_load.py":
-            item.add_marker(pytest.mark.xdist_group("browser"))

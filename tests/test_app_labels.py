@@ -133,8 +133,11 @@ def _score_like_a_dev_set(at: AppTest) -> None:
     scores = _frame(at, "recall@1000c")
     assert list(scores["strategy"]) == ["treerag", "flat-structured"]
     assert list(scores["n"]) == [2, 2]
+    spread = _frame(at, "recall@1000c 95%")  # the intervals: a table of their own, same columns
+    assert list(spread["strategy"]) == ["treerag", "flat-structured"]
     for column in ("recall@1000c", "recall@2000c", "hit@5", "recall@5", "mrr@10", "ctx_chars@5"):
-        assert all(cell.startswith("[") for cell in scores[f"{column} 95%"]), column
+        assert column + " 95%" not in scores.columns
+        assert all(cell.startswith("[") for cell in spread[f"{column} 95%"]), column
     assert "Fewer than 20 questions" in page_text(at, "caption")
     every = _frame(at, "metric")
     assert "treerag 95%" in every.columns  # every mean there too

@@ -279,6 +279,9 @@ def test_the_evaluate_metric_table_fits_the_page_width():
     assert all(isinstance(w, int) for w in widths), config
     # The main column at 1600×1000 with the sidebar open is ~990 px; keep 120 for "strategy".
     assert sum(widths) + 120 <= 990, sum(widths)
+    # A small report's intervals are a second table of the same columns: it fits as well.
+    spread = [c["width"] for c in eval_tables.interval_columns().values()]
+    assert len(spread) == len(widths) - 3 and sum(spread) + 120 <= 990, sum(spread)
 
 
 def test_every_offered_gold_example_has_its_gold_in_the_samples():

@@ -123,9 +123,16 @@ def metrics(report: dict[str, Any]) -> None:
     )
     if et.small(report):
         st.caption(
-            f"Fewer than {SMALL_N} questions: beside each mean, its 95% bootstrap interval over "
-            "the questions (“95%”). Read the interval, not the mean: two strategies whose "
-            "intervals overlap are not told apart by these questions."
+            f"Fewer than {SMALL_N} questions: under each mean, its 95% bootstrap interval over "
+            "the questions. Read the interval, not the mean: two strategies whose intervals "
+            "overlap are not told apart by these questions."
+        )
+        st.dataframe(
+            et.interval_frame(report),
+            hide_index=True,
+            width="stretch",
+            column_config=et.interval_columns(),
+            key="ev_interval_table",
         )
     st.caption(
         "recall@1000c / @2000c: evidence recall within a 1,000 / 2,000-character budget (the "

@@ -48,14 +48,7 @@ def interval_text(interval: Interval | None, key: str) -> str:
 
 
 def metric_frame(report: Mapping[str, Any]) -> pd.DataFrame:
-    """Strategies as rows; n, left out and the headline metrics as columns (each followed by
-    its 95% interval when the report is `small`)."""
-    spread = small(report)
-    columns = ["strategy", "n", LEFT_OUT]
-    for key in HEADLINE_KEYS:
-        columns.append(headline_label(key))
-        if spread and not key.startswith("latency_ms"):  # a median of timings, not a mean
-            columns.append(headline_label(key) + INTERVAL)
+    """Strategies as rows; n, left out and the headline metrics as columns."""
     rows = []
     for name, metrics in report["strategies"].items():
         row: dict[str, Any] = {
@@ -64,12 +57,36 @@ def metric_frame(report: Mapping[str, Any]) -> pd.DataFrame:
             LEFT_OUT: number(metrics.get("n_left_out")),
         }
         row.update({headline_label(k): number(lookup(metrics, k)) for k in HEADLINE_KEYS})
-        if spread:
-            found = mean_intervals(report, name, HEADLINE_KEYS)
-            row.update({headline_label(k) + INTERVAL: interval_text(found.get(k), k)
-                        for k in HEADLINE_KEYS})  # fmt: skip
         rows.append(row)
-    return pd.DataFrame(rows, columns=columns)
+    return pd.DataFrame(
+        rows, columns=["strategy", "n", LEFT_OUT, *map(headline_label, HEADLINE_KEYS)]
+    )
+
+
+def interval_frame(report: Mapping[str, Any]) -> pd.DataFrame:
+    """The metric table's twin for a `small` report: under each headline mean's column, its
+    95% bootstrap interval (a separate table, so neither runs past the page's width)."""
+    keys = [k for k in HEADLINE_KEYS if not k.startswith("latency_ms")]  # a median of timings
+    rows = []
+    for name in report["strategies"]:
+        found = mean_intervals(report, name, keys)
+        row: dict[str, Any] = {"strategy": name}
+        row.update({headline_label(k) + INTERVAL: interval_text(found.get(k), k) for k in keys})
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["strategy", *(headline_label(k) + INTERVAL for k in keys)])
+
+
+def interval_columns() -> dict[str, Any]:
+    """The interval table's columns: as wide as the metric table's, so they line up."""
+    return {
+        headline_label(k) + INTERVAL: st.column_config.TextColumn(
+            headline_label(k) + INTERVAL,
+            width=92,
+            help=f"{headline_label(k)}: 95% bootstrap interval of the mean, over questions",
+        )
+        for k in HEADLINE_KEYS
+        if not k.startswith("latency_ms")
+    }
 
 
 def metric_columns() -> dict[str, Any]:
@@ -101,10 +118,6 @@ def metric_columns() -> dict[str, Any]:
             config[label] = st.column_config.ProgressColumn(
                 label, min_value=0.0, max_value=1.0, format="%.3f", width=92
             )
-        # Shown only for a small report (`small`); a config for an absent column is unused.
-        config[label + INTERVAL] = st.column_config.TextColumn(
-            "95%", width=110, help=f"{label}: 95% bootstrap interval of the mean, over questions"
-        )
     return config
 
 
