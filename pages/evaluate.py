@@ -210,7 +210,9 @@ def _progress_bar(strategies: tuple[str, ...], n: int):
     def progress(done: int, total: int) -> None:
         bar.progress(
             min(1.0, done / total) if total else 1.0,
-            text=f"{done:,} / {total:,} runs ({len(strategies)} strategies × {n} questions)",
+            # runs per question: a strategy compared with the LLM locator runs twice
+            text=f"{done:,} / {total:,} runs ({total // n if n else 0} per question × {n} "
+            "questions)",
         )
 
     return bar, progress
