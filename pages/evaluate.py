@@ -19,6 +19,7 @@ from treerag_core import (
     coverage,
     coverage_docs,
     evaluate,
+    llm_locate_calls,
     load_report,
     oracle_leaves,
     parse_report,
@@ -29,13 +30,14 @@ from treerag_core import TREE_STRATEGY as TREE
 from treerag_core.base.config import IndexSettings
 from treerag_core.base.errors import TreeRAGError
 from treerag_core.base.settings import QuerySettings
+from ui.common.llm_panel import SessionLLM
 from ui.common.query_log import open_trace
 from ui.common.resources import default_embedder, warm_reranker
 from ui.common.session import EvalState, require_app
 from ui.common.text_safety import plain, show_error
 from ui.common.workspace import sync_workspace, workspace_folder
 from ui.evaluate import data as ed
-from ui.evaluate import my_labels, panels
+from ui.evaluate import llm_compare, my_labels, panels
 
 require_app("pages/evaluate.py")
 ss = st.session_state
@@ -55,13 +57,15 @@ WIDGET_DEFAULTS: dict[str, Any] = {
     "ev_scope": "doc",
     "ev_limit": 20,
     "ev_rerank": True,
+    llm_compare.KEY: False,  # LLM calls cost money: never on by default
     "ev_report_path": "",
     "ev_view": VIEWS[0],
 }
 
 
-def _sidebar() -> tuple[bool, bool, Any]:
-    """The run and load controls; returns (run clicked, load clicked, uploaded file)."""
+def _sidebar() -> tuple[bool, bool, Any, SessionLLM | None, Any]:
+    """The run and load controls; returns (run clicked, load clicked, uploaded file, the
+    session's LLM when the run compares its locator, the box for the run's call count)."""
     sb = st.sidebar
     sb.subheader("Eval set")
     sb.selectbox(
@@ -103,8 +107,12 @@ def _sidebar() -> tuple[bool, bool, Any]:
         help="Run the first N usable questions of the set.",
     )  # fmt: skip
     sb.toggle("Rerank (cross-encoder)", key="ev_rerank", persist_state=KEEP)
+    llm = llm_compare.toggle(sb, KEEP)
+    calls = sb.container()  # the call count, once the set's size is known
+    locator = "local and LLM locator" if llm is not None else "no LLM call (local locator"
     sb.caption(
-        f"Embedder: {plain(default_embedder())} · no LLM call (local locator, no answers written)."
+        f"Embedder: {plain(default_embedder())} · {locator}"
+        + (", no answers written)." if llm is None else " · no answers written.")
     )
     run = sb.button(
         "Run evaluation", key="ev_run", type="primary", icon=":material/play_arrow:",
@@ -121,7 +129,7 @@ def _sidebar() -> tuple[bool, bool, Any]:
     load = sb.button(
         "Load from path", key="ev_load", icon=":material/folder_open:", width="stretch"
     )
-    return run, load, upload
+    return run, load, upload, llm, calls
 
 
 def _dataset_status(folder: Path | None) -> EvalDataset | None:
@@ -150,9 +158,18 @@ def _set_report(report: dict[str, Any], meta: dict[str, Any]) -> None:
     ss.pop("ev_cov_doc", None)
 
 
-def _run(folder: Path | None, data: EvalDataset | None, mine: my_labels.LabelledSet | None) -> None:
+def _n_questions(data: EvalDataset | None, mine: my_labels.LabelledSet | None) -> int:
+    """The questions a run will score: the set's usable ones, up to the sidebar's limit."""
+    usable = len(mine.questions) if mine is not None else len(data.usable_questions if data else ())
+    return min(int(ss.ev_limit) or usable, usable)
+
+
+def _run(
+    folder: Path | None, data: EvalDataset | None, mine: my_labels.LabelledSet | None,
+    llm: SessionLLM | None,
+) -> None:  # fmt: skip
     """Run the sidebar's strategies on the chosen set: a dev set's folder, or (`mine`) the
-    workspace's labelled questions."""
+    workspace's labelled questions; with `llm`, the locator's strategies also with the LLM's."""
     if ss.ev_dataset == ed.MINE and mine is None:
         st.error("Nothing was run: no question is labelled yet (see above).")
         return
@@ -166,18 +183,19 @@ def _run(folder: Path | None, data: EvalDataset | None, mine: my_labels.Labelled
     settings = IndexSettings(embedder=default_embedder())
     query = QuerySettings().set("answer.final_top_k", 10).set("rerank.enabled", bool(ss.ev_rerank))
     limit = int(ss.ev_limit) or None
-    usable = len(mine.questions) if mine is not None else len(data.usable_questions if data else ())
-    n = min(limit or usable, usable)
+    n = _n_questions(data, mine)
     # Everything the run shows (the index's and the model's load spinners, the progress bar)
     # goes inside one status box: it takes the place of the earlier info box instead of
     # being drawn over it.
     label = f"Running {len(strategies)} strategies on {n} questions…"
+    if llm is not None:
+        label += f" ({llm_locate_calls(strategies, n):,} LLM calls)"
     with st.status(label, expanded=True) as status:
         if mine is not None:
-            done = _evaluate_mine(mine, strategies, limit, n)
+            done = _evaluate_mine(mine, strategies, limit, n, llm)
         else:
             assert folder is not None
-            done = _evaluate(folder, strategies, limit, settings, query, n)
+            done = _evaluate(folder, strategies, limit, settings, query, n, llm)
         if done is None:
             status.update(label="Nothing was run", state="error", expanded=True)
             return
@@ -192,15 +210,18 @@ def _progress_bar(strategies: tuple[str, ...], n: int):
     def progress(done: int, total: int) -> None:
         bar.progress(
             min(1.0, done / total) if total else 1.0,
-            text=f"{done:,} / {total:,} runs ({len(strategies)} strategies × {n} questions)",
+            # runs per question: a strategy compared with the LLM locator runs twice
+            text=f"{done:,} / {total:,} runs ({total // n if n else 0} per question × {n} "
+            "questions)",
         )
 
     return bar, progress
 
 
 def _evaluate_mine(
-    mine: my_labels.LabelledSet, strategies: tuple[str, ...], limit: int | None, n: int
-) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    mine: my_labels.LabelledSet, strategies: tuple[str, ...], limit: int | None, n: int,
+    llm: SessionLLM | None,
+) -> tuple[dict[str, Any], dict[str, Any]] | None:  # fmt: skip
     """The labelled questions' report, as a dev set's (None, error shown, when it did not run)."""
     began = time.perf_counter()
     if ss.ev_rerank:  # the first question's latency must not include loading the model
@@ -208,7 +229,9 @@ def _evaluate_mine(
     bar, progress = _progress_bar(strategies, n)
     started = time.perf_counter()
     try:
-        report = my_labels.score(mine, strategies, ss.ev_scope, limit, bool(ss.ev_rerank), progress)
+        report = my_labels.score(
+            mine, strategies, ss.ev_scope, limit, bool(ss.ev_rerank), progress, llm
+        )
     except FAILS as exc:
         bar.empty()
         show_error(exc, "The run stopped; no report was kept.")
@@ -234,7 +257,7 @@ def _run_meta(began: float, started: float, n: int, folder: Path | None = None) 
 
 def _evaluate(
     folder: Path, strategies: tuple[str, ...], limit: int | None, settings: IndexSettings,
-    query: QuerySettings, n: int,
+    query: QuerySettings, n: int, llm: SessionLLM | None,
 ) -> tuple[dict[str, Any], dict[str, Any]] | None:  # fmt: skip
     """The report of one run and where it came from (None, error shown, when it did not run)."""
     began = time.perf_counter()  # the whole run: indexing (unless cached) and model loads too
@@ -243,9 +266,10 @@ def _evaluate(
             strategies=strategies,
             scope=ss.ev_scope,
             limit=limit,
-            use_llm=False,
+            use_llm=llm is not None,
+            write_answers=False,  # retrieval is compared: an answer would only cost calls
             index_settings=settings,
-            query_settings=query,
+            query_settings=query if llm is None else query.with_(llm=llm.settings),
         )
         es = ed.eval_set(folder, settings)
     except FAILS as exc:
@@ -257,8 +281,9 @@ def _evaluate(
     started = time.perf_counter()
     try:
         report = evaluate(
-            es.folder, config, cache_dir=ed.cache_dir(), progress=progress, index=es.index
-        )
+            es.folder, config, cache_dir=ed.cache_dir(), progress=progress, index=es.index,
+            api_key=llm.key if llm is not None else None,
+        )  # fmt: skip
     except FAILS as exc:
         bar.empty()
         show_error(exc, "The run stopped; no report was kept. " + FOLDER_HINT)
@@ -384,7 +409,7 @@ def main() -> None:
     for key, value in WIDGET_DEFAULTS.items():
         ss.setdefault(key, list(value) if isinstance(value, list) else value)
     sync_workspace()  # the ?ws= workspace of a reload: opened questions are logged under it
-    run, load, upload = _sidebar()
+    run, load, upload, llm, calls = _sidebar()
     st.title("Evaluate")
     st.caption(
         "Run the retrieval strategies over an eval question set and compare them with the eval "
@@ -399,8 +424,13 @@ def main() -> None:
         mine = my_labels.section()
     else:
         data = _dataset_status(folder)
+    if llm is not None:  # before the run: what it will cost in calls
+        calls.warning(
+            llm_compare.calls_note(llm, tuple(ss.ev_strategies), _n_questions(data, mine)),
+            icon=":material/payments:",
+        )
     if run:
-        _run(folder, data, mine)
+        _run(folder, data, mine, llm)
     if load:
         _load_path(str(ss.get("ev_report_path", "")))
     if upload is not None:

@@ -179,22 +179,8 @@ def _left_out_line(report: dict, limit: int | None) -> str:
 
 
 def _llm_fallback_note(report: dict) -> None:
-    """One stderr line per `+llm` row whose LLM locator fell back on some questions: the
-    row is then (partly) the local locator's, which its numbers alone do not show."""
-    for row, records in report["questions"].items():
-        if not row.endswith("+llm") or not records:
-            continue
-        reasons: dict[str, int] = {}
-        for record in records:
-            for fallback in record["fallbacks"]:
-                stage, _, reason = fallback.partition(":")
-                if stage == "locate":
-                    reasons[reason] = reasons.get(reason, 0) + 1
-                    break
-        if reasons:
-            why = ", ".join(f"{reason} {n}x" for reason, n in reasons.items())
-            print(
-                f"note: the LLM locator was not used for {sum(reasons.values())} of "
-                f"{len(records)} questions of {row} ({why}); those used the local locator",
-                file=sys.stderr,
-            )
+    """One stderr line per `+llm` row whose LLM locator fell back on some questions."""
+    from treerag_core.evaluation import llm_fallback_notes
+
+    for note in llm_fallback_notes(report):
+        print(f"note: {note}", file=sys.stderr)

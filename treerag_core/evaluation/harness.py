@@ -52,6 +52,9 @@ class EvalConfig:
     scope: str = "doc"  # doc: each question against its own document(s); corpus: all documents
     limit: int | None = None
     use_llm: bool = False
+    # With the LLM on, it also writes each run's answer (`eval --llm`); False: retrieval only,
+    # the LLM called by the locator alone (the explorer's locator comparison: no answer shown).
+    write_answers: bool = True
     top_k: int = 50  # passages kept per question: budget metrics walk up to 50 (eval README)
     index_settings: IndexSettings = field(default_factory=IndexSettings)
     query_settings: QuerySettings = field(
@@ -275,6 +278,18 @@ def question_record(question: EvalQuestion, trace: Trace, metrics: dict[str, flo
     }
 
 
+def llm_locator_strategies(strategies: Sequence[str]) -> tuple[str, ...]:
+    """The strategies whose `+llm` row calls the LLM locator (drilldown's row has its own
+    layers pick, and makes no call)."""
+    return tuple(name for name in strategies if get_strategy(name).uses_locator)
+
+
+def llm_locate_calls(strategies: Sequence[str], n_questions: int) -> int:
+    """The LLM calls of an LLM run without answers (`write_answers=False`): one locate
+    call per question per strategy that uses the locator (a retried call counts once)."""
+    return n_questions * len(llm_locator_strategies(strategies))
+
+
 def eval_runs(
     strategies: Sequence[str], settings: QuerySettings, use_llm: bool
 ) -> list[tuple[str, str, QuerySettings]]:
@@ -376,7 +391,7 @@ def evaluate_questions(
                         strategy=strategy,
                         scope=scope,
                         leaves=leaves,
-                        synthesize=config.use_llm,
+                        synthesize=config.use_llm and config.write_answers,
                     )
                 except QueryError as exc:
                     key = f"{row}: {exc}"

@@ -23,9 +23,12 @@ def labelled_report(
     scope: str = "corpus",
     limit: int | None = None,
     progress: Progress | None = None,
+    use_llm: bool = False,
 ) -> dict:
     """Every strategy on the first `limit` usable labelled questions, retrieval only (no
-    answer is written), as an eval report named `MY_SET`.
+    answer is written), as an eval report named `MY_SET`. `use_llm`: a strategy that uses
+    the locator runs twice, local and `+llm` (the LLM of `settings.llm`, with the engine's
+    key), as `eval --llm` does.
 
     Raises:
         ValueError: an unknown strategy, scope or limit.
@@ -34,7 +37,8 @@ def labelled_report(
         strategies=tuple(strategies),
         scope=scope,
         limit=limit,
-        use_llm=False,
+        use_llm=use_llm,
+        write_answers=False,
         index_settings=engine.index.settings,
         query_settings=settings,
     )

@@ -59,6 +59,29 @@ LOCATOR_KEYS: tuple[str, ...] = (
 )
 
 
+def llm_fallback_notes(report: Mapping[str, Any]) -> list[str]:
+    """One line per `+llm` row whose LLM locator fell back on some questions: the row is
+    then (partly) the local locator's, which its numbers alone do not show."""
+    notes = []
+    for row, records in (report.get("questions") or {}).items():
+        if not row.endswith("+llm") or not records:
+            continue
+        reasons: dict[str, int] = {}
+        for record in records:
+            for fallback in record.get("fallbacks") or ():
+                stage, _, reason = str(fallback).partition(":")
+                if stage == "locate":
+                    reasons[reason] = reasons.get(reason, 0) + 1
+                    break
+        if reasons:
+            why = ", ".join(f"{reason} {n}x" for reason, n in reasons.items())
+            notes.append(
+                f"the LLM locator was not used for {sum(reasons.values())} of "
+                f"{len(records)} questions of {row} ({why}); those used the local locator"
+            )
+    return notes
+
+
 def lookup(metrics: Mapping[str, Any], key: str) -> Any:
     # Metric names hold no dots, so a dot always means a nested key (latency_ms.total.p50).
     value: Any = metrics

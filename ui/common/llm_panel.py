@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import streamlit as st
 
@@ -159,9 +159,16 @@ def llm_panel(
     return settings, key
 
 
-def session_client(prefix: str, env: Mapping[str, str] | None = None) -> tuple[Any, str]:
-    """The LLM the block with `prefix` is set to in this session, without drawing it:
-    (client, locate model), or (None, "") when it is off or has no key or endpoint.
+class SessionLLM(NamedTuple):
+    """The LLM a panel is set to in this session: its settings and key, or why there is none."""
+
+    settings: LLMSettings | None  # None: off, or no key or endpoint
+    key: str | None  # typed, else the server's (for its own endpoint only)
+    why_not: str = ""  # one line, when `settings` is None
+
+
+def session_llm(prefix: str, env: Mapping[str, str] | None = None) -> SessionLLM:
+    """The LLM the block with `prefix` is set to in this session, without drawing it.
 
     Before the block was ever drawn, the server's own configuration decides, as the
     block's default does (on only with a key or an endpoint).
@@ -169,20 +176,39 @@ def session_client(prefix: str, env: Mapping[str, str] | None = None) -> tuple[A
     env = os.environ if env is None else env
     ss = st.session_state
     start = settings_from_env(env)
-    enabled = ss.get(f"{prefix}enabled", llm_configured(start.with_(enabled=True), None, env))
-    if not enabled:
-        return None, ""
+    server_has_llm = llm_configured(start.with_(enabled=True), None, env)
     provider = Provider.parse(ss.get(f"{prefix}provider", start.provider.value))
+    need = f"a key ({KEY_ENV[provider]})" + (
+        " or an endpoint" if provider == Provider.OPENAI else ""
+    )
+    no_llm = f"no LLM is configured: type {need} in Ask's sidebar (LLM)."
+    if not ss.get(f"{prefix}enabled", server_has_llm):
+        why = "the LLM is switched off in Ask's sidebar (LLM)." if server_has_llm else no_llm
+        return SessionLLM(None, None, why)
     llm = start.with_(
         enabled=True,
         provider=provider,
         base_url=str(ss.get(f"{prefix}base_url_{provider}") or "").strip(),
         locate_model=str(ss.get(f"{prefix}locate_model_{provider}") or "").strip()
         or DEFAULTS[provider]["locate_model"],
+        answer_model=str(ss.get(f"{prefix}answer_model_{provider}") or "").strip()
+        or DEFAULTS[provider]["answer_model"],
+        context_tokens=int(
+            ss.get(f"{prefix}context_{provider}") or DEFAULTS[provider]["context_tokens"]
+        ),
     )
     typed = str(ss.get(f"{prefix}key_{provider}") or "").strip() or None
-    client = make_client(llm, resolve_key(llm, typed, env))
-    return (client, llm.locate_model) if client is not None else (None, "")
+    if not llm_configured(llm, typed, env):
+        return SessionLLM(None, None, no_llm)
+    return SessionLLM(llm, resolve_key(llm, typed, env))
+
+
+def session_client(prefix: str, env: Mapping[str, str] | None = None) -> tuple[Any, str]:
+    """The LLM the block with `prefix` is set to in this session, without drawing it:
+    (client, locate model), or (None, "") when it is off or has no key or endpoint."""
+    llm, key, _ = session_llm(prefix, env)
+    client = make_client(llm, key) if llm is not None else None
+    return (client, llm.locate_model) if client is not None and llm else (None, "")
 
 
 def _switch_on(field: str, toggle: str) -> None:

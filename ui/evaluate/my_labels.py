@@ -38,7 +38,8 @@ from treerag_core.base.settings import QuerySettings
 from ui.ask.labels_marks import store
 from ui.common import query_controls as qc
 from ui.common import tune_apply
-from ui.common.resources import Corpus
+from ui.common.llm_panel import SessionLLM
+from ui.common.resources import Corpus, engine_for
 from ui.common.session import WorkspaceState
 from ui.common.text_safety import plain, show_error
 from ui.common.workspace import workspace_corpus
@@ -124,12 +125,18 @@ def run_settings(rerank: bool) -> QuerySettings:
 
 def score(
     mine: LabelledSet, strategies: Sequence[str], scope: str, limit: int | None, rerank: bool,
-    progress: Callable[[int, int], None],
+    progress: Callable[[int, int], None], llm: SessionLLM | None = None,
 ) -> dict:  # fmt: skip
     """The harness's report of `strategies` on the labelled questions (raises ValueError or
-    TreeRAGError as `labelled_report` does)."""
-    return labelled_report(mine.corpus.engine, mine.questions, run_settings(rerank), strategies,
-                           scope=scope, limit=limit, progress=progress)  # fmt: skip
+    TreeRAGError as `labelled_report` does); with `llm`, also the LLM locator's `+llm` rows."""
+    if llm is None or llm.settings is None:
+        return labelled_report(mine.corpus.engine, mine.questions, run_settings(rerank),
+                               strategies, scope=scope, limit=limit, progress=progress)  # fmt: skip
+    return labelled_report(
+        engine_for(mine.corpus, llm.key), mine.questions,
+        run_settings(rerank).with_(llm=llm.settings), strategies, scope=scope, limit=limit,
+        progress=progress, use_llm=True,
+    )  # fmt: skip
 
 
 def _status(found: Refound) -> None:

@@ -8,10 +8,8 @@ from typing import Any
 import streamlit as st
 
 from treerag_core import BASELINE_STRATEGY as BASELINE
-from treerag_core import QUESTION_FILTERS as FILTERS
-from treerag_core import SMALL_SET_N as SMALL_N
-from treerag_core import TREE_STRATEGY as TREE
 from treerag_core import (
+    LOCATOR_KEYS,
     CorpusIndex,
     Coverage,
     difference_table,
@@ -20,11 +18,15 @@ from treerag_core import (
     question_rows,
     rerank_was_on,
 )
+from treerag_core import QUESTION_FILTERS as FILTERS
+from treerag_core import SMALL_SET_N as SMALL_N
+from treerag_core import TREE_STRATEGY as TREE
 from treerag_core.base.text_rules import preview
 from ui.common.inspector import inspector
 from ui.common.session import EvalState
 from ui.common.text_safety import plain, show_error
 from ui.common.tree_graph import TreeGraph
+from ui.evaluate import llm_compare
 from ui.evaluate import tables as et
 from ui.evaluate.data import report_file_name, report_json, save_report
 
@@ -69,6 +71,7 @@ def summary(report: dict[str, Any], fails: tuple[type[Exception], ...]) -> None:
     st.caption(" · ".join(parts))
     if unreadable is not None:
         show_error(unreadable)  # the metrics stand; replaying a question would not
+    llm_compare.fallback_notes(report)  # a `+llm` row that is partly the local locator's
     if report.get("partial"):
         st.warning(
             "This report is partial: its run was interrupted, so later questions are missing."
@@ -134,6 +137,20 @@ def metrics(report: dict[str, Any]) -> None:
             column_config=et.interval_columns(),
             key="ev_interval_table",
         )
+    if et.has_llm_rows(report):
+        st.markdown("**Locators on the same questions (local vs LLM)**")
+        st.dataframe(
+            et.locator_frame(report),
+            hide_index=True,
+            width="stretch",
+            column_config=et.locator_columns(),
+            key="ev_locator_table",
+        )
+        st.caption(
+            "A `+llm` row is its strategy with the LLM's locator; the row above it, on the same "
+            "questions, the local one. section_hit@k: a gold section among the first k picked "
+            "leaves · tokens and cost: the locator's calls, summed (LLM cost: every call)."
+        )
     st.caption(
         "recall@1000c / @2000c: evidence recall within a 1,000 / 2,000-character budget (the "
         "headline when chunk sizes differ) · hit@5, recall@5, mrr@10: over the top passages · "
@@ -146,7 +163,12 @@ def metrics(report: dict[str, Any]) -> None:
         )
     with st.expander("As a Markdown table"):
         # the paired bootstrap intervals against the baselines follow the means
-        st.code(markdown_table(report) + "\n" + difference_table(report), language="markdown")
+        locators = markdown_table(report, LOCATOR_KEYS) if et.has_llm_rows(report) else ""
+        st.code(
+            markdown_table(report) + "\n" + difference_table(report)
+            + ("\n" + locators if locators else ""),
+            language="markdown",
+        )  # fmt: skip
     st.subheader("Curves over k")
     family = st.radio(
         "Curve",

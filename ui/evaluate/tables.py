@@ -10,7 +10,15 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from treerag_core import HEADLINE_KEYS, CorpusIndex, Coverage, Interval, QuestionRow, mean_intervals
+from treerag_core import (
+    HEADLINE_KEYS,
+    LOCATOR_KEYS,
+    CorpusIndex,
+    Coverage,
+    Interval,
+    QuestionRow,
+    mean_intervals,
+)
 from treerag_core import METRIC_KS as KS
 from treerag_core import SMALL_SET_N as SMALL_N
 from treerag_core import metric_lookup as lookup
@@ -61,6 +69,63 @@ def metric_frame(report: Mapping[str, Any]) -> pd.DataFrame:
     return pd.DataFrame(
         rows, columns=["strategy", "n", LEFT_OUT, *map(headline_label, HEADLINE_KEYS)]
     )
+
+
+# The locator table's columns (the CLI's `eval --llm` table: LOCATOR_KEYS), shorter heads.
+LOCATOR_LABELS = {
+    "locate_usage.input_tokens": "locate tokens in",
+    "locate_usage.output_tokens": "locate tokens out",
+    "locate_usage.cost_usd": "locate cost $",
+    "llm_usage.cost_usd": "LLM cost $",
+}
+
+
+def locator_label(key: str) -> str:
+    return LOCATOR_LABELS.get(key, key)
+
+
+def has_llm_rows(report: Mapping[str, Any]) -> bool:
+    """Whether the report compared the LLM locator (`eval --llm`, or the toggle here)."""
+    return any(str(name).endswith("+llm") for name in report.get("strategies") or {})
+
+
+def locator_frame(report: Mapping[str, Any]) -> pd.DataFrame:
+    """The local and the LLM locator on the same questions: section hit, recall, the
+    locator's tokens and cost (a cost without a known price for the model is left empty)."""
+    rows = []
+    for name, metrics in report["strategies"].items():
+        row: dict[str, Any] = {"strategy": name, "n": number(metrics.get("n_questions"))}
+        for key in LOCATOR_KEYS:
+            value = number(lookup(metrics, key))
+            usage = key.split(".", 1)[0]
+            if key.endswith("cost_usd") and lookup(metrics, f"{usage}.cost_known") is False:
+                value = math.nan
+            row[locator_label(key)] = value
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["strategy", "n", *map(locator_label, LOCATOR_KEYS)])
+
+
+def locator_columns() -> dict[str, Any]:
+    config: dict[str, Any] = {
+        "n": st.column_config.NumberColumn("n", format="%d", help="questions scored", width=44)
+    }
+    for key in LOCATOR_KEYS:
+        label = locator_label(key)
+        if key.endswith("_tokens"):
+            config[label] = st.column_config.NumberColumn(
+                label, format="%d", width=92, help=f"{key}: summed over the questions"
+            )
+        elif key.endswith("cost_usd"):
+            config[label] = st.column_config.NumberColumn(
+                label, format="%.4f", width=92,
+                help=f"{key}: US dollars, summed over the questions (empty: no price known "
+                "for the model)",
+            )  # fmt: skip
+        else:
+            config[label] = st.column_config.ProgressColumn(
+                label, min_value=0.0, max_value=1.0, format="%.3f", width=92
+            )
+    return config
 
 
 def interval_frame(report: Mapping[str, Any]) -> pd.DataFrame:
