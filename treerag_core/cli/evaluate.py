@@ -11,7 +11,7 @@ from tqdm import tqdm
 from treerag_core import EvalConfig, evaluate, milvus_eval_index, strategy_names, terminal_safe
 from treerag_core.base.config import IndexSettings
 from treerag_core.base.errors import SettingsError
-from treerag_core.base.names import DEFAULT_COLLECTION
+from treerag_core.base.names import DEFAULT_COLLECTION, StrategyName
 from treerag_core.base.progress import PlainProgress
 from treerag_core.base.settings import QuerySettings
 from treerag_core.cli.options import (
@@ -33,7 +33,7 @@ def add_parser(sub) -> None:
     p.add_argument("--data", required=True, help="a folder with docs/ and questions.jsonl")
     p.add_argument(
         "--strategy",
-        default="treerag,flat-hybrid",
+        default=f"{StrategyName.TREERAG},{StrategyName.FLAT_HYBRID}",
         help="comma-separated, from: " + ", ".join(strategy_names()),
     )
     p.add_argument(

@@ -14,6 +14,7 @@ from treerag_core import (
     llm_fallback_notes,
     llm_locate_calls,
     llm_locator_strategies,
+    strategy_names,
 )
 from ui.common.llm_panel import SessionLLM, session_llm
 from ui.common.query_controls import LLM_PREFIX
@@ -50,9 +51,10 @@ def calls_note(llm: SessionLLM, strategies: Sequence[str], n_questions: int) -> 
     assert llm.settings is not None
     locating = llm_locator_strategies(strategies)
     if not locating:
+        users = ", ".join(llm_locator_strategies(strategy_names()))
         return (
-            "None of the chosen strategies uses the locator (treerag, treerag-kg do): the run "
-            "makes no LLM call."
+            f"None of the chosen strategies uses the locator ({users} do): the run makes no "
+            "LLM call."
         )
     calls = llm_locate_calls(strategies, n_questions)
     return (

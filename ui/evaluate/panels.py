@@ -195,7 +195,7 @@ def questions(report: dict[str, Any], on_open: Callable[[], None]) -> None:
     choice = st.radio("Show", FILTERS, key="ev_filter", horizontal=True, persist_state=KEEP)
     if choice in FILTERS[2:] and not {TREE, BASELINE} <= set(strategies):
         st.info(
-            "Wins and losses compare treerag with flat-hybrid at hit@5: run both to use this "
+            f"Wins and losses compare {TREE} with {BASELINE} at hit@5: run both to use this "
             "filter.",
             icon=":material/info:",
         )
