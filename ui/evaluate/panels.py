@@ -113,39 +113,26 @@ def summary(report: dict[str, Any], fails: tuple[type[Exception], ...]) -> None:
         )
 
 
+def _table(frame: Any, columns: dict[str, Any], key: str) -> None:
+    """One of the metric tables: the page's width, no index, its own columns."""
+    st.dataframe(frame, hide_index=True, width="stretch", column_config=columns, key=key)
+
+
 def metrics(report: dict[str, Any]) -> None:
     if not report["strategies"]:
         st.info("No question was scored in this report (every run was skipped or left out).")
         return
-    st.dataframe(
-        et.metric_frame(report),
-        hide_index=True,
-        width="stretch",
-        column_config=et.metric_columns(),
-        key="ev_metric_table",
-    )
+    _table(et.metric_frame(report), et.metric_columns(), "ev_metric_table")
     if et.small(report):
         st.caption(
             f"Fewer than {SMALL_N} questions: under each mean, its 95% bootstrap interval over "
             "the questions. Read the interval, not the mean: two strategies whose intervals "
             "overlap are not told apart by these questions."
         )
-        st.dataframe(
-            et.interval_frame(report),
-            hide_index=True,
-            width="stretch",
-            column_config=et.interval_columns(),
-            key="ev_interval_table",
-        )
+        _table(et.interval_frame(report), et.interval_columns(), "ev_interval_table")
     if et.has_llm_rows(report):
         st.markdown("**Locators on the same questions (local vs LLM)**")
-        st.dataframe(
-            et.locator_frame(report),
-            hide_index=True,
-            width="stretch",
-            column_config=et.locator_columns(),
-            key="ev_locator_table",
-        )
+        _table(et.locator_frame(report), et.locator_columns(), "ev_locator_table")
         st.caption(
             "A `+llm` row is its strategy with the LLM's locator; the row above it, on the same "
             "questions, the local one. section_hit@k: a gold section among the first k picked "
