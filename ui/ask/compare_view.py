@@ -4,19 +4,30 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import streamlit as st
 
 from treerag_core import HIRAG_FAMILY as HIRAG
-from treerag_core import Compared, Engine, compare_strategies, get_strategy, strategy_names
+from treerag_core import (
+    Compared,
+    Engine,
+    TreeRAGKG,
+    compare_strategies,
+    get_strategy,
+    graphs_of,
+    strategy_names,
+)
 from treerag_core.base.settings import QuerySettings
 from treerag_core.base.text_rules import path_leaf, preview
 from treerag_core.base.types import RetrievedChunk, Trace
+from ui.common.graph_guidance import MISSING, how_to_add
 from ui.common.query_controls import ASK_SETTINGS, RERUN_SETTINGS, describe_moves
 from ui.common.session import AskState
 from ui.common.text_safety import code, error_markdown, plain
+from ui.documents.hirag_build import build_graph
 from ui.evaluate.gold import SHOWN, Gold, gold_for, strategy_metrics
 
 COMPARE_TEXT_CHARS = 160
@@ -84,6 +95,7 @@ def summary_frame(
 
 HIRAG_STRATEGIES = frozenset(HIRAG.strategies)  # they need the corpus graph
 INCLUDE_GRAPH = "compare_build_hirag"  # the toggle: run hirag-* although their graph is missing
+BUILD_GRAPH = "compare_build_graph"  # the button: build the HiRAG graph here, then compare
 
 
 def graph_missing(engine: Engine) -> bool:
@@ -93,6 +105,44 @@ def graph_missing(engine: Engine) -> bool:
 
     store, _ = graph_store_for(engine.index)
     return store is None
+
+
+def _missing_parts(engine: Engine, kind: str | None) -> list[str]:
+    """Strategies whose index part is missing, named with what it costs before any run: the
+    HiRAG graph can be built here (a progress bar) or inside the comparison (the toggle);
+    leaf graphs come with an index build on Documents. Returns the strategies to leave out."""
+    names = strategy_names(runnable=True)
+    skip: list[str] = []
+    if graph_missing(engine):
+        hirag = [n for n in names if n in HIRAG_STRATEGIES]
+        st.info(
+            f"**{', '.join(hirag)}** need the HiRAG corpus graph, not built yet for these "
+            "documents: building it offline takes minutes on a large corpus (111 s for one "
+            "57-page 10-Q on a 2-core machine), once. Build it here now, or on Documents → "
+            "“HiRAG corpus graph” (there with the LLM too); or leave them out of this "
+            "comparison here.",
+            icon=":material/hourglass_top:",
+        )
+        folder = getattr(engine.index, "folder", None)
+        if folder is None:  # a read-only data dir: the index lives in this process only
+            st.caption("This index is held in memory only: the comparison builds the graph.")
+        elif st.button("Build the HiRAG graph now", key=BUILD_GRAPH, icon=":material/hub:"):
+            meta = build_graph(engine.index, Path(folder))  # offline: Compare calls no LLM
+            if meta is not None:  # else the error is shown and the note stays
+                counts = meta["counts"]
+                st.toast(f"HiRAG graph built: {counts['entities']:,} entities")
+                st.rerun()  # the note goes; hirag-* read the built graph
+        if not st.toggle("Include them (build the graph first)", value=True, key=INCLUDE_GRAPH):
+            skip = hirag
+    if TreeRAGKG.name in names and graphs_of(engine.index) is None:
+        # No cheap build of leaf graphs for an open index: they come with an index build.
+        st.info(
+            f"{MISSING} This comparison names it under the table as not run. Leaf graphs come "
+            f"with an index build; on **Documents**: {how_to_add(kind)}",
+            icon=":material/hub:",
+        )
+        st.page_link("pages/documents.py", label="Go to Documents", icon=":material/description:")
+    return skip
 
 
 def _run(
@@ -135,18 +185,7 @@ def compare_panel(
     )
     stamp = (trace.created_at, trace.question, repr(settings.to_dict()))
     base = [h.chunk.chunk_id for h in trace.reranked]
-    skip: list[str] = []
-    if graph_missing(engine):  # said before the run, never a silent freeze in the middle
-        hirag = [n for n in strategy_names(runnable=True) if n in HIRAG_STRATEGIES]
-        st.info(
-            f"**{', '.join(hirag)}** need the HiRAG corpus graph, not built yet for these "
-            "documents: building it offline takes minutes on a large corpus (111 s for one "
-            "57-page 10-Q on a 2-core machine), once. Documents → “HiRAG corpus graph” "
-            "builds it with a progress bar; or leave them out of this comparison here.",
-            icon=":material/hourglass_top:",
-        )
-        if not st.toggle("Include them (build the graph first)", value=True, key=INCLUDE_GRAPH):
-            skip = hirag
+    skip = _missing_parts(engine, kind)  # said before the run, never a silent freeze in it
     if st.button("Compare strategies", icon=":material/compare_arrows:", key="compare_run"):
         results = _run(engine, trace, settings, scope, skip)
         with st.spinner("Looking for this question's gold evidence in the dev sets…"):

@@ -101,6 +101,20 @@ def hirag_panel(index: CorpusIndex, folder: Path) -> None:
 
 
 def _build(index: CorpusIndex, folder: Path, client: Any, model: str) -> None:
+    meta = build_graph(index, folder, client, model)
+    if meta is None:
+        return
+    counts = meta["counts"]
+    st.toast(f"HiRAG graph: {counts['entities']:,} entities, {counts['communities']:,} communities")
+    st.rerun()
+
+
+def build_graph(
+    index: CorpusIndex, folder: Path, client: Any = None, model: str = ""
+) -> dict[str, Any] | None:
+    """The explorer's one HiRAG build (Documents' panel, Compare's button): into `folder`,
+    with a progress bar per stage; offline when `client` is None. The build's manifest
+    (counts, seconds, usage), or None, the error shown, when it failed."""
     llm = client is not None
     settings = HiragBuildSettings(
         llm_graph=llm, llm_reports=llm, report_model=model or HiragBuildSettings().report_model
@@ -121,8 +135,6 @@ def _build(index: CorpusIndex, folder: Path, client: Any, model: str) -> None:
     except (TreeRAGError, OSError, ValueError) as exc:
         bar.empty()
         show_error(exc, "The HiRAG graph was not built; the index is unchanged.")
-        return
+        return None
     bar.empty()
-    counts = hindex.meta["counts"]
-    st.toast(f"HiRAG graph: {counts['entities']:,} entities, {counts['communities']:,} communities")
-    st.rerun()
+    return hindex.meta

@@ -1,0 +1,57 @@
+"""Compare names the index parts its strategies miss before it runs: a button builds the
+HiRAG graph there (offline, a progress bar), and missing leaf graphs point to Documents."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.app_helpers import ask, open_app, page_text
+from tests.conftest import keyless_app
+from treerag_core import HIRAG_FAMILY
+from treerag_core.strategies.hirag import build as hirag_build
+from ui.ask.compare_view import BUILD_GRAPH, INCLUDE_GRAPH
+from ui.common.resources import _sample_corpus
+
+QUESTION = "How many epochs was the model trained for?"
+NOTE = "need the HiRAG corpus graph"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def app_env(tmp_path_factory):
+    # A data dir of its own and no graph in memory: another module's sample index (kept by
+    # st.cache_resource for the process) may hold a HiRAG build already.
+    with keyless_app(tmp_path_factory.mktemp("compare_build_data")) as data:
+        _sample_corpus.clear()
+        hirag_build._CACHE.clear()
+        yield data
+        _sample_corpus.clear()  # the next module indexes into its own data dir
+
+
+def test_leaving_hirag_out_with_the_toggle_still_works():
+    """First: it builds nothing, so the next test still finds the graph missing."""
+    at = ask(open_app(timeout=180), QUESTION)
+    assert NOTE in page_text(at, "info")
+    at.toggle(key=INCLUDE_GRAPH).set_value(False).run()
+    at.button(key="compare_run").click().run()
+    assert not at.exception, at.exception
+    names = {r.strategy for r in at.session_state["ask_compare"]["results"]}
+    assert names and not names & set(HIRAG_FAMILY.strategies)
+    assert NOTE in page_text(at, "info")  # still missing: left out, not built
+
+
+def test_the_build_button_builds_the_graph_then_hirag_runs_in_the_comparison():
+    at = ask(open_app(timeout=180), QUESTION)
+    assert NOTE in page_text(at, "info")
+    assert at.toggle(key=INCLUDE_GRAPH).value  # the toggle is still offered beside it
+    # Leaf graphs are missing too (the samples have none): named, with where to add them.
+    info = page_text(at, "info", plain=True)
+    assert "no leaf knowledge graphs" in info and "Rebuild with other settings" in info
+    at.button(key=BUILD_GRAPH).click().run()
+    assert not at.exception, at.exception
+    assert NOTE not in page_text(at, "info")  # built: the note and its button are gone
+    assert not [b for b in at.button if b.key == BUILD_GRAPH]
+    assert not [t for t in at.toggle if t.key == INCLUDE_GRAPH]
+    at.button(key="compare_run").click().run()
+    assert not at.exception, at.exception
+    ran = {r.strategy for r in at.session_state["ask_compare"]["results"] if r.trace is not None}
+    assert set(HIRAG_FAMILY.strategies) <= ran
