@@ -763,6 +763,28 @@ def test_a_reload_keeps_the_question_and_scope_in_the_link_and_shows_the_result_
     assert _link(midway, "q") == []
 
 
+def test_a_linked_result_that_cannot_be_reopened_says_why_and_keeps_the_question(
+    app_data, monkeypatch
+):
+    at, scope = _scoped_question(open_app())
+    again = AppTest.from_file(str(APP), default_timeout=90)
+    for name in ("ws", "q", "scope", "corpus"):
+        if _link(at, name):
+            again.query_params[name] = _link(at, name)
+
+    def damaged(row_id):  # a row the audit log can no longer give back
+        raise ValueError(f"row {row_id} is damaged")
+
+    monkeypatch.setattr("ui.ask.kept.open_from_history", damaged)
+    again.run()
+    assert not again.exception, again.exception
+    said = [w.value for w in again.warning if "could not be reopened" in w.value]
+    assert said and "is damaged" in said[0], [w.value for w in again.warning]
+    assert again.text_input(key="ask_question").value == PAPER_QUESTION
+    assert again.multiselect(key="qs_scope_samples").value == scope
+    assert again.session_state["ask_trace"] is None
+
+
 def test_a_chinese_question_says_why_the_reranker_stayed_off_without_nested_brackets():
     at = ask(open_app(), "劳动合同的试用期最长是多久？")
     [said] = [c.value for c in at.caption if "fused order is kept" in c.value]

@@ -22,6 +22,7 @@ import streamlit as st
 from ui.common import query_controls as qc
 from ui.common.query_log import open_from_history, recent
 from ui.common.session import AskState, arrived_on
+from ui.common.text_safety import plain
 
 QUESTION_PARAM = "q"
 SCOPE_PARAM = "scope"
@@ -44,8 +45,11 @@ def restore_from_link() -> None:
             rows = recent(limit=1)
             if rows and rows[0]["question"] == question:
                 open_from_history(rows[0]["id"])
-        except (KeyError, ValueError, sqlite3.Error):
-            pass  # the result stays one click away (offer_last_question says why)
+        except (KeyError, ValueError, sqlite3.Error) as exc:
+            # The question still comes back below; say why its result did not.
+            st.warning(
+                f"The linked question's last result could not be reopened: {plain(str(exc))}"
+            )
     if question and not ss.get(qc.QUESTION):
         ss[qc.QUESTION] = question
     if scope or question:  # the link's scope (none: all documents) was on screen, over the
