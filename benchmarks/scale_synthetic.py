@@ -176,7 +176,8 @@ def run_milvus(size: int, n_queries: int, folder: Path, window: int) -> dict:
     from treerag_core.search.fusion import fuse
 
     db = folder / "scale.db"
-    store = MilvusStore.open(str(db), DIM, "scale", window=window)
+    # A loaded machine can take longer than the default 10 s to start the Lite engine.
+    store = MilvusStore.open(str(db), DIM, "scale", window=window, timeout=120)
     started = time.perf_counter()
     store.create()
     for start, vectors, tokens, paths in batches(size):
