@@ -1,12 +1,15 @@
-"""Names a module exports but imports only when first asked for (PEP 562 `__getattr__`).
+"""Work left for first use: exports imported when first asked for, loaders run once.
 
-A module whose export needs a heavy package (an LLM SDK, a PDF renderer) lists it here, so
-importing the module stays light and the package loads only for a caller that uses it.
+A module whose export needs a heavy package (an LLM SDK, a PDF renderer) lists it with
+`lazy_exports`, so importing the module stays light and the package loads only for a caller
+that uses it. A registry that imports its plug-ins on first use does so with `run_once`.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -22,3 +25,22 @@ def lazy_exports(module: str, sources: Mapping[str, str]) -> Callable[[str], Any
         return getattr(importlib.import_module(source), name)
 
     return __getattr__
+
+
+def run_once(load: Callable[[], None]) -> Callable[[], None]:
+    """Decorator: `load` runs on the first call only, however many threads call at once (the
+    others wait for it); one that raises does not count, so the next call runs it again."""
+    lock = threading.Lock()
+    done = False
+
+    @functools.wraps(load)
+    def once() -> None:
+        nonlocal done
+        if done:
+            return
+        with lock:
+            if not done:
+                load()
+                done = True
+
+    return once
