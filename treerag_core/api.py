@@ -20,6 +20,7 @@ from treerag_core.answer.flags import question_flags, verdict_label
 from treerag_core.answer.synthesis import answer_fallbacks
 from treerag_core.base.config import IndexSettings
 from treerag_core.base.errors import IndexFormatError, VectorStoreError
+from treerag_core.base.lazy import lazy_exports
 from treerag_core.base.names import DEFAULT_COLLECTION
 from treerag_core.base.settings import QuerySettings
 from treerag_core.base.types import Trace
@@ -374,14 +375,9 @@ __all__ += [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    # Drawing a PDF page needs pypdfium2 and Pillow, which nothing else on the CLI's path
-    # loads: its type is imported on first use (render_page below imports the module late).
-    if name == "PageImage":
-        from treerag_core.ingest.page_images import PageImage
-
-        return PageImage
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# Drawing a PDF page needs pypdfium2 and Pillow, which nothing else on the CLI's path
+# loads: its type is imported on first use (render_page below imports the module late).
+__getattr__ = lazy_exports(__name__, {"PageImage": "treerag_core.ingest.page_images"})
 
 
 def render_page(data: bytes, page: int, passage: str = "", width_px: int = 1000) -> PageImage:

@@ -9,12 +9,12 @@ holds them and imports it by name on first use, as a plug-in host loads its plug
 from __future__ import annotations
 
 import importlib
-import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from treerag_core.base.lazy import run_once
 from treerag_core.index.embedders import Embedder
 
 # A built `index.corpus.CorpusIndex`: named loosely here because the corpus module reads
@@ -79,8 +79,6 @@ class IndexPart(Protocol):
 
 
 _PARTS: dict[str, IndexPart] = {}
-_LOCK = threading.Lock()
-_loaded = False
 
 
 def register_part(part: IndexPart) -> IndexPart:
@@ -107,14 +105,9 @@ def unregister_part(key: str) -> None:
     _PARTS.pop(key, None)
 
 
+@run_once
 def _load_families() -> None:
-    global _loaded
-    if _loaded:
-        return
-    with _LOCK:
-        if not _loaded:
-            importlib.import_module(FAMILIES_PACKAGE).load_families()
-            _loaded = True
+    importlib.import_module(FAMILIES_PACKAGE).load_families()
 
 
 def index_parts() -> list[IndexPart]:

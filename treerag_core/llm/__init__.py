@@ -6,9 +6,8 @@ Callers import from here; only `anthropic_provider` imports anthropic and only
 
 from __future__ import annotations
 
-from typing import Any
-
 from treerag_core.base.errors import LLMError
+from treerag_core.base.lazy import lazy_exports
 from treerag_core.llm.base import REASONS, LLMClient, TextStream, structured_output_note
 from treerag_core.llm.factory import (
     BASE_URL_ENV,
@@ -79,14 +78,11 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    # The provider classes load their SDK on first mention only.
-    if name == "AnthropicClient":
-        from treerag_core.llm.anthropic_provider import AnthropicClient
-
-        return AnthropicClient
-    if name == "OpenAIClient":
-        from treerag_core.llm.openai_provider import OpenAIClient
-
-        return OpenAIClient
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# The provider classes load their SDK on first mention only.
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "AnthropicClient": "treerag_core.llm.anthropic_provider",
+        "OpenAIClient": "treerag_core.llm.openai_provider",
+    },
+)

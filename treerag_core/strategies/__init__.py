@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-import threading
 
+from treerag_core.base.lazy import run_once
 from treerag_core.strategies.base import QueryContext, Retrieval, Strategy
 from treerag_core.strategies.family import (
     Family,
@@ -40,8 +40,6 @@ __all__ = [
 ]
 
 _REGISTRY: dict[str, Strategy] = {}
-_LOADED = False
-_LOCK = threading.Lock()
 _NOT_STRATEGIES = {"base", "common", "family"}  # helper modules of this package
 # A family folder registers its strategies in these modules (a family may list more in its
 # own STRATEGY_MODULES).
@@ -86,23 +84,19 @@ def unregister(name: str) -> None:
     _REGISTRY.pop(name, None)
 
 
+@run_once
 def _load_builtins() -> None:
-    global _LOADED
-    with _LOCK:
-        if _LOADED:
-            return
-        for module in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-            if module.name in _NOT_STRATEGIES:
-                continue
-            if module.ispkg:  # a family folder
-                family = importlib.import_module(f"{__name__}.{module.name}")
-                for name in getattr(family, "STRATEGY_MODULES", STRATEGY_MODULES):
-                    importlib.import_module(f"{family.__name__}.{name}")
-                if isinstance(getattr(family, "FAMILY", None), Family):
-                    register_family(family.FAMILY)
-            else:
-                importlib.import_module(f"{__name__}.{module.name}")
-        _LOADED = True
+    for module in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if module.name in _NOT_STRATEGIES:
+            continue
+        if module.ispkg:  # a family folder
+            family = importlib.import_module(f"{__name__}.{module.name}")
+            for name in getattr(family, "STRATEGY_MODULES", STRATEGY_MODULES):
+                importlib.import_module(f"{family.__name__}.{name}")
+            if isinstance(getattr(family, "FAMILY", None), Family):
+                register_family(family.FAMILY)
+        else:
+            importlib.import_module(f"{__name__}.{module.name}")
 
 
 def all_strategies() -> list[Strategy]:
