@@ -21,6 +21,7 @@ from treerag_core.base.config import IndexSettings
 from treerag_core.index.corpus import SourceDocument
 from treerag_core.index.embedders import HashingEmbedder
 from treerag_core.index.vectors.milvus_store import MilvusStore
+from ui.common import vector_store
 from ui.common.vector_store import MAX_URI_CHARS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -127,7 +128,7 @@ def test_a_rebuilt_workspace_is_pushed_again(app_env):
     assert any(c.value.startswith("Served by Milvus") for c in at.caption)
 
 
-def test_bad_input_is_refused_with_a_message_and_nothing_is_lost(app_env, tmp_path):
+def test_bad_input_is_refused_with_a_message_and_nothing_is_lost(app_env, tmp_path, monkeypatch):
     at = with_upload()
     apply(at, "milvus", collection="kept")
     assert served(at) is not None
@@ -145,6 +146,12 @@ def test_bad_input_is_refused_with_a_message_and_nothing_is_lost(app_env, tmp_pa
         assert "Nothing changed" in errors
         assert served(at)["collection"] == "kept"  # what served before still serves
     assert not outside.exists()
+    # Each Lite file is an engine process: past the cap a browser reuses an open one.
+    monkeypatch.setattr(vector_store, "MAX_LITE_FILES", 1)
+    apply(at, "milvus", uri="second.db", collection="other")
+    assert "use one that is open already" in page_text(at, "error", plain=True)
+    assert not (app_env / "second.db").exists()
+    monkeypatch.undo()
     apply(at, "milvus", collection="x" * 300)
     assert "at most 100" in page_text(at, "error", plain=True)
 

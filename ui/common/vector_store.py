@@ -112,7 +112,7 @@ def _check_lite_cap(uri: str) -> None:
     if not uri.lower().startswith(SERVERS) and uri not in files and len(files) >= MAX_LITE_FILES:
         raise ValueError(
             f"This server already runs {MAX_LITE_FILES} Milvus Lite files (each one an engine "
-            "process): use milvus.db, or a Milvus server (http://host:19530)"
+            "process): use one that is open already, or a Milvus server (http://host:19530)"
         )
 
 
@@ -248,8 +248,8 @@ def vector_store_panel(index: CorpusIndex) -> None:
                 key=URI_KEY,
                 persist_state=KEEP,
                 help="A file in the app's data folder (Milvus Lite, created if missing, e.g. "
-                "milvus.db), or a server: http://host:19530 (its token: MILVUS_TOKEN on the "
-                f"server). At most {MAX_URI_CHARS} characters.",
+                "milvus.db), or a server: http://host:19530 (a token, if it needs one: "
+                f"MILVUS_TOKEN where this app runs). At most {MAX_URI_CHARS} characters.",
             )
             c2.text_input("Collection", key=COLLECTION_KEY, persist_state=KEEP)
             st.checkbox(
