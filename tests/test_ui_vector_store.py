@@ -80,10 +80,23 @@ def tables(at: AppTest) -> list[list[str]]:
     return [list(d.value.columns) for d in at.dataframe]
 
 
+def compared(at: AppTest) -> dict[str, tuple[list[str], str]]:
+    """Compare (Ask's "Compare strategies"): each strategy's ranked chunks, or its error."""
+    at.button(key="compare_run").click().run()
+    assert not at.exception, at.exception
+    results = at.session_state["ask_compare"]["results"]
+    return {
+        c.strategy: ([h.chunk.chunk_id for h in c.trace.reranked] if c.trace else [], c.error)
+        for c in results
+    }
+
+
 def test_milvus_serves_ask_as_in_process_and_switching_back_detaches(app_env):
     at = with_upload()
     in_process = ask_uploads(at)
     ranks, columns = ranked(in_process), tables(in_process)
+    strategies = compared(in_process)
+    assert sum(1 for ids, _ in strategies.values() if ids) >= 4
     assert not any("Served by Milvus" in c.value for c in at.caption)
 
     apply(at, "milvus")
@@ -99,6 +112,7 @@ def test_milvus_serves_ask_as_in_process_and_switching_back_detaches(app_env):
     assert any(c.value.startswith("Served by Milvus at `milvus.db`") for c in on_milvus.caption)
     assert ranked(on_milvus) == ranks  # one document: the collection's BM25 is the scope's
     assert tables(on_milvus) == columns  # the score tables show the same columns
+    assert compared(on_milvus) == strategies  # Compare is served by the engine too
 
     # The choice survives navigation; applying again finds the collection unchanged.
     apply(at, "milvus")

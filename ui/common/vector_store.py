@@ -29,7 +29,7 @@ from treerag_core.base.names import DEFAULT_COLLECTION
 from treerag_core.base.safepaths import resolve_inside
 from ui.common.corpora import UPLOADS
 from ui.common.resources import Corpus
-from ui.common.session import VectorStoreState
+from ui.common.session import AskState, VectorStoreState
 from ui.common.text_safety import code, plain, show_error
 
 PROCESS, MILVUS = "process", "milvus"
@@ -179,6 +179,7 @@ def _apply_milvus(index: CorpusIndex, uri_text: str, collection_text: str, repla
     if pushed["status"] != "unchanged":
         vs.pushed = {*vs.pushed, (uri, collection)}
     vs.milvus = {"uri": uri, "shown": shown, "collection": collection}
+    AskState().compare = None  # it ran on the store before: Compare runs again on this one
     what = {
         "built": f"pushed ({pushed['chunks']:,} chunks)",
         "rebuilt": f"pushed again ({pushed['chunks']:,} chunks)",
@@ -196,6 +197,7 @@ def _apply_process(index: CorpusIndex) -> None:
     vs = VectorStoreState()
     detach_store(index)
     vs.milvus = None
+    AskState().compare = None
     vs.notice = "Searches run in process again (FAISS + BM25); the Milvus collection is kept."
     st.rerun()
 
