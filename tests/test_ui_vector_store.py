@@ -147,9 +147,11 @@ def test_bad_input_is_refused_with_a_message_and_nothing_is_lost(app_env, tmp_pa
     apply(at, "milvus", collection="kept")
     assert served(at) is not None
     outside = tmp_path / "outside.db"
+    (app_env / "out").symlink_to(tmp_path, target_is_directory=True)  # a way out, resolved
     for uri, words in (
-        (str(outside), "outside the folders"),
-        ("../" * 12 + str(outside).lstrip("/"), "outside the folders"),
+        ("out/outside.db", "must lie inside the app's data folder"),
+        (str(outside), "must lie inside the app's data folder"),
+        ("../" * 12 + str(outside).lstrip("/"), "must lie inside the app's data folder"),
         ("x" * 5000 + ".db", f"at most {MAX_URI_CHARS}"),
         ("unix:/tmp/milvus.sock", "http:// or https://"),
         ("notes.txt", "ends in .db"),

@@ -24,7 +24,7 @@ from treerag_core import (
     store_serving,
 )
 from treerag_core.base.config import data_dir, env_positive
-from treerag_core.base.errors import TreeRAGError
+from treerag_core.base.errors import TreeRAGError, UnsafePathError
 from treerag_core.base.names import DEFAULT_COLLECTION
 from treerag_core.base.safepaths import resolve_inside
 from ui.common.corpora import UPLOADS
@@ -82,7 +82,13 @@ def checked_uri(text: str) -> tuple[str, str]:
         )
     root = Path(data_dir())
     path = Path(shown)
-    resolved = resolve_inside(path if path.is_absolute() else root / path, [root])
+    try:
+        resolved = resolve_inside(path if path.is_absolute() else root / path, [root])
+    except UnsafePathError:  # its words are for reading a file; say what holds here
+        raise UnsafePathError(
+            f"{shown!r}: a Milvus Lite file must lie inside the app's data folder (a name "
+            "such as milvus.db is read there); a server is http://host:19530"
+        ) from None
     if resolved.suffix != ".db":
         raise ValueError(f"{shown!r}: a Milvus Lite file ends in .db (e.g. milvus.db)")
     return str(resolved), shown
