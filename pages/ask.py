@@ -24,6 +24,7 @@ from ui.common.query_log import record
 from ui.common.resources import Corpus, engine_for, warm_reranker
 from ui.common.session import AskState, WorkspaceState, require_app
 from ui.common.text_safety import plain, show_error
+from ui.common.vector_store import served_caption
 from ui.common.workspace import current_corpus, sync_workspace
 
 require_app("pages/ask.py")
@@ -355,6 +356,7 @@ def main() -> None:
         f"{corpus.label}: {len(doc_ids)} of {len(doc_options)} document(s) in scope · "
         f"embedder {corpus.index.embedder_name} · {len(corpus.index.chunks):,} chunks"
     )
+    served_caption(corpus)  # Milvus, when it serves this corpus' searches
     try:
         settings = qc.query_settings()
     except ValueError as exc:

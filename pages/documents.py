@@ -18,6 +18,7 @@ from ui.common.score_tables import outline_frame
 from ui.common.session import DocsState, WorkspaceState, require_app
 from ui.common.text_safety import plain, show_error
 from ui.common.tree_graph import GraphMarks, TreeGraph, graph_legend, graph_view, heading_matches
+from ui.common.vector_store import vector_store_panel
 from ui.common.workspace import (
     current_corpus,
     merge_sources,
@@ -190,6 +191,7 @@ def _workspace() -> None:
         "can rebuild them with other settings.",
     )
     _rebuild_form(index)
+    vector_store_panel(index)
     hirag_panel(index, workspace_folder() / "index")
 
 

@@ -108,6 +108,7 @@ from treerag_core.index.embedders import EMBEDDER_ENV, Embedder, get_embedder, i
 from treerag_core.index.originals import load_original, save_original
 from treerag_core.index.store import load_index, save_index
 from treerag_core.index.tokens import tokenize, zh_words
+from treerag_core.index.vectors.attach import attach_store, store_for
 from treerag_core.index.workspaces import (
     STAMP,
     WorkspaceLimits,
@@ -231,6 +232,7 @@ __all__ = [
     "corpus_stats",
     "count_noun",
     "dataset_index",
+    "detach_store",
     "document_rows",
     "evaluate",
     "get_embedder",
@@ -269,6 +271,7 @@ __all__ = [
     "save_edits",
     "save_index",
     "stage_summary",
+    "store_serving",
     "strategy_names",
     "terminal_safe",
     "to_source",
@@ -475,10 +478,10 @@ def _milvus_uri(uri: str | None) -> str:
     return uri
 
 
-def _milvus_store(uri: str | None, dim: int, collection: str):
+def _milvus_store(uri: str | None, dim: int, collection: str, timeout: float = 10.0):
     from treerag_core.index.vectors.milvus_store import MilvusStore
 
-    return MilvusStore.open(_milvus_uri(uri), dim, collection)
+    return MilvusStore.open(_milvus_uri(uri), dim, collection, timeout=timeout)
 
 
 def push_to_milvus(
@@ -486,10 +489,14 @@ def push_to_milvus(
     uri: str | None,
     collection: str = DEFAULT_COLLECTION,
     replace: bool = False,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+    timeout: float = 10.0,
 ) -> dict:
     """Write an index (a folder, or one in memory) into Milvus at `uri` (default MILVUS_URI;
     a .db path is Milvus Lite; a server's token: MILVUS_TOKEN), its manifest last.
 
+    `progress(done, total)` is called as the chunks go in; `timeout`: seconds to connect.
     Returns the push report's fields (`status`: built, rebuilt or unchanged; counts; `note`),
     the URI and the seconds taken.
     """
@@ -498,9 +505,9 @@ def push_to_milvus(
     uri = _milvus_uri(uri)  # a missing URI is said before any index is read
     if not isinstance(index, CorpusIndex):
         index = load_index(index)
-    store = _milvus_store(uri, index.dim, collection)
+    store = _milvus_store(uri, index.dim, collection, timeout)
     started = time.perf_counter()
-    report = push_milvus(index, store, replace=replace)
+    report = push_milvus(index, store, replace=replace, progress=progress)
     return {
         "status": report.status,
         "documents": report.documents,
@@ -514,13 +521,34 @@ def push_to_milvus(
     }
 
 
-def attach_milvus(engine: Engine | CorpusIndex, uri: str | None, collection: str) -> None:
+def attach_milvus(
+    engine: Engine | CorpusIndex, uri: str | None, collection: str, *, timeout: float = 10.0
+) -> None:
     """Serve every chunk search (dense and BM25) of the engine's index from Milvus, after
-    checking the collection holds this index (docs/milvus.md)."""
+    checking the collection holds this index (docs/milvus.md); `timeout`: seconds to connect."""
     from treerag_core.strategies.drilldown.milvus_push import attach_milvus as attach
 
     index = engine.index if isinstance(engine, Engine) else engine
-    attach(index, _milvus_store(uri, index.dim, collection))
+    attach(index, _milvus_store(uri, index.dim, collection, timeout))
+
+
+def detach_store(engine: Engine | CorpusIndex) -> None:
+    """Serve the index's searches in process again (FAISS + BM25): its attached store, if
+    any, is forgotten (the collections stay as they are)."""
+    attach_store(engine.index if isinstance(engine, Engine) else engine, None)
+
+
+def store_serving(engine: Engine | CorpusIndex) -> dict[str, str] | None:
+    """Which store serves the index's searches: {"store", "uri", "collection"} (for Milvus
+    or Qdrant), or None when they run in process."""
+    store = store_for(engine.index if isinstance(engine, Engine) else engine)
+    if store is None:
+        return None
+    return {
+        "store": str(getattr(store, "name", type(store).__name__)),
+        "uri": str(getattr(store, "uri", "")),
+        "collection": str(getattr(store, "collection", "")),
+    }
 
 
 def milvus_eval_index(

@@ -67,6 +67,18 @@ class WorkspaceState(PageState):
     engine: Slot[Any] = Slot(None)
 
 
+class VectorStoreState(PageState):
+    """Which vector store serves this session's workspace index (ui/common/vector_store.py)."""
+
+    prefix = "vs"
+    # The applied Milvus choice: {"uri" (resolved), "shown" (as typed), "collection"}; None:
+    # in process (FAISS + BM25). Kept across reruns and pages; a rebuilt index is pushed again.
+    milvus: Slot[dict[str, str] | None] = Slot(None)
+    # (uri, collection) pairs this session wrote itself: only those are replaced on a rebuild.
+    pushed: Slot[set[tuple[str, str]]] = Slot(factory=set)
+    notice: Slot[str | None] = Slot(None)  # the last apply's outcome, shown once
+
+
 class AskState(PageState):
     """The Ask page: the question's trace, the inspected node, queued actions."""
 
