@@ -180,12 +180,12 @@ def whole_tree(page, url: str, folder: Path) -> dict[str, float]:
     }
 
 
-# The final-passages table as the page holds it: glide-data-grid draws on a canvas, and keeps
-# the visible cells' text in an accessible table beside it; "" before it is drawn.
+# The final-passages table as the page holds it: glide-data-grid draws on a canvas and keeps
+# the drawn cells' text in a hidden accessible table (textContent, not innerText); "" before.
 TABLE_TEXT = """
 () => {
   const t = document.querySelector('.st-key-rerank_table');
-  return t ? t.innerText : '';
+  return t ? t.textContent : '';
 }
 """
 # Nothing stale on the page and the app's "Running…" icon gone: the rerun has been drawn.

@@ -148,6 +148,50 @@ function cutBoxes(view, boxes, width, height) {
   return boxes.filter((b) => !inside(b) && !outside(b));
 }
 
-const TreeFit = { unionBox, fitScale, chooseLeaves, placeAxis, planView, cutBoxes };
+// When a view still cuts boxes at its edges (a wide row at the label floor, rows of tall
+// labels): the drawn area shrinks instead, each edge moved inward just past the boxes it cuts
+// (a box's far side), round after round, so every box is wholly inside or wholly outside.
+// An edge never moves into the target (the fitted nodes stay whole and in view). Returns
+// the insets in px from each side of the window (all 0 when nothing is cut).
+function trimView(view, boxes, width, height, target) {
+  const s = view.scale;
+  const x0 = view.x - width / (2 * s);
+  const y0 = view.y - height / (2 * s);
+  const edges = { left: x0, right: x0 + width / s, top: y0, bottom: y0 + height / s };
+  const eps = 0.5;  // graph units: clear of the box, not on its border
+  for (let round = 0; round < 50; round++) {
+    let moved = false;
+    for (const b of boxes) {
+      const inX = b.right > edges.left && b.left < edges.right;
+      const inY = b.bottom > edges.top && b.top < edges.bottom;
+      if (!inX || !inY) continue;  // wholly outside: not drawn, not cut
+      if (b.left < edges.left && b.right + eps <= target.left) {
+        edges.left = b.right + eps;
+        moved = true;
+      }
+      if (b.right > edges.right && b.left - eps >= target.right) {
+        edges.right = b.left - eps;
+        moved = true;
+      }
+      if (b.top < edges.top && b.bottom + eps <= target.top) {
+        edges.top = b.bottom + eps;
+        moved = true;
+      }
+      if (b.bottom > edges.bottom && b.top - eps >= target.bottom) {
+        edges.bottom = b.top - eps;
+        moved = true;
+      }
+    }
+    if (!moved) break;
+  }
+  return {
+    left: (edges.left - x0) * s,
+    right: (x0 + width / s - edges.right) * s,
+    top: (edges.top - y0) * s,
+    bottom: (y0 + height / s - edges.bottom) * s,
+  };
+}
+
+const TreeFit = { unionBox, fitScale, chooseLeaves, placeAxis, planView, cutBoxes, trimView };
 if (typeof module !== "undefined") module.exports = TreeFit;
 else window.TreeFit = TreeFit;

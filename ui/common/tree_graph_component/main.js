@@ -31,13 +31,29 @@ function record(mode) {
   window.__fitted = { mode, scale, label_px: scale * focusSpec.font_px };
 }
 
+// The drawn area: vis-network's frame, the box less the insets of a trimmed view (trim()).
+const drawnWidth = () => (net ? net.canvas.frame.clientWidth : box.clientWidth);
+const drawnHeight = () => (net ? net.canvas.frame.clientHeight : box.clientHeight);
+
 // Whether the node's whole box (not just its centre) is inside the drawn area.
 function inView(id) {
   const b = net.getBoundingBox(id);
   if (!b) return false;
   const a = net.canvasToDOM({ x: b.left, y: b.top });
   const z = net.canvasToDOM({ x: b.right, y: b.bottom });
-  return a.x >= -1 && a.y >= -1 && z.x <= box.clientWidth + 1 && z.y <= box.clientHeight + 1;
+  return a.x >= -1 && a.y >= -1 && z.x <= drawnWidth() + 1 && z.y <= drawnHeight() + 1;
+}
+
+// The drawn area as `insets` (px) inside the box: the frame moved and sized, the box's
+// border around it (what is left reads as padding). Zero insets: the whole box again.
+function trim(insets) {
+  const frame = net.canvas.frame;
+  const w = Math.max(box.clientWidth - insets.left - insets.right, 1);
+  const h = Math.max(box.clientHeight - insets.top - insets.bottom, 1);
+  frame.style.marginLeft = `${insets.left}px`;
+  frame.style.marginTop = `${insets.top}px`;
+  net.setSize(`${w}px`, `${h}px`);
+  net.redraw();
 }
 
 // Presentation mode: the graph takes the window's height less room for its buttons' row,
@@ -94,12 +110,24 @@ function fitTo(ids, minZoom) {
   const target = TreeFit.unionBox([...wanted].map(boxOf));
   if (!target) return;
   const others = all.filter((id) => !wanted.has(id)).map(boxOf).filter(Boolean);
-  const view = TreeFit.planView(target, others, box.clientWidth, box.clientHeight,
+  const width = box.clientWidth;
+  const height = box.clientHeight;
+  const view = TreeFit.planView(target, others, width, height,
     focusSpec.pad_px, minZoom || 0, focusSpec.max_zoom);
-  net.moveTo({ position: { x: view.x, y: view.y }, scale: view.scale, animation: false });
   // What was fitted and how many other nodes the planner could not keep off the edges.
-  window.__plan = { fitted: [...wanted], cut: TreeFit.cutBoxes(view, others, box.clientWidth,
-    box.clientHeight).length };  // tests read it
+  const cut = TreeFit.cutBoxes(view, others, width, height).length;
+  // Those the drawn area leaves out instead: its edges move inward past them (no half node,
+  // "ed" for "Related work", at any edge), the zoom and the fitted nodes as planned.
+  const insets = cut ? TreeFit.trimView(view, others, width, height, target)
+    : { left: 0, right: 0, top: 0, bottom: 0 };
+  trim(insets);
+  const scale = view.scale;
+  const position = {
+    x: view.x + (insets.left - insets.right) / (2 * scale),
+    y: view.y + (insets.top - insets.bottom) / (2 * scale),
+  };
+  net.moveTo({ position, scale, animation: false });
+  window.__plan = { fitted: [...wanted], cut, insets };  // tests read it
 }
 
 // Whether `ids` fit the canvas whole at the readable zoom.
@@ -206,8 +234,8 @@ function zoomBy(factor, around) {
   if (around) {  // keep the graph point under the pointer where it is
     const at = net.DOMtoCanvas(around);
     const position = {
-      x: at.x - (around.x - box.clientWidth / 2) / scale,
-      y: at.y - (around.y - box.clientHeight / 2) / scale,
+      x: at.x - (around.x - drawnWidth() / 2) / scale,
+      y: at.y - (around.y - drawnHeight() / 2) / scale,
     };
     net.moveTo({ position, scale, animation: false });
   } else {
@@ -223,7 +251,7 @@ function onWheel(event) {
   if (!net || event.deltaY === 0) return;
   if (event.ctrlKey || event.metaKey || wheelArmed) {
     event.preventDefault();
-    const rect = box.getBoundingClientRect();
+    const rect = net.canvas.frame.getBoundingClientRect();
     const around = { x: event.clientX - rect.left, y: event.clientY - rect.top };
     zoomBy(event.deltaY < 0 ? 1.1 : 1 / 1.1, around);
     return;
