@@ -190,3 +190,21 @@ def test_a_view_that_cuts_nothing_is_not_trimmed():
     insets = fit(f"F.trimView({json.dumps(view)}, {json.dumps(boxes)}, 760, 300, "
                  f"{json.dumps(boxes[1])})")  # fmt: skip
     assert insets == {"left": 0, "right": 0, "top": 0, "bottom": 0}
+
+
+def test_a_node_cut_at_the_left_edge_above_the_target_goes_out_by_the_top_edge():
+    """A wide label on the row above reaches past the target's left side: the left edge cannot
+    pass it without cutting the target, so the top edge moves below it instead."""
+    target = box(0, 110)
+    wide = box(-200, 0, width=500)  # from -450 to 50: over the target's left side (-70)
+    view = {"scale": 1, "x": 0, "y": 60}
+    width, height = 600, 240  # x from -300 to 300: `wide` is cut at the left edge
+    assert fit(f"F.cutBoxes({json.dumps(view)}, {json.dumps([wide])}, {width}, {height})")
+    insets = fit(
+        f"F.trimView({json.dumps(view)}, {json.dumps([wide])}, {width}, {height}, "
+        f"{json.dumps(target)})"
+    )
+    assert insets["left"] == 0 and insets["top"] > 0, insets
+    inner, w, h = _trimmed(view, insets, width, height)
+    assert fit(f"F.cutBoxes({json.dumps(inner)}, {json.dumps([wide])}, {w}, {h})") == []
+    assert fit(f"F.cutBoxes({json.dumps(inner)}, {json.dumps([target])}, {w}, {h})") == []

@@ -149,46 +149,42 @@ function cutBoxes(view, boxes, width, height) {
 }
 
 // When a view still cuts boxes at its edges (a wide row at the label floor, rows of tall
-// labels): the drawn area shrinks instead, each edge moved inward just past the boxes it cuts
-// (a box's far side), round after round, so every box is wholly inside or wholly outside.
-// An edge never moves into the target (the fitted nodes stay whole and in view). Returns
-// the insets in px from each side of the window (all 0 when nothing is cut).
+// labels): the drawn area shrinks instead. Each cut box is left wholly outside by moving one
+// edge inward just past it: the edge on a side where the box lies wholly beyond the target
+// (so the fitted nodes stay whole and in view), the one that gives up the least; a box cut
+// at the left edge may so go out by the top edge, when it sits above the target. Round after
+// round, as a moved edge may cut another box. Returns the insets in px from each side of the
+// window (all 0 when nothing is cut).
 function trimView(view, boxes, width, height, target) {
   const s = view.scale;
   const x0 = view.x - width / (2 * s);
   const y0 = view.y - height / (2 * s);
-  const edges = { left: x0, right: x0 + width / s, top: y0, bottom: y0 + height / s };
+  const e = { left: x0, right: x0 + width / s, top: y0, bottom: y0 + height / s };
   const eps = 0.5;  // graph units: clear of the box, not on its border
-  for (let round = 0; round < 50; round++) {
-    let moved = false;
-    for (const b of boxes) {
-      const inX = b.right > edges.left && b.left < edges.right;
-      const inY = b.bottom > edges.top && b.top < edges.bottom;
-      if (!inX || !inY) continue;  // wholly outside: not drawn, not cut
-      if (b.left < edges.left && b.right + eps <= target.left) {
-        edges.left = b.right + eps;
-        moved = true;
-      }
-      if (b.right > edges.right && b.left - eps >= target.right) {
-        edges.right = b.left - eps;
-        moved = true;
-      }
-      if (b.top < edges.top && b.bottom + eps <= target.top) {
-        edges.top = b.bottom + eps;
-        moved = true;
-      }
-      if (b.bottom > edges.bottom && b.top - eps >= target.bottom) {
-        edges.bottom = b.top - eps;
-        moved = true;
-      }
+  const cut = (b) => {
+    const inside = b.left >= e.left && b.right <= e.right && b.top >= e.top && b.bottom <= e.bottom;
+    const outside = b.right <= e.left || b.left >= e.right || b.bottom <= e.top || b.top >= e.bottom;
+    return !inside && !outside;
+  };
+  for (let round = 0; round < 200; round++) {
+    const b = boxes.find(cut);
+    if (!b) break;
+    const moves = [];  // [edge, new value, graph units given up]
+    if (b.right + eps <= target.left) moves.push(["left", b.right + eps, b.right + eps - e.left]);
+    if (b.left - eps >= target.right) moves.push(["right", b.left - eps, e.right - b.left + eps]);
+    if (b.bottom + eps <= target.top) moves.push(["top", b.bottom + eps, b.bottom + eps - e.top]);
+    if (b.top - eps >= target.bottom) {
+      moves.push(["bottom", b.top - eps, e.bottom - b.top + eps]);
     }
-    if (!moved) break;
+    if (!moves.length) break;  // the box overlaps the target itself: nothing to trim
+    moves.sort((m, n) => m[2] - n[2]);
+    e[moves[0][0]] = moves[0][1];
   }
   return {
-    left: (edges.left - x0) * s,
-    right: (x0 + width / s - edges.right) * s,
-    top: (edges.top - y0) * s,
-    bottom: (y0 + height / s - edges.bottom) * s,
+    left: (e.left - x0) * s,
+    right: (x0 + width / s - e.right) * s,
+    top: (e.top - y0) * s,
+    bottom: (y0 + height / s - e.bottom) * s,
   };
 }
 
