@@ -208,3 +208,18 @@ def test_a_node_cut_at_the_left_edge_above_the_target_goes_out_by_the_top_edge()
     inner, w, h = _trimmed(view, insets, width, height)
     assert fit(f"F.cutBoxes({json.dumps(inner)}, {json.dumps([wide])}, {w}, {h})") == []
     assert fit(f"F.cutBoxes({json.dumps(inner)}, {json.dumps([target])}, {w}, {h})") == []
+
+
+def test_a_neighbour_that_would_be_cut_joins_the_fit_while_labels_stay_readable():
+    """A wide label below the target, over its left side (no edge can trim it off): planWhole's
+    view draws it whole, never below the label floor."""
+    target = box(0, 110)
+    wide = box(-200, 110 * 2, width=500)  # below, from -450 to 50
+    width, height = 600, 360
+    found = fit(
+        f"F.planWhole({json.dumps(target)}, {json.dumps([wide])}, {width}, {height}, "
+        f"{FIT_PAD_PX}, {DESK_FLOOR}, 1)"
+    )
+    view = found["view"]
+    assert view["scale"] >= DESK_FLOOR - 1e-9
+    assert fit(f"F.cutBoxes({json.dumps(view)}, {json.dumps([wide])}, {width}, {height})") == []

@@ -188,6 +188,24 @@ function trimView(view, boxes, width, height, target) {
   };
 }
 
-const TreeFit = { unionBox, fitScale, chooseLeaves, placeAxis, planView, cutBoxes, trimView };
+// planView, and when its view still cuts nodes at an edge, the cut ones joined to the target
+// and planned again while the labels stay at or above minZoom (a neighbour shown whole rather
+// than as "ed"), a few rounds. Returns the view and the target it keeps whole.
+function planWhole(target, others, width, height, pad, minZoom, maxZoom) {
+  let view = planView(target, others, width, height, pad, minZoom, maxZoom);
+  for (let round = 0; round < 6; round++) {
+    const cut = cutBoxes(view, others, width, height);
+    if (!cut.length) break;
+    const wider = unionBox([target, ...cut]);
+    if (fitScale(wider, width, height, pad, Infinity) < minZoom - 1e-9) break;  // unreadable
+    target = wider;
+    view = planView(target, others, width, height, pad, minZoom, maxZoom);
+  }
+  return { view, target };
+}
+
+const TreeFit = {
+  unionBox, fitScale, chooseLeaves, placeAxis, planView, cutBoxes, trimView, planWhole,
+};
 if (typeof module !== "undefined") module.exports = TreeFit;
 else window.TreeFit = TreeFit;

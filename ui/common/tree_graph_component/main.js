@@ -112,13 +112,15 @@ function fitTo(ids, minZoom) {
   const others = all.filter((id) => !wanted.has(id)).map(boxOf).filter(Boolean);
   const width = box.clientWidth;
   const height = box.clientHeight;
-  const view = TreeFit.planView(target, others, width, height,
+  // A neighbour the view would cut at an edge joins the fit while labels stay readable.
+  const planned = TreeFit.planWhole(target, others, width, height,
     focusSpec.pad_px, minZoom || 0, focusSpec.max_zoom);
+  const view = planned.view;
   // What was fitted and how many other nodes the planner could not keep off the edges.
   const cut = TreeFit.cutBoxes(view, others, width, height).length;
   // Those the drawn area leaves out instead: its edges move inward past them (no half node,
   // "ed" for "Related work", at any edge), the zoom and the fitted nodes as planned.
-  const insets = cut ? TreeFit.trimView(view, others, width, height, target)
+  const insets = cut ? TreeFit.trimView(view, others, width, height, planned.target)
     : { left: 0, right: 0, top: 0, bottom: 0 };
   trim(insets);
   const scale = view.scale;
