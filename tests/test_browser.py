@@ -78,12 +78,14 @@ MARK_IN_VIEW = """
   return r.height > 0 && r.top >= 0 && r.bottom <= innerHeight;
 }
 """
-# Drawn nodes partly inside the canvas: cut at an edge (a left leaf read "ed").
+# Drawn nodes partly inside the canvas: cut at an edge (a left leaf read "ed"). A node the fit
+# left undrawn at the edge (hidden) is not drawn, so not cut.
 CUT_NODES = """
 () => {
   const net = window.__net;
   const g = net.canvas.frame;  // the drawn area (a trimmed view is smaller than #graph)
   return Object.keys(net.getPositions()).filter((id) => {
+    if (net.body.nodes[id].options.hidden) return false;
     const b = net.getBoundingBox(id);
     const a = net.canvasToDOM({ x: b.left, y: b.top });
     const z = net.canvasToDOM({ x: b.right, y: b.bottom });

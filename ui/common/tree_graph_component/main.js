@@ -105,6 +105,7 @@ const drawnIdsList = () => Object.keys(net.getPositions());
 // with pad px to spare, never above max_zoom nor below `minZoom`, and no other node cut at
 // an edge when the slack allows (TreeFit in fit.js).
 function fitTo(ids, minZoom) {
+  showEdgeNodes();
   const all = drawnIdsList();
   const wanted = new Set(ids || all);
   const target = TreeFit.unionBox([...wanted].map(boxOf));
@@ -129,7 +130,36 @@ function fitTo(ids, minZoom) {
     y: view.y + (insets.top - insets.bottom) / (2 * scale),
   };
   net.moveTo({ position, scale, animation: false });
-  window.__plan = { fitted: [...wanted], cut, insets };  // tests read it
+  // Last: a node no rectangle around the fitted ones can leave whole or out at a readable
+  // zoom (a sibling whose box spans the edge beside the path) is not drawn in this view,
+  // rather than drawn cut; a pan, a zoom or the next fit draws it again.
+  const hidden = all.filter((id) => !wanted.has(id) && partlyInView(id));
+  if (hidden.length) {
+    nodes.update(hidden.map((id) => ({ id, hidden: true })));
+    edgeHidden = hidden;
+  }
+  window.__plan = { fitted: [...wanted], cut, insets, hidden };  // tests read it
+}
+
+// Nodes left undrawn at the edge by the last fit (fitTo), drawn again.
+let edgeHidden = [];
+function showEdgeNodes() {
+  if (!edgeHidden.length) return;
+  nodes.update(edgeHidden.map((id) => ({ id, hidden: false })));
+  edgeHidden = [];
+}
+
+// Whether the node's box is partly inside the drawn area (cut at an edge).
+function partlyInView(id) {
+  const b = net.getBoundingBox(id);
+  if (!b) return false;
+  const a = net.canvasToDOM({ x: b.left, y: b.top });
+  const z = net.canvasToDOM({ x: b.right, y: b.bottom });
+  const w = drawnWidth();
+  const h = drawnHeight();
+  const inside = a.x >= -1 && a.y >= -1 && z.x <= w + 1 && z.y <= h + 1;
+  const outside = z.x <= 0 || a.x >= w || z.y <= 0 || a.y >= h;
+  return !inside && !outside;
 }
 
 // Whether `ids` fit the canvas whole at the readable zoom.
@@ -217,6 +247,7 @@ function fitFocus() {
 // readable zoom, unless it already is in view.
 function showNode(id) {
   if (!net.getPositions([id])[id] || inView(id)) return;
+  showEdgeNodes();
   const minZoom = focusSpec.min_label_px / focusSpec.font_px;
   const scale = Math.min(Math.max(net.getScale(), minZoom), focusSpec.max_zoom);
   net.focus(id, { scale, animation: false });
@@ -232,6 +263,7 @@ function refit() {
 }
 
 function zoomBy(factor, around) {
+  showEdgeNodes();
   const scale = net.getScale() * factor;
   if (around) {  // keep the graph point under the pointer where it is
     const at = net.DOMtoCanvas(around);
@@ -283,6 +315,7 @@ function create(data, options) {
     }
   });
   net.on("zoom", () => record("user"));
+  net.on("dragStart", () => showEdgeNodes());  // a pan: the edge's nodes come into view
   // Re-fit when the container changes size (Presentation mode, a window resize, the sidebar):
   // vis-network keeps the old centre and zoom, which left the picked leaf outside the view.
   let pending = null;
