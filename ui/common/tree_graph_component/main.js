@@ -145,8 +145,10 @@ function fitTo(ids, minZoom) {
 let edgeHidden = [];
 function showEdgeNodes() {
   if (!edgeHidden.length) return;
-  nodes.update(edgeHidden.map((id) => ({ id, hidden: false })));
+  // Only ids still in the data set (an update of a missing id would add a bare node).
+  const back = edgeHidden.filter((id) => nodes.get(id) !== null);
   edgeHidden = [];
+  if (back.length) nodes.update(back.map((id) => ({ id, hidden: false })));
 }
 
 // Whether the node's box is partly inside the drawn area (cut at an edge).
@@ -349,6 +351,7 @@ function render(args) {
     create(data, options);
   } else if (ids !== drawnIds) {
     net.setOptions(options);
+    edgeHidden = [];  // new nodes, drawn (the next fit hides what it must)
     nodes.clear();
     edges.clear();
     nodes.add(data.nodes);
