@@ -527,6 +527,12 @@ GRAPH_SIZE = """() => { const g = document.getElementById("graph");
   return `${g.clientWidth}x${g.clientHeight}`; }"""
 
 
+# The graph box, the drawn area and the window the frame has (px).
+SIZES = """() => { const g = document.getElementById("graph"), f = window.__net.canvas.frame;
+  return { box: [g.clientWidth, g.clientHeight], drawn: [f.clientWidth, f.clientHeight],
+           window: [innerWidth, innerHeight] }; }"""
+
+
 def normal_views(page, timeout: float = 30) -> dict:
     """Normal mode at the window's size: for the first view, "All picked" and "Whole view",
     the nodes cut at the canvas edge, overlapping boxes and the label px; a screenshot each."""
@@ -551,6 +557,8 @@ def normal_views(page, timeout: float = 30) -> dict:
             "cut": frame.evaluate(CUT_NODES),
             "overlaps": _overlaps(frame.evaluate(LABEL_BOXES)),
             "plan": frame.evaluate("() => window.__plan"),
+            "fitted": frame.evaluate("() => window.__fitted"),
+            "sizes": frame.evaluate(SIZES),
         }
         frame.frame_element().screenshot(path=str(RESULTS / f"browser-filing-1280-{name}.png"))
     frame.evaluate("() => document.getElementById('fit-focus').click()")

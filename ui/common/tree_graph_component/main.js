@@ -183,12 +183,14 @@ function finish(mode) {
   fittedSize = `${box.clientWidth}x${box.clientHeight}`;
 }
 
-// The whole drawn tree; in presentation mode never below the label floor: then as much of
-// the tree's top (around its root) as fits at the floor, with the rest counted.
+// The whole drawn tree, never below the label floor (12 px at a desk, 24 presenting): then
+// as much of the tree's top (around its root) as fits at the floor, with the rest counted
+// (the − button still zooms out further, by the user's own choice).
+const SIZE_NAME = () => (focusSpec.present ? "presentation size" : "readable size");
 function fitAll() {
   note.textContent = "";
   const all = drawnIdsList();
-  if (!focusSpec.present || fitsReadable(all)) {
+  if (fitsReadable(all)) {
     fitTo(null);
   } else {
     const pos = net.getPositions();
@@ -200,24 +202,28 @@ function fitAll() {
       focusSpec.pad_px, floorZoom());
     fitTo(chosen, floorZoom());
     const outside = all.filter((id) => !inView(id)).length;
-    offViewNote(`node${outside > 1 ? "s" : ""} (presentation size)`, outside, "");
-    if (outside) note.textContent += ": drag to pan, or turn Presentation mode off";
+    offViewNote(`node${outside > 1 ? "s" : ""} (${SIZE_NAME()})`, outside, "");
+    if (outside) {
+      note.textContent += focusSpec.present ? ": drag to pan, or turn Presentation mode off"
+        : ": drag to pan, or − to zoom out";
+    }
   }
   finish("all");
 }
 
-// The picked leaves with their paths to the root (the "All picked" button): every one,
-// however small; in presentation mode as many as the label floor allows, cited first.
+// The picked leaves with their paths to the root (the "All picked" button): every one when
+// their labels stay at the floor or above, else as many as it allows, cited first.
 function fitPicked() {
   note.textContent = "";
   const paths = focusSpec.leaves.map((leaf) => focusSpec.paths[leaf] || [leaf]);
-  if (!focusSpec.present) {
-    fitTo([...new Set(paths.flat())]);
+  const every = [...new Set(paths.flat())];
+  if (every.length && fitsReadable(every)) {
+    fitTo(every);
   } else {
     fitTo(TreeFit.chooseLeaves(focusSpec.leaves, focusSpec.paths, boxOf, box.clientWidth,
       box.clientHeight, focusSpec.pad_px, floorZoom()), floorZoom());
     const outside = focusSpec.leaves.filter((leaf) => !inView(leaf)).length;
-    offViewNote(`picked section${outside > 1 ? "s" : ""} (presentation size)`, outside, "");
+    offViewNote(`picked section${outside > 1 ? "s" : ""} (${SIZE_NAME()})`, outside, "");
   }
   finish("picked");
 }
@@ -304,6 +310,30 @@ function onWheel(event) {
 }
 
 let clicks = 0;
+// Node boxes in one row never overlap: the layout's slots (ui/common/tree_graph.py) are
+// estimates, and a label of capitals ("SIGNATURE") can be wider than its slot. After a draw,
+// each row is walked left to right and a node that would touch its left neighbour moves
+// right (with the rest of its row) to keep ROW_GAP graph units between them.
+const ROW_GAP = 12;
+function spreadRows() {
+  const pos = net.getPositions();
+  const rows = {};
+  for (const id of Object.keys(pos)) (rows[pos[id].y] = rows[pos[id].y] || []).push(id);
+  for (const ids of Object.values(rows)) {
+    ids.sort((a, b) => pos[a].x - pos[b].x);
+    let shift = 0;
+    let right = -Infinity;
+    for (const id of ids) {
+      const b = net.getBoundingBox(id);
+      if (!b) continue;
+      const need = right + ROW_GAP - (b.left + shift);
+      if (need > 0) shift += need;
+      if (shift) net.moveNode(id, pos[id].x + shift, pos[id].y);
+      right = b.right + shift;
+    }
+  }
+}
+
 function create(data, options) {
   nodes = new vis.DataSet(data.nodes);
   edges = new vis.DataSet(data.edges);
@@ -361,6 +391,8 @@ function render(args) {
     edges.clear();
     edges.add(data.edges);
   }
+  net.redraw();  // node boxes are measured when drawn
+  spreadRows();  // the data's x positions are back: spread each row again
   if (ids !== drawnIds || newFocus !== focusKey) {
     net.setSize("100%", options.height);  // presentation mode's height, before the fit
     net.redraw();
