@@ -191,7 +191,7 @@ function fitAll() {
   note.textContent = "";
   const all = drawnIdsList();
   if (fitsReadable(all)) {
-    fitTo(null);
+    fitTo(null, floorZoom());  // the floor also bounds the zoom-out that avoids cut nodes
   } else {
     const pos = net.getPositions();
     const top = Math.min(...all.map((id) => pos[id].y));
@@ -218,7 +218,7 @@ function fitPicked() {
   const paths = focusSpec.leaves.map((leaf) => focusSpec.paths[leaf] || [leaf]);
   const every = [...new Set(paths.flat())];
   if (every.length && fitsReadable(every)) {
-    fitTo(every);
+    fitTo(every, floorZoom());
   } else {
     fitTo(TreeFit.chooseLeaves(focusSpec.leaves, focusSpec.paths, boxOf, box.clientWidth,
       box.clientHeight, focusSpec.pad_px, floorZoom()), floorZoom());
