@@ -549,6 +549,16 @@ def normal_views(page, timeout: float = 30) -> dict:
         time.sleep(0.2)
     frame = page.graph_frame
     frame.frame_element().scroll_into_view_if_needed()
+    shoot = lambda name: frame.frame_element().screenshot(  # noqa: E731
+        path=str(RESULTS / f"browser-filing-1280-{name}.png")
+    )
+    return fit_views(frame, shoot)
+
+
+def fit_views(frame, shoot) -> dict:
+    """For the first view, "All picked" and "Whole view" (each button clicked in turn): the
+    label px, nodes cut at an edge, overlapping boxes, the plan and note; `shoot(name)`
+    after each. Back to the first view at the end."""
     out = {}
     for name, button in (("first", "fit-focus"), ("picked", "fit-picked"), ("whole", "fit-all")):
         frame.evaluate(f"() => document.getElementById('{button}').click()")
@@ -557,10 +567,10 @@ def normal_views(page, timeout: float = 30) -> dict:
             "cut": frame.evaluate(CUT_NODES),
             "overlaps": _overlaps(frame.evaluate(LABEL_BOXES)),
             "plan": frame.evaluate("() => window.__plan"),
-            "fitted": frame.evaluate("() => window.__fitted"),
+            "note": frame.evaluate("() => document.getElementById('note').textContent"),
             "sizes": frame.evaluate(SIZES),
         }
-        frame.frame_element().screenshot(path=str(RESULTS / f"browser-filing-1280-{name}.png"))
+        shoot(name)
     frame.evaluate("() => document.getElementById('fit-focus').click()")
     return out
 
@@ -573,17 +583,12 @@ def present_views(page, width: int, height: int) -> dict:
     frame = page.graph_frame
     element = frame.frame_element()
     element.scroll_into_view_if_needed()
-    out = {}
-    for name, button in (("first", "fit-focus"), ("picked", "fit-picked"), ("whole", "fit-all")):
-        frame.evaluate(f"() => document.getElementById('{button}').click()")
-        out[name] = {
-            "label_px": round(frame.evaluate("() => __fitted.label_px"), 1),
-            "cut": frame.evaluate(CUT_NODES),
-            "plan": frame.evaluate("() => window.__plan"),
-            "note": frame.evaluate("() => document.getElementById('note').textContent"),
-        }
-        page.screenshot(path=str(RESULTS / f"browser-presentation-{width}-{name}.png"))
-    frame.evaluate("() => document.getElementById('fit-focus').click()")
+    out = fit_views(
+        frame,
+        lambda name: page.screenshot(
+            path=str(RESULTS / f"browser-presentation-{width}-{name}.png")
+        ),
+    )
     box = element.bounding_box()
     main = page.locator(MAIN).bounding_box()
     out["graph_height"] = round(box["height"])

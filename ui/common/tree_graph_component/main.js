@@ -362,7 +362,13 @@ function create(data, options) {
   }).observe(box);
 }
 
+let lastArgs = "";
 function render(args) {
+  // A rerun that changed nothing here (a slider moved the evidence, not the tree) sends the
+  // same arguments again: nothing to parse, update or redraw.
+  const signature = `${args.data}\u001e${args.config}\u001e${args.focus || ""}`;
+  if (net !== null && signature === lastArgs) return;
+  lastArgs = signature;
   const data = JSON.parse(args.data);
   const options = JSON.parse(args.config);
   focusSpec = Object.assign(focusSpec, JSON.parse(args.focus || "{}"));
