@@ -1,7 +1,11 @@
 """The explorer in real Chromium: cold first render (and its parts: imports, model load, sample
 indexing, timed alone), warm first render, question to first answer token and to the finished
 answer, the whole tree of two uploads (300+ nodes) drawn and collapsed again, with the load
-average; screenshots at 1600×1000 and 1280×720."""
+average; screenshots at 1600×1000 and 1280×720.
+
+`--slider APP [APP ...]`: only the slider figure (issue 25), for each checkout in turn on the
+same machine at the same time (e.g. main's and a branch's): a "Final top-k" arrow-key move to
+the evidence table redrawn, several moves each, with the load average."""
 
 from __future__ import annotations
 
@@ -176,6 +180,98 @@ def whole_tree(page, url: str, folder: Path) -> dict[str, float]:
     }
 
 
+# The final-passages table as the page holds it: glide-data-grid draws on a canvas and keeps
+# the drawn cells' text in a hidden accessible table (textContent, not innerText); "" before.
+TABLE_TEXT = """
+() => {
+  const t = document.querySelector('.st-key-rerank_table');
+  return t ? t.textContent : '';
+}
+"""
+# Nothing stale on the page and the app's "Running…" icon gone: the rerun has been drawn.
+SETTLED = """() => !document.querySelector('[data-stale="true"]') && !document.querySelector(
+  '[data-testid="stStatusWidgetRunningIcon"], [data-testid="stStatusWidgetRunningManIcon"]')"""
+
+
+def _settled(page, timeout: float = 120) -> None:
+    """Until no element is stale and the app is not running (polled, no fixed sleep)."""
+    deadline = time.perf_counter() + timeout
+    quiet = 0
+    while time.perf_counter() < deadline:
+        quiet = quiet + 1 if page.evaluate(SETTLED) else 0
+        if quiet >= 5:  # settled across five polls (a rerun may start a moment later)
+            return
+        time.sleep(0.05)
+    raise TimeoutError("the page never settled")
+
+
+def slider_move(page, url: str, moves: int = 6) -> dict[str, Any]:
+    """Seconds from an arrow-key move of the "Final top-k" slider to the final-passages table
+    drawn with its new ranks and nothing stale on the page, per move (5 → 4 → 3 → 2 → 3 →
+    4 …). Rerank off, no LLM: what is timed is the page, not a model."""
+    page.goto(url)
+    page.wait_for_selector(GRAPH, timeout=300_000)
+    _settled(page)
+    page.get_by_text("Rerank (cross-encoder)", exact=True).click()
+    _settled(page)
+    ask(page, QUESTIONS[1])
+    _settled(page)
+    slider = page.locator('[data-testid="stSlider"]').filter(has_text="Final top-k")
+    slider = slider.get_by_role("slider")
+    slider.scroll_into_view_if_needed()
+    seconds = []
+    for i in range(moves):
+        key = "ArrowLeft" if (i // 3) % 2 == 0 else "ArrowRight"
+        before = page.evaluate(TABLE_TEXT)
+        slider.focus()
+        started = time.perf_counter()
+        slider.press(key)
+        deadline = started + 60
+        while time.perf_counter() < deadline:
+            if page.evaluate(TABLE_TEXT) not in (before, "") and page.evaluate(SETTLED):
+                break
+            time.sleep(0.01)
+        seconds.append(round(time.perf_counter() - started, 3))
+        _settled(page)
+    ordered = sorted(seconds)
+    return {"moves_s": seconds, "median_s": ordered[len(ordered) // 2], "max_s": ordered[-1]}
+
+
+def slider_bench(apps: Sequence[Path], embedder: str, moves: int, rounds: int) -> dict:
+    """The slider figure for each checkout, served side by side and measured in turn, round
+    after round, so both see the same machine load."""
+    from playwright.sync_api import sync_playwright
+
+    result: dict[str, Any] = {"load_before": os.getloadavg(), "apps": {}}
+    servers = []
+    try:
+        for app in apps:
+            data = Path(tempfile.mkdtemp(prefix="treerag-ui-"))
+            servers.append((app, *serve(app, data, embedder)))
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+            for _ in range(rounds):
+                for app, _, url, _ in servers:
+                    page = browser.new_page(viewport={"width": 1600, "height": 1000})
+                    figure = slider_move(page, url, moves)
+                    figure["load"] = os.getloadavg()[0]
+                    result["apps"].setdefault(str(app), []).append(figure)
+                    page.close()
+                    print(json.dumps({str(app): figure}), flush=True)
+            browser.close()
+    finally:
+        for _, proc, _, _ in servers:
+            proc.terminate()
+            proc.wait(timeout=20)
+    for app, figures in result["apps"].items():
+        every = sorted(s for f in figures for s in f["moves_s"])
+        result.setdefault("summary", {})[app] = {
+            "moves": len(every), "median_s": every[len(every) // 2], "max_s": every[-1],
+        }  # fmt: skip
+    result["load_after"] = os.getloadavg()
+    return result
+
+
 PARTS = """
 import json, sys, time
 QUESTIONS = sys.argv[1:]
@@ -239,7 +335,19 @@ def main() -> int:
         help="also upload FILE, ask QUESTION on it and shoot ask-NAME-<size>.png (repeatable)",
     )  # fmt: skip
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument(
+        "--slider", type=Path, nargs="+", default=None, metavar="APP",
+        help="only the slider figure, for each of these checkouts (e.g. main and a branch)",
+    )  # fmt: skip
+    parser.add_argument("--moves", type=int, default=6, help="slider moves per round")
+    parser.add_argument("--rounds", type=int, default=2, help="rounds over the checkouts")
     args = parser.parse_args()
+    if args.slider:
+        found = slider_bench(args.slider, args.embedder, args.moves, args.rounds)
+        print(json.dumps(found, indent=2))
+        if args.out:
+            args.out.write_text(json.dumps(found, indent=2) + "\n")
+        return 0
     from playwright.sync_api import sync_playwright
 
     result: dict[str, Any] = {"load_before": os.getloadavg()[0]}

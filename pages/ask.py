@@ -7,6 +7,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from treerag_core import Engine, Event, override_locate, rerun
 from treerag_core import ask as ask_events
@@ -231,6 +232,7 @@ def _story(trace, corpus, doc_ids, engine, settings, events) -> Trace | None:
     if trace is None:
         with answer_col:
             story.inspector_panel(corpus, doc_ids, None, lambda _: None)
+        qc.step2_controls(bool(ss.get(story.PRESENT)))  # set before the first question too
         return None
     # The answer is drawn right after the graph, before the evidence tables: the browser
     # renders messages in order, so the first streamed token no longer waits behind them.
@@ -250,6 +252,7 @@ def _story(trace, corpus, doc_ids, engine, settings, events) -> Trace | None:
         labels_marks.page_marks(trace, corpus),  # issue 26: mark the passage on its PDF page
     )
     labels_marks.inspector_marks(trace, corpus, ask.inspect)  # issue 26: mark a span
+    qc.step2_controls(bool(ss.get(story.PRESENT)))  # right above the tables they change
     story.evidence_step(trace)
     labels_marks.passage_marks(trace, corpus)  # issue 26: mark the final passages
     story.strategy_views(trace, engine)
@@ -377,26 +380,55 @@ def main() -> None:
         )
         submitted = c2.form_submit_button("Ask", type="primary", width="stretch")
     kept.keep(scope_key, kind)  # before any answer runs: a switch or reload midway keeps both
-    pending = {"kind": "ask"} if submitted else ask.take("pending")
+    if submitted:
+        _queue("ask")
     trace: Trace | None = ask.trace if ask.trace_corpus == corpus.key else None
-    # Notices (errors, banners, a model's loading spinner) go in their own container above
-    # the story's slot, so however many there are, the slot keeps its place and the graph
-    # inside it is never remounted.
-    notices, slot = st.container(), st.empty()
-    box = slot.container()  # created at once: the previous run's story stays until redrawn
-    with notices:
+    asking = ask.pending is not None and ask.pending["kind"] == "ask"
+    with st.container():  # notices of the whole page, above the story
         failed = st.session_state.pop(FAILED_RUN, None)
         if failed is not None:  # the run before this one failed: its error, what stays shown
             error, corpus_kind, action = failed
             show_error(error, "Change the question or the settings, then ask again.", corpus_kind)
             if trace is not None:
                 _previous_shown(trace, action)
+        if ask.trace is not None and trace is None and not asking:
+            _stored(ask.trace, kind, can_ask=True)
+        if ask.pending is None:
+            offer_last_question()  # a reload: the question and its result, one click away
+    story_fragment(corpus, doc_ids, engine, scope)
+
+
+def _fragment_run() -> bool:
+    """Whether this script run reruns fragments only (a widget inside one moved)."""
+    ctx = get_script_run_ctx()
+    return bool(ctx is not None and ctx.fragment_ids_this_run)
+
+
+@st.fragment
+def story_fragment(corpus: Corpus, doc_ids: list[str], engine: Engine, scope) -> None:
+    """The story (graph, answer, evidence and step 2's controls beside it) as one fragment: a
+    step-2 slider or a click inside it reruns this alone, not the sidebar, the question
+    box or the notices above. Its arguments are those of the last full run (a fragment
+    rerun replays them), so the trace and the settings are read here, each time."""
+    if _fragment_run() and ask.pending is not None and ask.pending["kind"] == "ask":
+        # A question asked from inside (an example, "Ask again"): the whole page runs it, so
+        # the question box, the link and the notices follow (kept.keep before the answer).
+        st.rerun(scope="app")
+    trace: Trace | None = ask.trace if ask.trace_corpus == corpus.key else None
+    try:
+        settings = qc.query_settings()
+    except ValueError as exc:
+        show_error(exc, "Reset the value named above.")
+        return
+    pending = ask.take("pending")
+    # Notices (errors, banners, a model's loading spinner) go in their own container above
+    # the story's slot, so however many there are, the slot keeps its place and the graph
+    # inside it is never remounted.
+    notices, slot = st.container(), st.empty()
+    box = slot.container()  # created at once: the previous run's story stays until redrawn
+    with notices:
         if pending is not None and (pending["kind"] == "ask" or trace is not None):
             _run_action(pending, engine, trace, settings, scope, corpus, doc_ids, box)
-        if ask.trace is not None and trace is None:
-            _stored(ask.trace, kind, can_ask=True)
-        if pending is None:
-            offer_last_question()  # a reload: the question and its result, one click away
         if trace is not None and trace.locate is not None:
             waiting = _waiting_for_ask(settings, scope) if ask.controls is not None else []
             if waiting:  # never a rerun under the old strategy presented as the new one

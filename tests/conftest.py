@@ -24,7 +24,13 @@ EVAL_DIR = Path(os.environ.get("TREERAG_EVAL_DIR") or REPO.parent / "shared" / "
 # measure the other's CPU, and a module's page carries state from one test to the next. A new
 # browser test file is added here.
 ONE_BROWSER_AT_A_TIME = frozenset(
-    {"test_app_load.py", "test_browser.py", "test_browser_labels.py", "test_browser_openai.py"}
+    {
+        "test_app_load.py",
+        "test_browser.py",
+        "test_browser_labels.py",
+        "test_browser_navigation.py",
+        "test_browser_openai.py",
+    }
 )
 
 

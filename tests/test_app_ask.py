@@ -1142,3 +1142,19 @@ def test_presentation_mode_is_kept_across_a_reload_as_present_1_in_the_link():
     for bad in ("0", "true", "1 ", "x" * 500):  # only "1" is accepted, the rest is dropped
         other = reload(bad)
         assert not other.toggle(key="ask_present").value and _present_link(other) is None
+
+
+def test_step2_controls_sit_beside_the_evidence_inside_the_story_fragment():
+    """Step 2's controls are on the page (a fragment cannot hold sidebar widgets), drawn before
+    a first question too and above the evidence they change; step 1's stay in the sidebar."""
+    at = open_app()
+    in_sidebar = {s.key for s in at.sidebar.slider}
+    assert "qs_max_leaves" in in_sidebar
+    assert not in_sidebar & {"qs_final_top_k", "qs_dense_weight", "qs_context_chars"}
+    assert at.main.slider(key="qs_final_top_k").value == 5  # before any question
+    ask(at, PAPER_QUESTION)
+    said = [e.label for e in at.main.expander]
+    assert any(label.startswith("Step 2 · Retrieve and rerank") for label in said), said
+    at.slider(key="qs_final_top_k").set_value(2).run()
+    assert at.session_state["ask_trace"].settings["answer"]["final_top_k"] == 2
+    assert at.session_state["ask_origin"] == "rerun"  # steps 2-3 from the stored step 1

@@ -148,3 +148,78 @@ def test_zoom_and_offset_together_put_both_edges_between_nodes():
     )
     assert view["scale"] >= DESK_FLOOR
     assert fit(f"F.cutBoxes({json.dumps(view)}, {json.dumps(others)}, {width}, {height})") == []
+
+
+def _trimmed(view: dict, insets: dict, width: float, height: float) -> tuple[dict, float, float]:
+    """The view main.js draws after trimView: the area less its insets, re-centred."""
+    s = view["scale"]
+    inner = {
+        "scale": s,
+        "x": view["x"] + (insets["left"] - insets["right"]) / (2 * s),
+        "y": view["y"] + (insets["top"] - insets["bottom"]) / (2 * s),
+    }
+    w = width - insets["left"] - insets["right"]
+    return inner, w, height - insets["top"] - insets["bottom"]
+
+
+def test_a_view_that_still_cuts_nodes_is_trimmed_so_every_node_is_whole_or_out():
+    """A row wider than the window at the floor cuts its outer nodes at both edges, and a row
+    of tall labels below is cut at the bottom: the drawn area's edges move inward past them
+    (issue 25: no node cut at the canvas edge), the fitted node untouched."""
+    boxes = [*row(9, y=110), *[box(i * 170, 230, height=90) for i in range(9)]]
+    target = box(4 * 170, 110)
+    others = [b for b in boxes if b != target]
+    width, height = 760, 240
+    view = {"scale": 1, "x": 4 * 170, "y": 150}  # rows 90-130 whole, 185-275 cut
+    assert fit(f"F.cutBoxes({json.dumps(view)}, {json.dumps(others)}, {width}, {height})")
+    insets = fit(
+        f"F.trimView({json.dumps(view)}, {json.dumps(others)}, {width}, {height}, "
+        f"{json.dumps(target)})"
+    )
+    assert insets["left"] > 0 and insets["right"] > 0 and insets["bottom"] > 0, insets
+    inner, w, h = _trimmed(view, insets, width, height)
+    assert fit(f"F.cutBoxes({json.dumps(inner)}, {json.dumps(others)}, {w}, {h})") == []
+    assert fit(f"F.cutBoxes({json.dumps(inner)}, {json.dumps([target])}, {w}, {h})") == []
+    left = inner["x"] - w / 2
+    assert left <= target["left"] and left + w >= target["right"]  # the target still whole
+
+
+def test_a_view_that_cuts_nothing_is_not_trimmed():
+    boxes = row(3)
+    view = {"scale": 1, "x": 170, "y": 110}
+    insets = fit(f"F.trimView({json.dumps(view)}, {json.dumps(boxes)}, 760, 300, "
+                 f"{json.dumps(boxes[1])})")  # fmt: skip
+    assert insets == {"left": 0, "right": 0, "top": 0, "bottom": 0}
+
+
+def test_a_node_cut_at_the_left_edge_above_the_target_goes_out_by_the_top_edge():
+    """A wide label on the row above reaches past the target's left side: the left edge cannot
+    pass it without cutting the target, so the top edge moves below it instead."""
+    target = box(0, 110)
+    wide = box(-200, 0, width=500)  # from -450 to 50: over the target's left side (-70)
+    view = {"scale": 1, "x": 0, "y": 60}
+    width, height = 600, 240  # x from -300 to 300: `wide` is cut at the left edge
+    assert fit(f"F.cutBoxes({json.dumps(view)}, {json.dumps([wide])}, {width}, {height})")
+    insets = fit(
+        f"F.trimView({json.dumps(view)}, {json.dumps([wide])}, {width}, {height}, "
+        f"{json.dumps(target)})"
+    )
+    assert insets["left"] == 0 and insets["top"] > 0, insets
+    inner, w, h = _trimmed(view, insets, width, height)
+    assert fit(f"F.cutBoxes({json.dumps(inner)}, {json.dumps([wide])}, {w}, {h})") == []
+    assert fit(f"F.cutBoxes({json.dumps(inner)}, {json.dumps([target])}, {w}, {h})") == []
+
+
+def test_a_neighbour_that_would_be_cut_joins_the_fit_while_labels_stay_readable():
+    """A wide label below the target, over its left side (no edge can trim it off): planWhole's
+    view draws it whole, never below the label floor."""
+    target = box(0, 110)
+    wide = box(-200, 110 * 2, width=500)  # below, from -450 to 50
+    width, height = 600, 360
+    found = fit(
+        f"F.planWhole({json.dumps(target)}, {json.dumps([wide])}, {width}, {height}, "
+        f"{FIT_PAD_PX}, {DESK_FLOOR}, 1)"
+    )
+    view = found["view"]
+    assert view["scale"] >= DESK_FLOOR - 1e-9
+    assert fit(f"F.cutBoxes({json.dumps(view)}, {json.dumps([wide])}, {width}, {height})") == []

@@ -305,44 +305,15 @@ def sidebar(
         persist_state=KEEP,
         help="\n".join(f"- **{n}**: {label}" for n, label in labels_of.items()),
     )
-    setting_slider("locate.max_leaves", "qs_max_leaves")
+    setting_slider("locate.max_leaves", "qs_max_leaves", where=sb)
     if ss.qs_strategy == DRILLDOWN:
         sb.caption("Drill-down layers: what each layer keeps (the seed: 1 / 1 / 3).")
         for key, name in DRILLDOWN_WIDGETS.items():
-            setting_slider(f"options.{DRILLDOWN}.{name}", key)
+            setting_slider(f"options.{DRILLDOWN}.{name}", key, where=sb)
     sb.subheader("Step 2 · Retrieve and rerank")
-    sb.caption("Changes here re-run steps 2-3 from the stored step 1: no new LLM call.")
-    sb.selectbox(
-        SETTING_LABELS["retrieve.fusion"], Fusion.values(), key="qs_fusion", persist_state=KEEP,
-        format_func=lambda f: FUSION_LABELS.get(f, f), help=FUSION_HELP,
-    )  # fmt: skip
-    setting_slider("retrieve.dense_weight", "qs_dense_weight")
-    sb.caption(f"BM25 weight = 1 − dense = {1.0 - float(ss.qs_dense_weight):.2f}")
-    setting_slider("retrieve.rrf_k", "qs_rrf_k", disabled=ss.qs_fusion != "rrf")
-    per_leaf = [s.name for s in all_strategies() if s.searches_each_leaf]
-    setting_slider(
-        "retrieve.top_k_per_leaf", "qs_top_k_per_leaf", disabled=ss.qs_strategy not in per_leaf,
-        more=f": {', '.join(per_leaf)}. The others rank one window over the scope.",
-    )  # fmt: skip
-    budget = int(ss.qs_context_chars)
-    setting_slider("answer.final_top_k", "qs_final_top_k", disabled=budget > 0)
-    setting_slider("answer.context_chars", "qs_context_chars")
     sb.caption(
-        f"Answer context: fill to {budget:,} characters" if budget > 0
-        else f"Answer context: top-{int(ss.qs_final_top_k)} passages"
-    )  # fmt: skip
-    sb.toggle(
-        SETTING_LABELS["rerank.enabled"],
-        key="qs_rerank",
-        persist_state=KEEP,
-        help=widget_help("rerank.enabled"),
-    )
-    sb.toggle(
-        SETTING_LABELS["rerank.chinese"],
-        key="qs_rerank_chinese",
-        persist_state=KEEP,
-        disabled=not ss.qs_rerank,
-        help=widget_help("rerank.chinese"),
+        "Its controls are on the page, beside ② Evidence: a move there re-runs steps 2-3 "
+        "from the stored step 1 and redraws only the story (no new LLM call)."
     )
     from ui.common.tune_apply import sidebar_note  # issue 26
 
@@ -350,13 +321,62 @@ def sidebar(
     return llm, typed
 
 
-def setting_slider(path: str, key: str, disabled: bool = False, more: str = "") -> None:
-    """The sidebar slider of one setting: label, range, step and help from its SettingInfo."""
+STEP2_TITLE = "Step 2 · Retrieve and rerank"
+
+
+def step2_controls(present: bool = False) -> None:
+    """Step 2's controls (fusion, weights, the top-k's, the context budget, rerank), drawn on
+    the page beside the evidence they change, inside the story's fragment: a move reruns
+    only the story (steps 2-3 from the stored step 1), not the whole page. (In the sidebar
+    they could not be in the fragment: a fragment draws only into its own body.) Folded in
+    presentation mode, which hides the sidebar's controls too."""
+    ss = st.session_state
+    with st.expander(STEP2_TITLE + " · changes re-run steps 2-3 at once", expanded=not present):
+        left, middle, right = st.columns(3, gap="medium")
+        with left:
+            st.selectbox(
+                SETTING_LABELS["retrieve.fusion"], Fusion.values(), key="qs_fusion",
+                persist_state=KEEP, format_func=lambda f: FUSION_LABELS.get(f, f),
+                help=FUSION_HELP,
+            )  # fmt: skip
+            setting_slider("retrieve.dense_weight", "qs_dense_weight")
+            st.caption(f"BM25 weight = 1 − dense = {1.0 - float(ss.qs_dense_weight):.2f}")
+        with middle:
+            setting_slider("retrieve.rrf_k", "qs_rrf_k", disabled=ss.qs_fusion != "rrf")
+            per_leaf = [s.name for s in all_strategies() if s.searches_each_leaf]
+            setting_slider(
+                "retrieve.top_k_per_leaf", "qs_top_k_per_leaf",
+                disabled=ss.qs_strategy not in per_leaf,
+                more=f": {', '.join(per_leaf)}. The others rank one window over the scope.",
+            )  # fmt: skip
+            st.toggle(
+                SETTING_LABELS["rerank.enabled"], key="qs_rerank", persist_state=KEEP,
+                help=widget_help("rerank.enabled"),
+            )  # fmt: skip
+            st.toggle(
+                SETTING_LABELS["rerank.chinese"], key="qs_rerank_chinese", persist_state=KEEP,
+                disabled=not ss.qs_rerank, help=widget_help("rerank.chinese"),
+            )  # fmt: skip
+        with right:
+            budget = int(ss.qs_context_chars)
+            setting_slider("answer.final_top_k", "qs_final_top_k", disabled=budget > 0)
+            setting_slider("answer.context_chars", "qs_context_chars")
+            st.caption(
+                f"Answer context: fill to {budget:,} characters" if budget > 0
+                else f"Answer context: top-{int(ss.qs_final_top_k)} passages"
+            )  # fmt: skip
+
+
+def setting_slider(
+    path: str, key: str, disabled: bool = False, more: str = "", where: Any = None
+) -> None:
+    """The slider of one setting (in `where`: the sidebar, or the page's current place when
+    None): label, range, step and help from its SettingInfo."""
     meta = info(path)
     low, high = meta.widget_range
     whole = all(float(v).is_integer() for v in (low, high, meta.step or 1))
     kind = int if whole and not isinstance(st.session_state.get(key), float) else float
-    st.sidebar.slider(
+    (where or st).slider(
         meta.label, kind(low), kind(high), step=None if meta.step is None else kind(meta.step),
         key=key, persist_state=KEEP, disabled=disabled,
         help=widget_help(path).rstrip(".") + more if more else widget_help(path),

@@ -148,6 +148,64 @@ function cutBoxes(view, boxes, width, height) {
   return boxes.filter((b) => !inside(b) && !outside(b));
 }
 
-const TreeFit = { unionBox, fitScale, chooseLeaves, placeAxis, planView, cutBoxes };
+// When a view still cuts boxes at its edges (a wide row at the label floor, rows of tall
+// labels): the drawn area shrinks instead. Each cut box is left wholly outside by moving one
+// edge inward just past it: the edge on a side where the box lies wholly beyond the target
+// (so the fitted nodes stay whole and in view), the one that gives up the least; a box cut
+// at the left edge may so go out by the top edge, when it sits above the target. Round after
+// round, as a moved edge may cut another box. Returns the insets in px from each side of the
+// window (all 0 when nothing is cut).
+function trimView(view, boxes, width, height, target) {
+  const s = view.scale;
+  const x0 = view.x - width / (2 * s);
+  const y0 = view.y - height / (2 * s);
+  const e = { left: x0, right: x0 + width / s, top: y0, bottom: y0 + height / s };
+  const eps = 0.5;  // graph units: clear of the box, not on its border
+  const cut = (b) => {
+    const inside = b.left >= e.left && b.right <= e.right && b.top >= e.top && b.bottom <= e.bottom;
+    const outside = b.right <= e.left || b.left >= e.right || b.bottom <= e.top || b.top >= e.bottom;
+    return !inside && !outside;
+  };
+  for (let round = 0; round < 200; round++) {
+    const b = boxes.find(cut);
+    if (!b) break;
+    const moves = [];  // [edge, new value, graph units given up]
+    if (b.right + eps <= target.left) moves.push(["left", b.right + eps, b.right + eps - e.left]);
+    if (b.left - eps >= target.right) moves.push(["right", b.left - eps, e.right - b.left + eps]);
+    if (b.bottom + eps <= target.top) moves.push(["top", b.bottom + eps, b.bottom + eps - e.top]);
+    if (b.top - eps >= target.bottom) {
+      moves.push(["bottom", b.top - eps, e.bottom - b.top + eps]);
+    }
+    if (!moves.length) break;  // the box overlaps the target itself: nothing to trim
+    moves.sort((m, n) => m[2] - n[2]);
+    e[moves[0][0]] = moves[0][1];
+  }
+  return {
+    left: (e.left - x0) * s,
+    right: (x0 + width / s - e.right) * s,
+    top: (e.top - y0) * s,
+    bottom: (y0 + height / s - e.bottom) * s,
+  };
+}
+
+// planView, and when its view still cuts nodes at an edge, the cut ones joined to the target
+// and planned again while the labels stay at or above minZoom (a neighbour shown whole rather
+// than as "ed"), a few rounds. Returns the view and the target it keeps whole.
+function planWhole(target, others, width, height, pad, minZoom, maxZoom) {
+  let view = planView(target, others, width, height, pad, minZoom, maxZoom);
+  for (let round = 0; round < 6; round++) {
+    const cut = cutBoxes(view, others, width, height);
+    if (!cut.length) break;
+    const wider = unionBox([target, ...cut]);
+    if (fitScale(wider, width, height, pad, Infinity) < minZoom - 1e-9) break;  // unreadable
+    target = wider;
+    view = planView(target, others, width, height, pad, minZoom, maxZoom);
+  }
+  return { view, target };
+}
+
+const TreeFit = {
+  unionBox, fitScale, chooseLeaves, placeAxis, planView, cutBoxes, trimView, planWhole,
+};
 if (typeof module !== "undefined") module.exports = TreeFit;
 else window.TreeFit = TreeFit;

@@ -31,13 +31,29 @@ function record(mode) {
   window.__fitted = { mode, scale, label_px: scale * focusSpec.font_px };
 }
 
+// The drawn area: vis-network's frame, the box less the insets of a trimmed view (trim()).
+const drawnWidth = () => (net ? net.canvas.frame.clientWidth : box.clientWidth);
+const drawnHeight = () => (net ? net.canvas.frame.clientHeight : box.clientHeight);
+
 // Whether the node's whole box (not just its centre) is inside the drawn area.
 function inView(id) {
   const b = net.getBoundingBox(id);
   if (!b) return false;
   const a = net.canvasToDOM({ x: b.left, y: b.top });
   const z = net.canvasToDOM({ x: b.right, y: b.bottom });
-  return a.x >= -1 && a.y >= -1 && z.x <= box.clientWidth + 1 && z.y <= box.clientHeight + 1;
+  return a.x >= -1 && a.y >= -1 && z.x <= drawnWidth() + 1 && z.y <= drawnHeight() + 1;
+}
+
+// The drawn area as `insets` (px) inside the box: the frame moved and sized, the box's
+// border around it (what is left reads as padding). Zero insets: the whole box again.
+function trim(insets) {
+  const frame = net.canvas.frame;
+  const w = Math.max(box.clientWidth - insets.left - insets.right, 1);
+  const h = Math.max(box.clientHeight - insets.top - insets.bottom, 1);
+  frame.style.marginLeft = `${insets.left}px`;
+  frame.style.marginTop = `${insets.top}px`;
+  net.setSize(`${w}px`, `${h}px`);
+  net.redraw();
 }
 
 // Presentation mode: the graph takes the window's height less room for its buttons' row,
@@ -89,17 +105,63 @@ const drawnIdsList = () => Object.keys(net.getPositions());
 // with pad px to spare, never above max_zoom nor below `minZoom`, and no other node cut at
 // an edge when the slack allows (TreeFit in fit.js).
 function fitTo(ids, minZoom) {
+  showEdgeNodes();
   const all = drawnIdsList();
   const wanted = new Set(ids || all);
   const target = TreeFit.unionBox([...wanted].map(boxOf));
   if (!target) return;
   const others = all.filter((id) => !wanted.has(id)).map(boxOf).filter(Boolean);
-  const view = TreeFit.planView(target, others, box.clientWidth, box.clientHeight,
+  const width = box.clientWidth;
+  const height = box.clientHeight;
+  // A neighbour the view would cut at an edge joins the fit while labels stay readable.
+  const planned = TreeFit.planWhole(target, others, width, height,
     focusSpec.pad_px, minZoom || 0, focusSpec.max_zoom);
-  net.moveTo({ position: { x: view.x, y: view.y }, scale: view.scale, animation: false });
+  const view = planned.view;
   // What was fitted and how many other nodes the planner could not keep off the edges.
-  window.__plan = { fitted: [...wanted], cut: TreeFit.cutBoxes(view, others, box.clientWidth,
-    box.clientHeight).length };  // tests read it
+  const cut = TreeFit.cutBoxes(view, others, width, height).length;
+  // Those the drawn area leaves out instead: its edges move inward past them (no half node,
+  // "ed" for "Related work", at any edge), the zoom and the fitted nodes as planned.
+  const insets = cut ? TreeFit.trimView(view, others, width, height, planned.target)
+    : { left: 0, right: 0, top: 0, bottom: 0 };
+  trim(insets);
+  const scale = view.scale;
+  const position = {
+    x: view.x + (insets.left - insets.right) / (2 * scale),
+    y: view.y + (insets.top - insets.bottom) / (2 * scale),
+  };
+  net.moveTo({ position, scale, animation: false });
+  // Last: a node no rectangle around the fitted ones can leave whole or out at a readable
+  // zoom (a sibling whose box spans the edge beside the path) is not drawn in this view,
+  // rather than drawn cut; a pan, a zoom or the next fit draws it again.
+  const hidden = all.filter((id) => !wanted.has(id) && partlyInView(id));
+  if (hidden.length) {
+    nodes.update(hidden.map((id) => ({ id, hidden: true })));
+    edgeHidden = hidden;
+  }
+  window.__plan = { fitted: [...wanted], cut, insets, hidden };  // tests read it
+}
+
+// Nodes left undrawn at the edge by the last fit (fitTo), drawn again.
+let edgeHidden = [];
+function showEdgeNodes() {
+  if (!edgeHidden.length) return;
+  // Only ids still in the data set (an update of a missing id would add a bare node).
+  const back = edgeHidden.filter((id) => nodes.get(id) !== null);
+  edgeHidden = [];
+  if (back.length) nodes.update(back.map((id) => ({ id, hidden: false })));
+}
+
+// Whether the node's box is partly inside the drawn area (cut at an edge).
+function partlyInView(id) {
+  const b = net.getBoundingBox(id);
+  if (!b) return false;
+  const a = net.canvasToDOM({ x: b.left, y: b.top });
+  const z = net.canvasToDOM({ x: b.right, y: b.bottom });
+  const w = drawnWidth();
+  const h = drawnHeight();
+  const inside = a.x >= -1 && a.y >= -1 && z.x <= w + 1 && z.y <= h + 1;
+  const outside = z.x <= 0 || a.x >= w || z.y <= 0 || a.y >= h;
+  return !inside && !outside;
 }
 
 // Whether `ids` fit the canvas whole at the readable zoom.
@@ -121,13 +183,15 @@ function finish(mode) {
   fittedSize = `${box.clientWidth}x${box.clientHeight}`;
 }
 
-// The whole drawn tree; in presentation mode never below the label floor: then as much of
-// the tree's top (around its root) as fits at the floor, with the rest counted.
+// The whole drawn tree, never below the label floor (12 px at a desk, 24 presenting): then
+// as much of the tree's top (around its root) as fits at the floor, with the rest counted
+// (the − button still zooms out further, by the user's own choice).
+const SIZE_NAME = () => (focusSpec.present ? "presentation size" : "readable size");
 function fitAll() {
   note.textContent = "";
   const all = drawnIdsList();
-  if (!focusSpec.present || fitsReadable(all)) {
-    fitTo(null);
+  if (fitsReadable(all)) {
+    fitTo(null, floorZoom());  // the floor also bounds the zoom-out that avoids cut nodes
   } else {
     const pos = net.getPositions();
     const top = Math.min(...all.map((id) => pos[id].y));
@@ -138,24 +202,28 @@ function fitAll() {
       focusSpec.pad_px, floorZoom());
     fitTo(chosen, floorZoom());
     const outside = all.filter((id) => !inView(id)).length;
-    offViewNote(`node${outside > 1 ? "s" : ""} (presentation size)`, outside, "");
-    if (outside) note.textContent += ": drag to pan, or turn Presentation mode off";
+    offViewNote(`node${outside > 1 ? "s" : ""} (${SIZE_NAME()})`, outside, "");
+    if (outside) {
+      note.textContent += focusSpec.present ? ": drag to pan, or turn Presentation mode off"
+        : ": drag to pan, or − to zoom out";
+    }
   }
   finish("all");
 }
 
-// The picked leaves with their paths to the root (the "All picked" button): every one,
-// however small; in presentation mode as many as the label floor allows, cited first.
+// The picked leaves with their paths to the root (the "All picked" button): every one when
+// their labels stay at the floor or above, else as many as it allows, cited first.
 function fitPicked() {
   note.textContent = "";
   const paths = focusSpec.leaves.map((leaf) => focusSpec.paths[leaf] || [leaf]);
-  if (!focusSpec.present) {
-    fitTo([...new Set(paths.flat())]);
+  const every = [...new Set(paths.flat())];
+  if (every.length && fitsReadable(every)) {
+    fitTo(every, floorZoom());
   } else {
     fitTo(TreeFit.chooseLeaves(focusSpec.leaves, focusSpec.paths, boxOf, box.clientWidth,
       box.clientHeight, focusSpec.pad_px, floorZoom()), floorZoom());
     const outside = focusSpec.leaves.filter((leaf) => !inView(leaf)).length;
-    offViewNote(`picked section${outside > 1 ? "s" : ""} (presentation size)`, outside, "");
+    offViewNote(`picked section${outside > 1 ? "s" : ""} (${SIZE_NAME()})`, outside, "");
   }
   finish("picked");
 }
@@ -187,6 +255,7 @@ function fitFocus() {
 // readable zoom, unless it already is in view.
 function showNode(id) {
   if (!net.getPositions([id])[id] || inView(id)) return;
+  showEdgeNodes();
   const minZoom = focusSpec.min_label_px / focusSpec.font_px;
   const scale = Math.min(Math.max(net.getScale(), minZoom), focusSpec.max_zoom);
   net.focus(id, { scale, animation: false });
@@ -202,12 +271,13 @@ function refit() {
 }
 
 function zoomBy(factor, around) {
+  showEdgeNodes();
   const scale = net.getScale() * factor;
   if (around) {  // keep the graph point under the pointer where it is
     const at = net.DOMtoCanvas(around);
     const position = {
-      x: at.x - (around.x - box.clientWidth / 2) / scale,
-      y: at.y - (around.y - box.clientHeight / 2) / scale,
+      x: at.x - (around.x - drawnWidth() / 2) / scale,
+      y: at.y - (around.y - drawnHeight() / 2) / scale,
     };
     net.moveTo({ position, scale, animation: false });
   } else {
@@ -223,7 +293,7 @@ function onWheel(event) {
   if (!net || event.deltaY === 0) return;
   if (event.ctrlKey || event.metaKey || wheelArmed) {
     event.preventDefault();
-    const rect = box.getBoundingClientRect();
+    const rect = net.canvas.frame.getBoundingClientRect();
     const around = { x: event.clientX - rect.left, y: event.clientY - rect.top };
     zoomBy(event.deltaY < 0 ? 1.1 : 1 / 1.1, around);
     return;
@@ -240,6 +310,30 @@ function onWheel(event) {
 }
 
 let clicks = 0;
+// Node boxes in one row never overlap: the layout's slots (ui/common/tree_graph.py) are
+// estimates, and a label of capitals ("SIGNATURE") can be wider than its slot. After a draw,
+// each row is walked left to right and a node that would touch its left neighbour moves
+// right (with the rest of its row) to keep ROW_GAP graph units between them.
+const ROW_GAP = 12;
+function spreadRows() {
+  const pos = net.getPositions();
+  const rows = {};
+  for (const id of Object.keys(pos)) (rows[pos[id].y] = rows[pos[id].y] || []).push(id);
+  for (const ids of Object.values(rows)) {
+    ids.sort((a, b) => pos[a].x - pos[b].x);
+    let shift = 0;
+    let right = -Infinity;
+    for (const id of ids) {
+      const b = net.getBoundingBox(id);
+      if (!b) continue;
+      const need = right + ROW_GAP - (b.left + shift);
+      if (need > 0) shift += need;
+      if (shift) net.moveNode(id, pos[id].x + shift, pos[id].y);
+      right = b.right + shift;
+    }
+  }
+}
+
 function create(data, options) {
   nodes = new vis.DataSet(data.nodes);
   edges = new vis.DataSet(data.edges);
@@ -253,6 +347,7 @@ function create(data, options) {
     }
   });
   net.on("zoom", () => record("user"));
+  net.on("dragStart", () => showEdgeNodes());  // a pan: the edge's nodes come into view
   // Re-fit when the container changes size (Presentation mode, a window resize, the sidebar):
   // vis-network keeps the old centre and zoom, which left the picked leaf outside the view.
   let pending = null;
@@ -267,7 +362,13 @@ function create(data, options) {
   }).observe(box);
 }
 
+let lastArgs = "";
 function render(args) {
+  // A rerun that changed nothing here (a slider moved the evidence, not the tree) sends the
+  // same arguments again: nothing to parse, update or redraw.
+  const signature = `${args.data}\u001e${args.config}\u001e${args.focus || ""}`;
+  if (net !== null && signature === lastArgs) return;
+  lastArgs = signature;
   const data = JSON.parse(args.data);
   const options = JSON.parse(args.config);
   focusSpec = Object.assign(focusSpec, JSON.parse(args.focus || "{}"));
@@ -286,6 +387,7 @@ function render(args) {
     create(data, options);
   } else if (ids !== drawnIds) {
     net.setOptions(options);
+    edgeHidden = [];  // new nodes, drawn (the next fit hides what it must)
     nodes.clear();
     edges.clear();
     nodes.add(data.nodes);
@@ -295,6 +397,8 @@ function render(args) {
     edges.clear();
     edges.add(data.edges);
   }
+  net.redraw();  // node boxes are measured when drawn
+  spreadRows();  // the data's x positions are back: spread each row again
   if (ids !== drawnIds || newFocus !== focusKey) {
     net.setSize("100%", options.height);  // presentation mode's height, before the fit
     net.redraw();
