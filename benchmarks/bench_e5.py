@@ -57,7 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     session = model.session
     variants = {"torch": (None, BATCH), "onnxruntime": (session, BATCH)}
     # Whole sets in one call: sorted by length over all of them, less padding than per 32.
-    variants["onnxruntime, 400 per call"] = (session, args.max_chunks)
+    variants[f"onnxruntime, {args.max_chunks} per call"] = (session, args.max_chunks)
 
     def run(name: str, texts: Sequence[str], query: bool = False) -> np.ndarray:
         model.session, per_call = variants[name]
