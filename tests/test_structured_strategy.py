@@ -9,6 +9,7 @@ from treerag_core.base.settings import QuerySettings
 from treerag_core.index.embedders import get_embedder
 from treerag_core.pipeline import Engine, run
 from treerag_core.records.trace_json import trace_from_json, trace_to_json
+from treerag_core.search.structure import ROUTE_CHECK_PASSAGES
 from treerag_core.strategies.treerag.structured import StructureOptions
 
 MOCK = (
@@ -137,24 +138,29 @@ def test_treerag_records_why_each_document_was_searched_or_cut(engine):
     assert [(s.doc_id, s.kept) for s in one.locate.document_scores] == [(paper[0], True)]
 
 
-class FavouriteReranker:
-    """Scores 1 for passages holding `favourite`, 0 otherwise."""
-
-    name = "favourite"
-
-    def __init__(self, favourite: str) -> None:
-        self.favourite = favourite
-
-    def score(self, query, passages, batch_size=16):
-        return np.asarray([float(self.favourite in p) for p in passages])
-
-
 def _wide(index):
     return MOCK.set("retrieve.candidate_window", len(index.chunks))  # every document in it
 
 
+class PreferringReranker:
+    """Scores each passage by the first of `preferred` texts it holds (earlier: higher), 0
+    when it holds none."""
+
+    name = "preferring"
+
+    def __init__(self, preferred: list[str]) -> None:
+        self.preferred = preferred
+
+    def score(self, query, passages, batch_size=16):
+        n = len(self.preferred)
+        return np.asarray(
+            [next((n - i for i, t in enumerate(self.preferred) if t in p), 0) for p in passages],
+            dtype=float,
+        )
+
+
 def _routed_and_outside(hashing_index):
-    """The documents unchecked routing keeps, and a window chunk of another document."""
+    """The documents unchecked routing keeps, window chunks inside them and outside them."""
     reranker = RecordingReranker()
     eng = Engine(hashing_index, get_embedder("hashing"), reranker_factory=lambda _: reranker)
     unchecked = _wide(hashing_index).with_option("treerag", StructureOptions(route_check=False))
@@ -162,20 +168,22 @@ def _routed_and_outside(hashing_index):
     flat = run(eng, QUESTION, _wide(hashing_index), strategy="flat-structured", synthesize=False)
     routed = trace.locate.documents
     assert len(routed) == 2
-    outside = next(h.chunk for h in flat.candidates if h.chunk.doc_id not in routed)
-    inside = next(h.chunk for h in flat.candidates if h.chunk.doc_id in routed)
+    outside = [h.chunk for h in flat.candidates if h.chunk.doc_id not in routed]
+    inside = [h.chunk for h in flat.candidates if h.chunk.doc_id in routed]
+    assert len(inside) >= ROUTE_CHECK_PASSAGES and outside
     return routed, outside, inside, flat
+
+
+def _treerag_preferring(hashing_index, chunks):
+    reranker = PreferringReranker([c.text for c in chunks])
+    eng = Engine(hashing_index, get_embedder("hashing"), reranker_factory=lambda _: reranker)
+    return run(eng, QUESTION, _wide(hashing_index), strategy="treerag", synthesize=False)
 
 
 def test_routing_is_kept_only_when_the_final_reader_agrees(hashing_index):
     routed, outside, inside, flat = _routed_and_outside(hashing_index)
     # The cross-encoder's favourite passage is outside the two documents: routing is unsure.
-    eng = Engine(
-        hashing_index,
-        get_embedder("hashing"),
-        reranker_factory=lambda _: FavouriteReranker(outside.text),
-    )
-    unsure = run(eng, QUESTION, _wide(hashing_index), strategy="treerag", synthesize=False)
+    unsure = _treerag_preferring(hashing_index, outside[:1])
     assert unsure.locate.documents == ()
     assert [h.chunk.chunk_id for h in unsure.retrieved[0].hits] == [
         h.chunk.chunk_id for h in flat.retrieved[0].hits
@@ -183,15 +191,28 @@ def test_routing_is_kept_only_when_the_final_reader_agrees(hashing_index):
     assert any("routing check" in n and "not kept" in n for n in unsure.locate.notes)
     assert all(s.kept for s in unsure.locate.document_scores)  # no cut: every one searched
     assert "unsure" in unsure.locate.thinking
-    # Its favourite is inside them: the cut holds.
-    eng = Engine(
-        hashing_index,
-        get_embedder("hashing"),
-        reranker_factory=lambda _: FavouriteReranker(inside.text),
-    )
-    sure = run(eng, QUESTION, _wide(hashing_index), strategy="treerag", synthesize=False)
+    # Its best passages, as many as the answer reads by default, are all inside them: the
+    # cut holds, and the trace says why.
+    sure = _treerag_preferring(hashing_index, inside[:ROUTE_CHECK_PASSAGES])
     assert sure.locate.documents == routed
     assert any("routing check" in n and "(kept)" in n for n in sure.locate.notes)
+    assert f"final reader's best {ROUTE_CHECK_PASSAGES} passages all lie in them" in (
+        sure.locate.thinking
+    )
+
+
+def test_one_of_the_answers_passages_outside_keeps_the_flat_window(hashing_index):
+    # The best passage is inside the kept documents (the old check would cut), but the last
+    # of the passages the answer reads is not: cutting would drop it, so no cut.
+    _, outside, inside, flat = _routed_and_outside(hashing_index)
+    trace = _treerag_preferring(hashing_index, [*inside[: ROUTE_CHECK_PASSAGES - 1], outside[0]])
+    assert trace.locate.documents == ()
+    note = next(n for n in trace.locate.notes if "routing check" in n)
+    assert f"1 of the unrouted window's best {ROUTE_CHECK_PASSAGES} passages" in note
+    assert "not kept" in note
+    assert [h.chunk.chunk_id for h in trace.retrieved[0].hits] == [
+        h.chunk.chunk_id for h in flat.retrieved[0].hits
+    ]
 
 
 def test_without_the_cross_encoder_the_fused_order_checks_the_routing(hashing_index):
@@ -199,8 +220,8 @@ def test_without_the_cross_encoder_the_fused_order_checks_the_routing(hashing_in
     eng = Engine(hashing_index, get_embedder("hashing"))
     off = _wide(hashing_index).set("rerank.enabled", False)
     trace = run(eng, QUESTION, off, strategy="treerag", synthesize=False)
-    best_doc = flat.candidates[0].chunk.doc_id
-    assert trace.locate.documents == (routed if best_doc in routed else ())
+    top = {h.chunk.doc_id for h in flat.candidates[:ROUTE_CHECK_PASSAGES]}
+    assert trace.locate.documents == (routed if top <= set(routed) else ())
     assert any("by the fused order" in n for n in trace.locate.notes)
 
 

@@ -286,15 +286,27 @@ def window_hits(
 # Scores a list of hits (input order) as step 2b would, or None when step 2b keeps the fused order.
 Judge = Callable[[Sequence[RetrievedChunk]], np.ndarray | None]
 
+# How deep the routing check reads the final reader's order of the unrouted window: the
+# passages the answer reads by default (`AnswerSettings.final_top_k`; Hit@5 counts the same
+# five). Routing is kept only when none of them lies outside the kept documents: the cut then
+# removes none of them, and only a passage the reader scores higher can displace one.
+ROUTE_CHECK_PASSAGES = 5
+
+
+def reader_order(hits: Sequence[RetrievedChunk], judge: Judge | None) -> tuple[list[int], str]:
+    """Positions of `hits` best first by the final reader (`judge`), ties in input order, or
+    the input (fused) order when it gives no scores; and which reader decided."""
+    scores = judge(hits) if judge is not None else None
+    if scores is None or len(scores) != len(hits):
+        return list(range(len(hits))), "the fused order"
+    return sorted(range(len(hits)), key=lambda i: (-float(scores[i]), i)), "the cross-encoder"
+
 
 def best_passage(hits: Sequence[RetrievedChunk], judge: Judge | None) -> tuple[int, str]:
     """Position of the best hit by the final reader (`judge`), or the first hit (the fused
     order) when it gives no scores; and which reader decided."""
-    scores = judge(hits) if judge is not None else None
-    if scores is None or len(scores) != len(hits):
-        return 0, "the fused order"
-    best = min(range(len(hits)), key=lambda i: (-float(scores[i]), i))
-    return best, "the cross-encoder"
+    order, reader = reader_order(hits, judge)
+    return (order[0] if order else 0), reader
 
 
 def route(
@@ -310,10 +322,12 @@ def route(
 
     Documents are cut only when the scope holds more than `route_documents` of them (the
     best by their share of the window), and, with a `judge`, only when the final reader
-    agrees: the best passage of the unrouted window (by step 2b's scorer, or the fused order
-    when it does not run) must be in a kept document. Otherwise routing is unsure and the
-    flat window stays. Sections are ranked, shown and scored, never cut, because a wrong
-    section costs the evidence a flat search would have found.
+    agrees: the unrouted window's best `ROUTE_CHECK_PASSAGES` passages (by step 2b's scorer,
+    or the fused order when it does not run) must all lie in kept documents. The routed
+    window holds every one of them (they beat its other candidates), so the cut removes
+    none of the passages the answer would have read; only a passage the reader scores higher
+    can displace one. Otherwise routing is unsure and the flat window stays. Sections are ranked, shown and scored,
+    never cut, because a wrong section costs the evidence a flat search would have found.
     """
     votes = document_votes(scores, size)
     names = {d.doc_id: d.name for d in index.documents}
@@ -327,16 +341,22 @@ def route(
         routed = tuple(doc for doc, _ in votes[:route_documents])
         if judge is not None:
             hits = window_hits(index, scores, size, question)
-            best, reader = best_passage(hits, judge)
-            best_doc = hits[best].chunk.doc_id
-            verdict = "kept" if best_doc in routed else "not kept: no document cut"
-            notes.append(
-                f"routing check: the unrouted window's best passage by {reader} is in "
-                f"{names.get(best_doc, best_doc)} ({verdict})"
-            )
-            if best_doc not in routed:
-                unsure = names.get(best_doc, best_doc)
+            order, reader = reader_order(hits, judge)
+            top = [hits[i].chunk.doc_id for i in order[:ROUTE_CHECK_PASSAGES]]
+            outside = list(dict.fromkeys(d for d in top if d not in routed))
+            if outside:
+                unsure = ", ".join(names.get(d, d) for d in outside)
+                notes.append(
+                    f"routing check: {sum(d not in routed for d in top)} of the unrouted "
+                    f"window's best {len(top)} passages by {reader} are in {unsure}, outside "
+                    "the documents with the largest share (not kept: no document cut)"
+                )
                 routed = ()
+            else:
+                notes.append(
+                    f"routing check: the unrouted window's best {len(top)} passages by "
+                    f"{reader} are all in the documents with the largest share (kept)"
+                )
     sections = section_ranking(scores, size, routed)
     leaves = tuple(
         LocatedLeaf(leaf, index.nodes[leaf].heading_path, question, round(best, 4), "local")
@@ -344,16 +364,22 @@ def route(
     )
     if routed:
         kept = ", ".join(names.get(d, d) for d in routed)
+        checked = (
+            f", because the final reader's best {ROUTE_CHECK_PASSAGES} passages all lie in them"
+            if judge is not None
+            else ""
+        )
         thinking = (
             f"Structure-aware locator: every chunk scored with its heading path; kept the "
-            f"{len(routed)} best of {len(votes)} documents in the window ({kept}); sections "
-            "below are ranked by their best chunk and are scores, not a cut."
+            f"{len(routed)} best of {len(votes)} documents in the window ({kept})"
+            f"{checked}; sections below are ranked by their best chunk and are scores, not a cut."
         )
     elif unsure:
         thinking = (
             "Structure-aware locator: every chunk scored with its heading path; routing was "
-            f"unsure (the best passage is in {unsure}, outside the documents with the largest "
-            "share of the window), so no document cut; sections below are scores, not a cut."
+            f"unsure (of the final reader's best {ROUTE_CHECK_PASSAGES} passages, some are in "
+            f"{unsure}, outside the documents with the largest share of the window), so no "
+            "document cut; sections below are scores, not a cut."
         )
     else:
         thinking = (
