@@ -1,4 +1,4 @@
-"""Document-routing rules compared offline, corpus scope (issue 27).
+"""Document-routing rules compared offline (issue 27).
 
 For each question this reads, once, what every routing rule needs: the unrouted
 heading-aware window (40 candidates), the documents by their share of it, the window taken
@@ -38,12 +38,13 @@ from treerag_core.search.structure import document_votes, path_passage, structur
 ROUTE = 2  # documents kept, treerag's route_documents
 
 
-def read_question(index, embedder, reranker, question: str, size: int) -> dict:
-    """One question's windows and reader scores (corpus scope), as treerag computes them."""
+def read_question(index, embedder, reranker, question: str, size: int, scope=None) -> dict:
+    """One question's windows and reader scores over `scope` (None: the corpus), as treerag
+    computes them."""
     retrieve = QuerySettings().retrieve
     st = structured_scores(
         index,
-        None,
+        scope,
         embedder.embed_query(question),
         tokenize(question),
         dense_weight=retrieve.dense_weight,
@@ -120,6 +121,12 @@ def chars_in_kept(budget: int) -> Rule:
     return rule
 
 
+def second_reader(rule: Rule) -> Rule:
+    """`rule`, but only where a reader other than the fused order (which proposed the cut)
+    gives its opinion: with no cross-encoder (Chinese) never route."""
+    return lambda rec, order: rec["reader"] is not None and rule(rec, order)
+
+
 RULES: dict[str, Rule] = {
     "unchecked": lambda rec, order: True,
     "best 1 in kept (current)": top_in_kept(1),
@@ -128,6 +135,8 @@ RULES: dict[str, Rule] = {
     "best 10 in kept": top_in_kept(10),
     "best filling 1000c in kept": chars_in_kept(1000),
     "best filling 2000c in kept": chars_in_kept(2000),
+    "best 1 in kept, cross-encoder only": second_reader(top_in_kept(1)),
+    "best 5 in kept, cross-encoder only": second_reader(top_in_kept(5)),
 }
 
 
@@ -137,11 +146,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache", type=Path, required=True)
     parser.add_argument("--reads", type=Path, required=True, help="the per-question reads (JSON)")
     parser.add_argument("--limit", type=int, default=None)
+    parser.add_argument("--scope", choices=("doc", "corpus"), default="corpus")
     parser.add_argument("--only-score", action="store_true", help="score the reads kept")
     args = parser.parse_args(argv)
 
     dataset = load_dataset(args.data)
     questions = list(dataset.usable_questions)[: args.limit]
+    if args.scope == "doc":  # at most two documents: nothing to route under any rule
+        print(
+            f"{sum(len(q.docs) > ROUTE for q in questions)} of {len(questions)} questions "
+            f"have more than {ROUTE} documents",
+            file=sys.stderr,
+        )
+        questions = [q for q in questions if len(q.docs) > ROUTE]
     reads: dict[str, dict] = {}
     if args.reads.is_file():
         reads = json.loads(args.reads.read_text(encoding="utf-8"))
@@ -156,7 +173,8 @@ def main(argv: list[str] | None = None) -> int:
             if q.id in reads:
                 continue
             size = settings.retrieve.candidate_window
-            reads[q.id] = read_question(index, embedder, reranker, q.question, size)
+            scope = list(q.docs) if args.scope == "doc" else None
+            reads[q.id] = read_question(index, embedder, reranker, q.question, size, scope)
             if n % 10 == 0 or n == len(questions):
                 args.reads.parent.mkdir(parents=True, exist_ok=True)
                 args.reads.write_text(json.dumps(reads), encoding="utf-8")
@@ -172,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
         return question_metrics(q, passages, None, page_map)
 
     flat = {q.id: metrics(q, reader_order(reads[q.id], "flat")) for q in scored}
-    print(f"## {dataset.name}, corpus scope, {len(scored)} questions\n")
+    print(f"## {dataset.name}, {args.scope} scope, {len(scored)} questions\n")
     print("| rule | routed | " + " | ".join(keys) + " |")
     print("|---|---:|" + "---:|" * len(keys))
     means = " | ".join(f"{sum(flat[i][k] for i in flat) / len(flat):.3f}" for k in keys)

@@ -9,7 +9,6 @@ from treerag_core.base.settings import QuerySettings
 from treerag_core.index.embedders import get_embedder
 from treerag_core.pipeline import Engine, run
 from treerag_core.records.trace_json import trace_from_json, trace_to_json
-from treerag_core.search.structure import ROUTE_CHECK_PASSAGES
 from treerag_core.strategies.treerag.structured import StructureOptions
 
 MOCK = (
@@ -138,29 +137,24 @@ def test_treerag_records_why_each_document_was_searched_or_cut(engine):
     assert [(s.doc_id, s.kept) for s in one.locate.document_scores] == [(paper[0], True)]
 
 
+class FavouriteReranker:
+    """Scores 1 for passages holding `favourite`, 0 otherwise."""
+
+    name = "favourite"
+
+    def __init__(self, favourite: str) -> None:
+        self.favourite = favourite
+
+    def score(self, query, passages, batch_size=16):
+        return np.asarray([float(self.favourite in p) for p in passages])
+
+
 def _wide(index):
     return MOCK.set("retrieve.candidate_window", len(index.chunks))  # every document in it
 
 
-class PreferringReranker:
-    """Scores each passage by the first of `preferred` texts it holds (earlier: higher), 0
-    when it holds none."""
-
-    name = "preferring"
-
-    def __init__(self, preferred: list[str]) -> None:
-        self.preferred = preferred
-
-    def score(self, query, passages, batch_size=16):
-        n = len(self.preferred)
-        return np.asarray(
-            [next((n - i for i, t in enumerate(self.preferred) if t in p), 0) for p in passages],
-            dtype=float,
-        )
-
-
 def _routed_and_outside(hashing_index):
-    """The documents unchecked routing keeps, window chunks inside them and outside them."""
+    """The documents unchecked routing keeps, and a window chunk of another document."""
     reranker = RecordingReranker()
     eng = Engine(hashing_index, get_embedder("hashing"), reranker_factory=lambda _: reranker)
     unchecked = _wide(hashing_index).with_option("treerag", StructureOptions(route_check=False))
@@ -168,22 +162,20 @@ def _routed_and_outside(hashing_index):
     flat = run(eng, QUESTION, _wide(hashing_index), strategy="flat-structured", synthesize=False)
     routed = trace.locate.documents
     assert len(routed) == 2
-    outside = [h.chunk for h in flat.candidates if h.chunk.doc_id not in routed]
-    inside = [h.chunk for h in flat.candidates if h.chunk.doc_id in routed]
-    assert len(inside) >= ROUTE_CHECK_PASSAGES and outside
+    outside = next(h.chunk for h in flat.candidates if h.chunk.doc_id not in routed)
+    inside = next(h.chunk for h in flat.candidates if h.chunk.doc_id in routed)
     return routed, outside, inside, flat
-
-
-def _treerag_preferring(hashing_index, chunks):
-    reranker = PreferringReranker([c.text for c in chunks])
-    eng = Engine(hashing_index, get_embedder("hashing"), reranker_factory=lambda _: reranker)
-    return run(eng, QUESTION, _wide(hashing_index), strategy="treerag", synthesize=False)
 
 
 def test_routing_is_kept_only_when_the_final_reader_agrees(hashing_index):
     routed, outside, inside, flat = _routed_and_outside(hashing_index)
     # The cross-encoder's favourite passage is outside the two documents: routing is unsure.
-    unsure = _treerag_preferring(hashing_index, outside[:1])
+    eng = Engine(
+        hashing_index,
+        get_embedder("hashing"),
+        reranker_factory=lambda _: FavouriteReranker(outside.text),
+    )
+    unsure = run(eng, QUESTION, _wide(hashing_index), strategy="treerag", synthesize=False)
     assert unsure.locate.documents == ()
     assert [h.chunk.chunk_id for h in unsure.retrieved[0].hits] == [
         h.chunk.chunk_id for h in flat.retrieved[0].hits
@@ -191,38 +183,37 @@ def test_routing_is_kept_only_when_the_final_reader_agrees(hashing_index):
     assert any("routing check" in n and "not kept" in n for n in unsure.locate.notes)
     assert all(s.kept for s in unsure.locate.document_scores)  # no cut: every one searched
     assert "unsure" in unsure.locate.thinking
-    # Its best passages, as many as the answer reads by default, are all inside them: the
-    # cut holds, and the trace says why.
-    sure = _treerag_preferring(hashing_index, inside[:ROUTE_CHECK_PASSAGES])
+    # Its favourite is inside them: the cut holds.
+    eng = Engine(
+        hashing_index,
+        get_embedder("hashing"),
+        reranker_factory=lambda _: FavouriteReranker(inside.text),
+    )
+    sure = run(eng, QUESTION, _wide(hashing_index), strategy="treerag", synthesize=False)
     assert sure.locate.documents == routed
     assert any("routing check" in n and "(kept)" in n for n in sure.locate.notes)
-    assert f"final reader's best {ROUTE_CHECK_PASSAGES} passages all lie in them" in (
-        sure.locate.thinking
-    )
 
 
-def test_one_of_the_answers_passages_outside_keeps_the_flat_window(hashing_index):
-    # The best passage is inside the kept documents (the old check would cut), but the last
-    # of the passages the answer reads is not: cutting would drop it, so no cut.
-    _, outside, inside, flat = _routed_and_outside(hashing_index)
-    trace = _treerag_preferring(hashing_index, [*inside[: ROUTE_CHECK_PASSAGES - 1], outside[0]])
-    assert trace.locate.documents == ()
-    note = next(n for n in trace.locate.notes if "routing check" in n)
-    assert f"1 of the unrouted window's best {ROUTE_CHECK_PASSAGES} passages" in note
-    assert "not kept" in note
-    assert [h.chunk.chunk_id for h in trace.retrieved[0].hits] == [
-        h.chunk.chunk_id for h in flat.retrieved[0].hits
-    ]
-
-
-def test_without_the_cross_encoder_the_fused_order_checks_the_routing(hashing_index):
+def test_without_the_cross_encoder_nothing_confirms_the_routing(hashing_index):
+    # The fused scores proposed the cut; their own best passage is no second opinion
+    # (issue 27), so with no cross-encoder the flat window stays, and the trace says why.
     routed, _, _, flat = _routed_and_outside(hashing_index)
     eng = Engine(hashing_index, get_embedder("hashing"))
     off = _wide(hashing_index).set("rerank.enabled", False)
     trace = run(eng, QUESTION, off, strategy="treerag", synthesize=False)
-    top = {h.chunk.doc_id for h in flat.candidates[:ROUTE_CHECK_PASSAGES]}
-    assert trace.locate.documents == (routed if top <= set(routed) else ())
-    assert any("by the fused order" in n for n in trace.locate.notes)
+    assert trace.locate.documents == ()
+    assert [h.chunk.chunk_id for h in trace.retrieved[0].hits] == [
+        h.chunk.chunk_id for h in flat.retrieved[0].hits
+    ]
+    note = next(n for n in trace.locate.notes if "routing check" in n)
+    assert "no cross-encoder runs" in note and "not kept" in note
+    assert all(name in note for name in (d.name for d in eng.index.documents if d.doc_id in routed))
+    assert "no second reader" in trace.locate.thinking
+    assert all(s.kept for s in trace.locate.document_scores)  # no cut: every one searched
+    # Unchecked routing (an explicit option) still cuts without a cross-encoder.
+    unchecked = off.with_option("treerag", StructureOptions(route_check=False))
+    cut = run(eng, QUESTION, unchecked, strategy="treerag", synthesize=False)
+    assert cut.locate.documents == routed
 
 
 def test_the_routing_check_is_a_locate_input(engine):

@@ -286,27 +286,18 @@ def window_hits(
 # Scores a list of hits (input order) as step 2b would, or None when step 2b keeps the fused order.
 Judge = Callable[[Sequence[RetrievedChunk]], np.ndarray | None]
 
-# How deep the routing check reads the final reader's order of the unrouted window: the
-# passages the answer reads by default (`AnswerSettings.final_top_k`; Hit@5 counts the same
-# five). Routing is kept only when none of them lies outside the kept documents: the cut then
-# removes none of them, and only a passage the reader scores higher can displace one.
-ROUTE_CHECK_PASSAGES = 5
 
-
-def reader_order(hits: Sequence[RetrievedChunk], judge: Judge | None) -> tuple[list[int], str]:
-    """Positions of `hits` best first by the final reader (`judge`), ties in input order, or
-    the input (fused) order when it gives no scores; and which reader decided."""
-    scores = judge(hits) if judge is not None else None
-    if scores is None or len(scores) != len(hits):
-        return list(range(len(hits))), "the fused order"
-    return sorted(range(len(hits)), key=lambda i: (-float(scores[i]), i)), "the cross-encoder"
+FUSED_ORDER = "the fused order"
 
 
 def best_passage(hits: Sequence[RetrievedChunk], judge: Judge | None) -> tuple[int, str]:
     """Position of the best hit by the final reader (`judge`), or the first hit (the fused
     order) when it gives no scores; and which reader decided."""
-    order, reader = reader_order(hits, judge)
-    return (order[0] if order else 0), reader
+    scores = judge(hits) if judge is not None else None
+    if scores is None or len(scores) != len(hits):
+        return 0, FUSED_ORDER
+    best = min(range(len(hits)), key=lambda i: (-float(scores[i]), i))
+    return best, "the cross-encoder"
 
 
 def route(
@@ -321,13 +312,14 @@ def route(
     """Step 1 of treerag's local path: the documents to keep and the sections' scores.
 
     Documents are cut only when the scope holds more than `route_documents` of them (the
-    best by their share of the window), and, with a `judge`, only when the final reader
-    agrees: the unrouted window's best `ROUTE_CHECK_PASSAGES` passages (by step 2b's scorer,
-    or the fused order when it does not run) must all lie in kept documents. The routed
-    window holds every one of them (they beat its other candidates), so the cut removes
-    none of the passages the answer would have read; only a passage the reader scores higher
-    can displace one. Otherwise routing is unsure and the flat window stays. Sections are ranked, shown and scored,
-    never cut, because a wrong section costs the evidence a flat search would have found.
+    best by their share of the window), and, with a `judge`, only when a second reader
+    agrees: step 2b's cross-encoder must put the unrouted window's best passage in a kept
+    document. Where step 2b keeps the fused order (Chinese, rerank off) there is no second
+    reader: the fused scores proposed the cut, so their own best passage cannot confirm it,
+    and the flat window stays (issue 27: such a self-check cost 1.1 Recall@1000c on
+    held-back laws). Otherwise routing is unsure and the flat window stays too. Sections are
+    ranked, shown and scored, never cut, because a wrong section costs the evidence a flat
+    search would have found.
     """
     votes = document_votes(scores, size)
     names = {d.doc_id: d.name for d in index.documents}
@@ -336,27 +328,29 @@ def route(
         shares = ", ".join(f"{names.get(d, d)} {share:.0%}" for d, share in votes[:5])
         notes.append(f"documents by share of the window: {shares}")
     routed: tuple[str, ...] = ()
-    unsure = ""
+    unsure = unconfirmed = ""
     if route_documents and len(votes) > route_documents:
         routed = tuple(doc for doc, _ in votes[:route_documents])
         if judge is not None:
             hits = window_hits(index, scores, size, question)
-            order, reader = reader_order(hits, judge)
-            top = [hits[i].chunk.doc_id for i in order[:ROUTE_CHECK_PASSAGES]]
-            outside = list(dict.fromkeys(d for d in top if d not in routed))
-            if outside:
-                unsure = ", ".join(names.get(d, d) for d in outside)
+            best, reader = best_passage(hits, judge)
+            best_doc = hits[best].chunk.doc_id
+            if reader == FUSED_ORDER:  # the proposer's own best passage: not a second opinion
+                unconfirmed = ", ".join(names.get(d, d) for d in routed)
                 notes.append(
-                    f"routing check: {sum(d not in routed for d in top)} of the unrouted "
-                    f"window's best {len(top)} passages by {reader} are in {unsure}, outside "
-                    "the documents with the largest share (not kept: no document cut)"
+                    "routing check: no cross-encoder runs, and the fused order that proposed "
+                    f"the cut to {unconfirmed} cannot confirm it (not kept: no document cut)"
                 )
                 routed = ()
             else:
+                verdict = "kept" if best_doc in routed else "not kept: no document cut"
                 notes.append(
-                    f"routing check: the unrouted window's best {len(top)} passages by "
-                    f"{reader} are all in the documents with the largest share (kept)"
+                    f"routing check: the unrouted window's best passage by {reader} is in "
+                    f"{names.get(best_doc, best_doc)} ({verdict})"
                 )
+                if best_doc not in routed:
+                    unsure = names.get(best_doc, best_doc)
+                    routed = ()
     sections = section_ranking(scores, size, routed)
     leaves = tuple(
         LocatedLeaf(leaf, index.nodes[leaf].heading_path, question, round(best, 4), "local")
@@ -364,22 +358,23 @@ def route(
     )
     if routed:
         kept = ", ".join(names.get(d, d) for d in routed)
-        checked = (
-            f", because the final reader's best {ROUTE_CHECK_PASSAGES} passages all lie in them"
-            if judge is not None
-            else ""
-        )
         thinking = (
             f"Structure-aware locator: every chunk scored with its heading path; kept the "
-            f"{len(routed)} best of {len(votes)} documents in the window ({kept})"
-            f"{checked}; sections below are ranked by their best chunk and are scores, not a cut."
+            f"{len(routed)} best of {len(votes)} documents in the window ({kept}); sections "
+            "below are ranked by their best chunk and are scores, not a cut."
+        )
+    elif unconfirmed:
+        thinking = (
+            "Structure-aware locator: every chunk scored with its heading path; routing to "
+            f"{unconfirmed} was proposed by the fused scores and no second reader (no "
+            "cross-encoder) could confirm it, so no document cut; sections below are scores, "
+            "not a cut."
         )
     elif unsure:
         thinking = (
             "Structure-aware locator: every chunk scored with its heading path; routing was "
-            f"unsure (of the final reader's best {ROUTE_CHECK_PASSAGES} passages, some are in "
-            f"{unsure}, outside the documents with the largest share of the window), so no "
-            "document cut; sections below are scores, not a cut."
+            f"unsure (the best passage is in {unsure}, outside the documents with the largest "
+            "share of the window), so no document cut; sections below are scores, not a cut."
         )
     else:
         thinking = (

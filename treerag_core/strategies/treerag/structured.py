@@ -31,8 +31,7 @@ class StructureOptions:
     # holds more than N. Measured: 1 loses 5-6 points; 2 gains 1.4-1.9 on both sets (corpus).
     route_documents: int = 2
     # treerag only: cut documents only when the final reader (the cross-encoder, or the fused
-    # order where it does not run) puts the unrouted window's best passages, as many as the
-    # answer reads by default (`structure.ROUTE_CHECK_PASSAGES`), all in kept documents.
+    # order where it does not run) puts the unrouted window's best passage in a kept document.
     route_check: bool = True
 
     def __post_init__(self) -> None:
