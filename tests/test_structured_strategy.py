@@ -194,14 +194,26 @@ def test_routing_is_kept_only_when_the_final_reader_agrees(hashing_index):
     assert any("routing check" in n and "(kept)" in n for n in sure.locate.notes)
 
 
-def test_without_the_cross_encoder_the_fused_order_checks_the_routing(hashing_index):
+def test_without_the_cross_encoder_nothing_confirms_the_routing(hashing_index):
+    # The fused scores proposed the cut; their own best passage is no second opinion
+    # (issue 27), so with no cross-encoder the flat window stays, and the trace says why.
     routed, _, _, flat = _routed_and_outside(hashing_index)
     eng = Engine(hashing_index, get_embedder("hashing"))
     off = _wide(hashing_index).set("rerank.enabled", False)
     trace = run(eng, QUESTION, off, strategy="treerag", synthesize=False)
-    best_doc = flat.candidates[0].chunk.doc_id
-    assert trace.locate.documents == (routed if best_doc in routed else ())
-    assert any("by the fused order" in n for n in trace.locate.notes)
+    assert trace.locate.documents == ()
+    assert [h.chunk.chunk_id for h in trace.retrieved[0].hits] == [
+        h.chunk.chunk_id for h in flat.retrieved[0].hits
+    ]
+    note = next(n for n in trace.locate.notes if "routing check" in n)
+    assert "no cross-encoder runs" in note and "not kept" in note
+    assert all(name in note for name in (d.name for d in eng.index.documents if d.doc_id in routed))
+    assert "no second reader" in trace.locate.thinking
+    assert all(s.kept for s in trace.locate.document_scores)  # no cut: every one searched
+    # Unchecked routing (an explicit option) still cuts without a cross-encoder.
+    unchecked = off.with_option("treerag", StructureOptions(route_check=False))
+    cut = run(eng, QUESTION, unchecked, strategy="treerag", synthesize=False)
+    assert cut.locate.documents == routed
 
 
 def test_the_routing_check_is_a_locate_input(engine):

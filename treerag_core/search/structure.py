@@ -287,12 +287,15 @@ def window_hits(
 Judge = Callable[[Sequence[RetrievedChunk]], np.ndarray | None]
 
 
+FUSED_ORDER = "the fused order"
+
+
 def best_passage(hits: Sequence[RetrievedChunk], judge: Judge | None) -> tuple[int, str]:
     """Position of the best hit by the final reader (`judge`), or the first hit (the fused
     order) when it gives no scores; and which reader decided."""
     scores = judge(hits) if judge is not None else None
     if scores is None or len(scores) != len(hits):
-        return 0, "the fused order"
+        return 0, FUSED_ORDER
     best = min(range(len(hits)), key=lambda i: (-float(scores[i]), i))
     return best, "the cross-encoder"
 
@@ -309,11 +312,14 @@ def route(
     """Step 1 of treerag's local path: the documents to keep and the sections' scores.
 
     Documents are cut only when the scope holds more than `route_documents` of them (the
-    best by their share of the window), and, with a `judge`, only when the final reader
-    agrees: the best passage of the unrouted window (by step 2b's scorer, or the fused order
-    when it does not run) must be in a kept document. Otherwise routing is unsure and the
-    flat window stays. Sections are ranked, shown and scored, never cut, because a wrong
-    section costs the evidence a flat search would have found.
+    best by their share of the window), and, with a `judge`, only when a second reader
+    agrees: step 2b's cross-encoder must put the unrouted window's best passage in a kept
+    document. Where step 2b keeps the fused order (Chinese, rerank off) there is no second
+    reader: the fused scores proposed the cut, so their own best passage cannot confirm it,
+    and the flat window stays (issue 27: such a self-check cost 1.1 Recall@1000c on
+    held-back laws). Otherwise routing is unsure and the flat window stays too. Sections are
+    ranked, shown and scored, never cut, because a wrong section costs the evidence a flat
+    search would have found.
     """
     votes = document_votes(scores, size)
     names = {d.doc_id: d.name for d in index.documents}
@@ -322,21 +328,29 @@ def route(
         shares = ", ".join(f"{names.get(d, d)} {share:.0%}" for d, share in votes[:5])
         notes.append(f"documents by share of the window: {shares}")
     routed: tuple[str, ...] = ()
-    unsure = ""
+    unsure = unconfirmed = ""
     if route_documents and len(votes) > route_documents:
         routed = tuple(doc for doc, _ in votes[:route_documents])
         if judge is not None:
             hits = window_hits(index, scores, size, question)
             best, reader = best_passage(hits, judge)
             best_doc = hits[best].chunk.doc_id
-            verdict = "kept" if best_doc in routed else "not kept: no document cut"
-            notes.append(
-                f"routing check: the unrouted window's best passage by {reader} is in "
-                f"{names.get(best_doc, best_doc)} ({verdict})"
-            )
-            if best_doc not in routed:
-                unsure = names.get(best_doc, best_doc)
+            if reader == FUSED_ORDER:  # the proposer's own best passage: not a second opinion
+                unconfirmed = ", ".join(names.get(d, d) for d in routed)
+                notes.append(
+                    "routing check: no cross-encoder runs, and the fused order that proposed "
+                    f"the cut to {unconfirmed} cannot confirm it (not kept: no document cut)"
+                )
                 routed = ()
+            else:
+                verdict = "kept" if best_doc in routed else "not kept: no document cut"
+                notes.append(
+                    f"routing check: the unrouted window's best passage by {reader} is in "
+                    f"{names.get(best_doc, best_doc)} ({verdict})"
+                )
+                if best_doc not in routed:
+                    unsure = names.get(best_doc, best_doc)
+                    routed = ()
     sections = section_ranking(scores, size, routed)
     leaves = tuple(
         LocatedLeaf(leaf, index.nodes[leaf].heading_path, question, round(best, 4), "local")
@@ -348,6 +362,13 @@ def route(
             f"Structure-aware locator: every chunk scored with its heading path; kept the "
             f"{len(routed)} best of {len(votes)} documents in the window ({kept}); sections "
             "below are ranked by their best chunk and are scores, not a cut."
+        )
+    elif unconfirmed:
+        thinking = (
+            "Structure-aware locator: every chunk scored with its heading path; routing to "
+            f"{unconfirmed} was proposed by the fused scores and no second reader (no "
+            "cross-encoder) could confirm it, so no document cut; sections below are scores, "
+            "not a cut."
         )
     elif unsure:
         thinking = (

@@ -30,8 +30,9 @@ class StructureOptions:
     # treerag only: keep the best N documents (by their share of the window) when the scope
     # holds more than N. Measured: 1 loses 5-6 points; 2 gains 1.4-1.9 on both sets (corpus).
     route_documents: int = 2
-    # treerag only: cut documents only when the final reader (the cross-encoder, or the fused
-    # order where it does not run) puts the unrouted window's best passage in a kept document.
+    # treerag only: cut documents only when a second reader, the cross-encoder, puts the
+    # unrouted window's best passage in a kept document; without one (Chinese, rerank off)
+    # the fused order that proposed the cut cannot confirm it, so nothing is cut.
     route_check: bool = True
 
     def __post_init__(self) -> None:
