@@ -203,15 +203,7 @@ class CorpusIndex:
         engine = self.chunk_engine()
         if engine is not None:  # a document filter in the engine; nothing is built here
             rows = self.scope_rows(scope)
-            doc_ids = None if scope is None else sorted(set(scope))
-            dense, bm25 = engine.score_chunks(
-                self,
-                rows,
-                query_vector,
-                query_tokens,
-                doc_ids=doc_ids,
-                stats_docs=self.bm25_scope(scope),
-            )
+            dense, bm25 = self.served_scores(engine, scope, rows, query_vector, query_tokens)
             return rows, dense, bm25.astype(np.float32)
         key = "*" if scope is None else "*" + "\x1f".join(sorted(set(scope)))
         with self._lock:
@@ -233,6 +225,28 @@ class CorpusIndex:
             return rows, empty, empty
         dense = index.scores(query_vector)
         return rows, dense, scorer.scores(query_tokens).astype(np.float32)
+
+    def served_scores(
+        self,
+        engine: Any,
+        scope: Sequence[str] | None,
+        rows: np.ndarray,
+        query_vector: np.ndarray,
+        query_tokens: list[str],
+        *,
+        with_path: bool = False,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Dense and (float64) BM25 of a scope's `rows` from `engine`: a document filter, and
+        BM25 with the scope's statistics (`bm25_scope`). `with_path`: heading path + passage."""
+        return engine.score_chunks(
+            self,
+            rows,
+            query_vector,
+            query_tokens,
+            doc_ids=None if scope is None else sorted(set(scope)),
+            with_path=with_path,
+            stats_docs=self.bm25_scope(scope),
+        )
 
     def heading_terms(self, leaf_id: str) -> frozenset[str]:
         """Tokens of a leaf's heading path and summary, tokenised once per index."""

@@ -186,15 +186,8 @@ def _hybrid_scores(
     engine = index.chunk_engine()
     if engine is not None:  # dense and heading path + passage BM25, both from the engine
         rows = table.rows
-        docs = None if scope is None else sorted(set(scope))
-        dense, bm25 = engine.score_chunks(
-            index,
-            rows,
-            query_vector,
-            query_tokens,
-            doc_ids=docs,
-            with_path=True,
-            stats_docs=index.bm25_scope(scope),
+        dense, bm25 = index.served_scores(
+            engine, scope, rows, query_vector, query_tokens, with_path=True
         )
     else:
         rows, dense, _ = index.score_scope(scope, query_vector, [])
