@@ -6,7 +6,8 @@ One index lives in two collections (a URI's file path is Milvus Lite, a URL a se
   trace's payload (document, leaf, heading path, offsets, pages, row) and two BM25 fields
   the engine fills itself (a BM25 `Function` over our tokens): the passage, and heading
   path + passage (treerag's heading-aware BM25). BM25 statistics are per collection, so
-  only chunks live here: any other row would change every IDF.
+  only chunks live here: any other row would change every IDF. A scope narrower than the
+  collection reads its rows' terms here and is scored with its own statistics in our process.
 - `<name>_layers`: the drill-down's document and parent points (dense, filtered by `kind`),
   and the manifest row written last by a push (no manifest: a half-written build).
 """
