@@ -1,10 +1,15 @@
 """Chinese BM25 on Milvus against our in-process BM25, on the laws' dev questions.
 
-Three BM25 rankings of the same chunks for each question, compared with the in-process one
+Four BM25 rankings of the same chunks for each question, compared with the in-process one
 (`treerag_core.index.bm25`, jieba tokens, k1 1.5, b 0.75), in corpus scope and in the question's
 own document(s):
 
-- `ours on Milvus`: our jieba tokens sent pre-tokenised (`MilvusStore`, the backend's way);
+- `ours on Milvus`: our jieba tokens sent pre-tokenised (`MilvusStore`, the backend's way:
+  the engine's BM25 over the corpus; in a narrower scope the engine serves the scope's term
+  rows and they are scored with the scope's statistics, as in process);
+- `engine BM25, collection statistics`: the same tokens, the engine's own BM25 in every
+  scope (IDF and mean length over the whole collection: the backend before it scored narrow
+  scopes with their own statistics);
 - `Milvus chinese analyzer`: the raw text, cut by the engine's own `chinese` analyzer
   (jieba inside Milvus, with its own dictionary and filters).
 
@@ -146,7 +151,13 @@ def main(argv: list[str] | None = None) -> int:
             _, _, served = index.score_scope(docs, probe, tokens)
             flt = "" if docs is None else one_of("doc_id", docs)
             analyzed = engine_scores(store.client, raw, q["question"], rows, flt)
-            for name, theirs in (("ours on Milvus", served), ("Milvus chinese analyzer", analyzed)):
+            by_doc = None if docs is None else sorted(set(docs))
+            collection = store.score_chunks(index, rows, probe, tokens, doc_ids=by_doc)[1]
+            for name, theirs in (
+                ("ours on Milvus", served),
+                ("engine BM25, collection statistics", collection),
+                ("Milvus chinese analyzer", analyzed),
+            ):
                 key = f"{scope_name} | {name}"
                 results.setdefault(key, []).append(agreement(np.asarray(ours), theirs))
     attach_store(index, None)

@@ -35,6 +35,24 @@ def compare(left: dict, right: dict) -> list[str]:
     return lines
 
 
+def same_order(left: dict, right: dict) -> list[str]:
+    """Per strategy, how many questions got other passages or sections (ids, in order): the
+    metrics can agree while the rankings under them differ."""
+    lines = []
+    for name, records in left["questions"].items():
+        theirs = {r["id"]: r for r in right["questions"].get(name, [])}
+        differ = 0
+        for record in records:
+            other = theirs.get(record["id"], {})
+            for key, item in (("top", "chunk_id"), ("picked", "node_id")):
+                ours_ids = [x[item] for x in record.get(key) or []]
+                if ours_ids != [x[item] for x in other.get(key) or []]:
+                    differ += 1
+                    break
+        lines.append(f"{name}: {differ} of {len(records)} questions ranked otherwise")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("in_process", help="the eval report run in process")
@@ -46,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{left['dataset']}, {left['scope']} scope, {n} questions; in-process / Milvus")
     print(f"(points of difference; ** beyond {BOUND})")
     print("\n".join(compare(left, right)))
+    print("\n".join(same_order(left, right)))
     return 0
 
 

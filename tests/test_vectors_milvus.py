@@ -99,23 +99,32 @@ def test_per_leaf_search_is_a_leaf_filter(served):
     # treerag's picked leaves (a manual pick here) and the per-leaf hybrid search of step 2
     # (`search_leaf`, the oracle's) both become a leaf filter in the engine.
     plain, on_milvus, _ = served
-    leaves = [n.node_id for n in plain.leaves() if len(plain.leaf_rows(n.node_id)) >= 3][:3]
+
+    def about_routers(leaf: str) -> bool:
+        return any("router" in plain.chunks[r].text.lower() for r in plain.leaf_rows(leaf))
+
+    big = [n.node_id for n in plain.leaves() if len(plain.leaf_rows(n.node_id)) >= 3]
+    leaves = sorted(big, key=lambda leaf: not about_routers(leaf))[:3]  # matching ones first
     a, b = both(served, QUESTIONS[0], "treerag", leaves=leaves)
     assert ids(a.reranked) == ids(b.reranked)
     assert b.reranked and {h.chunk.source_node_id for h in b.reranked} <= set(leaves)
     embedder = get_embedder("hashing")
+    matched = 0
     for leaf in leaves:
         group = search_leaf(
             on_milvus, leaf, QUESTIONS[0], SETTINGS.retrieve, embedder.embed_query, tokenize
         )
         assert group.hits and {h.chunk.source_node_id for h in group.hits} == {leaf}
-        # every chunk of the leaf: the same cosine; BM25 > 0 exactly where it matches
-        qvec = embedder.embed_query("router expert")
-        rows, dense, bm25 = plain.score_leaf(leaf, qvec, ["router", "expert"])
-        rows_m, dense_m, bm25_m = on_milvus.score_leaf(leaf, qvec, ["router", "expert"])
+        # every chunk of the leaf: the same cosine, and BM25 with the leaf's document's
+        # statistics on both paths: the same numbers
+        qvec = embedder.embed_query(QUESTIONS[0])
+        rows, dense, bm25 = plain.score_leaf(leaf, qvec, tokenize(QUESTIONS[0]))
+        rows_m, dense_m, bm25_m = on_milvus.score_leaf(leaf, qvec, tokenize(QUESTIONS[0]))
         assert np.array_equal(rows, rows_m)
         np.testing.assert_allclose(dense_m, dense, atol=1e-5)
-        assert np.array_equal(bm25_m > 0, bm25 > 0)  # IDF: the collection's, not the document's
+        assert bm25_m.dtype == bm25.dtype and np.array_equal(bm25_m, bm25)
+        matched += int(bm25.any())
+    assert matched
 
 
 @pytest.mark.parametrize("question", QUESTIONS)
@@ -141,12 +150,63 @@ def test_drilldown_layers_are_type_filtered_searches(served):
     for question in QUESTIONS:
         a, b = both(served, question, "drilldown")
         # Layers 1-2 (documents, parents) pick the same sections; layer 3 ranks their
-        # passages with the collection's BM25 IDF instead of the document's, so only the
-        # best passage is held to equality, the rest to the picked sections.
+        # passages with BM25 over each section's document's statistics on both paths.
         picked = [leaf.node_id for leaf in a.locate.leaves]
         assert [leaf.node_id for leaf in b.locate.leaves] == picked and picked
         assert {h.chunk.source_node_id for h in b.reranked} <= set(picked)
-        assert ids(a.reranked)[:1] == ids(b.reranked)[:1]
+        assert_same_hits(a.reranked, b.reranked)
+
+
+# (question, its document): English and Chinese, each searched inside its own document
+IN_DOCUMENT = (
+    (QUESTIONS[0], "test_paper.md"),
+    (QUESTIONS[1], "劳动合同法(2012-12-28).md"),
+)
+
+
+def assert_same_hits(a, b) -> None:
+    """Same chunks in the same order with the same scores (cosine: FLAT, float32)."""
+    assert ids(a) == ids(b) and a
+    for x, y in zip(a, b, strict=True):
+        assert y.dense == pytest.approx(x.dense, abs=1e-5)
+        assert y.bm25 == pytest.approx(x.bm25, rel=1e-6, abs=1e-9)
+        assert y.fused == pytest.approx(x.fused, abs=1e-4)
+        assert (y.pool_fused is None) == (x.pool_fused is None)
+        assert y.pool_fused == pytest.approx(x.pool_fused, abs=1e-4)
+
+
+@pytest.mark.parametrize("strategy", ["flat-hybrid", "treerag", "drilldown"])
+@pytest.mark.parametrize(("question", "doc"), IN_DOCUMENT)
+def test_document_scope_equals_in_process(served, strategy, question, doc):
+    # A question's document is narrower than the collection: the engine serves its term
+    # rows and BM25 is scored here with that document's statistics, as in process.
+    a, b = both(served, question, strategy, scope=[doc])
+    assert_same_hits(a.candidates, b.candidates)
+    assert_same_hits(a.reranked, b.reranked)
+    assert {h.chunk.doc_id for h in b.reranked} == {doc}
+    if strategy == "treerag":
+        assert [x.node_id for x in a.locate.leaves] == [x.node_id for x in b.locate.leaves]
+
+
+def test_bm25_statistics_follow_one_rule(served):
+    # bm25_scope: a leaf's document, a scope's documents, the corpus for None or every
+    # document; the engine serves the corpus's BM25 itself, the rest from the scope's rows.
+    plain, on_milvus, store = served
+    docs = sorted(d.doc_id for d in plain.documents)
+    leaf = next(n.node_id for n in plain.leaves(docs[0]) if len(plain.leaf_rows(n.node_id)))
+    assert plain.bm25_scope(leaf_id=leaf) == (docs[0],)
+    assert plain.bm25_scope([docs[1], docs[0], docs[1]]) == (docs[0], docs[1])
+    assert plain.bm25_scope(None) is None and plain.bm25_scope(docs) is None
+    qvec = get_embedder("hashing").embed_query(QUESTIONS[1])
+    q_tokens = tokenize(QUESTIONS[1])
+    for scope in (None, docs, docs[-2:], [docs[-1]]):  # the last two: Chinese
+        rows, _, bm25 = plain.score_scope(scope, qvec, q_tokens)
+        rows_m, _, bm25_m = on_milvus.score_scope(scope, qvec, q_tokens)
+        assert np.array_equal(rows, rows_m) and bm25.any()
+        np.testing.assert_allclose(bm25_m, bm25, rtol=1e-5, atol=1e-6)
+    # a narrow scope's rows are one filtered query, kept for a few scopes only
+    assert len(store._scope_terms) <= 8
+    assert all(key[0] != tuple(docs) for key in store._scope_terms)
 
 
 def test_hirag_chunk_store_is_served(served):

@@ -52,7 +52,8 @@ class CorpusIndex:
     _chunk_rows: dict[str, int] = field(default_factory=dict, repr=False)
     _faiss: dict[str, FlatGroup] = field(default_factory=dict, repr=False)
     _bm25: dict[str, LeafBM25] = field(default_factory=dict, repr=False)
-    _doc_stats: dict[str, BM25Stats] = field(default_factory=dict, repr=False)
+    # BM25 statistics of one document (a leaf's), or of the corpus under None
+    _doc_stats: dict[tuple[str, ...] | None, BM25Stats] = field(default_factory=dict, repr=False)
     _scopes: dict[str, tuple] = field(default_factory=dict, repr=False)
     _heading_terms: dict[str, frozenset[str]] = field(default_factory=dict, repr=False)
     _structure: dict[str, Any] = field(default_factory=dict, repr=False)  # structure.py's tables
@@ -127,17 +128,37 @@ class CorpusIndex:
                 self._faiss[leaf_id] = index
             return index
 
+    def bm25_scope(
+        self, scope: Sequence[str] | None = None, leaf_id: str | None = None
+    ) -> tuple[str, ...] | None:
+        """The documents whose chunks give a search's BM25 its statistics (IDF, mean length).
+
+        A leaf's: its whole document (a 1-5 chunk section needs a wider IDF); a scope's: its
+        own documents; None: every document, the corpus (what an engine's collection holds).
+        The one rule for both paths: in process, and on an engine that serves the chunks
+        (Milvus scores a narrower scope's rows with these statistics, `score_chunks`).
+        """
+        docs = {self.nodes[leaf_id].doc_id} if leaf_id is not None else scope
+        if docs is None:
+            return None
+        wanted = set(docs)
+        if wanted >= {d.doc_id for d in self.documents}:
+            return None  # every document: the corpus's statistics
+        return tuple(sorted(wanted))
+
+    def bm25_stats(self, docs: tuple[str, ...] | None) -> BM25Stats:
+        """BM25 statistics over the chunks of `docs` (None: every chunk), from `bm25_scope`."""
+        return BM25Stats.from_tokens([self.tokens[i] for i in self.scope_rows(docs)])
+
     def leaf_bm25(self, leaf_id: str) -> LeafBM25:
         """The leaf's BM25, scoring only its chunks but with IDF over its whole document."""
         with self._lock:
             scorer = self._bm25.get(leaf_id)
             if scorer is None:
-                doc_id = self.nodes[leaf_id].doc_id
-                stats = self._doc_stats.get(doc_id)
+                docs = self.bm25_scope(leaf_id=leaf_id)
+                stats = self._doc_stats.get(docs)
                 if stats is None:
-                    doc_rows = [i for i, c in enumerate(self.chunks) if c.doc_id == doc_id]
-                    stats = BM25Stats.from_tokens([self.tokens[i] for i in doc_rows])
-                    self._doc_stats[doc_id] = stats
+                    stats = self._doc_stats[docs] = self.bm25_stats(docs)
                 rows = self.leaf_rows(leaf_id)
                 scorer = LeafBM25.from_tokens([self.tokens[i] for i in rows], stats)
                 self._bm25[leaf_id] = scorer
@@ -152,9 +173,16 @@ class CorpusIndex:
             empty = np.zeros(0, dtype=np.float32)
             return rows, empty, empty
         engine = self.chunk_engine()
-        if engine is not None:  # a leaf filter in the engine (BM25's IDF: the collection's)
-            scores = engine.score_chunks(self, rows, query_vector, query_tokens, leaf_id=leaf_id)
-            return rows, *scores
+        if engine is not None:  # a leaf filter in the engine; BM25 with the document's stats
+            dense, bm25 = engine.score_chunks(
+                self,
+                rows,
+                query_vector,
+                query_tokens,
+                leaf_id=leaf_id,
+                stats_docs=self.bm25_scope(leaf_id=leaf_id),
+            )
+            return rows, dense, bm25.astype(np.float32)
         dense = self.leaf_faiss(leaf_id).scores(query_vector)
         bm25 = self.leaf_bm25(leaf_id).scores(query_tokens).astype(np.float32)
         return rows, dense, bm25
@@ -175,9 +203,8 @@ class CorpusIndex:
         engine = self.chunk_engine()
         if engine is not None:  # a document filter in the engine; nothing is built here
             rows = self.scope_rows(scope)
-            doc_ids = None if scope is None else sorted(set(scope))
-            scores = engine.score_chunks(self, rows, query_vector, query_tokens, doc_ids=doc_ids)
-            return rows, *scores
+            dense, bm25 = self.served_scores(engine, scope, rows, query_vector, query_tokens)
+            return rows, dense, bm25.astype(np.float32)
         key = "*" if scope is None else "*" + "\x1f".join(sorted(set(scope)))
         with self._lock:
             cached = self._scopes.pop(key, None)
@@ -185,7 +212,7 @@ class CorpusIndex:
                 rows = self.scope_rows(scope)
                 index = FlatGroup(self.embeddings[rows], self.dim)
                 tokens = [self.tokens[i] for i in rows]
-                scorer = LeafBM25.from_tokens(tokens, BM25Stats.from_tokens(tokens))
+                scorer = LeafBM25.from_tokens(tokens, self.bm25_stats(self.bm25_scope(scope)))
                 cached = (rows, index, scorer)
             self._scopes[key] = cached  # most recently used last
             # Each distinct scope holds a FAISS + BM25 copy: keep only the recent few, so no
@@ -198,6 +225,28 @@ class CorpusIndex:
             return rows, empty, empty
         dense = index.scores(query_vector)
         return rows, dense, scorer.scores(query_tokens).astype(np.float32)
+
+    def served_scores(
+        self,
+        engine: Any,
+        scope: Sequence[str] | None,
+        rows: np.ndarray,
+        query_vector: np.ndarray,
+        query_tokens: list[str],
+        *,
+        with_path: bool = False,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Dense and (float64) BM25 of a scope's `rows` from `engine`: a document filter, and
+        BM25 with the scope's statistics (`bm25_scope`). `with_path`: heading path + passage."""
+        return engine.score_chunks(
+            self,
+            rows,
+            query_vector,
+            query_tokens,
+            doc_ids=None if scope is None else sorted(set(scope)),
+            with_path=with_path,
+            stats_docs=self.bm25_scope(scope),
+        )
 
     def heading_terms(self, leaf_id: str) -> frozenset[str]:
         """Tokens of a leaf's heading path and summary, tokenised once per index."""

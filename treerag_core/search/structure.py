@@ -77,6 +77,9 @@ def scope_structure(index: CorpusIndex, scope: Sequence[str] | None) -> ScopeStr
                 path_tokens[leaf_of_row[i]] + index.tokens[row]
                 for i, row in enumerate(rows.tolist())
             ]
+            stats_rows = index.scope_rows(index.bm25_scope(scope))
+            if not np.array_equal(stats_rows, rows):  # bm25_scope: a scope's are its own rows
+                raise RuntimeError("the BM25 statistics of a scope are not its own rows")
             passages = LeafBM25.from_tokens(passage_tokens, BM25Stats.from_tokens(passage_tokens))
         section_tokens = [list(p) for p in path_tokens]
         for i, row in enumerate(rows.tolist()):
@@ -183,9 +186,8 @@ def _hybrid_scores(
     engine = index.chunk_engine()
     if engine is not None:  # dense and heading path + passage BM25, both from the engine
         rows = table.rows
-        docs = None if scope is None else sorted(set(scope))
-        dense, bm25 = engine.score_chunks(
-            index, rows, query_vector, query_tokens, doc_ids=docs, with_path=True
+        dense, bm25 = index.served_scores(
+            engine, scope, rows, query_vector, query_tokens, with_path=True
         )
     else:
         rows, dense, _ = index.score_scope(scope, query_vector, [])

@@ -6,7 +6,8 @@ One index lives in two collections (a URI's file path is Milvus Lite, a URL a se
   trace's payload (document, leaf, heading path, offsets, pages, row) and two BM25 fields
   the engine fills itself (a BM25 `Function` over our tokens): the passage, and heading
   path + passage (treerag's heading-aware BM25). BM25 statistics are per collection, so
-  only chunks live here: any other row would change every IDF.
+  only chunks live here: any other row would change every IDF. A scope narrower than the
+  collection reads its rows' terms here and is scored with its own statistics in our process.
 - `<name>_layers`: the drill-down's document and parent points (dense, filtered by `kind`),
   and the manifest row written last by a push (no manifest: a half-written build).
 """
@@ -20,6 +21,7 @@ import threading
 import warnings
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,7 @@ import numpy as np
 
 from treerag_core.base.errors import VectorStoreError
 from treerag_core.base.names import DEFAULT_COLLECTION
+from treerag_core.index.bm25 import BM25Stats, LeafBM25
 from treerag_core.index.vectors.base import (
     KINDS,
     Kind,
@@ -42,6 +45,7 @@ from treerag_core.index.vectors.milvus_expr import (
     check_collection_name,
     equals,
     one_of,
+    term,
     terms,
 )
 
@@ -58,6 +62,9 @@ MAX_VARCHAR = 65535  # bytes
 BM25_K1 = 1.5
 BM25_B = 0.75
 _HIT_FIELDS = ["kind", "doc_id", "item_id", "parent_id", "heading_path", "row"]
+# Narrow scopes whose term rows and BM25 statistics stay here (drill-down's layer 3 scores
+# several leaves of one document per question): a few documents' rows, never the corpus's.
+MAX_SCOPE_TERMS = 8
 _CLIENTS: dict[str, Any] = {}
 _CLIENTS_LOCK = threading.Lock()
 
@@ -123,6 +130,17 @@ def _clip(text: str, limit: int = MAX_VARCHAR) -> str:
     return text if len(data) <= limit else data[:limit].decode("utf-8", errors="ignore")
 
 
+@dataclass(frozen=True, eq=False)
+class _ScopeTerms:
+    """A narrow scope's chunks as the engine holds them: rows (ascending), item ids, term
+    lists (our tokens' hashes) and the BM25 statistics over them."""
+
+    rows: np.ndarray
+    items: list[str]
+    tokens: list[list[str]]
+    stats: BM25Stats
+
+
 class MilvusStore:
     """A VectorStore over two Milvus collections, and the chunk scorer of an attached index.
 
@@ -159,6 +177,9 @@ class MilvusStore:
         self.index_type = index_type
         self.window = window
         self._loaded = False
+        # (documents, term field) -> that scope's rows, item ids, term lists, BM25 stats
+        self._scope_terms: dict[tuple, _ScopeTerms] = {}
+        self._scope_lock = threading.Lock()
 
     @classmethod
     def open(
@@ -505,18 +526,25 @@ class MilvusStore:
         doc_ids: Sequence[str] | None = None,
         leaf_id: str | None = None,
         with_path: bool = False,
+        stats_docs: Sequence[str] | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Cosine and BM25 of the chunks at `rows` (ascending), both computed by the engine.
+        """Cosine and BM25 of the chunks at `rows` (ascending), served by the engine.
 
         The group is the scope's documents or one leaf (a filter). Up to `window` rows it is
         scored exactly: every chunk's cosine, every matching chunk's BM25 (0 for the rest, as
         in process). Past it, the top `window` of each; the others get the group's lowest
         cosine (the best hit of the negated query) and BM25 0, so min-max fusion still spans
         the same range. `with_path`: BM25 over heading path + passage (treerag).
+
+        `stats_docs` (the index's `bm25_scope`): the documents BM25's statistics come from.
+        None, the corpus, is the collection: the engine's BM25 is ours. Narrower (a question's
+        document, a leaf's document), the engine's collection-wide IDF is not: the engine
+        serves those documents' term rows (a filtered query, bounded by the scope) and they
+        are scored here with the in-process BM25 over the same statistics.
         """
         count = len(rows)
         dense = np.zeros(count, dtype=np.float32)
-        bm25 = np.zeros(count, dtype=np.float32)
+        bm25 = np.zeros(count, dtype=np.float64)
         if not count:
             return dense, bm25
         clauses = []
@@ -533,7 +561,10 @@ class MilvusStore:
                 lowest = self._search((-vector).tolist(), DENSE, flt, 1)
                 dense[:] = -float(lowest[0]["distance"]) if lowest else 0.0
             self._place(index, rows, hits, dense)
-            if query_tokens:
+            if query_tokens and stats_docs is not None:
+                field = "path_terms" if with_path else "terms"
+                bm25 = self._scope_bm25(index, rows, query_tokens, tuple(stats_docs), field)
+            elif query_tokens:
                 field = PATH_SPARSE if with_path else SPARSE
                 hits = self._search(terms(query_tokens), field, flt, limit)
                 # Milvus Lite reports BM25 as a negative distance, a server as the score:
@@ -542,6 +573,63 @@ class MilvusStore:
                     hit["distance"] = abs(float(hit["distance"]))
                 self._place(index, rows, hits, bm25)
         return dense, bm25
+
+    def _scope_bm25(
+        self,
+        index: Any,
+        rows: np.ndarray,
+        query_tokens: Sequence[str],
+        docs: tuple[str, ...],
+        field: str,
+    ) -> np.ndarray:
+        """float64 BM25 of `rows` with the statistics of `docs`' chunks, as in process."""
+        scope = self._terms_of(docs, field)
+        pos = np.searchsorted(scope.rows, rows)
+        for p, row in zip(pos.tolist(), rows.tolist(), strict=True):
+            item = scope.items[p] if p < len(scope.rows) and scope.rows[p] == row else None
+            if item != index.chunks[row].chunk_id:
+                raise VectorStoreError(
+                    f"Milvus holds no chunk {index.chunks[row].chunk_id!r} at row {row} among "
+                    "the scope's documents: the collection was pushed from another index; "
+                    "run `milvus-push` with this index"
+                )
+        scorer = LeafBM25.from_tokens([scope.tokens[p] for p in pos.tolist()], scope.stats)
+        return scorer.scores([term(t) for t in query_tokens])  # the engine's words: our hashes
+
+    def _terms_of(self, docs: tuple[str, ...], field: str) -> _ScopeTerms:
+        """The term rows of `docs` (one filtered query) and their BM25 statistics, cached."""
+        key = (docs, field)
+        with self._scope_lock:
+            cached = self._scope_terms.pop(key, None)
+            if cached is None:
+                with self._errors("read the scope's terms"):
+                    got = self._query_all(one_of("doc_id", docs), ["row", "item_id", field])
+                got.sort(key=lambda r: int(r["row"]))
+                token_lists = [str(r[field]).split() for r in got]
+                cached = _ScopeTerms(
+                    rows=np.asarray([int(r["row"]) for r in got], dtype=np.int64),
+                    items=[r["item_id"] for r in got],
+                    tokens=token_lists,
+                    stats=BM25Stats.from_tokens(token_lists),
+                )
+            self._scope_terms[key] = cached  # most recently used last
+            while len(self._scope_terms) > MAX_SCOPE_TERMS:
+                self._scope_terms.pop(next(iter(self._scope_terms)))
+        return cached
+
+    def _query_all(self, flt: str, fields: list[str]) -> list[dict]:
+        """Every row matching `flt` (a query holds at most WINDOW rows: past it, pages)."""
+        got = list(self.client.query(self.chunks, filter=flt, output_fields=fields, limit=WINDOW))
+        if len(got) < WINDOW:
+            return got
+        out: list[dict] = []
+        iterator = self.client.query_iterator(
+            self.chunks, batch_size=BATCH, filter=flt, output_fields=fields
+        )
+        while batch := iterator.next():
+            out.extend(batch)
+        iterator.close()
+        return out
 
     def _search(self, data: Any, field: str, flt: str, limit: int) -> list[dict]:
         result = self.client.search(
