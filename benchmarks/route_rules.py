@@ -148,6 +148,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--scope", choices=("doc", "corpus"), default="corpus")
     parser.add_argument("--only-score", action="store_true", help="score the reads kept")
+    parser.add_argument(
+        "--embedder", default=IndexSettings().embedder, help="the index's embedder (as eval's)"
+    )
     args = parser.parse_args(argv)
 
     dataset = load_dataset(args.data)
@@ -162,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     reads: dict[str, dict] = {}
     if args.reads.is_file():
         reads = json.loads(args.reads.read_text(encoding="utf-8"))
-    index = dataset_index(dataset, IndexSettings(), args.cache)
+    index = dataset_index(dataset, IndexSettings(embedder=args.embedder), args.cache)
     page_map = {d.doc_id: d.page_starts for d in index.documents if d.page_starts}
     if not args.only_score:
         embedder = index_embedder(index.embedder_name)
