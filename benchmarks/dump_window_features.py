@@ -52,11 +52,13 @@ def path_vectors(index, embedder, folder: Path | None = None) -> np.ndarray:
     return vectors
 
 
-def dev_set(data: Path, cache: Path):
-    """A dev set, its index as the harness builds it (default settings, cached) and the
-    index's embedder: what every offline script of issue 9 starts from."""
+def dev_set(data: Path, cache: Path, embedder: str | None = None):
+    """A dev set, its index as the harness builds it (default settings, or another
+    embedder; cached) and the index's embedder: what every offline script of issue 9 starts
+    from."""
     dataset = load_dataset(data)
-    index = dataset_index(dataset, IndexSettings(), cache)
+    settings = IndexSettings(embedder=embedder) if embedder else IndexSettings()
+    index = dataset_index(dataset, settings, cache)
     return dataset, index, index_embedder(index.embedder_name)
 
 

@@ -92,8 +92,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, required=True)
     parser.add_argument("--scope", choices=("doc", "corpus"), default="doc")
     parser.add_argument("--cache", type=Path, required=True)
+    parser.add_argument("--embedder", default=None, help="the index's embedder (default: eval's)")
     args = parser.parse_args(argv)
-    dataset, index, embedder = dev_set(args.data, args.cache)
+    dataset, index, embedder = dev_set(args.data, args.cache, args.embedder)
     retrieve = QuerySettings().retrieve
     size = retrieve.candidate_window
     path_vec = path_vectors(index, embedder)
