@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -47,3 +48,18 @@ def serve_app(port: int, env: Mapping[str, str], log_dir: Path) -> Iterator[subp
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
+
+
+def openai_app_env(data: Path, base_url: str) -> dict[str, str]:
+    """The environment of an explorer whose LLM is a local OpenAI-compatible server at
+    `base_url`: the machine's LLM keys and endpoints left out, the hashing embedder (speed),
+    `data` as its data folder, offline."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "OPENAI_"))}
+    env.update(
+        TREERAG_EMBEDDER="hashing",
+        TREERAG_DATA_DIR=str(data),
+        OPENAI_BASE_URL=base_url,
+        TREERAG_LLM_MODEL="llama3.2",
+        HF_HUB_OFFLINE="1",
+    )
+    return env

@@ -7,11 +7,10 @@ and a locate reply that is not JSON falls back to the local locator and says so.
 
 from __future__ import annotations
 
-import os
 import time
 
 import pytest
-from app_server import serve_app
+from app_server import openai_app_env, serve_app
 from fake_openai import FakeOpenAIServer, reply
 
 from tests.test_browser import ARGS, CHROMIUM, _free_port, _require_chromium
@@ -27,15 +26,7 @@ def openai_app(tmp_path_factory):
     data = tmp_path_factory.mktemp("browser_openai")
     with FakeOpenAIServer(default=reply(ANSWER, pause=0.1)) as server:
         port = _free_port()
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "OPENAI_"))}
-        env.update(
-            TREERAG_EMBEDDER="hashing",
-            TREERAG_DATA_DIR=str(data),
-            OPENAI_BASE_URL=server.base_url,
-            TREERAG_LLM_MODEL="llama3.2",
-            HF_HUB_OFFLINE="1",
-        )
-        with serve_app(port, env, data):
+        with serve_app(port, openai_app_env(data, server.base_url), data):
             yield f"http://127.0.0.1:{port}", server
 
 
