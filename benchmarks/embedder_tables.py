@@ -97,7 +97,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("folder", help="holds <set>-<embedder>-<scope>.json reports")
     parser.add_argument("--embedders", default="multilingual,e5")
     args = parser.parse_args(argv)
-    first, second = args.embedders.split(",")
+    names = args.embedders.split(",")
+    if len(names) != 2 or not all(names):
+        parser.error(f"--embedders takes two names, comma-separated (got {args.embedders!r})")
+    first, second = names
     folder = Path(args.folder)
     for path in sorted(folder.glob(f"*-{first}-*.json")):
         other = path.with_name(path.name.replace(f"-{first}-", f"-{second}-"))
