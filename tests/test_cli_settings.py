@@ -17,7 +17,7 @@ from treerag_core.cli import main
         (["eval", "--chunk-size", "0"], "chunk_size must be >= 20"),
         (["eval", "--max-depth", "0"], "max_depth must be >= 1"),
         (["eval", "--strategy", "nope"], "unknown strategies ['nope']"),
-        (["eval", "--top-k", "0"], "top_k must be > 0"),
+        (["eval", "--top-k", "0"], "final_top_k must be >= 1"),
     ],
 )
 def test_bad_index_and_eval_flags_are_one_line_errors(tmp_path, capsys, argv, message):

@@ -4,6 +4,7 @@ classes accept exactly that range, and the CLI's flags and the explorer's widget
 from __future__ import annotations
 
 import argparse
+import re
 import subprocess
 import sys
 from dataclasses import fields, replace
@@ -61,6 +62,19 @@ def test_the_declared_range_is_the_range_the_settings_class_accepts(path):
         above = info.max + (1 if whole else 0.01)
         with pytest.raises(ValueError):
             _set(path, int(above) if whole else above)
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "message"),
+    [
+        ("locate.max_leaves", 6, "max_leaves must be in 1..5, but got 6"),
+        ("retrieve.dense_weight", float("nan"), "dense_weight must be in 0..1, but got nan"),
+        ("llm.context_tokens", 999, "context_tokens must be >= 1000, but got 999"),
+    ],
+)
+def test_a_value_outside_the_declared_range_is_refused_naming_it(path, value, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        _set(path, value)
 
 
 def test_drilldown_options_declare_their_layers_and_ranges():

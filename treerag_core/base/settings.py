@@ -20,9 +20,10 @@ SETTING = "setting"  # the dataclass field metadata key of a setting's SettingIn
 class SettingInfo:
     """How a setting is shown and asked for: the CLI flags and the explorer's widgets read it.
 
-    `min`/`max` are the values the settings class accepts (its `__post_init__` refuses
-    others); `top` is the highest value a widget offers (default `max`); `step` a widget's
-    step; `choices` (value, short label) pairs for a setting with named values.
+    `min`/`max` are the values the settings class accepts (`check_ranges`, called by its
+    `__post_init__`, refuses others: the range is declared here only); `top` is the highest
+    value a widget offers (default `max`); `step` a widget's step; `choices` (value, short
+    label) pairs for a setting with named values.
     """
 
     label: str
@@ -77,6 +78,30 @@ def _check(ok: bool, message: str) -> None:
         raise ValueError(message)
 
 
+def _bound(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+def check_ranges(obj: Any) -> None:
+    """Refuse a field outside the `min`/`max` its SettingInfo declares (NaN included)."""
+    for f in fields(obj):
+        info = f.metadata.get(SETTING)
+        if info is None or (info.min is None and info.max is None):
+            continue
+        value = getattr(obj, f.name)
+        low = info.min if info.min is not None else -float("inf")
+        high = info.max if info.max is not None else float("inf")
+        if not low <= value <= high:
+            wanted = (
+                f"in {_bound(low)}..{_bound(high)}"
+                if info.min is not None and info.max is not None
+                else f">= {_bound(low)}"
+                if info.max is None
+                else f"<= {_bound(high)}"
+            )
+            raise ValueError(f"{f.name} must be {wanted}, but got {value}")
+
+
 def _coerce(obj: Any, name: str, enum: type) -> None:
     """Accept the enum's string value (from JSON, the CLI or a widget) in a frozen dataclass."""
     value = getattr(obj, name)
@@ -125,8 +150,7 @@ class LocateSettings(_Step):
 
     def __post_init__(self) -> None:
         _coerce(self, "locator", Locator)
-        _check(1 <= self.max_leaves <= 5, f"max_leaves must be in 1..5, but got {self.max_leaves}")
-        _check(self.budget_tokens > 0, f"budget_tokens must be > 0, but got {self.budget_tokens}")
+        check_ranges(self)
 
 
 @dataclass(frozen=True)
@@ -169,16 +193,7 @@ class RetrieveSettings(_Step):
 
     def __post_init__(self) -> None:
         _coerce(self, "fusion", Fusion)
-        _check(
-            0.0 <= self.dense_weight <= 1.0,
-            f"dense_weight must be in [0, 1], but got {self.dense_weight}",
-        )
-        _check(self.rrf_k > 0, f"rrf_k must be > 0, but got {self.rrf_k}")
-        _check(self.top_k_per_leaf > 0, f"top_k_per_leaf must be > 0, got {self.top_k_per_leaf}")
-        _check(
-            self.candidate_window > 0,
-            f"candidate_window must be > 0, but got {self.candidate_window}",
-        )
+        check_ranges(self)
 
     @property
     def bm25_weight(self) -> float:
@@ -255,8 +270,7 @@ class AnswerSettings(_Step):
     )
 
     def __post_init__(self) -> None:
-        _check(self.final_top_k > 0, f"final_top_k must be > 0, but got {self.final_top_k}")
-        _check(self.context_chars >= 0, f"context_chars must be >= 0, got {self.context_chars}")
+        check_ranges(self)
 
 
 @dataclass(frozen=True)
@@ -310,11 +324,7 @@ class LLMSettings(_Step):
         _coerce(self, "provider", Provider)
         _check(self.timeout > 0, f"timeout must be > 0, but got {self.timeout}")
         _check(self.deadline > 0, f"deadline must be > 0, but got {self.deadline}")
-        _check(0 <= self.max_retries <= 10, f"max_retries must be in 0..10, got {self.max_retries}")
-        _check(
-            self.context_tokens >= 1000,
-            f"context_tokens must be >= 1000, but got {self.context_tokens}",
-        )
+        check_ranges(self)
 
 
 _STEPS: dict[str, type[_Step]] = {

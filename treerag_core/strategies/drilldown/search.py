@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, NoReturn
 import numpy as np
 
 from treerag_core.base.errors import VectorStoreError
-from treerag_core.base.settings import FusionArgs, RetrieveSettings, setting
+from treerag_core.base.settings import FusionArgs, RetrieveSettings, check_ranges, setting
 from treerag_core.base.types import ContextSection, DocumentScore, Language, RetrievedChunk
 from treerag_core.index.bm25 import BM25Stats, LeafBM25
 from treerag_core.index.vectors.base import Kind, VectorQuery, VectorStore
@@ -59,10 +59,7 @@ class DrilldownOptions:
     parent_chars: int = 1200  # parent context handed to synthesis
 
     def __post_init__(self) -> None:
-        for name in ("documents", "parents", "children"):
-            value = getattr(self, name)
-            if not 1 <= value <= 50:
-                raise ValueError(f"{name} must be in 1..50, but got {value}")
+        check_ranges(self)
         for name in ("doc_signal", "parent_signal"):
             if getattr(self, name) not in SIGNALS:
                 raise ValueError(
