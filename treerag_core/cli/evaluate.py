@@ -156,6 +156,8 @@ def run(args: argparse.Namespace) -> int:
         "latency is measured from a cold cache (query vectors and cross-encoder scores)"
     )
     print(f"n = questions scored; {_left_out_line(report, args.limit)}")
+    for item in args.option or ():  # the rows above are not the defaults: say so
+        print(terminal_safe(f"option: {item.strip()}"))
     for reason, count in report["skipped"].items():
         print(terminal_safe(f"skipped {count}x: {reason}"))
     _llm_fallback_note(report)

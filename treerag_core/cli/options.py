@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -230,6 +230,14 @@ def add_retrieval_options(p: argparse.ArgumentParser) -> None:
         )
         + f" per layer (default {drilldown_default()}; the seed's is 1,1,3)",
     )
+    p.add_argument(
+        "--option",
+        action="append",
+        default=None,
+        metavar="STRATEGY.FIELD=VALUE",
+        help="one of a strategy's own options, e.g. flat-structured.section_weight=0.3 "
+        "(repeatable; strategies with options: " + ", ".join(sorted(option_types())) + ")",
+    )
     add_llm_options(p)
 
 
@@ -363,6 +371,47 @@ def _drilldown_layers(settings: QuerySettings, value: str) -> QuerySettings:
     return settings.with_option(DRILLDOWN, layers)
 
 
+_TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
+
+
+def _typed_like(default: object, text: str) -> object:
+    """`text` read as the type of the option's default (bool, int, float or str)."""
+    if isinstance(default, bool):
+        if text.lower() not in _TRUE + _FALSE:
+            raise ValueError(f"wants true or false, got {text!r}")
+        return text.lower() in _TRUE
+    if isinstance(default, int | float):
+        try:
+            return type(default)(text)
+        except ValueError:
+            raise ValueError(f"wants a {type(default).__name__}, got {text!r}") from None
+    return text
+
+
+def with_option_flag(settings: QuerySettings, item: str) -> QuerySettings:
+    """`--option STRATEGY.FIELD=VALUE`: that strategy's options with one field changed (its
+    other options kept); the options class validates the value."""
+    key, sep, text = item.partition("=")
+    strategy, _, name = key.strip().partition(".")
+    if not sep or not name:
+        raise ValueError(f"--option wants STRATEGY.FIELD=VALUE, got {item!r}")
+    kinds = option_types()
+    kind = kinds.get(strategy)
+    if kind is None:
+        raise ValueError(
+            f"strategy {strategy!r} has no options; these do: {', '.join(sorted(kinds))}"
+        )
+    names = [f.name for f in fields(kind)]
+    if name not in names:
+        raise ValueError(f"{strategy} has no option {name!r}; it has: {', '.join(names)}")
+    try:
+        value = _typed_like(field_default(kind, name), text.strip())
+    except ValueError as exc:
+        raise ValueError(f"--option {strategy}.{name} {exc}") from None
+    current = settings.option(strategy, kind())
+    return settings.with_option(strategy, replace(current, **{name: value}))
+
+
 def settings_from_args(args: argparse.Namespace, base: QuerySettings) -> QuerySettings:
     """`base` with every query flag the user gave applied; a bad value is a QueryError."""
     settings = base
@@ -375,6 +424,8 @@ def settings_from_args(args: argparse.Namespace, base: QuerySettings) -> QuerySe
             settings = settings.set("rerank.enabled", False)
         if getattr(args, "drilldown_layers", None):
             settings = _drilldown_layers(settings, args.drilldown_layers)
+        for item in getattr(args, "option", None) or ():
+            settings = with_option_flag(settings, item)
         if getattr(args, "mock", False):
             settings = settings.set("llm.enabled", False)
         elif getattr(args, "llm", True):  # eval calls no LLM without --llm
