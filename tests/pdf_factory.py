@@ -66,3 +66,24 @@ def report_pdf(n_pages: int = 3) -> bytes:
         lines.append(("876", 10, False, 400, y))
         pages.append(lines)
     return make_pdf(pages)
+
+
+BODY = [(f"Body text line {k} about revenue, costs and the year.", 10, False, 72, 600 - 13 * k)
+        for k in range(4)]  # fmt: skip
+ITEMS = ["Item 1. Business", "Item 2. Properties", "Item 3. Legal Proceedings",
+         "Item 4. Mine Safety", "Item 5. Market"]  # fmt: skip
+# Item 2's heading in contents_pdf: in body type, with none of its title's words
+UNSEEN = "Where we own and lease land"
+
+
+def contents_pdf() -> bytes:
+    """A contents page (p1) with five Items on printed pages 1-5 (PDF pages 2-6); Item 2's
+    heading is a body line with none of its title's words, so it is not found offline."""
+    toc = [("CONTENTS", 11, True, 72, 720)]
+    for k, title in enumerate(ITEMS):
+        toc += [(title, 10, False, 72, 690 - 16 * k), (str(k + 1), 10, False, 520, 690 - 16 * k)]
+    pages = [toc]
+    for k, title in enumerate(ITEMS):
+        head = (UNSEEN, 10, False, 72, 640) if k == 1 else (title, 12, True, 72, 720)
+        pages.append([head, *BODY, (str(k + 1), 9, False, 300, 30)])
+    return make_pdf(pages)

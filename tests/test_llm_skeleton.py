@@ -10,7 +10,7 @@ import re
 import pytest
 from fake_anthropic import FakeAnthropicServer, reply, status
 
-from tests.pdf_factory import make_pdf
+from tests.pdf_factory import BODY, ITEMS, UNSEEN, contents_pdf, make_pdf
 from treerag_core.base.errors import LLMError
 from treerag_core.base.types import Usage
 from treerag_core.ingest.convert import convert_bytes
@@ -20,24 +20,6 @@ from treerag_core.ingest.tree_edits import apply_edits
 from treerag_core.llm import AnthropicClient
 
 MB = 1024 * 1024
-BODY = [(f"Body text line {k} about revenue, costs and the year.", 10, False, 72, 600 - 13 * k)
-        for k in range(4)]  # fmt: skip
-ITEMS = ["Item 1. Business", "Item 2. Properties", "Item 3. Legal Proceedings",
-         "Item 4. Mine Safety", "Item 5. Market"]  # fmt: skip
-UNSEEN = "Where we own and lease land"  # Item 2's heading, in body type and other words
-
-
-def contents_pdf() -> bytes:
-    """A contents page (p1) with five Items on printed pages 1-5 (PDF pages 2-6); Item 2's
-    heading is a body line with none of its title's words, so it is not found offline."""
-    toc = [("CONTENTS", 11, True, 72, 720)]
-    for k, title in enumerate(ITEMS):
-        toc += [(title, 10, False, 72, 690 - 16 * k), (str(k + 1), 10, False, 520, 690 - 16 * k)]
-    pages = [toc]
-    for k, title in enumerate(ITEMS):
-        head = (UNSEEN, 10, False, 72, 640) if k == 1 else (title, 12, True, 72, 720)
-        pages.append([head, *BODY, (str(k + 1), 9, False, 300, 30)])
-    return make_pdf(pages)
 
 
 @pytest.fixture(scope="module")
