@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ctypes
 import io
+import json
+import re
 
 import pypdfium2 as pdfium
 import pypdfium2.raw as raw
@@ -87,3 +89,15 @@ def contents_pdf() -> bytes:
         head = (UNSEEN, 10, False, 72, 640) if k == 1 else (title, 12, True, 72, 720)
         pages.append([head, *BODY, (str(k + 1), 9, False, 300, 30)])
     return make_pdf(pages)
+
+
+def contents_answer(prompt: str) -> str:
+    """What a model would answer to the contents check of `contents_pdf`: each anchor is
+    right, and Item 2 (not found offline) opens at the line UNSEEN."""
+    answer: dict[str, int | None] = {}
+    for block in re.split(r"(?m)^Entry ", prompt)[1:]:
+        index = int(block.split(":", 1)[0])
+        found = re.search(r"anchored to line (\d+)", block)
+        hit = re.search(rf"(?m)^(\d+): {UNSEEN}$", block)
+        answer[str(index)] = int(found.group(1)) if found else int(hit.group(1)) if hit else None
+    return json.dumps(answer)

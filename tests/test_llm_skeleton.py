@@ -5,12 +5,11 @@ SDK against the fake Anthropic server."""
 from __future__ import annotations
 
 import json
-import re
 
 import pytest
 from fake_anthropic import FakeAnthropicServer, reply, status
 
-from tests.pdf_factory import BODY, ITEMS, UNSEEN, contents_pdf, make_pdf
+from tests.pdf_factory import BODY, ITEMS, UNSEEN, contents_answer, contents_pdf, make_pdf
 from treerag_core.base.errors import LLMError
 from treerag_core.base.types import Usage
 from treerag_core.ingest.convert import convert_bytes
@@ -196,15 +195,8 @@ def test_an_entry_without_a_page_is_looked_for_between_its_neighbours(doc) -> No
 
 
 def _answer_from_prompt(body) -> object:
-    """What a model would answer: for each entry not found, the line that opens its section."""
     prompt = "".join(part["text"] for m in body["messages"] for part in m["content"])
-    answer: dict[str, int | None] = {}
-    for block in re.split(r"(?m)^Entry ", prompt)[1:]:
-        index = int(block.split(":", 1)[0])
-        found = re.search(r"anchored to line (\d+)", block)
-        hit = re.search(rf"(?m)^(\d+): {UNSEEN}$", block)
-        answer[str(index)] = int(found.group(1)) if found else int(hit.group(1)) if hit else None
-    return reply(json.dumps(answer))
+    return reply(contents_answer(prompt))
 
 
 def test_against_the_fake_anthropic_server(doc) -> None:
@@ -238,3 +230,20 @@ def test_edits_run_last_line_first_so_equal_lines_keep_their_occurrence(doc) -> 
         (BODY[1][0], 3),
         (BODY[1][0], 4),
     ]
+
+
+def test_against_the_fake_openai_server_in_json_mode(doc) -> None:
+    from fake_openai import FakeOpenAIServer
+    from fake_openai import reply as openai_reply
+
+    from treerag_core.llm import OpenAIClient
+
+    def respond(body) -> object:
+        return openai_reply(contents_answer(body["messages"][0]["content"]))
+
+    with FakeOpenAIServer(responder=respond) as server:
+        client = OpenAIClient(None, base_url=server.base_url, timeout=5, max_retries=0)
+        check = ls.check_contents_skeleton(client, "local-model", doc)
+        assert server.bodies[0]["response_format"] == {"type": "json_object"}
+        assert server.bodies[0]["messages"][0]["content"].startswith(ls.PROMPT)
+    assert [(f.entry, f.kind) for f in check.fixes] == [(1, "mark")]

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import json
-import re
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.pdf_factory import UNSEEN, contents_pdf
+from tests.pdf_factory import UNSEEN, contents_answer, contents_pdf
 from treerag_core.base.types import Usage
 from treerag_core.ingest.tree_edits import TreeEdit, load_edits
 
@@ -107,17 +105,10 @@ def test_selected_lines_stop_being_headings_in_one_action(app: AppTest) -> None:
 
 
 class ContentsClient:
-    """Answers the contents check as a model would: each entry's anchor is right, and the
-    entry not found offline (Item 2) opens at the body line that names its subject."""
+    """Answers the contents check as a model would (`pdf_factory.contents_answer`)."""
 
     def complete(self, prefix, rest, model, max_tokens, json_mode=False):
-        answer = {}
-        for block in re.split(r"(?m)^Entry ", rest)[1:]:
-            anchored = re.search(r"anchored to line (\d+)", block)
-            hit = re.search(rf"(?m)^(\d+): {UNSEEN}$", block)
-            line = anchored or hit
-            answer[block.split(":", 1)[0]] = int(line.group(1)) if line else None
-        return json.dumps(answer), Usage(model=model)
+        return contents_answer(rest), Usage(model=model)
 
 
 def _pdf_app(tmp_path, monkeypatch, client) -> AppTest:
@@ -163,3 +154,12 @@ def test_contents_fixes_are_accepted_as_a_diff_and_undone(tmp_path, monkeypatch)
     at.button(key="te_skel").click().run()
     at.checkbox(key="te_skel_fix_1").uncheck().run()
     assert at.button(key="te_skel_accept").disabled
+
+
+def test_contents_proposals_made_before_another_edit_are_dropped(tmp_path, monkeypatch) -> None:
+    at = _pdf_app(tmp_path, monkeypatch, ContentsClient())
+    at.button(key="te_skel").click().run()
+    assert [c.key for c in at.checkbox] == ["te_skel_fix_1"]
+    at.text_input(key="te_line").set_value(UNSEEN)
+    at.button(key="te_mark").click().run()
+    assert not at.checkbox and "check them again" in " ".join(i.value for i in at.info)
