@@ -113,7 +113,7 @@ class ContentsClient:
 
 def _pdf_app(tmp_path, monkeypatch, client) -> AppTest:
     monkeypatch.setenv("TREE_EDITOR_DIR", str(tmp_path))
-    at = AppTest.from_file(str(APP.with_name("tree_editor_pdf_app.py")), default_timeout=30)
+    at = AppTest.from_file(str(APP), default_timeout=30)
     at.session_state["pdf"] = contents_pdf()
     if client is not None:
         at.session_state["fake_client"] = client
