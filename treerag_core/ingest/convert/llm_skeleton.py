@@ -104,6 +104,9 @@ class SkeletonFix:
 
 @dataclass(frozen=True)
 class SkeletonCheck:
+    """What a check gives back: the proposed fixes (by entry), notes on what was not asked
+    or was ignored, and the tokens it cost."""
+
     fixes: list[SkeletonFix]
     notes: list[str]
     usage: Usage
