@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ctypes
 import io
+import json
+import re
 
 import pypdfium2 as pdfium
 import pypdfium2.raw as raw
@@ -66,3 +68,36 @@ def report_pdf(n_pages: int = 3) -> bytes:
         lines.append(("876", 10, False, 400, y))
         pages.append(lines)
     return make_pdf(pages)
+
+
+BODY = [(f"Body text line {k} about revenue, costs and the year.", 10, False, 72, 600 - 13 * k)
+        for k in range(4)]  # fmt: skip
+ITEMS = ["Item 1. Business", "Item 2. Properties", "Item 3. Legal Proceedings",
+         "Item 4. Mine Safety", "Item 5. Market"]  # fmt: skip
+# Item 2's heading in contents_pdf: in body type, with none of its title's words
+UNSEEN = "Where we own and lease land"
+
+
+def contents_pdf() -> bytes:
+    """A contents page (p1) with five Items on printed pages 1-5 (PDF pages 2-6); Item 2's
+    heading is a body line with none of its title's words, so it is not found offline."""
+    toc = [("CONTENTS", 11, True, 72, 720)]
+    for k, title in enumerate(ITEMS):
+        toc += [(title, 10, False, 72, 690 - 16 * k), (str(k + 1), 10, False, 520, 690 - 16 * k)]
+    pages = [toc]
+    for k, title in enumerate(ITEMS):
+        head = (UNSEEN, 10, False, 72, 640) if k == 1 else (title, 12, True, 72, 720)
+        pages.append([head, *BODY, (str(k + 1), 9, False, 300, 30)])
+    return make_pdf(pages)
+
+
+def contents_answer(prompt: str) -> str:
+    """What a model would answer to the contents check of `contents_pdf`: each anchor is
+    right, and Item 2 (not found offline) opens at the line UNSEEN."""
+    answer: dict[str, int | None] = {}
+    for block in re.split(r"(?m)^Entry ", prompt)[1:]:
+        index = int(block.split(":", 1)[0])
+        found = re.search(r"anchored to line (\d+)", block)
+        hit = re.search(rf"(?m)^(\d+): {UNSEEN}$", block)
+        answer[str(index)] = int(found.group(1)) if found else int(hit.group(1)) if hit else None
+    return json.dumps(answer)

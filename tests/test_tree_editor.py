@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.pdf_factory import UNSEEN, contents_answer, contents_pdf
 from treerag_core.base.types import Usage
 from treerag_core.ingest.tree_edits import TreeEdit, load_edits
 
@@ -101,3 +102,64 @@ def test_selected_lines_stop_being_headings_in_one_action(app: AppTest) -> None:
     app.button(key="te_bulk").click().run()
     assert _outline(app) == [(1, "Guide")]
     assert "edits=2" in [t.value for t in app.text]
+
+
+class ContentsClient:
+    """Answers the contents check as a model would (`pdf_factory.contents_answer`)."""
+
+    def complete(self, prefix, rest, model, max_tokens, json_mode=False):
+        return contents_answer(rest), Usage(model=model)
+
+
+def _pdf_app(tmp_path, monkeypatch, client) -> AppTest:
+    monkeypatch.setenv("TREE_EDITOR_DIR", str(tmp_path))
+    at = AppTest.from_file(str(APP), default_timeout=30)
+    at.session_state["pdf"] = contents_pdf()
+    if client is not None:
+        at.session_state["fake_client"] = client
+    at.run()
+    assert not at.exception
+    return at
+
+
+def test_the_contents_check_shows_only_with_contents_and_an_llm(tmp_path, monkeypatch) -> None:
+    keys = [b.key for b in _pdf_app(tmp_path, monkeypatch, None).button]
+    assert "te_skel" not in keys and "te_suggest" not in keys
+    md = AppTest.from_file(str(APP), default_timeout=30)
+    md.session_state["fake_client"] = FakeClient()
+    md.run()
+    keys = [b.key for b in md.button]
+    assert "te_suggest" in keys and "te_skel" not in keys  # a Markdown file has no contents
+
+
+def test_contents_fixes_are_accepted_as_a_diff_and_undone(tmp_path, monkeypatch) -> None:
+    at = _pdf_app(tmp_path, monkeypatch, ContentsClient())
+    assert (1, UNSEEN) not in _outline(at)
+    at.button(key="te_skel").click().run()
+    assert not at.exception
+    box = at.checkbox(key="te_skel_fix_1")
+    assert box.label == (
+        f"'Item 2. Properties': the body line '{UNSEEN}' (p. 3) becomes its heading at level 1"
+    )
+    at.button(key="te_skel_accept").click().run()
+    assert [h for h in _outline(at) if h[0] == 1][:3] == [
+        (1, "Item 1. Business"),
+        (1, UNSEEN),
+        (1, "Item 3. Legal Proceedings"),
+    ]
+    assert "edits=1" in [t.value for t in at.text]
+    at.button(key="te_undo").click().run()
+    assert (1, UNSEEN) not in _outline(at)
+    # Rejected (unticked) proposals are not applied.
+    at.button(key="te_skel").click().run()
+    at.checkbox(key="te_skel_fix_1").uncheck().run()
+    assert at.button(key="te_skel_accept").disabled
+
+
+def test_contents_proposals_made_before_another_edit_are_dropped(tmp_path, monkeypatch) -> None:
+    at = _pdf_app(tmp_path, monkeypatch, ContentsClient())
+    at.button(key="te_skel").click().run()
+    assert [c.key for c in at.checkbox] == ["te_skel_fix_1"]
+    at.text_input(key="te_line").set_value(UNSEEN)
+    at.button(key="te_mark").click().run()
+    assert not at.checkbox and "check them again" in " ".join(i.value for i in at.info)

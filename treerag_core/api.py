@@ -120,6 +120,7 @@ from treerag_core.index.workspaces import (
 )
 from treerag_core.ingest.convert import SUPPORTED_SUFFIXES
 from treerag_core.ingest.convert.llm_levels import propose_level_fixes
+from treerag_core.ingest.convert.llm_skeleton import check_contents_skeleton, skeleton_edits
 from treerag_core.ingest.documents import Converted, Rejected, convert_upload, to_source
 from treerag_core.ingest.tree_bulk import BULK_OPS as BULK_TREE_OPS
 from treerag_core.ingest.tree_bulk import LIKE as HEADINGS_LIKE_BY
@@ -323,6 +324,7 @@ __all__ += [
     "api_key_for",
     "build_hirag_into_folder",
     "bulk_tree_edits",
+    "check_contents_skeleton",
     "check_report",
     "corpus_fingerprint",
     "coverage",
@@ -370,6 +372,7 @@ __all__ += [
     "rerank_was_on",
     "resolve_llm_key",
     "save_original",
+    "skeleton_edits",
     "test_llm_connection",
     "tune_metrics",
     "tune_space_for",

@@ -1,4 +1,5 @@
-"""A page that shows one document's tree editor (for AppTest): the folder comes from the env."""
+"""A page that shows one document's tree editor (for AppTest): the folder comes from the env;
+the document is a small Markdown guide, or the PDF in the session state's "pdf"."""
 
 import os
 
@@ -11,7 +12,9 @@ DOC = (
     b"# Guide\n\n## Leave\n\nDays off.\n\nSick Leave\n\nTell your manager.\n\n## Pay\n\nMonthly.\n"
 )
 
-converted = convert_upload("guide.md", DOC, 1024 * 1024)
+pdf = st.session_state.get("pdf")
+name, data = ("c.pdf", pdf) if pdf else ("guide.md", DOC)
+converted = convert_upload(name, data, 10 * 1024 * 1024)
 edits = tree_editor(
     converted,
     key="te",

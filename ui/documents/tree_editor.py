@@ -15,10 +15,12 @@ from treerag_core import (
     EditOffer,
     TreeEdit,
     apply_edits,
+    check_contents_skeleton,
     load_edit_entries,
     offer_for,
     propose_level_fixes,
     save_edits,
+    skeleton_edits,
 )
 from treerag_core import bulk_tree_edits as bulk_edits
 from treerag_core import headings_like as like
@@ -64,7 +66,8 @@ def tree_editor(
 
     Edits start from those saved in `folder` (tree_edits.json, keyed by the file's hash) and
     are saved there with "Save corrections", so the next index build applies them. With an
-    LLM `client`, "Suggest level fixes" shows proposed changes to accept or reject.
+    LLM `client`, "Suggest level fixes" (and, for a PDF with a table of contents, "Check the
+    contents skeleton") shows proposed changes to accept or reject.
     Returns the current edits (saved or not).
     """
     ss = st.session_state
@@ -224,11 +227,28 @@ def _before_after(converted: Converted, edits: tuple[TreeEdit, ...]) -> None:
 
 
 def _llm_suggestions(converted: Converted, key: str, client: Any, model: str) -> None:
+    """The LLM passes, each shown as a diff with one checkbox per proposal: level fixes, and
+    (for a PDF with a table of contents) the contents skeleton checked and completed."""
+    edits = tuple(st.session_state[f"{key}_edits"])
+    doc, _ = apply_edits(converted.document, edits)
+    c1, c2 = st.columns(2)
+    levels = c1.button("Suggest level fixes (LLM)", key=f"{key}_suggest")
+    contents = doc.contents and c2.button(
+        "Check the contents skeleton (LLM)",
+        key=f"{key}_skel",
+        help="Entries of the table of contents not found in the body are looked for again, "
+        "and those found are confirmed or not; each proposal is yours to accept.",
+    )
+    _level_fixes(doc, key, client, model, levels)
+    if doc.contents:
+        _skeleton_fixes(doc, edits, key, client, model, bool(contents))
+
+
+def _level_fixes(doc: Any, key: str, client: Any, model: str, asked: bool) -> None:
     """Proposed level fixes as a diff: each one accepted or rejected by a checkbox."""
     ss = st.session_state
     fixes_key = f"{key}_fixes"
-    doc, _ = apply_edits(converted.document, tuple(ss[f"{key}_edits"]))
-    if st.button("Suggest level fixes (LLM)", key=f"{key}_suggest"):
+    if asked:
         try:
             ss[fixes_key], _usage = propose_level_fixes(client, model, doc.headings)
         except LLMError as exc:
@@ -250,4 +270,42 @@ def _llm_suggestions(converted: Converted, key: str, client: Any, model: str) ->
     if st.button("Apply accepted fixes", key=f"{key}_accept"):
         _push(key, f"{key}_edits", [f.edit(doc.headings) for f in accepted])
         ss[fixes_key] = None
+        st.rerun()
+
+
+def _skeleton_fixes(
+    doc: Any, edits: tuple[TreeEdit, ...], key: str, client: Any, model: str, asked: bool
+) -> None:
+    """The contents skeleton checked by the LLM: one checkbox per proposed fix; the accepted
+    ones are one action (one "Undo last")."""
+    ss = st.session_state
+    state = f"{key}_skel_check"
+    if asked:
+        try:
+            ss[state] = (edits, check_contents_skeleton(client, model, doc))
+        except LLMError as exc:
+            st.error(f"The LLM could not check the contents: {exc}")
+            ss[state] = None
+    shown = ss.get(state)
+    if shown is None:
+        return
+    at, check = shown
+    if at != edits:  # the proposals address lines of the tree as it was
+        st.info("The tree changed since the contents were checked; check them again.")
+        ss[state] = None
+        return
+    for note in check.notes:
+        st.caption(f"Contents check: {note}")
+    if not check.fixes:
+        st.info("The LLM proposes no change to the contents skeleton.")
+        return
+    st.markdown("**Contents skeleton: proposed fixes**")
+    accepted = [
+        fix
+        for fix in check.fixes
+        if st.checkbox(fix.label, value=True, key=f"{key}_skel_fix_{fix.entry}")
+    ]
+    if st.button("Apply accepted contents fixes", key=f"{key}_skel_accept", disabled=not accepted):
+        _push(key, f"{key}_edits", skeleton_edits(accepted))
+        ss[state] = None
         st.rerun()

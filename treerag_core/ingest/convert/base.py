@@ -32,10 +32,30 @@ class InferredHeading:
 
 
 @dataclass(frozen=True)
+class ContentsEntry:
+    """One entry of a PDF's table of contents, as read and as placed in the body.
+
+    `page` is the 1-based PDF page the printed number points to (None: no number, or no
+    offset found). `heading` is the text of the heading it was anchored to and
+    `heading_page` its page; "" and None when it was not found (or the contents were not
+    trusted), so a later pass (the LLM check) can look for it again.
+    """
+
+    title: str
+    level: int
+    printed: int | None
+    page: int | None
+    heading: str = ""
+    heading_page: int | None = None
+
+
+@dataclass(frozen=True)
 class ConvertedDocument:
     """A file as the text the index holds: headings are `#` lines, offsets exact into `text`.
 
     `page_starts[i]` is the offset where PDF page i + 1 begins (empty for unpaged formats).
+    `contents`: a PDF's table of contents entries and where each was anchored (empty when
+    the PDF has no contents, or an outline gave the tree).
     """
 
     name: str
@@ -45,6 +65,7 @@ class ConvertedDocument:
     headings: tuple[InferredHeading, ...] = ()
     n_pages: int = 0
     notes: tuple[str, ...] = ()
+    contents: tuple[ContentsEntry, ...] = ()
 
     def page_of(self, offset: int) -> int | None:
         return page_of(self.page_starts, offset)
@@ -129,10 +150,12 @@ class MarkdownWriter:
     def text(self) -> str:
         return "".join(self.parts) + "\n" if self.parts else ""
 
-    def result(self, name: str, fmt: str, n_pages: int = 0, notes=()) -> ConvertedDocument:
+    def result(
+        self, name: str, fmt: str, n_pages: int = 0, notes=(), contents=()
+    ) -> ConvertedDocument:
         text = self.text()
         # A page that ended up empty at the very end starts past the text: clamp it.
         starts = tuple(min(s, max(len(text) - 1, 0)) for s in self.page_starts)
         return ConvertedDocument(
-            name, text, fmt, starts, tuple(self.headings), n_pages, tuple(notes)
+            name, text, fmt, starts, tuple(self.headings), n_pages, tuple(notes), tuple(contents)
         )

@@ -409,4 +409,4 @@ def convert_pdf(name: str, data: bytes, max_pages: int) -> ConvertedDocument:
     if empty:
         shown = ", ".join(map(str, empty[:10])) + (" ..." if len(empty) > 10 else "")
         notes.append(f"{len(empty)} page(s) without text (scanned or blank): {shown}")
-    return writer.result(name, "pdf", n_pages, notes)
+    return writer.result(name, "pdf", n_pages, notes, plan.contents)

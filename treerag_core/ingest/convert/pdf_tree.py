@@ -7,10 +7,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from treerag_core.ingest.convert import junk
+from treerag_core.ingest.convert.base import ContentsEntry, clean_inline
 from treerag_core.ingest.convert.levels import Candidate, structural_numbering
 from treerag_core.ingest.convert.outline import is_rich
 from treerag_core.ingest.convert.skeleton import ANCHOR_STYLE, Anchor, Entry, Placed, anchor, nest
-from treerag_core.ingest.convert.toc import TocLine, find_toc, skeleton
+from treerag_core.ingest.convert.toc import Toc, TocLine, find_toc, skeleton
 
 COVER_TITLE = "Cover page"
 MIN_ANCHORED = 0.5  # a contents whose entries are mostly not in the body is not trusted
@@ -40,10 +41,32 @@ class TreePlan:
     signals: dict[Key, tuple[str, ...]] = field(default_factory=dict)
     inserts: dict[Key, list[tuple[int, str, tuple[str, ...]]]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    contents: list[ContentsEntry] = field(default_factory=list)
 
 
-def _skeleton(texts, pages, outline: list[Entry]):
-    """(anchors, source, toc pages, exclusive, notes) from the outline or the contents."""
+def _contents(texts, toc: Toc, entries: list[Entry], anchors: list[Anchor]) -> list[ContentsEntry]:
+    """The contents entries as data: read (title, level, printed page, PDF page) and placed
+    (the anchored heading's text and page; none when not found or the contents were not used)."""
+    placed = {id(a.entry): a for a in anchors if a.found}
+    out = []
+    for read, entry in zip(toc.entries, entries, strict=True):
+        a = placed.get(id(entry))
+        out.append(
+            ContentsEntry(
+                read.title,
+                read.level,
+                read.printed,
+                None if entry.page is None else entry.page + 1,
+                clean_inline(texts[a.page][a.block]) if a is not None else "",
+                None if a is None else a.page + 1,
+            )
+        )
+    return out
+
+
+def _skeleton(texts, pages, outline: list[Entry], contents: list[ContentsEntry]):
+    """(anchors, source, toc pages, exclusive, notes) from the outline or the contents; the
+    contents entries, read and placed, are added to `contents`."""
     notes: list[str] = []
     n = len(texts)
     if outline:
@@ -71,6 +94,7 @@ def _skeleton(texts, pages, outline: list[Entry]):
             f"a table of contents on page(s) {shown} disagrees with the body ({len(anchors)} of "
             f"{len(entries)} entries found): headings come from the type instead"
         )
+        contents.extend(_contents(texts, toc, entries, []))
         return [], None, toc.pages, False, notes
     notes.append(
         f"the table of contents (page(s) {shown}) gives the skeleton: {len(anchors)} of "
@@ -79,6 +103,7 @@ def _skeleton(texts, pages, outline: list[Entry]):
     if missing:
         names = "; ".join(f"'{e.title[:40]}'" for e in missing[:5])
         notes.append(f"contents entries not found in the body: {names}")
+    contents.extend(_contents(texts, toc, entries, anchors))
     return anchors, "table of contents", toc.pages, False, notes
 
 
@@ -106,7 +131,7 @@ def plan_tree(
 ) -> TreePlan:
     """Decide the headings and their levels for a PDF's blocks (`texts[page][block]`)."""
     plan = TreePlan()
-    anchors, source, toc_pages, exclusive, notes = _skeleton(texts, pages, outline)
+    anchors, source, toc_pages, exclusive, notes = _skeleton(texts, pages, outline, plan.contents)
     plan.notes.extend(notes)
     anchor_at = {(a.page, a.block): a for a in anchors if a.found}
     cover_end = 0 if source == "outline" else _cover_end(texts, found, anchors, toc_pages)
