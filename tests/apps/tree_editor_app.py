@@ -1,4 +1,5 @@
-"""A page that shows one document's tree editor (for AppTest): the folder comes from the env."""
+"""A page that shows one document's tree editor (for AppTest): the folder comes from the env,
+and TREE_EDITOR_DOC=junk shows a filing-like document with a run of junk headings."""
 
 import os
 
@@ -10,8 +11,16 @@ from ui.documents.tree_editor import tree_editor
 DOC = (
     b"# Guide\n\n## Leave\n\nDays off.\n\nSick Leave\n\nTell your manager.\n\n## Pay\n\nMonthly.\n"
 )
+# A statement's junk lines, each taken for a heading: 2-4 are one run.
+JUNK = (
+    b"# Report\n\n## Item 1. Statements\n\nRevenue rose.\n\n## (Unaudited)\n\nBelow.\n\n"
+    b"## (In millions)\n\nA table.\n\n## Total assets:\n\n100.\n\n## Item 2. Discussion\n\nText.\n"
+)
 
-converted = convert_upload("guide.md", DOC, 1024 * 1024)
+if os.environ.get("TREE_EDITOR_DOC") == "junk":
+    converted = convert_upload("report.md", JUNK, 1024 * 1024)
+else:
+    converted = convert_upload("guide.md", DOC, 1024 * 1024)
 edits = tree_editor(
     converted,
     key="te",
