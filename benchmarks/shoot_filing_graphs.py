@@ -22,7 +22,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: the repo root on the path, as -m would
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.bench_ui import ARGS, CHROMIUM, GRAPH, REPO, ask, drawn_nodes, serve
+from benchmarks.bench_ui import ARGS, CHROMIUM, GRAPH, REPO, _settled, ask, drawn_nodes, serve
 
 # Shot name -> the filing's PDF in the set (the two of issue 24).
 FILINGS = {"amcor-10q": "AMCOR_2023Q2_10Q.pdf", "costco-10k": "COSTCO_2021_10K.pdf"}
@@ -71,7 +71,8 @@ def shoot(browser, url: str, pdf: Path, question: str, out: Path) -> dict:
     page.get_by_text("Add documents to your workspace").wait_for()
     page.locator('input[type="file"]').set_input_files([str(pdf)])
     page.get_by_text("Check the inferred trees").wait_for(timeout=300_000)  # the review step
-    headings = page.get_by_text(f"Inferred tree of {pdf.name}", exact=False).first.inner_text()
+    title = page.locator('[data-testid="stMarkdownContainer"]', has_text="Inferred tree of")
+    headings = title.first.inner_text()  # "Inferred tree of X.pdf (N headings)"
     page.get_by_role("button", name="Index these files").click()
     page.get_by_text("added 1", exact=False).wait_for(timeout=900_000)
     page.get_by_role("link", name="Ask").click()
@@ -85,8 +86,10 @@ def shoot(browser, url: str, pdf: Path, question: str, out: Path) -> dict:
     deadline = time.perf_counter() + 60
     while not (lit := picked_count(page)) and time.perf_counter() < deadline:
         time.sleep(0.5)
+    _settled(page)
     page.evaluate(TOP)
-    time.sleep(2)  # the component re-fits after its box stops changing size
+    time.sleep(4)  # the component re-fits after its box stops changing size
+    _settled(page)
     out.parent.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(out))
     page.close()
