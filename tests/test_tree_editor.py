@@ -104,6 +104,11 @@ def test_selected_lines_stop_being_headings_in_one_action(app: AppTest) -> None:
     assert "edits=2" in [t.value for t in app.text]
 
 
+def _proposals(at: AppTest) -> list[str]:
+    """The keys of the contents check's proposal boxes (the editor has other checkboxes)."""
+    return [c.key for c in at.checkbox if c.key.startswith("te_skel_fix_")]
+
+
 class ContentsClient:
     """Answers the contents check as a model would (`pdf_factory.contents_answer`)."""
 
@@ -159,7 +164,55 @@ def test_contents_fixes_are_accepted_as_a_diff_and_undone(tmp_path, monkeypatch)
 def test_contents_proposals_made_before_another_edit_are_dropped(tmp_path, monkeypatch) -> None:
     at = _pdf_app(tmp_path, monkeypatch, ContentsClient())
     at.button(key="te_skel").click().run()
-    assert [c.key for c in at.checkbox] == ["te_skel_fix_1"]
+    assert _proposals(at) == ["te_skel_fix_1"]
     at.text_input(key="te_line").set_value(UNSEEN)
     at.button(key="te_mark").click().run()
-    assert not at.checkbox and "check them again" in " ".join(i.value for i in at.info)
+    assert not _proposals(at) and "check them again" in " ".join(i.value for i in at.info)
+
+
+def test_a_run_of_junk_headings_goes_in_one_action_and_comes_back_with_one_undo(
+    tmp_path, monkeypatch
+) -> None:
+    monkeypatch.setenv("TREE_EDITOR_DIR", str(tmp_path))
+    monkeypatch.setenv("TREE_EDITOR_DOC", "junk")
+    at = AppTest.from_file(str(APP), default_timeout=30)
+    at.run()
+    whole = [
+        (1, "Report"),
+        (2, "Item 1. Statements"),
+        (2, "(Unaudited)"),
+        (2, "(In millions)"),
+        (2, "Total assets:"),
+        (2, "Item 2. Discussion"),
+    ]
+    assert _outline(at) == whole
+    # The shift-click: from one heading to another, picked bottom-up, both included.
+    at.selectbox(key="te_from").set_value("4. Total assets:")
+    at.selectbox(key="te_to").set_value("2. (Unaudited)")
+    at.button(key="te_run").click().run()
+    run = ["2. (Unaudited)", "3. (In millions)", "4. Total assets:"]
+    assert at.multiselect(key="te_many").value == run
+    at.selectbox(key="te_bulk_op").set_value("remove").run()
+    assert at.button(key="te_bulk").label == "Apply to 3 selected"
+    at.button(key="te_bulk").click().run()
+    assert not at.exception
+    assert _outline(at) == [(1, "Report"), (2, "Item 1. Statements"), (2, "Item 2. Discussion")]
+    assert "edits=3" in [t.value for t in at.text]
+    # The pickers stay on headings that still exist.
+    assert at.selectbox(key="te_from").value == "2. Item 2. Discussion"
+    at.button(key="te_undo").click().run()  # one undo takes back the whole run
+    assert _outline(at) == whole
+    assert "edits=0" in [t.value for t in at.text]
+    # Combined with "every line like": a run added to the like selection, or replacing it.
+    at.selectbox(key="te_pick").select_index(2)  # (Unaudited)
+    at.selectbox(key="te_like_by").set_value("pattern")
+    at.button(key="te_like").click().run()
+    assert at.multiselect(key="te_many").value == run[:2]  # both wrapped in brackets
+    at.checkbox(key="te_many_add").check()
+    at.selectbox(key="te_from").set_value("5. Item 2. Discussion")
+    at.selectbox(key="te_to").set_value("5. Item 2. Discussion")
+    at.button(key="te_run").click().run()
+    assert at.multiselect(key="te_many").value == [*run[:2], "5. Item 2. Discussion"]
+    at.checkbox(key="te_many_add").uncheck()
+    at.button(key="te_run").click().run()
+    assert at.multiselect(key="te_many").value == ["5. Item 2. Discussion"]

@@ -124,6 +124,7 @@ from treerag_core.ingest.convert.llm_skeleton import check_contents_skeleton, sk
 from treerag_core.ingest.documents import Converted, Rejected, convert_upload, to_source
 from treerag_core.ingest.tree_bulk import BULK_OPS as BULK_TREE_OPS
 from treerag_core.ingest.tree_bulk import LIKE as HEADINGS_LIKE_BY
+from treerag_core.ingest.tree_bulk import between as headings_between
 from treerag_core.ingest.tree_bulk import bulk_edits as bulk_tree_edits
 from treerag_core.ingest.tree_bulk import like as headings_like
 from treerag_core.ingest.tree_edits import (
@@ -337,6 +338,7 @@ __all__ += [
     "filter_rows",
     "format_cost",
     "graph_sections",
+    "headings_between",
     "headings_like",
     "hirag_graph_store",
     "import_rows",

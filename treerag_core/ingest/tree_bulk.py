@@ -1,5 +1,6 @@
 """Many headings corrected in one action: select every line like one (same text, same look,
-same pattern), then promote, demote, remove or merge them all."""
+same pattern) or every line from one to another (shift-click), then promote, demote, remove or
+merge them all."""
 
 from __future__ import annotations
 
@@ -62,6 +63,15 @@ def like(headings: Sequence[InferredHeading], index: int, by: str) -> list[int]:
 
     want = key(ref)
     return [i for i, h in enumerate(headings) if key(h) == want]
+
+
+def between(headings: Sequence[InferredHeading], first: int, last: int) -> list[int]:
+    """Indices of the headings from `headings[first]` to `headings[last]`, both included, in
+    document order (a shift-click's run: picked bottom-up, it is the same run)."""
+    for name, at in (("first", first), ("last", last)):
+        if not 0 <= at < len(headings):
+            raise ValueError(f"{name} must be in 0..{len(headings) - 1}, but got {at}")
+    return list(range(min(first, last), max(first, last) + 1))
 
 
 def _occurrence(headings: Sequence[InferredHeading], index: int) -> int:

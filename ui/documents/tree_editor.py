@@ -23,6 +23,7 @@ from treerag_core import (
     skeleton_edits,
 )
 from treerag_core import bulk_tree_edits as bulk_edits
+from treerag_core import headings_between as between
 from treerag_core import headings_like as like
 from treerag_core.base.errors import InputDocumentError, LLMError
 
@@ -117,11 +118,7 @@ def tree_editor(
         # The options are the labels themselves: after a Promote the picked heading's label
         # changes, and so does the value (index options kept the old label on screen).
         labels = [f"{i}. L{h.level} {h.text}" for i, h in enumerate(headings)]
-        picked = ss.get(f"{key}_pick")
-        if isinstance(picked, str) and picked not in labels:
-            number = picked.split(".", 1)[0]
-            at = int(number) if number.isdigit() else 0
-            ss[f"{key}_pick"] = labels[min(at, len(labels) - 1)]
+        _keep_pick(f"{key}_pick", labels)
         pick = labels.index(c1.selectbox("Heading", labels, key=f"{key}_pick"))
         action = c2.selectbox("Change", list(ACTIONS), format_func=ACTIONS.get, key=f"{key}_action")
         new_text = st.text_input("New heading text (rename)", key=f"{key}_rename")
@@ -165,6 +162,17 @@ def tree_editor(
     return tuple(ss[state])
 
 
+def _keep_pick(widget: str, labels: list[str]) -> None:
+    """A picker whose label is gone (the heading changed level, or one before it stopped being
+    a heading) keeps its number, clamped to the list."""
+    ss = st.session_state
+    picked = ss.get(widget)
+    if isinstance(picked, str) and picked not in labels:
+        number = picked.split(".", 1)[0]
+        at = int(number) if number.isdigit() else 0
+        ss[widget] = labels[min(at, len(labels) - 1)]
+
+
 def _push(key: str, state: str, new: list[TreeEdit]) -> None:
     """Add one action's edits; "Undo last" takes back the whole action."""
     ss = st.session_state
@@ -183,25 +191,40 @@ def _undo(key: str, state: str) -> None:
 
 
 def _bulk(headings, key: str, state: str, pick: int) -> None:
-    """Select many headings (by hand, or every one like the picked heading) and change them
-    all in one action."""
+    """Select many headings (by hand, every one like the picked heading, or every one from one
+    to another: the shift-click) and change them all in one action."""
     ss = st.session_state
     many_key = f"{key}_many"
     labels = [f"{i}. {h.text}" for i, h in enumerate(headings)]
-    # A selection made by "every line like" (or cleared by an action) is set before the
-    # widget is drawn: a widget's value cannot change once it is on the page.
+    # A selection made by "every line like" or a run (or cleared by an action) is set before
+    # the widget is drawn: a widget's value cannot change once it is on the page.
     pending = ss.pop(f"{key}_many_next", None)
     if pending is not None:
         ss[many_key] = pending
     elif any(label not in labels for label in ss.get(many_key, [])):
         ss[many_key] = []
+
+    def select(indices: list[int]) -> None:
+        # Added to what is selected when asked (like ctrl + shift-click), else instead of it.
+        kept = [labels.index(label) for label in ss.get(many_key, [])]
+        chosen = {*indices, *(kept if ss.get(f"{key}_many_add") else [])}
+        ss[f"{key}_many_next"] = [labels[i] for i in sorted(chosen)]
+        st.rerun()
+
     st.markdown("**Several at once**")
     c1, c2 = st.columns([3, 2])
+    c2.checkbox("Add to what is selected (else replace it)", key=f"{key}_many_add")
     by = c2.selectbox("Every line like the picked heading", list(LIKE), format_func=LIKE.get,
                       key=f"{key}_like_by")  # fmt: skip
     if c2.button("Select them", key=f"{key}_like"):
-        ss[f"{key}_many_next"] = [labels[i] for i in like(headings, pick, by)]
-        st.rerun()
+        select(like(headings, pick, by))
+    for end in ("from", "to"):
+        _keep_pick(f"{key}_{end}", labels)
+    r1, r2 = c2.columns(2)
+    first = labels.index(r1.selectbox("From", labels, key=f"{key}_from"))
+    last = labels.index(r2.selectbox("To (both included)", labels, key=f"{key}_to"))
+    if c2.button("Select every heading from … to …", key=f"{key}_run"):
+        select(between(headings, first, last))
     many = c1.multiselect("Selected headings", labels, key=many_key)
     op = c1.selectbox("Change them", list(BULK_OPS), format_func=BULK_OPS.get, key=f"{key}_bulk_op")
     if c1.button(f"Apply to {len(many)} selected", key=f"{key}_bulk", disabled=not many):
