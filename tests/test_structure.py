@@ -197,3 +197,20 @@ def test_a_tree_without_articles_keeps_one_section_per_leaf(hashing_index):
     table = scope_structure(hashing_index, None)
     assert table.section_of_leaf.tolist() == list(range(len(table.leaf_ids)))
     assert all(section_node(hashing_index, leaf) == leaf for leaf in table.leaf_ids)
+
+
+def test_articles_without_chapters_share_their_documents_evidence():
+    """A statute with no chapters: its articles' section is the document (its root), as the
+    one leaf of a chapter-leaf tree was."""
+    from treerag_core.base.config import IndexSettings
+    from treerag_core.base.types import SourceDocument
+    from treerag_core.index.corpus import build_index
+    from treerag_core.index.embedders import get_embedder
+
+    law = "\n\n".join(LAW.splitlines()[i] for i in (4, 6, 10, 12)) + "\n"
+    settings = IndexSettings(embedder="hashing", article_leaves=True)
+    index = build_index([SourceDocument("law.md", law)], settings, get_embedder("hashing"))
+    table = scope_structure(index, None)
+    assert len(table.leaf_ids) == 4 and table.section_of_leaf.tolist() == [0, 0, 0, 0]
+    root = section_node(index, table.leaf_ids[0])
+    assert index.nodes[root].is_root
