@@ -6,7 +6,13 @@ import numpy as np
 import pytest
 
 from treerag_core.index.tokens import tokenize
-from treerag_core.search.structure import path_passage, scope_structure, structured_scores
+from treerag_core.search.structure import (
+    path_passage,
+    scope_structure,
+    section_node,
+    section_ranking,
+    structured_scores,
+)
 
 DOC = "test_paper.md"
 
@@ -131,3 +137,80 @@ def test_best_passage_follows_the_final_reader_or_the_fused_order(hashing_index)
     assert best_passage(hits, lambda h: None) == (0, "the fused order")
     assert best_passage(hits, lambda h: np.arange(len(h), dtype=float)) == (4, "the cross-encoder")
     assert best_passage(hits, lambda h: np.ones(len(h))) == (0, "the cross-encoder")  # ties: first
+
+
+LAW = """# 示例法
+
+## 第一章 总则
+
+第一条 为了规范港口的安全管理，制定本法。
+
+第二条 本法适用于港口的建设与经营。
+
+## 第二章 船舶
+
+第三条 船舶进港应当报告海事机构。
+
+第四条 船舶停泊应当遵守港口规定。
+"""
+
+
+def _law_index(article_leaves: bool):
+    from treerag_core.base.config import IndexSettings
+    from treerag_core.base.types import SourceDocument
+    from treerag_core.index.corpus import build_index
+    from treerag_core.index.embedders import get_embedder
+
+    settings = IndexSettings(embedder="hashing", article_leaves=article_leaves)
+    return build_index([SourceDocument("law.md", LAW)], settings, get_embedder("hashing"))
+
+
+def test_an_articles_section_evidence_is_its_chapters():
+    """Article leaves share their chapter's evidence (as chapter leaves had it); step 1 still
+    ranks the articles themselves."""
+    articles, chapters = _law_index(True), _law_index(False)
+    query = tokenize("港口 船舶 报告")
+    qvec = np.zeros(articles.dim, dtype=np.float32)
+    got = structured_scores(articles, None, qvec, query, dense_weight=0.5, section_weight=0.3)
+    before = structured_scores(chapters, None, qvec, query, dense_weight=0.5, section_weight=0.3)
+    paths = [articles.nodes[leaf].heading_path for leaf in got.leaf_ids]
+    assert paths == [
+        "第一章 总则 > 第一条",
+        "第一章 总则 > 第二条",
+        "第二章 船舶 > 第三条",
+        "第二章 船舶 > 第四条",
+    ]
+    table = scope_structure(articles, None)
+    assert table.section_of_leaf.tolist() == [0, 0, 1, 1]  # two chapters, two articles each
+    assert got.section_raw[0] == got.section_raw[1] != got.section_raw[2] == got.section_raw[3]
+    # The chapter's evidence is what the chapter leaf of the chapter-leaf tree had.
+    assert [chapters.nodes[leaf].heading_path for leaf in before.leaf_ids] == [
+        "第一章 总则",
+        "第二章 船舶",
+    ]
+    np.testing.assert_allclose(got.section_raw[[0, 2]], before.section_raw)
+    assert section_ranking(got, 4)[0][0] in got.leaf_ids  # the picks are articles
+
+
+def test_a_tree_without_articles_keeps_one_section_per_leaf(hashing_index):
+    """No article leaves: every leaf is its own section, so the scores are as before."""
+    table = scope_structure(hashing_index, None)
+    assert table.section_of_leaf.tolist() == list(range(len(table.leaf_ids)))
+    assert all(section_node(hashing_index, leaf) == leaf for leaf in table.leaf_ids)
+
+
+def test_articles_without_chapters_share_their_documents_evidence():
+    """A statute with no chapters: its articles' section is the document (its root), as the
+    one leaf of a chapter-leaf tree was."""
+    from treerag_core.base.config import IndexSettings
+    from treerag_core.base.types import SourceDocument
+    from treerag_core.index.corpus import build_index
+    from treerag_core.index.embedders import get_embedder
+
+    law = "\n\n".join(LAW.splitlines()[i] for i in (4, 6, 10, 12)) + "\n"
+    settings = IndexSettings(embedder="hashing", article_leaves=True)
+    index = build_index([SourceDocument("law.md", law)], settings, get_embedder("hashing"))
+    table = scope_structure(index, None)
+    assert len(table.leaf_ids) == 4 and table.section_of_leaf.tolist() == [0, 0, 0, 0]
+    root = section_node(index, table.leaf_ids[0])
+    assert index.nodes[root].is_root

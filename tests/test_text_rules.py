@@ -13,6 +13,7 @@ from treerag_core.base.text_rules import (
     detect_language,
     han_count,
     heading_numbering,
+    is_article_heading,
     is_unspaced,
     join_path,
     one_line,
@@ -354,3 +355,10 @@ def test_dev_docs_parse_chunk_and_summarize_as_before(eval_dir: Path, dataset: s
     for name, digest in golden.items():
         text = (eval_dir / dataset / "docs" / name).read_text(encoding="utf-8")
         assert _digest(text, name) == digest, name
+
+
+def test_article_headings_are_the_statute_articles_only():
+    for heading in ("第五十八条", "第一条 立法目的", "第十七条之一", "第12条"):
+        assert is_article_heading(heading), heading
+    for heading in ("第九章 渎职罪", "第一节 一般规定", "第一款", "一、回避", "3.2 Router", ""):
+        assert not is_article_heading(heading), heading

@@ -135,7 +135,7 @@ class IndexSettings:
     graph_min_leaf_chars: int = 0
     llm_graphs: bool = False  # extract graph entities and relations with the LLM (needs a key)
     # A statute's 第X条 articles as the leaves under their chapter (issue 24). Off by default:
-    # on the dev laws in corpus scope it cost 1.1 points of Recall@2000c against chapter
+    # on the dev laws in corpus scope treerag loses 1.0 point of Recall@2000c against chapter
     # leaves (docs/evaluation.md), past the 0.5 a default may lose.
     article_leaves: bool = False
 

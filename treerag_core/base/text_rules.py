@@ -264,6 +264,16 @@ def heading_numbering(heading: str) -> Numbering | None:
     return None
 
 
+ARTICLE_RANK = _ZH_RANK["条"]
+
+
+def is_article_heading(heading: str) -> bool:
+    """Whether a heading opens a statute's article (`第五十八条`, `第一条 立法目的`): a
+    passage-sized unit whose structural context is its chapter (or 节), not itself."""
+    num = heading_numbering(heading)
+    return num is not None and num.family == "zh" and num.rank == ARTICLE_RANK
+
+
 def _number(numeral: str) -> int | None:
     """An Arabic or a canonical roman numeral as an int (None: neither)."""
     if numeral.isdigit():

@@ -6,13 +6,12 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from treerag_core.base.text_rules import ARTICLE_OPENING, heading_numbering
+from treerag_core.base.text_rules import ARTICLE_OPENING, heading_numbering, is_article_heading
 
 MIN_ARTICLES = 3  # fewer article openings are cross-references in prose, not a statute
 _SHORT_TITLE = re.compile(r"[ \t\u3000]*【([^】\n]{1,30})】")  # 第一条 【立法目的】
 _SPACE = re.compile(r"[ \t\u3000]*")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-ARTICLE_RANK = 4  # 条 in text_rules' zh family (编 0, 分编 1, 章 2, 节 3)
 
 
 @dataclass(frozen=True)
@@ -24,14 +23,6 @@ class Article:
     title: str  # "第五十八条", or "第一条 立法目的" with a short title
 
 
-def _has_article_headings(heading_texts: Sequence[str]) -> bool:
-    for text in heading_texts:
-        num = heading_numbering(text)
-        if num is not None and num.family == "zh" and num.rank == ARTICLE_RANK:
-            return True
-    return False
-
-
 def scan_articles(
     text: str, heading_spans: Sequence[tuple[int, int]], heading_texts: Sequence[str]
 ) -> list[Article]:
@@ -40,7 +31,7 @@ def scan_articles(
     Nothing when the articles are headings already or there are fewer than `MIN_ARTICLES`
     (a document that only cites an article at a line's start is not a statute).
     """
-    if _has_article_headings(heading_texts):
+    if any(is_article_heading(text) for text in heading_texts):
         return []
     spans = sorted(heading_spans)
     found: list[Article] = []

@@ -8,6 +8,9 @@ one set of statistics (scope-wide IDF), so every chunk's score compares with eve
 - section evidence: BM25 of the question against the section's whole text and path, with
   IDF over the scope's sections, min-max over the sections in scope; a chunk inherits it.
   This is passage retrieval with a section prior (Callan 1994: passage + document score).
+  A leaf's section is the leaf itself, except a statute's article (passage-sized: its own
+  evidence would repeat its passage score), whose section is its nearest ancestor that is
+  not an article, its chapter or 节; the articles stay the leaves step 1 ranks and picks.
 
 The dense side is the flat one (the chunk's own vector), so the fused score differs from
 flat hybrid's only by what the headings add.
@@ -21,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from treerag_core.base.text_rules import is_article_heading
 from treerag_core.base.types import LocatedLeaf, LocateResult, RetrievedChunk
 from treerag_core.index.bm25 import BM25Stats, LeafBM25
 from treerag_core.index.corpus import CorpusIndex
@@ -41,8 +45,11 @@ class ScopeStructure:
     # heading path + chunk tokens, IDF over the scope's passages; None when an engine (Milvus)
     # serves this index: it computes the same BM25 from its own postings
     passages: LeafBM25 | None
-    sections: LeafBM25  # heading path + all the leaf's chunk tokens; IDF over its sections
+    # heading path + all chunk tokens of a section (a leaf, or the chapter of article leaves:
+    # `section_of_leaf`); IDF over the scope's sections
+    sections: LeafBM25
     doc_of_row: tuple[str, ...]
+    section_of_leaf: np.ndarray  # per leaf (parallel to leaf_ids): its row in `sections`
 
 
 def _scope_key(scope: Sequence[str] | None) -> str:
@@ -81,9 +88,13 @@ def scope_structure(index: CorpusIndex, scope: Sequence[str] | None) -> ScopeStr
             if not np.array_equal(stats_rows, rows):  # bm25_scope: a scope's are its own rows
                 raise RuntimeError("the BM25 statistics of a scope are not its own rows")
             passages = LeafBM25.from_tokens(passage_tokens, BM25Stats.from_tokens(passage_tokens))
-        section_tokens = [list(p) for p in path_tokens]
+        section_ids, section_of_leaf = _sections_of(index, leaf_ids)
+        section_tokens = [tokenize(index.nodes[s].heading_path) for s in section_ids]
+        for leaf, section in zip(leaf_ids, section_of_leaf.tolist(), strict=True):
+            if leaf != section_ids[section]:  # an article: its number is chapter text
+                section_tokens[section].extend(tokenize(index.nodes[leaf].heading))
         for i, row in enumerate(rows.tolist()):
-            section_tokens[leaf_of_row[i]].extend(index.tokens[row])
+            section_tokens[section_of_leaf[leaf_of_row[i]]].extend(index.tokens[row])
         cached = ScopeStructure(
             rows=rows,
             leaf_ids=tuple(leaf_ids),
@@ -91,9 +102,35 @@ def scope_structure(index: CorpusIndex, scope: Sequence[str] | None) -> ScopeStr
             passages=passages,
             sections=LeafBM25.from_tokens(section_tokens, BM25Stats.from_tokens(section_tokens)),
             doc_of_row=tuple(index.chunks[row].doc_id for row in rows.tolist()),
+            section_of_leaf=section_of_leaf,
         )
         index._structure[key] = cached
         return cached
+
+
+def section_node(index: CorpusIndex, leaf_id: str) -> str:
+    """The section whose evidence a leaf shares: the leaf itself, or for a statute's article
+    its nearest ancestor that is not an article (its 节 or chapter; the document root for a
+    statute without chapters), as the leaf it belonged to in a chapter-leaf tree."""
+    node = index.nodes[leaf_id]
+    while is_article_heading(node.heading) and node.parent_id is not None:
+        node = index.nodes[node.parent_id]
+    return node.node_id
+
+
+def _sections_of(index: CorpusIndex, leaf_ids: Sequence[str]) -> tuple[list[str], np.ndarray]:
+    """The distinct sections of `leaf_ids` in order of first use, and each leaf's position
+    among them (the identity when no leaf is an article)."""
+    section_ids: list[str] = []
+    position: dict[str, int] = {}
+    of_leaf = np.zeros(len(leaf_ids), dtype=np.int64)
+    for i, leaf in enumerate(leaf_ids):
+        section = section_node(index, leaf)
+        if section not in position:
+            position[section] = len(section_ids)
+            section_ids.append(section)
+        of_leaf[i] = position[section]
+    return section_ids, of_leaf
 
 
 @dataclass(frozen=True, eq=False)
@@ -145,7 +182,7 @@ def structured_scores(
         return recent[key]
     table = scope_structure(index, scope)
     rows, dense, bm25 = _hybrid_scores(index, scope, table, query_vector, query_tokens)
-    section_raw = table.sections.scores(query_tokens)
+    section_raw = table.sections.scores(query_tokens)[table.section_of_leaf]  # per leaf
     if not len(rows):
         empty = np.zeros(0)
         result = StructuredScores(
