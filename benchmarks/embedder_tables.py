@@ -24,11 +24,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from treerag_core.base.names import StrategyName
 from treerag_core.evaluation.intervals import Interval, paired_difference_interval
 
 METRICS = ("recall@1000c", "recall@2000c", "hit@5")
-STRATEGIES = ("flat-hybrid", "flat-structured", "treerag")
-BASELINE = "flat-hybrid"
+STRATEGIES = tuple(
+    s.value for s in (StrategyName.FLAT_HYBRID, StrategyName.FLAT_STRUCTURED, StrategyName.TREERAG)
+)
+BASELINE = StrategyName.FLAT_HYBRID.value
 
 
 def per_question(report: dict[str, Any], strategy: str) -> dict[str, dict[str, float]]:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from treerag_core import Drilldown, get_strategy, option_types, strategy_names
 from treerag_core.base.config import MB, IndexSettings, max_file_bytes
 from treerag_core.base.errors import LLMError, QueryError, SettingsError, TreeRAGError
-from treerag_core.base.names import DEFAULT_COLLECTION, Fusion, Locator, Provider
+from treerag_core.base.names import DEFAULT_COLLECTION, Fusion, Locator, Provider, StrategyName
 from treerag_core.base.settings import (
     LLMSettings,
     QuerySettings,
@@ -235,8 +235,10 @@ def add_retrieval_options(p: argparse.ArgumentParser) -> None:
         action="append",
         default=None,
         metavar="STRATEGY.FIELD=VALUE",
-        help="one of a strategy's own options, e.g. flat-structured.section_weight=0.3 "
-        "(repeatable; strategies with options: " + ", ".join(sorted(option_types())) + ")",
+        help=f"one of a strategy's own options, e.g. {StrategyName.FLAT_STRUCTURED}."
+        "section_weight=0.3 (repeatable; strategies with options: "
+        + ", ".join(sorted(option_types()))
+        + ")",
     )
     add_llm_options(p)
 
