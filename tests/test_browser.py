@@ -533,9 +533,10 @@ SIZES = """() => { const g = document.getElementById("graph"), f = window.__net.
            window: [innerWidth, innerHeight] }; }"""
 
 
-def normal_views(page, timeout: float = 30) -> dict:
+def normal_views(page, timeout: float = 30, size: str = "1280") -> dict:
     """Normal mode at the window's size: for the first view, "All picked" and "Whole view",
-    the nodes cut at the canvas edge, overlapping boxes and the label px; a screenshot each."""
+    the nodes cut at the canvas edge, overlapping boxes and the label px; a screenshot each
+    (browser-filing-<size>-<view>.png)."""
     from playwright.sync_api import Error as PlaywrightError
 
     deadline = time.monotonic() + timeout
@@ -550,9 +551,39 @@ def normal_views(page, timeout: float = 30) -> dict:
     frame = page.graph_frame
     frame.frame_element().scroll_into_view_if_needed()
     shoot = lambda name: frame.frame_element().screenshot(  # noqa: E731
-        path=str(RESULTS / f"browser-filing-1280-{name}.png")
+        path=str(RESULTS / f"browser-filing-{size}-{name}.png")
     )
     return fit_views(frame, shoot)
+
+
+# Labels drawn with the cited mark (the answer's rerun has reached the graph).
+CITED_LABELS = """() => window.__net ? window.__net.body.data.nodes.get().filter(
+  (n) => (n.label || "").startsWith("✓ ")).length : 0"""
+
+
+def answered_view(page, timeout: float = 20) -> dict:
+    """The graph as the answer's rerun left it (no button clicked): the nodes cut at an edge
+    once the cited marks are drawn, the plan and the fitted mode."""
+    from playwright.sync_api import Error as PlaywrightError
+
+    deadline, out = time.monotonic() + timeout, {}
+    while time.monotonic() < deadline:
+        graph_nodes(page, expect_at_least=2)
+        with contextlib.suppress(PlaywrightError):  # the frame may be replaced mid-read
+            frame = page.graph_frame
+            out = {"cited_labels": frame.evaluate(CITED_LABELS)}
+            if out["cited_labels"]:
+                time.sleep(0.5)  # a last rerun with the same marks settles
+                out.update(
+                    cut=frame.evaluate(CUT_NODES),
+                    plan=frame.evaluate("() => window.__plan"),
+                    fitted=frame.evaluate("() => window.__fitted"),
+                )
+                frame.frame_element().screenshot(path=str(RESULTS / "browser-filing-answered.png"))
+                return out
+        time.sleep(0.2)
+    out["cut"] = page.graph_frame.evaluate(CUT_NODES)
+    return out
 
 
 def fit_views(frame, shoot) -> dict:
@@ -714,6 +745,9 @@ def test_a_dev_filing_pdf_is_cited_on_its_rendered_page_and_fits_a_projector(pag
     page.get_by_text("My uploads:", exact=False).wait_for()
     page.get_by_text("LLM off", exact=False).first.wait_for()  # still off after the visit
     graph_nodes(page)  # the previous question's graph is on screen before Ask
+    # Asked at 1600x1000 (the filing screenshots' size): the answer's rerun marks the cited
+    # leaf "✓ " under the fitted view, with no resize to fit again (a cited leaf was cut).
+    page.set_viewport_size({"width": 1600, "height": 1000})
     page.get_by_label("Question", exact=True).fill(FILING_QUESTION)
     page.get_by_role("button", name="Ask", exact=True).click()
     # Poll the graph frame from the click to the finished answer: it must never disappear.
@@ -730,6 +764,9 @@ def test_a_dev_filing_pdf_is_cited_on_its_rendered_page_and_fits_a_projector(pag
         raise AssertionError("the filing question was never answered")
     chip = page.get_by_role("button", name=re.compile("Item 5.07")).first
     chip.wait_for()
+    measured: dict = {"answered_1600x1000": answered_view(page)}
+    measured["normal_1600x1000"] = normal_views(page, size="1600")
+    page.set_viewport_size({"width": 1500, "height": 1150})
     body = page.inner_text(MAIN)
     assert "(p. 2)" in body, "the answer does not cite the gold page (2)"
     assert "The documents do not seem to answer" not in body
@@ -747,19 +784,22 @@ def test_a_dev_filing_pdf_is_cited_on_its_rendered_page_and_fits_a_projector(pag
     assert image.bounding_box()["height"] > 300
     page.get_by_role("button", name="Next page ▶").click()
     page.get_by_text("Page 3 of 4", exact=False).wait_for()
-    measured: dict = {"graph_polls": polls, "graph_missing_at_s": gaps}
+    measured.update({"graph_polls": polls, "graph_missing_at_s": gaps})
     # Normal mode at 1280×720 on the filing's own tree (a node was cut at the canvas edge
     # here): every view the explorer offers keeps each node whole inside the canvas or out
     # of it, no two boxes overlap, and the fitted views' labels are 12 px or more.
     page.set_viewport_size({"width": 1280, "height": 720})
     measured["normal_1280x720"] = normal_views(page)
     (RESULTS / "browser-filing.json").write_text(json.dumps(measured, indent=2))
-    for name, view in measured["normal_1280x720"].items():
-        assert not view["cut"], (name, view)
-        assert not view["overlaps"], (name, view)
-    for name in ("first", "picked"):
-        view = measured["normal_1280x720"][name]
-        assert view["label_px"] >= MIN_LABEL_PX - 0.01, (name, view)
+    # The view the answer left at 1600x1000 (no button clicked), then each view there.
+    assert not measured["answered_1600x1000"]["cut"], measured["answered_1600x1000"]
+    for size in ("1280x720", "1600x1000"):
+        for name, view in measured[f"normal_{size}"].items():
+            assert not view["cut"], (size, name, view)
+            assert not view["overlaps"], (size, name, view)
+        for name in ("first", "picked"):
+            view = measured[f"normal_{size}"][name]
+            assert view["label_px"] >= MIN_LABEL_PX - 0.01, (size, name, view)
     # Presentation mode: one screen.
     page.get_by_text("Presentation mode").click()
     for width, height in ((1280, 720), (1920, 1080)):

@@ -223,3 +223,97 @@ def test_a_neighbour_that_would_be_cut_joins_the_fit_while_labels_stay_readable(
     view = found["view"]
     assert view["scale"] >= DESK_FLOOR - 1e-9
     assert fit(f"F.cutBoxes({json.dumps(view)}, {json.dumps([wide])}, {width}, {height})") == []
+
+
+# The COSTCO 10-K's Ask graph at 1600x1000 (docs/screenshots/ask-graph-costco-10k.png): each
+# node's box (left, right, top, bottom) as vis-network measured it at the first draw, and the
+# data x of the leaves' row (ui/common/tree_graph.py's slots, before the row spread).
+COSTCO = {
+    "0001": (327.5, 522.5, -22, 22), "0002": (-64.5, 64.5, 79, 141),
+    "0003": (76.5, 285.5, 70, 150), "0004": (297.5, 487.5, 88, 132),
+    "0024": (499.5, 684.4, 88, 132), "0025": (-86.3, 86.3, 180, 260),
+    "0029": (98.3, 281.8, 189, 251), "0055": (293.8, 490.4, 180, 260),
+    "0060": (502.4, 715, 180, 260), "0061": (-92.9, 92.9, 290, 370),
+    "0069": (104.9, 268.5, 290, 370), "0085": (281.7, 431.7, 290, 370),
+    "0101": (443.7, 617.8, 290, 370), "0104": (629.8, 799.9, 299, 361),
+    "0106": (825.3, 944.4, 299, 361), "0122": (727, 907.1, 180, 260),
+    "0123": (919.1, 1087.2, 180, 260), "0128": (696.4, 886.3, 88, 132),
+    "0134": (898.3, 1090.2, 88, 132), "more:0024": (1099.2, 1247.5, 199, 241),
+    "more:0060": (976.2, 1133.4, 309, 351),
+}  # fmt: skip
+COSTCO_LEAF_ROW = {"0061": 0, "0069": 170, "0085": 340, "0101": 510, "0104": 680, "0106": 850,
+                   "more:0060": 1020}  # fmt: skip
+COSTCO_FITTED = ["0001", "0024", "0060", "0069", "0085", "0101", "0104", "0106"]
+PAD_GROW = 4  # main.js's boxOf: graph units around a node's box (border, selection halo)
+
+
+def _grown(b: tuple | list) -> dict:
+    left, right, top, bottom = b
+    return {"left": left - PAD_GROW, "right": right + PAD_GROW, "top": top - PAD_GROW,
+            "bottom": bottom + PAD_GROW}  # fmt: skip
+
+
+def _costco_fit(boxes: dict) -> dict:
+    """fitTo's arithmetic on the picked paths (main.js), its others every other node."""
+    target = fit(f"F.unionBox({json.dumps([_grown(boxes[i]) for i in COSTCO_FITTED])})")
+    others = [_grown(b) for i, b in boxes.items() if i not in COSTCO_FITTED]
+    return fit(
+        f"F.planFit({json.dumps(target)}, {json.dumps(others)}, 666, 421, {FIT_PAD_PX}, "
+        f"{DESK_FLOOR}, 1)"
+    )
+
+
+def _cut(drawn: dict, boxes: list[dict]) -> list[dict]:
+    return fit(
+        f"F.cutBoxes({json.dumps(drawn)}, {json.dumps(boxes)}, {drawn['width']}, {drawn['height']})"
+    )
+
+
+def _cut_ids(drawn: dict, boxes: dict) -> set[str]:
+    cut = _cut(drawn, [_grown(b) for b in boxes.values()])
+    return {i for i, b in boxes.items() if _grown(b) in cut}
+
+
+def test_a_rerun_that_grows_a_cited_leaf_is_fitted_again_with_its_row_spread_whole():
+    """The COSTCO screenshot at 1600x1000 cut the cited leaf "✓ 0069 · COSTCO WHOLESALE…" at
+    the left edge: the first fit trimmed the drawn area's left edge past 0025, just left of
+    0069; the answer's rerun then added "✓ " to 0069's label (14.6 units wider) and spread its
+    row again without 0061, which that fit had left undrawn (getPositions skips hidden
+    nodes), so 0069 slid 24 units left, under the old edge, and no fit followed. Counted in
+    the spread, 0061 holds 0069 where the first draw put it, and a fit on the new boxes keeps
+    every fitted node whole."""
+    first = _costco_fit(COSTCO)
+    # Trimmed at the left edge, past 0025 (the browser's 15 px); four nodes no trim can leave
+    # out, main.js leaves undrawn (partlyInView): 0069 whole, 10 units inside the edge.
+    assert first["insets"]["left"] == pytest.approx(14.99, abs=0.05), first
+    assert _cut_ids(first["drawn"], COSTCO) == {"0003", "0061", "0123", "0134"}
+    # The rerun's boxes: 0069 with its ✓, centred on its data x (the row closed up).
+    wide = 178.2
+    slid = (170 - wide / 2, 170 + wide / 2, 290, 370)
+    assert _cut(first["drawn"], [_grown(slid)]), "the old view should cut the slid leaf"
+    # The whole row in the spread (0061 included), 0069 at its new width.
+    row = [list(COSTCO[i]) for i in COSTCO_LEAF_ROW]
+    for i, (node, x) in enumerate(COSTCO_LEAF_ROW.items()):
+        width = wide if node == "0069" else row[i][1] - row[i][0]
+        row[i][:2] = [x - width / 2, x + width / 2]
+    shifts = fit(f"F.spreadRow({json.dumps([{'left': b[0], 'right': b[1]} for b in row])}, 12)")
+    rerun = dict(COSTCO)
+    for (node, _), b, shift in zip(COSTCO_LEAF_ROW.items(), row, shifts, strict=True):
+        rerun[node] = (b[0] + shift, b[1] + shift, b[2], b[3])
+    assert rerun["0069"][0] == pytest.approx(COSTCO["0069"][0], abs=0.1)  # held by 0061
+    again = _costco_fit(rerun)
+    assert not _cut_ids(again["drawn"], rerun) & set(COSTCO_FITTED)
+    drawn = again["drawn"]
+    half_w, half_h = drawn["width"] / (2 * drawn["scale"]), drawn["height"] / (2 * drawn["scale"])
+    for node in COSTCO_FITTED:  # the picked paths whole inside the drawn area
+        b = _grown(rerun[node])
+        assert drawn["x"] - half_w <= b["left"] and b["right"] <= drawn["x"] + half_w, node
+        assert drawn["y"] - half_h <= b["top"] and b["bottom"] <= drawn["y"] + half_h, node
+
+
+def test_a_row_spread_keeps_the_gap_and_moves_the_rest_of_the_row_with_a_box():
+    shifts = fit(
+        "F.spreadRow([{left: 0, right: 100}, {left: 90, right: 190}, {left: 400, right: 500}, "
+        "{left: 480, right: 560}], 12)"
+    )
+    assert shifts == [0, 22, 22, 54]

@@ -204,8 +204,53 @@ function planWhole(target, others, width, height, pad, minZoom, maxZoom) {
   return { view, target };
 }
 
+// The view drawn in the area a trim left (insets px from each side): the same zoom, the
+// centre moved with the area, and the area's size.
+function drawnView(view, insets, width, height) {
+  const s = view.scale;
+  return {
+    scale: s,
+    x: view.x + (insets.left - insets.right) / (2 * s),
+    y: view.y + (insets.top - insets.bottom) / (2 * s),
+    width: Math.max(width - insets.left - insets.right, 1),
+    height: Math.max(height - insets.top - insets.bottom, 1),
+  };
+}
+
+// The whole fit main.js draws for a target: planWhole's view, how many other boxes it still
+// cuts, the insets that trim them off, and the view in the trimmed area. It holds for these
+// boxes only: when a box moves or grows after it (a rerun adds "✓ " to a cited leaf's label,
+// a row is spread again), the fit is planned again, or the trimmed edge may cut the box.
+function planFit(target, others, width, height, pad, minZoom, maxZoom) {
+  const planned = planWhole(target, others, width, height, pad, minZoom, maxZoom);
+  const cut = cutBoxes(planned.view, others, width, height).length;
+  const insets = cut ? trimView(planned.view, others, width, height, planned.target)
+    : { left: 0, right: 0, top: 0, bottom: 0 };
+  return { view: planned.view, target: planned.target, cut, insets,
+           drawn: drawnView(planned.view, insets, width, height) };
+}
+
+// Boxes in one row never overlap: the shift (graph units, rightward) of each box of a row,
+// given left to right, that keeps `gap` between neighbours. Every node of the row must be in
+// it, drawn or not: one a fit left undrawn at the edge still holds its neighbours where the
+// first draw put them (without it the row closed up on a rerun, and a picked leaf slid under
+// the fit's trimmed edge).
+function spreadRow(row, gap) {
+  const shifts = [];
+  let shift = 0;
+  let right = -Infinity;
+  for (const b of row) {
+    const need = right + gap - (b.left + shift);
+    if (need > 0) shift += need;
+    shifts.push(shift);
+    right = b.right + shift;
+  }
+  return shifts;
+}
+
 const TreeFit = {
   unionBox, fitScale, chooseLeaves, placeAxis, planView, cutBoxes, trimView, planWhole,
+  drawnView, planFit, spreadRow,
 };
 if (typeof module !== "undefined") module.exports = TreeFit;
 else window.TreeFit = TreeFit;

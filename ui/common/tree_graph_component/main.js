@@ -111,25 +111,13 @@ function fitTo(ids, minZoom) {
   const target = TreeFit.unionBox([...wanted].map(boxOf));
   if (!target) return;
   const others = all.filter((id) => !wanted.has(id)).map(boxOf).filter(Boolean);
-  const width = box.clientWidth;
-  const height = box.clientHeight;
-  // A neighbour the view would cut at an edge joins the fit while labels stay readable.
-  const planned = TreeFit.planWhole(target, others, width, height,
-    focusSpec.pad_px, minZoom || 0, focusSpec.max_zoom);
-  const view = planned.view;
-  // What was fitted and how many other nodes the planner could not keep off the edges.
-  const cut = TreeFit.cutBoxes(view, others, width, height).length;
-  // Those the drawn area leaves out instead: its edges move inward past them (no half node,
-  // "ed" for "Related work", at any edge), the zoom and the fitted nodes as planned.
-  const insets = cut ? TreeFit.trimView(view, others, width, height, planned.target)
-    : { left: 0, right: 0, top: 0, bottom: 0 };
+  // A neighbour the view would cut at an edge joins the fit while labels stay readable; the
+  // nodes it still cuts the drawn area leaves out instead: its edges move inward past them
+  // (no half node, "ed" for "Related work", at any edge), the zoom and fitted nodes as planned.
+  const { cut, insets, drawn } = TreeFit.planFit(target, others, box.clientWidth,
+    box.clientHeight, focusSpec.pad_px, minZoom || 0, focusSpec.max_zoom);
   trim(insets);
-  const scale = view.scale;
-  const position = {
-    x: view.x + (insets.left - insets.right) / (2 * scale),
-    y: view.y + (insets.top - insets.bottom) / (2 * scale),
-  };
-  net.moveTo({ position, scale, animation: false });
+  net.moveTo({ position: { x: drawn.x, y: drawn.y }, scale: drawn.scale, animation: false });
   // Last: a node no rectangle around the fitted ones can leave whole or out at a readable
   // zoom (a sibling whose box spans the edge beside the path) is not drawn in this view,
   // rather than drawn cut; a pan, a zoom or the next fit draws it again.
@@ -262,10 +250,16 @@ function showNode(id) {
   record("node");
 }
 
-function refit() {
+// What the fits record as their mode (record()); a zoom, a pan or showNode record others.
+const FIT_MODES = new Set(["path", "all", "picked"]);
+function refitNow() {
   if (lastFit === "all") fitAll();
   else if (lastFit === "picked") fitPicked();
   else fitFocus();
+}
+
+function refit() {
+  refitNow();
   if (focusSpec.selected) showNode(focusSpec.selected);
   sizeFrame();
 }
@@ -313,24 +307,22 @@ let clicks = 0;
 // Node boxes in one row never overlap: the layout's slots (ui/common/tree_graph.py) are
 // estimates, and a label of capitals ("SIGNATURE") can be wider than its slot. After a draw,
 // each row is walked left to right and a node that would touch its left neighbour moves
-// right (with the rest of its row) to keep ROW_GAP graph units between them.
+// right (with the rest of its row) to keep ROW_GAP graph units between them (TreeFit.spreadRow).
+// getPositions() leaves hidden nodes out: render() draws the edge-hidden ones first, so every
+// spread counts the whole row.
 const ROW_GAP = 12;
 function spreadRows() {
   const pos = net.getPositions();
   const rows = {};
-  for (const id of Object.keys(pos)) (rows[pos[id].y] = rows[pos[id].y] || []).push(id);
+  for (const id of Object.keys(pos)) {
+    if (net.getBoundingBox(id)) (rows[pos[id].y] = rows[pos[id].y] || []).push(id);
+  }
   for (const ids of Object.values(rows)) {
     ids.sort((a, b) => pos[a].x - pos[b].x);
-    let shift = 0;
-    let right = -Infinity;
-    for (const id of ids) {
-      const b = net.getBoundingBox(id);
-      if (!b) continue;
-      const need = right + ROW_GAP - (b.left + shift);
-      if (need > 0) shift += need;
-      if (shift) net.moveNode(id, pos[id].x + shift, pos[id].y);
-      right = b.right + shift;
-    }
+    const shifts = TreeFit.spreadRow(ids.map((id) => net.getBoundingBox(id)), ROW_GAP);
+    ids.forEach((id, i) => {
+      if (shifts[i]) net.moveNode(id, pos[id].x + shifts[i], pos[id].y);
+    });
   }
 }
 
@@ -348,6 +340,7 @@ function create(data, options) {
   });
   net.on("zoom", () => record("user"));
   net.on("dragStart", () => showEdgeNodes());  // a pan: the edge's nodes come into view
+  net.on("dragEnd", () => record("user"));  // the user's view now: a rerun keeps it
   // Re-fit when the container changes size (Presentation mode, a window resize, the sidebar):
   // vis-network keeps the old centre and zoom, which left the picked leaf outside the view.
   let pending = null;
@@ -393,6 +386,7 @@ function render(args) {
     nodes.add(data.nodes);
     edges.add(data.edges);
   } else {  // colours only: keep the user's zoom unless the focus moved
+    showEdgeNodes();  // the fit's undrawn nodes count in the row spread below, as at first
     nodes.update(data.nodes);
     edges.clear();
     edges.add(data.edges);
@@ -403,6 +397,12 @@ function render(args) {
     net.setSize("100%", options.height);  // presentation mode's height, before the fit
     net.redraw();
     fitFocus();
+  } else if (window.__fitted && FIT_MODES.has(window.__fitted.mode)) {
+    // The view is still a fit (not the user's zoom or pan): fit again, as labels may have
+    // grown ("✓ " on a cited leaf, its answer just in) and rows been spread again under it; an
+    // old trimmed edge then cut that leaf. The same boxes give the same view.
+    net.redraw();  // the spread's moves are measured when drawn
+    refitNow();
   }
   // A newly inspected node (a citation clicked beside the graph) is brought into view.
   if (focusSpec.selected && focusSpec.selected !== selectedKey) showNode(focusSpec.selected);
