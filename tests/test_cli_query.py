@@ -53,6 +53,11 @@ def test_options_the_strategy_does_not_read_are_noted():
         "--dense-weight 0.7 is not used: flat-bm25 runs with 0.0"
     ]
     assert notes("--strategy", "treerag", "--locator", "keyword", "--dense-weight", "0.7") == []
+    assert notes("--option", "flat-structured.section_weight=0.3") == [
+        "--option flat-structured.section_weight=0.3 is not used: only flat-structured reads "
+        "it, not treerag"
+    ]
+    assert notes("--option", "treerag.section_weight=0.3") == []
 
 
 def test_top_k_beyond_the_candidate_window_is_noted():

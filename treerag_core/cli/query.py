@@ -110,6 +110,10 @@ def unused_option_notes(args: argparse.Namespace, settings: QuerySettings) -> li
             notes.append(f"{option} is not used: --leaves picks the sections")
     if getattr(args, "drilldown_layers", None) and strategy.options_type is not drilldown_options():
         notes.append(f"--drilldown-layers is not used: only drilldown reads it, not {name}")
+    for item in getattr(args, "option", None) or ():
+        owner = item.partition(".")[0].strip()
+        if owner != name:
+            notes.append(f"--option {item.strip()} is not used: only {owner} reads it, not {name}")
     effective = strategy.effective_settings(settings).retrieve
     for flag, value, runs in (
         ("--dense-weight", getattr(args, "dense_weight", None), effective.dense_weight),
