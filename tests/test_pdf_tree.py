@@ -294,3 +294,25 @@ def test_capitals_rank_only_without_a_skeleton():
     assert plan.levels == {(0, 0): 1, (0, 1): 2, (0, 3): 2}  # siblings under the anchor
     plan = plan_tree(texts, found, [[]], [])
     assert plan.levels == {(0, 1): 1, (0, 3): 2}  # no skeleton: capitals hold mixed case
+
+
+def test_a_title_set_beside_an_item_line_is_its_own_heading():
+    # A centred statement title right under a left-set Item line (same type, no gap) is a
+    # title of its own; a wrapped Item title's next line lies under it and stays one heading.
+    page = [("Item 1. Financial Statements (unaudited)", 10, True, 72, 720),
+            ("Statements of Income", 10, True, 300, 708), *BODY,
+            ("Item 2. Management's Discussion and Analysis of Financial", 10, True, 72, 520),
+            ("Condition and Results of Operations", 10, True, 72, 508),
+            ("Body text after the Item about the quarter.", 10, False, 72, 480)]  # fmt: skip
+    doc = convert_bytes("q.pdf", make_pdf([page]), 10 * MB)
+    assert [h.text for h in doc.headings] == [
+        "Item 1. Financial Statements (unaudited)",
+        "Statements of Income",
+        "Item 2. Management's Discussion and Analysis of Financial Condition and Results of "
+        "Operations",
+    ]
+    # Not under a PART / Item / Note line: lines set beside each other stay one block.
+    head = [("Gain Recognized", 10, True, 72, 720), ("in Income", 10, True, 300, 708), *BODY]
+    assert [h.text for h in convert_bytes("h.pdf", make_pdf([head]), MB).headings] == [
+        "Gain Recognized in Income"
+    ]

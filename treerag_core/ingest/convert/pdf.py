@@ -48,6 +48,7 @@ class _Line:
     cells: int  # how many table cells the line was cut into (1: running text)
     chars: int
     left: float = 0.0  # x of the first glyph (a contents entry's indent)
+    right: float = 0.0  # x where the last glyph ends
 
 
 def _font_style(textpage, index: int, cache: dict[int, tuple[bool, float, str]], raw):
@@ -154,9 +155,9 @@ def _group_lines(chars) -> list[_Line]:
         font = Counter(c[7] for c in group).most_common(1)[0][0]
         bold = all(c[5] for c in group if c[4].isalnum()) and any(c[4].isalpha() for c in group)
         baseline = group[0][0]
-        lines.append(
-            _Line(text, baseline + size, baseline, size, bold, font, cells, len(group), group[0][1])
-        )
+        left, right = group[0][1], max(c[2] for c in group)
+        top = baseline + size
+        lines.append(_Line(text, top, baseline, size, bold, font, cells, len(group), left, right))
     return lines
 
 
@@ -204,11 +205,26 @@ def _blocks(lines: list[_Line]) -> list[list[_Line]]:
                 and prev.font == line.font
                 and abs(prev.size - line.size) < 0.75
             )
-            if gap < 0.8 * max(line.size, prev.size) and same_style and not _opens_part(line):
+            if (
+                gap < 0.8 * max(line.size, prev.size)
+                and same_style
+                and not _opens_part(line)
+                and (_overlap(prev, line) or not _opens_part(blocks[-1][0]))
+            ):
                 blocks[-1].append(line)
                 continue
         blocks.append([line])
     return blocks
+
+
+def _overlap(prev: _Line, line: _Line) -> bool:
+    """A wrapped title's next line lies under the one before it (left-set, centred or
+    hanging, it shares some width); a line set wholly beside it starts a title of its own: a
+    centred statement title right under a left-set "Item 1. Financial Statements". Asked only
+    under a PART / Item / Note line: table heads and letterheads set beside each other stay
+    one block, as they were."""
+    slack = 0.5 * max(line.size, prev.size)
+    return line.left <= prev.right + slack and line.right >= prev.left - slack
 
 
 def _opens_part(line: _Line) -> bool:
