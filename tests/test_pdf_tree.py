@@ -316,3 +316,17 @@ def test_a_title_set_beside_an_item_line_is_its_own_heading():
     assert [h.text for h in convert_bytes("h.pdf", make_pdf([head]), MB).headings] == [
         "Gain Recognized in Income"
     ]
+
+
+def test_a_heading_near_the_top_is_not_the_running_header_of_the_same_text():
+    # The small "PART II" above every page is a running header; the bold "PART II" set just
+    # under it, in the top margin too, opens the part.
+    pages = []
+    for p in range(4):
+        page = [("PART II", 6, False, 290, 770), *BODY]
+        if p == 2:
+            page += [("PART II", 9, True, 285, 740), ("Item 5. Market", 10, True, 72, 650)]
+        pages.append(page)
+    doc = convert_bytes("r.pdf", make_pdf(pages), 10 * MB)
+    assert _outline(doc) == [(1, 3, "PART II"), (2, 3, "Item 5. Market")]
+    assert doc.text.count("PART II") == 1  # the running headers are removed

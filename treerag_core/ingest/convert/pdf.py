@@ -175,9 +175,9 @@ def _open(name: str, data: bytes):
         raise CorruptDocumentError(f"{name}: not a readable PDF ({message})") from exc
 
 
-def _running_keys(pages: list[tuple[float, list[_Line]]]) -> set[str]:
-    """Normalised texts of lines in the page margins that repeat on many pages."""
-    counts: Counter[str] = Counter()
+def _running_keys(pages: list[tuple[float, list[_Line]]]) -> set[tuple[str, float, bool]]:
+    """Normalised texts and looks of lines in the page margins that repeat on many pages."""
+    counts: Counter[tuple[str, float, bool]] = Counter()
     for height, lines in pages:
         keys = {_key(line) for line in lines if _in_margin(line, height)}
         counts.update(keys)
@@ -185,8 +185,11 @@ def _running_keys(pages: list[tuple[float, list[_Line]]]) -> set[str]:
     return {key for key, n in counts.items() if n >= need}
 
 
-def _key(line: _Line) -> str:
-    return re.sub(r"\d+", "#", " ".join(line.text.lower().split()))
+def _key(line: _Line) -> tuple[str, float, bool]:
+    """A margin line's text (digits as '#') and its look: a heading set near the top in
+    its own type ("PART I" in bold, 7.75 pt) is not the small running "PART I" above it."""
+    text = re.sub(r"\d+", "#", " ".join(line.text.lower().split()))
+    return text, round(line.size * 2) / 2, line.bold
 
 
 def _in_margin(line: _Line, height: float) -> bool:
