@@ -330,3 +330,14 @@ def test_a_heading_near_the_top_is_not_the_running_header_of_the_same_text():
     doc = convert_bytes("r.pdf", make_pdf(pages), 10 * MB)
     assert _outline(doc) == [(1, 3, "PART II"), (2, 3, "Item 5. Market")]
     assert doc.text.count("PART II") == 1  # the running headers are removed
+
+
+def test_an_underlined_title_in_body_type_is_a_heading():
+    # "OVERVIEW" set in the body type, underlined end to end: a typewriter's heading. A link
+    # underlined inside a line, or a rule across a table, makes nothing a heading.
+    page = [("OVERVIEW", 10, False, 280, 720), *BODY,
+            ("See the annual report for the details", 10, False, 72, 520),
+            ("Revenue grew", 10, False, 72, 480)]  # fmt: skip
+    rules = [[(279, 332, 718.5), (100, 150, 518.5), (60, 560, 478.5)]]
+    doc = convert_bytes("u.pdf", make_pdf([page], rules=rules), 10 * MB)
+    assert [(h.text, h.signals) for h in doc.headings] == [("OVERVIEW", ("underlined",))]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ctypes
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from treerag_core.base.config import CONVERT_MAX_CHARS, PDF_MAX_PAGE_CHARS
 from treerag_core.base.errors import (
@@ -26,6 +26,7 @@ from treerag_core.ingest.convert.pdf_tree import Found, plan_tree
 CELL_GAP = 1.6  # a horizontal gap wider than this many font sizes separates table cells
 MARGIN = 0.09  # running headers and footers live in the top and bottom 9% of a page
 HEADING_MAX_CHARS = 150
+RULE_MAX_HEIGHT = 2.0  # a path this thin (points) is a rule: an underline or a table's line
 _BOLD_NAME = re.compile(r"bold|black|heavy|semibold|demi", re.I)
 _MONO_NAME = re.compile(r"mono|courier|code|consol", re.I)
 SIZE_RATIO = 1.1  # a line this much larger than the body type is set as a heading
@@ -49,6 +50,7 @@ class _Line:
     chars: int
     left: float = 0.0  # x of the first glyph (a contents entry's indent)
     right: float = 0.0  # x where the last glyph ends
+    underlined: bool = False  # a rule drawn under the whole line, and only under it
 
 
 def _font_style(textpage, index: int, cache: dict[int, tuple[bool, float, str]], raw):
@@ -117,7 +119,37 @@ def _page_lines(page, raw, name: str = "", room: int = CONVERT_MAX_CHARS) -> lis
             space = False
     finally:
         textpage.close()
-    return _group_lines(chars)
+    return _underline(_group_lines(chars), _rules(page, raw))
+
+
+def _rules(page, raw) -> list[tuple[float, float, float, float]]:
+    """Thin horizontal paths drawn on the page (left, bottom, right, top): underlines and
+    table rules. Only the page's own objects: a form's bounds are in its own space."""
+    rules = []
+    for obj in page.get_objects(filter=[raw.FPDF_PAGEOBJ_PATH], max_depth=1):
+        left, bottom, right, top = obj.get_bounds()
+        if top - bottom <= RULE_MAX_HEIGHT and right - left >= 2 * RULE_MAX_HEIGHT:
+            rules.append((left, bottom, right, top))
+    return rules
+
+
+def _underline(lines: list[_Line], rules) -> list[_Line]:
+    """Mark the lines a rule underlines end to end: from the line's first glyph to its last
+    (half a type size of slack) and just under its baseline. A link inside a sentence, a
+    rule across a table or one under a bullet's text only is no underline of the line."""
+    if not rules:
+        return lines
+    out = []
+    for line in lines:
+        slack = 0.5 * line.size
+        under = any(
+            abs(left - line.left) <= slack
+            and abs(right - line.right) <= slack
+            and line.bottom - 0.4 * line.size <= top <= line.bottom + 0.15 * line.size
+            for left, _, right, top in rules
+        )
+        out.append(replace(line, underlined=True) if under else line)
+    return out
 
 
 def _group_lines(chars) -> list[_Line]:
@@ -303,6 +335,9 @@ def _heading_signals(block: list[_Line], body: float, body_font: str) -> tuple[s
     elif _other_font(block, body_font) and len(block) == 1 and _title_shape(text):
         # Only another font (often a CJK or symbol subset without a name): titles only.
         why.append("font")
+    elif block[0].underlined and len(block) == 1 and _title_shape(text):
+        # Underlined alone on its line in body type: a typewriter's heading ("OVERVIEW").
+        why.append("underlined")
     num = structural_numbering(text)
     toc_line = _TRAILING_PAGE_REF.search(block[0].text)
     if num is not None and len(block) == 1 and not toc_line and (why or _bare_title(text, num)):
@@ -319,7 +354,8 @@ def _style(block: list[_Line], body_font: str) -> tuple[float, bool, bool]:
     line = block[0]
     text = heading_text(block)
     caps = text.isupper() and sum(ch.isalpha() for ch in text) >= 3
-    return -line.size, not (line.bold or line.font != body_font), not caps
+    emphasised = line.bold or line.font != body_font or line.underlined
+    return -line.size, not emphasised, not caps
 
 
 def convert_pdf(name: str, data: bytes, max_pages: int) -> ConvertedDocument:
