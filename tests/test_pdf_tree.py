@@ -341,3 +341,16 @@ def test_an_underlined_title_in_body_type_is_a_heading():
     rules = [[(279, 332, 718.5), (100, 150, 518.5), (60, 560, 478.5)]]
     doc = convert_bytes("u.pdf", make_pdf([page], rules=rules), 10 * MB)
     assert [(h.text, h.signals) for h in doc.headings] == [("OVERVIEW", ("underlined",))]
+
+
+def test_halves_of_wrapped_lines_salutations_and_signatures_are_never_sections():
+    for half in ("segment of business", "Sales to customers by", "Fair Value at", "For",
+                 "AS OF MAY 31, 2019 BALANCES WITHOUT ADOPTION OF"):  # fmt: skip
+        assert line_reason(half).startswith("half a wrapped line"), half
+    for letter in ("Dear Sir or Madam", "/s/ PricewaterhouseCoopers LLP"):
+        assert line_reason(letter).startswith("a letter's salutation"), letter
+    # Titles that look alike stay candidates.
+    for title in ("Mid-Year Check In", "Travel Dates - Days before and after", "eBay Listings",
+                  "www-gitlab-com Tips", "questions.jsonl fields", "Item 1. Terms of",
+                  "Notes to Financial Statements", "Forward-Looking Statements"):  # fmt: skip
+        assert line_reason(title) is None, title
