@@ -354,3 +354,16 @@ def test_halves_of_wrapped_lines_salutations_and_signatures_are_never_sections()
                   "www-gitlab-com Tips", "questions.jsonl fields", "Item 1. Terms of",
                   "Notes to Financial Statements", "Forward-Looking Statements"):  # fmt: skip
         assert line_reason(title) is None, title
+
+
+def test_a_line_starting_past_the_middle_over_a_table_is_a_column_head():
+    page = [("Derivatives", 12, True, 72, 720), *BODY,
+            ("Notional Amount", 10, True, 420, 680), *_row("Swaps", 664), *_row("Hedges", 650),
+            ("Text between the tables about the hedges.", 10, False, 72, 630),
+            ("Hedging Summary", 10, True, 72, 610), *_row("Total", 594), *_row("Net", 580),
+            ("Liquidity", 12, True, 72, 540),
+            ("Body text after the table about cash.", 10, False, 72, 520)]  # fmt: skip
+    doc = convert_bytes("c.pdf", make_pdf([page]), 10 * MB)
+    # A title at the left margin over a table stays a heading.
+    assert [h.text for h in doc.headings] == ["Derivatives", "Hedging Summary", "Liquidity"]
+    assert any("a column head" in n and "Notional Amount" in n for n in doc.notes)

@@ -285,10 +285,23 @@ def _between_rows(blocks: list[list[_Line]], b: int) -> bool:
     return 0 < b < len(blocks) - 1 and _table_row(blocks[b - 1]) and _table_row(blocks[b + 1])
 
 
+def _column_head(blocks: list[list[_Line]], b: int) -> bool:
+    """A line that starts past the middle of the page's text with a table row right under it
+    heads a figures column ("Notional Amount", "Fair Value at"): a section's title starts at
+    the left margin or is centred, so it starts left of the middle."""
+    if b + 1 >= len(blocks) or not _table_row(blocks[b + 1]):
+        return False
+    lines = [li for block in blocks for li in block]
+    middle = (min(li.left for li in lines) + max(li.right for li in lines)) / 2
+    return blocks[b][0].left > middle
+
+
 def _layout_reason(blocks: list[list[_Line]], b: int, signed: bool) -> str:
     """Why block `b` is not a section, from where it stands ("": nothing against it)."""
     if _between_rows(blocks, b):
         return "between table rows: a row label"
+    if _column_head(blocks, b):
+        return "over a table's figures: a column head"
     if signed and junk.signer_office(heading_text(blocks[b])):
         return "a signer's office on a signed page ('/s/')"
     return ""
