@@ -347,12 +347,16 @@ def test_halves_of_wrapped_lines_salutations_and_signatures_are_never_sections()
     for half in ("segment of business", "Sales to customers by", "Fair Value at", "For",
                  "AS OF MAY 31, 2019 BALANCES WITHOUT ADOPTION OF"):  # fmt: skip
         assert line_reason(half).startswith("half a wrapped line"), half
-    for letter in ("Dear Sir or Madam", "/s/ PricewaterhouseCoopers LLP"):
+    for letter in ("Dear Sir or Madam", "/s/ PricewaterhouseCoopers LLP", "From: Acme Ltd",
+                   "Attention: Ms Roe"):  # fmt: skip
         assert line_reason(letter).startswith("a letter's salutation"), letter
+    for release in ("FOR IMMEDIATE RELEASE", "Embargoed until 8 a.m. ET"):
+        assert line_reason(release).startswith("a press release's distribution line"), release
     # Titles that look alike stay candidates.
     for title in ("Mid-Year Check In", "Travel Dates - Days before and after", "eBay Listings",
                   "www-gitlab-com Tips", "questions.jsonl fields", "Item 1. Terms of",
-                  "Notes to Financial Statements", "Forward-Looking Statements"):  # fmt: skip
+                  "Notes to Financial Statements", "Forward-Looking Statements",
+                  "Release Notes", "From Idea to Production", "Subject Experts"):  # fmt: skip
         assert line_reason(title) is None, title
 
 

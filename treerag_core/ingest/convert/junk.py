@@ -60,8 +60,11 @@ _LOWER_START = re.compile(r"^[a-z]+\s")
 _OPEN_END = re.compile(
     r"(?:^|\s)(?:of|and|or|by|the|to|a|an|for|with|from|at|as|than|per|into|via)$", re.I
 )
-# A letter's salutation or a signature: "Dear Sir or Madam", "/s/ Jane Roe".
-_LETTER = re.compile(r"^dear\s|/s/", re.I)
+# A letter's salutation, a header field or a signature: "Dear Sir or Madam", "From: Acme
+# Ltd", "Attention: Ms Roe", "/s/ Jane Roe".
+_LETTER = re.compile(r"^(?:dear\s|(?:from|to|attn\.?|attention|cc|re|subject)\s*:)|/s/", re.I)
+# A press release's distribution line: "FOR IMMEDIATE RELEASE", "Embargoed until 8 a.m.".
+_RELEASE = re.compile(r"^(?:for\s+(?:immediate\s+)?release|embargoed)\b", re.I)
 
 
 def line_reason(text: str) -> str | None:
@@ -85,7 +88,9 @@ def line_reason(text: str) -> str | None:
     if not numbered and len(stripped.split()) >= 4 and _SENTENCE_END.search(stripped):
         return "a sentence (ends in a period)"
     if _LETTER.search(stripped):
-        return "a letter's salutation or a signature ('Dear', '/s/')"
+        return "a letter's salutation, header field or signature ('Dear', 'From:', '/s/')"
+    if _RELEASE.match(stripped):
+        return "a press release's distribution line ('For immediate release')"
     if not numbered and (_LOWER_START.match(stripped) or _OPEN_END.search(stripped)):
         return "half a wrapped line (opens lower-case or ends in 'of', 'by', 'at')"
     return None
