@@ -12,16 +12,29 @@ import pypdfium2.raw as raw
 
 # (text, font size, bold, x, y from the bottom) per line, one list per page.
 Line = tuple[str, float, bool, float, float]
+# A horizontal rule 0.5 pt thick: (x from, x to, y from the bottom).
+Rule = tuple[float, float, float]
 
 
-def make_pdf(pages: list[list[Line]], width: float = 612, height: float = 792) -> bytes:
+def make_pdf(
+    pages: list[list[Line]],
+    width: float = 612,
+    height: float = 792,
+    rules: list[list[Rule]] | None = None,
+) -> bytes:
+    """`rules[p]` are filled thin rectangles drawn on page p (underlines, table lines)."""
     pdf = pdfium.PdfDocument.new()
     fonts = {
         False: raw.FPDFText_LoadStandardFont(pdf.raw, b"Helvetica"),
         True: raw.FPDFText_LoadStandardFont(pdf.raw, b"Helvetica-Bold"),
     }
-    for lines in pages:
+    for p, lines in enumerate(pages):
         page = pdf.new_page(width, height)
+        for x0, x1, y in rules[p] if rules and p < len(rules) else []:
+            rect = raw.FPDFPageObj_CreateNewRect(x0, y, x1 - x0, 0.5)
+            raw.FPDFPageObj_SetFillColor(rect, 0, 0, 0, 255)
+            raw.FPDFPath_SetDrawMode(rect, raw.FPDF_FILLMODE_WINDING, False)
+            raw.FPDFPage_InsertObject(page.raw, rect)
         for text, size, bold, x, y in lines:
             obj = raw.FPDFPageObj_CreateTextObj(pdf.raw, fonts[bold], ctypes.c_float(size))
             encoded = (text + "\x00").encode("utf-16-le")

@@ -294,3 +294,80 @@ def test_capitals_rank_only_without_a_skeleton():
     assert plan.levels == {(0, 0): 1, (0, 1): 2, (0, 3): 2}  # siblings under the anchor
     plan = plan_tree(texts, found, [[]], [])
     assert plan.levels == {(0, 1): 1, (0, 3): 2}  # no skeleton: capitals hold mixed case
+
+
+def test_a_title_set_beside_an_item_line_is_its_own_heading():
+    # A centred statement title right under a left-set Item line (same type, no gap) is a
+    # title of its own; a wrapped Item title's next line lies under it and stays one heading.
+    page = [("Item 1. Financial Statements (unaudited)", 10, True, 72, 720),
+            ("Statements of Income", 10, True, 300, 708), *BODY,
+            ("Item 2. Management's Discussion and Analysis of Financial", 10, True, 72, 520),
+            ("Condition and Results of Operations", 10, True, 72, 508),
+            ("Body text after the Item about the quarter.", 10, False, 72, 480)]  # fmt: skip
+    doc = convert_bytes("q.pdf", make_pdf([page]), 10 * MB)
+    assert [h.text for h in doc.headings] == [
+        "Item 1. Financial Statements (unaudited)",
+        "Statements of Income",
+        "Item 2. Management's Discussion and Analysis of Financial Condition and Results of "
+        "Operations",
+    ]
+    # Not under a PART / Item / Note line: lines set beside each other stay one block.
+    head = [("Gain Recognized", 10, True, 72, 720), ("in Income", 10, True, 300, 708), *BODY]
+    assert [h.text for h in convert_bytes("h.pdf", make_pdf([head]), MB).headings] == [
+        "Gain Recognized in Income"
+    ]
+
+
+def test_a_heading_near_the_top_is_not_the_running_header_of_the_same_text():
+    # The small "PART II" above every page is a running header; the bold "PART II" set just
+    # under it, in the top margin too, opens the part.
+    pages = []
+    for p in range(4):
+        page = [("PART II", 6, False, 290, 770), *BODY]
+        if p == 2:
+            page += [("PART II", 9, True, 285, 740), ("Item 5. Market", 10, True, 72, 650)]
+        pages.append(page)
+    doc = convert_bytes("r.pdf", make_pdf(pages), 10 * MB)
+    assert _outline(doc) == [(1, 3, "PART II"), (2, 3, "Item 5. Market")]
+    assert doc.text.count("PART II") == 1  # the running headers are removed
+
+
+def test_an_underlined_title_in_body_type_is_a_heading():
+    # "OVERVIEW" set in the body type, underlined end to end: a typewriter's heading. A link
+    # underlined inside a line, or a rule across a table, makes nothing a heading.
+    page = [("OVERVIEW", 10, False, 280, 720), *BODY,
+            ("See the annual report for the details", 10, False, 72, 520),
+            ("Revenue grew", 10, False, 72, 480)]  # fmt: skip
+    rules = [[(279, 332, 718.5), (100, 150, 518.5), (60, 560, 478.5)]]
+    doc = convert_bytes("u.pdf", make_pdf([page], rules=rules), 10 * MB)
+    assert [(h.text, h.signals) for h in doc.headings] == [("OVERVIEW", ("underlined",))]
+
+
+def test_halves_of_wrapped_lines_salutations_and_signatures_are_never_sections():
+    for half in ("segment of business", "Sales to customers by", "Fair Value at", "For",
+                 "AS OF MAY 31, 2019 BALANCES WITHOUT ADOPTION OF"):  # fmt: skip
+        assert line_reason(half).startswith("half a wrapped line"), half
+    for letter in ("Dear Sir or Madam", "/s/ PricewaterhouseCoopers LLP", "From: Acme Ltd",
+                   "Attention: Ms Roe"):  # fmt: skip
+        assert line_reason(letter).startswith("a letter's salutation"), letter
+    for release in ("FOR IMMEDIATE RELEASE", "Embargoed until 8 a.m. ET"):
+        assert line_reason(release).startswith("a press release's distribution line"), release
+    # Titles that look alike stay candidates.
+    for title in ("Mid-Year Check In", "Travel Dates - Days before and after", "eBay Listings",
+                  "www-gitlab-com Tips", "questions.jsonl fields", "Item 1. Terms of",
+                  "Notes to Financial Statements", "Forward-Looking Statements",
+                  "Release Notes", "From Idea to Production", "Subject Experts"):  # fmt: skip
+        assert line_reason(title) is None, title
+
+
+def test_a_line_starting_past_the_middle_over_a_table_is_a_column_head():
+    page = [("Derivatives", 12, True, 72, 720), *BODY,
+            ("Notional Amount", 10, True, 420, 680), *_row("Swaps", 664), *_row("Hedges", 650),
+            ("Text between the tables about the hedges.", 10, False, 72, 630),
+            ("Hedging Summary", 10, True, 72, 610), *_row("Total", 594), *_row("Net", 580),
+            ("Liquidity", 12, True, 72, 540),
+            ("Body text after the table about cash.", 10, False, 72, 520)]  # fmt: skip
+    doc = convert_bytes("c.pdf", make_pdf([page]), 10 * MB)
+    # A title at the left margin over a table stays a heading.
+    assert [h.text for h in doc.headings] == ["Derivatives", "Hedging Summary", "Liquidity"]
+    assert any("a column head" in n and "Notional Amount" in n for n in doc.notes)

@@ -52,6 +52,19 @@ _DOCUMENT_TITLE = re.compile(r"^(?:certification|report|consent|letter)\b", re.I
 # A sentence ends in a lower-case word and a period ("Our stock price is volatile."), unlike a
 # title ending in an abbreviation ("Acme Co.").
 _SENTENCE_END = re.compile(r"\s[a-z]{2,}\.$")
+# Half of a line wrapped into two blocks: it opens on a plain lower-case word ("segment of
+# business") or stops on an article, a conjunction or a preposition that needs a word after
+# it ("Sales to customers by", "Fair Value at", "For" above a signer). Not "in", "on",
+# "after": "Mid-Year Check In", "Days before and after" are Markdown headings of the eval sets.
+_LOWER_START = re.compile(r"^[a-z]+\s")
+_OPEN_END = re.compile(
+    r"(?:^|\s)(?:of|and|or|by|the|to|a|an|for|with|from|at|as|than|per|into|via)$", re.I
+)
+# A letter's salutation, a header field or a signature: "Dear Sir or Madam", "From: Acme
+# Ltd", "Attention: Ms Roe", "/s/ Jane Roe".
+_LETTER = re.compile(r"^(?:dear\s|(?:from|to|attn\.?|attention|cc|re|subject)\s*:)|/s/", re.I)
+# A press release's distribution line: "FOR IMMEDIATE RELEASE", "Embargoed until 8 a.m.".
+_RELEASE = re.compile(r"^(?:for\s+(?:immediate\s+)?release|embargoed)\b", re.I)
 
 
 def line_reason(text: str) -> str | None:
@@ -74,6 +87,12 @@ def line_reason(text: str) -> str | None:
     numbered = heading_numbering(stripped) is not None
     if not numbered and len(stripped.split()) >= 4 and _SENTENCE_END.search(stripped):
         return "a sentence (ends in a period)"
+    if _LETTER.search(stripped):
+        return "a letter's salutation, header field or signature ('Dear', 'From:', '/s/')"
+    if _RELEASE.match(stripped):
+        return "a press release's distribution line ('For immediate release')"
+    if not numbered and (_LOWER_START.match(stripped) or _OPEN_END.search(stripped)):
+        return "half a wrapped line (opens lower-case or ends in 'of', 'by', 'at')"
     return None
 
 

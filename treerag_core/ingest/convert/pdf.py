@@ -6,7 +6,7 @@ from __future__ import annotations
 import ctypes
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from treerag_core.base.config import CONVERT_MAX_CHARS, PDF_MAX_PAGE_CHARS
 from treerag_core.base.errors import (
@@ -26,6 +26,7 @@ from treerag_core.ingest.convert.pdf_tree import Found, plan_tree
 CELL_GAP = 1.6  # a horizontal gap wider than this many font sizes separates table cells
 MARGIN = 0.09  # running headers and footers live in the top and bottom 9% of a page
 HEADING_MAX_CHARS = 150
+RULE_MAX_HEIGHT = 2.0  # a path this thin (points) is a rule: an underline or a table's line
 _BOLD_NAME = re.compile(r"bold|black|heavy|semibold|demi", re.I)
 _MONO_NAME = re.compile(r"mono|courier|code|consol", re.I)
 SIZE_RATIO = 1.1  # a line this much larger than the body type is set as a heading
@@ -48,6 +49,8 @@ class _Line:
     cells: int  # how many table cells the line was cut into (1: running text)
     chars: int
     left: float = 0.0  # x of the first glyph (a contents entry's indent)
+    right: float = 0.0  # x where the last glyph ends
+    underlined: bool = False  # a rule drawn under the whole line, and only under it
 
 
 def _font_style(textpage, index: int, cache: dict[int, tuple[bool, float, str]], raw):
@@ -116,7 +119,37 @@ def _page_lines(page, raw, name: str = "", room: int = CONVERT_MAX_CHARS) -> lis
             space = False
     finally:
         textpage.close()
-    return _group_lines(chars)
+    return _underline(_group_lines(chars), _rules(page, raw))
+
+
+def _rules(page, raw) -> list[tuple[float, float, float, float]]:
+    """Thin horizontal paths drawn on the page (left, bottom, right, top): underlines and
+    table rules. Only the page's own objects: a form's bounds are in its own space."""
+    rules = []
+    for obj in page.get_objects(filter=[raw.FPDF_PAGEOBJ_PATH], max_depth=1):
+        left, bottom, right, top = obj.get_bounds()
+        if top - bottom <= RULE_MAX_HEIGHT and right - left >= 2 * RULE_MAX_HEIGHT:
+            rules.append((left, bottom, right, top))
+    return rules
+
+
+def _underline(lines: list[_Line], rules) -> list[_Line]:
+    """Mark the lines a rule underlines end to end: from the line's first glyph to its last
+    (half a type size of slack) and just under its baseline. A link inside a sentence, a
+    rule across a table or one under a bullet's text only is no underline of the line."""
+    if not rules:
+        return lines
+    out = []
+    for line in lines:
+        slack = 0.5 * line.size
+        under = any(
+            abs(left - line.left) <= slack
+            and abs(right - line.right) <= slack
+            and line.bottom - 0.4 * line.size <= top <= line.bottom + 0.15 * line.size
+            for left, _, right, top in rules
+        )
+        out.append(replace(line, underlined=True) if under else line)
+    return out
 
 
 def _group_lines(chars) -> list[_Line]:
@@ -154,9 +187,9 @@ def _group_lines(chars) -> list[_Line]:
         font = Counter(c[7] for c in group).most_common(1)[0][0]
         bold = all(c[5] for c in group if c[4].isalnum()) and any(c[4].isalpha() for c in group)
         baseline = group[0][0]
-        lines.append(
-            _Line(text, baseline + size, baseline, size, bold, font, cells, len(group), group[0][1])
-        )
+        left, right = group[0][1], max(c[2] for c in group)
+        top = baseline + size
+        lines.append(_Line(text, top, baseline, size, bold, font, cells, len(group), left, right))
     return lines
 
 
@@ -174,9 +207,9 @@ def _open(name: str, data: bytes):
         raise CorruptDocumentError(f"{name}: not a readable PDF ({message})") from exc
 
 
-def _running_keys(pages: list[tuple[float, list[_Line]]]) -> set[str]:
-    """Normalised texts of lines in the page margins that repeat on many pages."""
-    counts: Counter[str] = Counter()
+def _running_keys(pages: list[tuple[float, list[_Line]]]) -> set[tuple[str, float, bool]]:
+    """Normalised texts and looks of lines in the page margins that repeat on many pages."""
+    counts: Counter[tuple[str, float, bool]] = Counter()
     for height, lines in pages:
         keys = {_key(line) for line in lines if _in_margin(line, height)}
         counts.update(keys)
@@ -184,8 +217,11 @@ def _running_keys(pages: list[tuple[float, list[_Line]]]) -> set[str]:
     return {key for key, n in counts.items() if n >= need}
 
 
-def _key(line: _Line) -> str:
-    return re.sub(r"\d+", "#", " ".join(line.text.lower().split()))
+def _key(line: _Line) -> tuple[str, float, bool]:
+    """A margin line's text (digits as '#') and its look: a heading set near the top in
+    its own type ("PART I" in bold, 7.75 pt) is not the small running "PART I" above it."""
+    text = re.sub(r"\d+", "#", " ".join(line.text.lower().split()))
+    return text, round(line.size * 2) / 2, line.bold
 
 
 def _in_margin(line: _Line, height: float) -> bool:
@@ -204,11 +240,26 @@ def _blocks(lines: list[_Line]) -> list[list[_Line]]:
                 and prev.font == line.font
                 and abs(prev.size - line.size) < 0.75
             )
-            if gap < 0.8 * max(line.size, prev.size) and same_style and not _opens_part(line):
+            if (
+                gap < 0.8 * max(line.size, prev.size)
+                and same_style
+                and not _opens_part(line)
+                and (_overlap(prev, line) or not _opens_part(blocks[-1][0]))
+            ):
                 blocks[-1].append(line)
                 continue
         blocks.append([line])
     return blocks
+
+
+def _overlap(prev: _Line, line: _Line) -> bool:
+    """A wrapped title's next line lies under the one before it (left-set, centred or
+    hanging, it shares some width); a line set wholly beside it starts a title of its own: a
+    centred statement title right under a left-set "Item 1. Financial Statements". Asked only
+    under a PART / Item / Note line: table heads and letterheads set beside each other stay
+    one block, as they were."""
+    slack = 0.5 * max(line.size, prev.size)
+    return line.left <= prev.right + slack and line.right >= prev.left - slack
 
 
 def _opens_part(line: _Line) -> bool:
@@ -234,10 +285,23 @@ def _between_rows(blocks: list[list[_Line]], b: int) -> bool:
     return 0 < b < len(blocks) - 1 and _table_row(blocks[b - 1]) and _table_row(blocks[b + 1])
 
 
+def _column_head(blocks: list[list[_Line]], b: int) -> bool:
+    """A line that starts past the middle of the page's text with a table row right under it
+    heads a figures column ("Notional Amount", "Fair Value at"): a section's title starts at
+    the left margin or is centred, so it starts left of the middle."""
+    if b + 1 >= len(blocks) or not _table_row(blocks[b + 1]):
+        return False
+    lines = [li for block in blocks for li in block]
+    middle = (min(li.left for li in lines) + max(li.right for li in lines)) / 2
+    return blocks[b][0].left > middle
+
+
 def _layout_reason(blocks: list[list[_Line]], b: int, signed: bool) -> str:
     """Why block `b` is not a section, from where it stands ("": nothing against it)."""
     if _between_rows(blocks, b):
         return "between table rows: a row label"
+    if _column_head(blocks, b):
+        return "over a table's figures: a column head"
     if signed and junk.signer_office(heading_text(blocks[b])):
         return "a signer's office on a signed page ('/s/')"
     return ""
@@ -284,6 +348,9 @@ def _heading_signals(block: list[_Line], body: float, body_font: str) -> tuple[s
     elif _other_font(block, body_font) and len(block) == 1 and _title_shape(text):
         # Only another font (often a CJK or symbol subset without a name): titles only.
         why.append("font")
+    elif block[0].underlined and len(block) == 1 and _title_shape(text):
+        # Underlined alone on its line in body type: a typewriter's heading ("OVERVIEW").
+        why.append("underlined")
     num = structural_numbering(text)
     toc_line = _TRAILING_PAGE_REF.search(block[0].text)
     if num is not None and len(block) == 1 and not toc_line and (why or _bare_title(text, num)):
@@ -300,7 +367,8 @@ def _style(block: list[_Line], body_font: str) -> tuple[float, bool, bool]:
     line = block[0]
     text = heading_text(block)
     caps = text.isupper() and sum(ch.isalpha() for ch in text) >= 3
-    return -line.size, not (line.bold or line.font != body_font), not caps
+    emphasised = line.bold or line.font != body_font or line.underlined
+    return -line.size, not emphasised, not caps
 
 
 def convert_pdf(name: str, data: bytes, max_pages: int) -> ConvertedDocument:
