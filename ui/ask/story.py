@@ -426,7 +426,7 @@ def details(trace: Trace) -> None:
     trace_panels.costs(trace, state.rerun_ms if state.origin == "rerun" else None)
     st.download_button(
         "Download the trace (JSON)",
-        trace_to_json(trace),
+        lambda: trace_to_json(trace),  # made on the click, not on every rerun (a slider move)
         file_name=f"treerag-trace-{(trace.created_at or 'run').replace(':', '')}.json",
         mime="application/json",
         icon=":material/download:",
