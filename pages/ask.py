@@ -256,7 +256,7 @@ def _story(trace, corpus, doc_ids, engine, settings, events) -> Trace | None:
     graph_slot = graph_col.container()
     with answer_col:
         progress = st.empty()  # the same place in every run: the answer below it never moves
-        answer_slot = st.container()
+        answer_slot = st.container()  # empty before the first question (the welcome follows)
         if trace is None and events is None:  # beside the graph: the graph never moves
             story.welcome(doc_ids, _ask_example)
     status = None
