@@ -247,16 +247,3 @@ def test_against_the_fake_openai_server_in_json_mode(doc) -> None:
         assert server.bodies[0]["response_format"] == {"type": "json_object"}
         assert server.bodies[0]["messages"][0]["content"].startswith(ls.PROMPT)
     assert [(f.entry, f.kind) for f in check.fixes] == [(1, "mark")]
-
-
-def test_contents_that_disagree_with_the_body_are_kept_as_entries_not_found() -> None:
-    pages = [[("CONTENTS", 11, True, 72, 720)]]
-    for k in range(6):
-        pages[0] += [(f"Chapter title {k}", 10, False, 72, 690 - 16 * k),
-                     (str(k + 2), 10, False, 520, 690 - 16 * k)]  # fmt: skip
-    pages += [[(f"Another heading {k}", 14, True, 72, 720), *BODY] for k in range(6)]
-    doc = convert_bytes("t.pdf", make_pdf(pages), 10 * MB)
-    assert any("disagrees with the body" in n for n in doc.notes)
-    assert [(e.title, e.heading) for e in doc.contents] == [
-        (f"Chapter title {k}", "") for k in range(6)
-    ]

@@ -79,6 +79,10 @@ def test_contents_that_disagree_with_the_body_are_not_trusted():
     doc = convert_bytes("t.pdf", make_pdf(pages), 10 * MB)
     assert any("disagrees with the body" in n for n in doc.notes)
     assert [h.text for h in doc.headings] == [f"Another heading {k}" for k in range(6)]
+    # Its entries are kept, none anchored, for the LLM check (convert/llm_skeleton.py).
+    assert [(e.title, e.heading) for e in doc.contents] == [
+        (f"Chapter title {k}", "") for k in range(6)
+    ]
 
 
 def _with_outline(data: bytes, items: list[tuple[str, int, int | None]]) -> bytes:
