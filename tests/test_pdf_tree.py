@@ -6,9 +6,11 @@ from __future__ import annotations
 import io
 
 import pypdf
+import pytest
 
 from tests.pdf_factory import make_pdf
 from treerag_core.ingest.convert import convert_bytes
+from treerag_core.ingest.convert import pdf as pdf_module
 from treerag_core.ingest.convert.junk import line_reason, signer_office
 from treerag_core.ingest.convert.levels import Candidate, structural_numbering
 from treerag_core.ingest.convert.outline import _levels_in_order
@@ -345,6 +347,25 @@ def test_an_underlined_title_in_body_type_is_a_heading():
     rules = [[(279, 332, 718.5), (100, 150, 518.5), (60, 560, 478.5)]]
     doc = convert_bytes("u.pdf", make_pdf([page], rules=rules), 10 * MB)
     assert [(h.text, h.signals) for h in doc.headings] == [("OVERVIEW", ("underlined",))]
+
+
+@pytest.mark.parametrize(
+    ("bound", "value"),
+    [
+        ("UNDERLINE_MAX_RULES", 2),  # a ruled grid: more thin rules than this on the page
+        ("UNDERLINE_MAX_PAGE_OBJECTS", 5),  # a drawing: more objects than this on the page
+        ("UNDERLINE_MAX_DOC_OBJECTS", 5),  # the document's objects already looked at
+    ],
+)
+def test_underlines_are_looked_for_within_bounds_only(monkeypatch, bound, value):
+    # Past a bound the page is read without underlines (a small file drawing 100,000 rules
+    # must not make the search cost minutes): the underlined title is then body text.
+    page = [("OVERVIEW", 10, False, 280, 720), *BODY]
+    rules = [[(279, 332, 718.5), (60, 560, 300), (60, 560, 250), (60, 560, 200)]]
+    data = make_pdf([page], rules=rules)
+    assert [h.text for h in convert_bytes("u.pdf", data, 10 * MB).headings] == ["OVERVIEW"]
+    monkeypatch.setattr(pdf_module, bound, value)
+    assert convert_bytes("u.pdf", data, 10 * MB).headings == ()
 
 
 def test_halves_of_wrapped_lines_salutations_and_signatures_are_never_sections():

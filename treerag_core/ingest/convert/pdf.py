@@ -3,6 +3,7 @@ table rows kept as rows, headings inferred from size, weight, isolation and numb
 
 from __future__ import annotations
 
+import bisect
 import ctypes
 import re
 from collections import Counter
@@ -27,6 +28,14 @@ CELL_GAP = 1.6  # a horizontal gap wider than this many font sizes separates tab
 MARGIN = 0.09  # running headers and footers live in the top and bottom 9% of a page
 HEADING_MAX_CHARS = 150
 RULE_MAX_HEIGHT = 2.0  # a path this thin (points) is a rule: an underline or a table's line
+# Underlines are looked for on ordinary pages only, so a small file cannot make the search
+# cost minutes: a page with more objects (the dev filings' densest has ~6,200) or more thin
+# rules (a ruled table page ~1,000) than this is a drawing or a grid, read without them.
+UNDERLINE_MAX_PAGE_OBJECTS = 20_000
+UNDERLINE_MAX_RULES = 2_000
+# Objects looked at for underlines in one document (the dev filings' most: ~362,000 in 116
+# pages); the pages past it are read without underlines.
+UNDERLINE_MAX_DOC_OBJECTS = 1_000_000
 _BOLD_NAME = re.compile(r"bold|black|heavy|semibold|demi", re.I)
 _MONO_NAME = re.compile(r"mono|courier|code|consol", re.I)
 SIZE_RATIO = 1.1  # a line this much larger than the body type is set as a heading
@@ -119,34 +128,51 @@ def _page_lines(page, raw, name: str = "", room: int = CONVERT_MAX_CHARS) -> lis
             space = False
     finally:
         textpage.close()
-    return _underline(_group_lines(chars), _rules(page, raw))
+    return _group_lines(chars)
 
 
-def _rules(page, raw) -> list[tuple[float, float, float, float]]:
+def _rules(page, raw, objects_left: int) -> tuple[list[tuple[float, float, float, float]], int]:
     """Thin horizontal paths drawn on the page (left, bottom, right, top): underlines and
-    table rules. Only the page's own objects: a form's bounds are in its own space."""
-    rules = []
-    for obj in page.get_objects(filter=[raw.FPDF_PAGEOBJ_PATH], max_depth=1):
-        left, bottom, right, top = obj.get_bounds()
-        if top - bottom <= RULE_MAX_HEIGHT and right - left >= 2 * RULE_MAX_HEIGHT:
-            rules.append((left, bottom, right, top))
-    return rules
+    table rules, sorted by top, and the document's object budget left after this page. Only
+    the page's own objects: a form's bounds are in its own space. None on a page past the
+    bounds above (its lines are read without underlines)."""
+    count = raw.FPDFPage_CountObjects(page.raw)
+    if count > min(UNDERLINE_MAX_PAGE_OBJECTS, objects_left):
+        return [], objects_left
+    rules: list[tuple[float, float, float, float]] = []
+    left, bottom, right, top = (ctypes.c_float() for _ in range(4))
+    for i in range(count):
+        obj = raw.FPDFPage_GetObject(page.raw, i)
+        if raw.FPDFPageObj_GetType(obj) != raw.FPDF_PAGEOBJ_PATH:
+            continue
+        if not raw.FPDFPageObj_GetBounds(obj, left, bottom, right, top):
+            continue
+        if (
+            top.value - bottom.value <= RULE_MAX_HEIGHT
+            and right.value - left.value >= 2 * RULE_MAX_HEIGHT
+        ):
+            rules.append((left.value, bottom.value, right.value, top.value))
+            if len(rules) > UNDERLINE_MAX_RULES:
+                return [], objects_left - count
+    return sorted(rules, key=lambda rule: rule[3]), objects_left - count
 
 
 def _underline(lines: list[_Line], rules) -> list[_Line]:
     """Mark the lines a rule underlines end to end: from the line's first glyph to its last
     (half a type size of slack) and just under its baseline. A link inside a sentence, a
-    rule across a table or one under a bullet's text only is no underline of the line."""
+    rule across a table or one under a bullet's text only is no underline of the line.
+    `rules` are sorted by top, so each line looks only at the rules near its baseline."""
     if not rules:
         return lines
+    tops = [rule[3] for rule in rules]
     out = []
     for line in lines:
         slack = 0.5 * line.size
+        lo = bisect.bisect_left(tops, line.bottom - 0.4 * line.size)
+        hi = bisect.bisect_right(tops, line.bottom + 0.15 * line.size)
         under = any(
-            abs(left - line.left) <= slack
-            and abs(right - line.right) <= slack
-            and line.bottom - 0.4 * line.size <= top <= line.bottom + 0.15 * line.size
-            for left, _, right, top in rules
+            abs(left - line.left) <= slack and abs(right - line.right) <= slack
+            for left, _, right, _ in rules[lo:hi]
         )
         out.append(replace(line, underlined=True) if under else line)
     return out
@@ -394,6 +420,7 @@ def convert_pdf(name: str, data: bytes, max_pages: int) -> ConvertedDocument:
         if n_pages == 0:
             raise CorruptDocumentError(f"{name}: the PDF has no pages")
         pages = []
+        objects_left = UNDERLINE_MAX_DOC_OBJECTS
         for i in range(n_pages):
             try:
                 page = pdf[i]
@@ -403,6 +430,8 @@ def convert_pdf(name: str, data: bytes, max_pages: int) -> ConvertedDocument:
                 ) from exc
             try:
                 lines = _page_lines(page, raw, name, CONVERT_MAX_CHARS - chars)
+                rules, objects_left = _rules(page, raw, objects_left)
+                lines = _underline(lines, rules)
                 chars += sum(line.chars for line in lines)
                 pages.append((page.get_height(), lines))
             except pdfium.PdfiumError as exc:
