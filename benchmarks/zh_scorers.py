@@ -10,7 +10,8 @@ each passage lifted by half its best neighbour's score in the same section. In
 corpus scope each is also shown with treerag's checked routing, and the reordering with the
 prior's range taken over the kept documents' sections only, when the cut is made. Scored
 with the harness's `question_metrics`; the first rows reproduce the harness's flat-hybrid,
-flat-structured and treerag.
+flat-structured and treerag; a second table gives each variant minus flat-structured with its
+paired bootstrap 95% interval.
 
     python benchmarks/zh_scorers.py --data ../shared/eval/lecoqa_laws --scope doc \
         --cache data/eval-cache
@@ -33,6 +34,7 @@ from benchmarks.dump_window_features import dev_set, path_vectors, scope_scores
 from treerag_core.base.names import StrategyName
 from treerag_core.base.settings import QuerySettings
 from treerag_core.evaluation import Passage, question_metrics
+from treerag_core.evaluation.intervals import paired_difference_interval
 from treerag_core.search.fusion import fuse, minmax
 
 KEYS = ("recall@1000c", "recall@2000c", "hit@5", "mrr@10")
@@ -157,7 +159,26 @@ def main(argv: list[str] | None = None) -> int:
     for name, per in results.items():
         means = " | ".join(f"{np.mean([m[k] for m in per]):.3f}" for k in KEYS)
         print(f"| {name} | {len(per)} | {means} |")
+    print_differences(results, StrategyName.FLAT_STRUCTURED.value)
     return 0
+
+
+def print_differences(results: dict[str, list[dict[str, float]]], baseline: str) -> None:
+    """Each variant minus `baseline` over the same questions, in points, with its paired
+    bootstrap 95% interval (bold: the interval excludes 0), as `eval` reports them."""
+    keys = KEYS[:3]
+    print(f"\n| minus {baseline} | " + " | ".join(keys) + " |")
+    print("|---|" + "---|" * len(keys))
+    base = results[baseline]
+    for name, per in results.items():
+        if name in (baseline, StrategyName.FLAT_HYBRID.value):
+            continue
+        cells = []
+        for k in keys:
+            d = paired_difference_interval([m[k] for m in per], [m[k] for m in base])
+            text = f"{100 * d.mean:+.1f} [{100 * d.low:+.1f}, {100 * d.high:+.1f}]"
+            cells.append(f"**{text}**" if d.low > 0 or d.high < 0 else text)
+        print(f"| {name} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":
