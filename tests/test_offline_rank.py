@@ -129,3 +129,15 @@ def test_best_neighbour_looks_only_inside_the_same_section():
     assert zh_scorers.best_neighbour(index, rows, score).tolist() == [4.0, 4.0, 0.0, 2.0]
     # Rows outside the scope are nobody's neighbour.
     assert zh_scorers.best_neighbour(index, np.asarray([0, 1]), score[:2]).tolist() == [2.0, 1.0]
+
+
+def test_zh_scorers_prints_each_variant_minus_the_baseline_with_its_interval(capsys):
+    base = [{"recall@1000c": 0.0, "recall@2000c": 0.0, "hit@5": 0.0}] * 4
+    better = [{"recall@1000c": 1.0, "recall@2000c": 0.0, "hit@5": 0.0}] * 4
+    zh_scorers.print_differences({"flat-structured": base, "variant": better}, "flat-structured")
+    out = capsys.readouterr().out
+    assert "| minus flat-structured | recall@1000c | recall@2000c | hit@5 |" in out
+    assert (
+        "| variant | **+100.0 [+100.0, +100.0]** | +0.0 [+0.0, +0.0] | +0.0 [+0.0, +0.0] |" in out
+    )
+    assert "| flat-structured |" not in out.split("minus flat-structured")[1]
