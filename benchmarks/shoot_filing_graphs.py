@@ -7,13 +7,19 @@ locator and an extractive answer), so the picked leaves are lit; shoot the page 
 scrolled to the top. The explorer is served as `benchmarks/bench_ui.py` serves it (the
 default embedder unless --embedder), in real Chromium.
 
-    nice -n 10 python benchmarks/shoot_filing_graphs.py --shots docs/screenshots
+With --review, the review step is shot too, in the same session before indexing: the
+inferred tree's title, notes and outline at the top of the view (documents-review-<name>.png),
+and for AMCOR the "Several at once" area with a run of headings selected by the range pickers
+(documents-review-bulk.png).
+
+    nice -n 10 python benchmarks/shoot_filing_graphs.py --shots docs/screenshots [--review]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import tempfile
 import time
@@ -34,6 +40,10 @@ PICKED = """
 () => window.__net ? window.__net.body.data.nodes.get().filter(
   n => n.color && n.color.background === '#EA580C').length : 0
 """
+# The filing whose review also shows "Several at once", and the run its range pickers select
+# (the statements under Item 1: labels are "<index>. <heading text>").
+BULK = "amcor-10q"
+RUN = ("4. ", "8. ")
 TOP = "() => (document.querySelector('[data-testid=stMain]') || document.body).scrollTo(0, 0)"
 
 
@@ -60,8 +70,41 @@ def picked_count(page) -> int:
     return 0
 
 
-def shoot(browser, url: str, pdf: Path, question: str, out: Path) -> dict:
-    """Upload, review, index and ask in a fresh session; shoot the Ask page to `out`."""
+def _at_top(page, text: str) -> None:
+    """Scroll the first element showing `text` to the top of the view; shoot when settled."""
+    _settled(page)
+    page.get_by_text(text, exact=False).first.evaluate("e => e.scrollIntoView({block: 'start'})")
+    time.sleep(1.5)  # the data frame draws its canvas after the scroll
+
+
+def _pick(page, end: str, prefix: str) -> str:
+    """Choose the option starting with `prefix` in the review's range picker `end` (from/to)."""
+    page.locator(f'[class*="st-key-te_"][class*="_{end}"]').first.click()
+    for option in page.get_by_role("option").all():
+        if (label := option.inner_text()).startswith(prefix):
+            option.click()
+            _settled(page)
+            return label
+    raise SystemExit(f"no heading {prefix!r} in the {end!r} picker")
+
+
+def shoot_review(page, name: str, shots: Path) -> dict:
+    """The review step of the uploaded filing; for BULK also "Several at once" with a run."""
+    _at_top(page, "Inferred tree of")
+    page.screenshot(path=str(shots / f"documents-review-{name}.png"))
+    if name != BULK:
+        return {}
+    first, last = _pick(page, "from", RUN[0]), _pick(page, "to", RUN[1])
+    page.get_by_role("button", name="Select every heading from … to …").click()
+    page.get_by_role("button", name=re.compile(r"^Apply to [1-9]")).wait_for()  # selected
+    _at_top(page, "Several at once")
+    page.screenshot(path=str(shots / "documents-review-bulk.png"))
+    return {"run": [first, last]}
+
+
+def shoot(browser, url: str, pdf: Path, question: str, out: Path, review: str = "") -> dict:
+    """Upload, review, index and ask in a fresh session; shoot the Ask page to `out` (and,
+    with a `review` name, the review step beside it first)."""
     page = browser.new_page(viewport=SIZE)  # a new context: a workspace of its own
     page.set_default_timeout(120_000)
     started = time.perf_counter()
@@ -73,6 +116,8 @@ def shoot(browser, url: str, pdf: Path, question: str, out: Path) -> dict:
     page.get_by_text("Check the inferred trees").wait_for(timeout=300_000)  # the review step
     title = page.locator('[data-testid="stMarkdownContainer"]', has_text="Inferred tree of")
     headings = title.first.inner_text()  # "Inferred tree of X.pdf (N headings)"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    reviewed = shoot_review(page, review, out.parent) if review else {}
     page.get_by_role("button", name="Index these files").click()
     page.get_by_text("added 1", exact=False).wait_for(timeout=900_000)
     page.get_by_role("link", name="Ask").click()
@@ -90,12 +135,12 @@ def shoot(browser, url: str, pdf: Path, question: str, out: Path) -> dict:
     page.evaluate(TOP)
     time.sleep(4)  # the component re-fits after its box stops changing size
     _settled(page)
-    out.parent.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(out))
     page.close()
     return {
         "shot": str(out),
         "review": headings,
+        **reviewed,
         "question": question,
         "drawn_nodes": drawn,
         "picked_nodes": lit,
@@ -111,6 +156,7 @@ def main() -> int:
     parser.add_argument("--eval", type=Path, default=EVAL, help="the financebench_pdf set")
     parser.add_argument("--shots", type=Path, default=REPO / "docs" / "screenshots")
     parser.add_argument("--only", nargs="*", default=list(FILINGS), choices=list(FILINGS))
+    parser.add_argument("--review", action="store_true", help="shoot the review step too")
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
 
@@ -122,7 +168,8 @@ def main() -> int:
             for name in args.only:
                 pdf = args.eval / "pdfs" / FILINGS[name]
                 out = args.shots / f"ask-graph-{name}.png"
-                found = shoot(browser, url, pdf, question_for(args.eval, pdf.name), out)
+                question = question_for(args.eval, pdf.name)
+                found = shoot(browser, url, pdf, question, out, name if args.review else "")
                 print(json.dumps(found), flush=True)
             browser.close()
     finally:
