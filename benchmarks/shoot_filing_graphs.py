@@ -43,7 +43,7 @@ PICKED = """
 # The filing whose review also shows "Several at once", and the run its range pickers select
 # (the statements under Item 1: labels are "<index>. <heading text>").
 BULK = "amcor-10q"
-RUN = ("4. ", "8. ")
+RUN = ("4. Amcor", "8. Amcor")
 TOP = "() => (document.querySelector('[data-testid=stMain]') || document.body).scrollTo(0, 0)"
 
 
@@ -78,14 +78,20 @@ def _at_top(page, text: str) -> None:
 
 
 def _pick(page, end: str, prefix: str) -> str:
-    """Choose the option starting with `prefix` in the review's range picker `end` (from/to)."""
-    page.locator(f'[class*="st-key-te_"][class*="_{end}"]').first.click()
+    """Choose the option starting with `prefix` in the review's range picker `end` (from/to):
+    typed into the combo box, whose list then shows the labels that match it."""
+    box = page.locator(f'[class*="st-key-te_"][class*="_{end}"]').first.get_by_role("combobox")
+    box.click()
+    box.press("ControlOrMeta+a")
+    box.press_sequentially(prefix, delay=50)
+    page.get_by_role("option").first.wait_for()
     for option in page.get_by_role("option").all():
         if (label := option.inner_text()).startswith(prefix):
             option.click()
             _settled(page)
             return label
-    raise SystemExit(f"no heading {prefix!r} in the {end!r} picker")
+    shown = [o.inner_text() for o in page.get_by_role("option").all()[:5]]
+    raise SystemExit(f"no heading {prefix!r} in the {end!r} picker (it shows {shown})")
 
 
 def shoot_review(page, name: str, shots: Path) -> dict:
@@ -98,6 +104,11 @@ def shoot_review(page, name: str, shots: Path) -> dict:
     page.get_by_role("button", name="Select every heading from … to …").click()
     page.get_by_role("button", name=re.compile(r"^Apply to [1-9]")).wait_for()  # selected
     _at_top(page, "Several at once")
+    # The chips' row scrolls to its end as they are added: back to the run's first heading.
+    page.locator('[class*="st-key-te_"][class*="_many"]').first.evaluate(
+        "e => e.querySelectorAll('*').forEach(c => { c.scrollLeft = 0; })"
+    )
+    time.sleep(0.5)
     page.screenshot(path=str(shots / "documents-review-bulk.png"))
     return {"run": [first, last]}
 
