@@ -194,7 +194,7 @@ SETTLED = """() => !document.querySelector('[data-stale="true"]') && !document.q
   '[data-testid="stStatusWidgetRunningIcon"], [data-testid="stStatusWidgetRunningManIcon"]')"""
 
 
-def _settled(page, timeout: float = 120) -> None:
+def settled(page, timeout: float = 120) -> None:
     """Until no element is stale and the app is not running (polled, no fixed sleep)."""
     deadline = time.perf_counter() + timeout
     quiet = 0
@@ -220,11 +220,11 @@ def slider_move(page, url: str, moves: int = 6) -> dict[str, Any]:
     )
     page.goto(url)
     page.wait_for_selector(GRAPH, timeout=300_000)
-    _settled(page)
+    settled(page)
     page.get_by_text("Rerank (cross-encoder)", exact=True).click()
-    _settled(page)
+    settled(page)
     ask(page, QUESTIONS[1])
-    _settled(page)
+    settled(page)
     slider = page.locator('[data-testid="stSlider"]').filter(has_text="Final top-k")
     slider = slider.get_by_role("slider")
     slider.scroll_into_view_if_needed()
@@ -246,7 +246,7 @@ def slider_move(page, url: str, moves: int = 6) -> dict[str, Any]:
         got = [(t, n) for t, n in frames if t <= done]
         server.append(round(got[-1][0] - started, 3) if got else float("nan"))
         sent.append(sum(n for _, n in got))
-        _settled(page)
+        settled(page)
     ordered = sorted(seconds)
     return {
         "moves_s": seconds, "median_s": ordered[len(ordered) // 2], "max_s": ordered[-1],

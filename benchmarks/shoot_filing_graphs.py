@@ -28,7 +28,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: the repo root on the path, as -m would
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.bench_ui import ARGS, CHROMIUM, GRAPH, REPO, _settled, ask, drawn_nodes, serve
+from benchmarks.bench_ui import ARGS, CHROMIUM, GRAPH, REPO, ask, drawn_nodes, serve, settled
 
 # Shot name -> the filing's PDF in the set (the two of issue 24).
 FILINGS = {"amcor-10q": "AMCOR_2023Q2_10Q.pdf", "costco-10k": "COSTCO_2021_10K.pdf"}
@@ -72,7 +72,7 @@ def picked_count(page) -> int:
 
 def _at_top(page, text: str) -> None:
     """Scroll the first element showing `text` to the top of the view; shoot when settled."""
-    _settled(page)
+    settled(page)
     page.get_by_text(text, exact=False).first.evaluate("e => e.scrollIntoView({block: 'start'})")
     time.sleep(1.5)  # the data frame draws its canvas after the scroll
 
@@ -88,7 +88,7 @@ def _pick(page, end: str, prefix: str) -> str:
     for option in page.get_by_role("option").all():
         if (label := option.inner_text()).startswith(prefix):
             option.click()
-            _settled(page)
+            settled(page)
             return label
     shown = [o.inner_text() for o in page.get_by_role("option").all()[:5]]
     raise SystemExit(f"no heading {prefix!r} in the {end!r} picker (it shows {shown})")
@@ -142,10 +142,10 @@ def shoot(browser, url: str, pdf: Path, question: str, out: Path, review: str = 
     deadline = time.perf_counter() + 60
     while not (lit := picked_count(page)) and time.perf_counter() < deadline:
         time.sleep(0.5)
-    _settled(page)
+    settled(page)
     page.evaluate(TOP)
     time.sleep(4)  # the component re-fits after its box stops changing size
-    _settled(page)
+    settled(page)
     page.screenshot(path=str(out))
     page.close()
     return {
