@@ -34,18 +34,29 @@ ONE_BROWSER_AT_A_TIME = frozenset(
 )
 
 
+# The tests that start Milvus Lite run on one worker, one file after another: two Lite
+# engines starting at once in two processes can fail to create a collection ("Mmap manager
+# has not been init", milvus-lite issue 305; seen once in CI on this machine).
+ONE_MILVUS_LITE_AT_A_TIME = frozenset(
+    {"test_cli_milvus.py", "test_ui_vector_store.py", "test_vectors_milvus.py"}
+)
+
+
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
-    """Every test is its own work unit, except the browser files', which are one unit.
-    (xdist's `loadgroup` marks do not work under pytest 9: it renames node ids that pytest 9
-    no longer reads, so the grouping is done here, from the file names.)"""
+    """Every test is its own work unit, except the browser files' and the Milvus Lite files',
+    which are one unit each. (xdist's `loadgroup` marks do not work under pytest 9: it renames
+    node ids that pytest 9 no longer reads, so the grouping is done here, from the file
+    names.)"""
     from xdist.scheduler import LoadScopeScheduling
 
-    class BrowserFilesTogether(LoadScopeScheduling):
+    class SharedEnginesTogether(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             file = nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
-            return "browser" if file in ONE_BROWSER_AT_A_TIME else nodeid
+            if file in ONE_BROWSER_AT_A_TIME:
+                return "browser"
+            return "milvus-lite" if file in ONE_MILVUS_LITE_AT_A_TIME else nodeid
 
-    return BrowserFilesTogether(config, log)
+    return SharedEnginesTogether(config, log)
 
 
 def skip_unless_ci(what: str, reason: str) -> None:
