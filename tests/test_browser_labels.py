@@ -67,9 +67,7 @@ def page(tmp_path_factory):
 def _ask(page, question: str) -> None:
     page.get_by_label("Question", exact=True).fill(question)
     page.get_by_role("button", name="Ask", exact=True).click()
-    # .first: during a run the previous question's marks can still show beside the new ones
-    # for a moment (seen in CI; issue 25 names it); the test waits for the new run's to show.
-    page.get_by_text("Mark the evidence: which passages answer the question?").first.wait_for()
+    page.get_by_text("Mark the evidence: which passages answer the question?").wait_for()
     page.wait_for_timeout(500)
 
 
