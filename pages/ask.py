@@ -309,7 +309,7 @@ def _story(trace, corpus, doc_ids, engine, settings, events) -> Trace | None:
     if live is None:
         retune_part(corpus, doc_ids, engine, graph_slot, answer_slot)
     else:  # a run under way draws in one go (a rerun follows it, drawing the part)
-        _evidence_under_way(trace, corpus, engine, present)
+        _evidence(trace, corpus, engine, present)
     with st.expander("Compare strategies side by side", expanded=ask.compare is not None):
         story.compare_panel(trace, engine, settings, corpus.kind)
     with st.expander("Example questions"):
@@ -350,14 +350,6 @@ def _graph_in(
     remounted frame blanks while it loads)."""
     with slot:
         story.locate_step(corpus, doc_ids, trace)
-
-
-@st.fragment
-def _evidence_under_way(trace: Trace, corpus: Corpus, engine: Engine, present: bool) -> None:
-    """Step 2's part while a run is under way, inside a fragment's container as `retune_part`
-    draws it: the same place in the page, so the new tables replace the previous run's
-    instead of showing below them until the run ends (two copies, then a jump)."""
-    _evidence(trace, corpus, engine, present)
 
 
 @st.fragment
