@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import streamlit as st
-from streamlit.delta_generator import DeltaGenerator
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from treerag_core import Engine, Event, override_locate, rerun
@@ -157,34 +156,26 @@ def _pending_banner(trace: Trace, moves: Sequence[str]) -> None:
 
 
 def _maybe_rerun(trace: Trace, engine: Engine, settings: QuerySettings, corpus: Corpus) -> Trace:
-    """Steps 2-3 again when a rerun-at-once control moved; an error is shown and the
-    previous result kept."""
-    try:
-        return _retune(trace, engine, settings, corpus)
-    except (TreeRAGError, ValueError) as exc:
-        show_error(exc, "Press Ask to run the question again.")
-        return trace
-
-
-def _retune(trace: Trace, engine: Engine, settings: QuerySettings, corpus: Corpus) -> Trace:
-    """Steps 2-3 again when a rerun-at-once control moved (the engine decides on step 1);
-    the trace itself when none moved. Raises TreeRAGError/ValueError, the state untouched."""
+    """Steps 2-3 again when a rerun-at-once control moved (the engine decides on step 1)."""
     if ask.controls is None:  # a trace opened from elsewhere: shown as it ran
         ask.controls = settings.to_dict()
         return trace
     before = ask.controls
     if not [p for p in qc.RERUN_SETTINGS if qc.setting(before, p) != qc.setting(settings, p)]:
         return trace
-    first = ask.origin != "rerun" or ask.base_controls is None
-    local_answer = engine.client(settings) is None  # extractive: cheap, so refresh it too
-    scope = list(ask.trace_scope) if ask.trace_scope else None
-    started = time.perf_counter()
-    new = rerun(engine, trace, settings, synthesize=local_answer, scope=scope)
-    if first:
+    if ask.origin != "rerun" or ask.base_controls is None:
         # The first move since the last full run: what the user saw then is the baseline, so
         # arrow keys through 5 → 4 → 3 → 2 read "5 → 2", not "3 → 2" (runs never looked at).
         ask.base_controls = dict(before)
         ask.base_ranks = {h.chunk.chunk_id: h.final_rank for h in trace.reranked}
+    local_answer = engine.client(settings) is None  # extractive: cheap, so refresh it too
+    scope = list(ask.trace_scope) if ask.trace_scope else None
+    started = time.perf_counter()
+    try:
+        new = rerun(engine, trace, settings, synthesize=local_answer, scope=scope)
+    except (TreeRAGError, ValueError) as exc:
+        show_error(exc, "Press Ask to run the question again.")
+        return trace
     stale = None if local_answer else (ask.stale_answer or trace.answer or None)
     ask.set_trace(new, corpus.key, scope, None, origin="rerun")
     ask.controls = settings.to_dict()
@@ -193,46 +184,6 @@ def _retune(trace: Trace, engine: Engine, settings: QuerySettings, corpus: Corpu
     ask.previous_ranks = dict(ask.base_ranks)
     ask.moved = tuple(qc.describe_moves(ask.base_controls, settings, qc.RERUN_SETTINGS))
     return new
-
-
-STORY_ARGS = "ask_story_args"  # (corpus, doc_ids, engine, scope) of the story's last run
-
-
-def _step2_moved() -> None:
-    """A step-2 control moved (its callback, before the rerun): steps 2-3 run here. The
-    rerun that follows is the retune part's alone (graph, answer, controls, evidence: see
-    `retune_part`), not the inspector, the comparison or the example questions; the whole
-    story reruns when more changes or may: step 1 redone under an open inspector (its
-    picks), a comparison on screen (it says the settings moved), a change waiting for Ask,
-    an error (the story shows it and keeps the previous result)."""
-    args = ss.get(STORY_ARGS)
-    if args is None:
-        story.rerun_story()
-        return
-    corpus, _, engine, scope = args
-    trace: Trace | None = ask.trace if ask.trace_corpus == corpus.key else None
-    try:
-        settings = qc.query_settings()
-    except ValueError:
-        story.rerun_story()
-        return
-    if (
-        trace is None
-        or trace.locate is None
-        or ask.controls is None
-        or ask.pending is not None
-        or ask.compare is not None
-        or _waiting_for_ask(settings, scope)
-    ):
-        story.rerun_story()
-        return
-    try:
-        new = _retune(trace, engine, settings, corpus)
-    except (TreeRAGError, ValueError):
-        story.rerun_story()  # the story runs it again and shows the error there
-        return
-    if new.locate is not trace.locate and ask.inspect is not None:
-        story.rerun_story()  # the inspector's picked leaves and scores moved too
 
 
 def _render(trace, corpus, doc_ids, engine, settings, events=None, box=None) -> Trace | None:
@@ -248,15 +199,12 @@ def _render(trace, corpus, doc_ids, engine, settings, events=None, box=None) -> 
 
 
 def _story(trace, corpus, doc_ids, engine, settings, events) -> Trace | None:
-    present = bool(ss.get(story.PRESENT))
-    graph_col, answer_col = story.present_columns() if present else st.columns([3, 2], gap="medium")
-    # The graph and the answer each get a slot at a fixed place: a run under way draws into
-    # them itself, a drawn story through its retune part (the same places, so the graph's
-    # component is never remounted).
-    graph_slot = graph_col.container()
+    if ss.get(story.PRESENT):
+        graph_col, answer_col = story.present_columns()
+    else:
+        graph_col, answer_col = st.columns([3, 2], gap="medium")
     with answer_col:
         progress = st.empty()  # the same place in every run: the answer below it never moves
-        answer_slot = st.container()  # empty before the first question (the welcome follows)
         if trace is None and events is None:  # beside the graph: the graph never moves
             story.welcome(doc_ids, _ask_example)
     status = None
@@ -265,8 +213,8 @@ def _story(trace, corpus, doc_ids, engine, settings, events) -> Trace | None:
     if events is not None:
         status = progress.status("① Locate: finding the relevant sections…", expanded=False)
         trace = _advance(events, status, until=("located",)) or trace
-    if events is not None or trace is None:
-        _graph_in(graph_slot, corpus, doc_ids, trace)
+    with graph_col:
+        story.locate_step(corpus, doc_ids, trace)
     live = None
     if events is not None and status is not None:
         trace = _advance(events, status, until=("reranked", "done")) or trace
@@ -284,18 +232,16 @@ def _story(trace, corpus, doc_ids, engine, settings, events) -> Trace | None:
     if trace is None:
         with answer_col:
             story.inspector_panel(corpus, doc_ids, None, lambda _: None)
-        qc.step2_controls(present)  # set before the first question too
+        qc.step2_controls(bool(ss.get(story.PRESENT)))  # set before the first question too
         return None
+    # The answer is drawn right after the graph, before the evidence tables: the browser
+    # renders messages in order, so the first streamed token no longer waits behind them.
+    with answer_col:
+        story.answer_step(trace, corpus.index, live, lambda: _queue("answer"))
     if live is not None:
-        # The answer is drawn right after the graph, before the evidence tables: the
-        # browser renders messages in order, so the first streamed token does not wait.
-        with answer_slot:
-            story.answer_step(trace, corpus.index, live, _regenerate)
         for _ in live:  # the stream was consumed by the answer; drain what is left
             pass
         trace = holder.get("trace", trace)
-    else:
-        story.GRAPH.take_click(corpus.index, AskState())  # a click opens the inspector below
     # The inspector next, before the long evidence tables: a citation or node click opens it
     # (and scrolls to it) instead of a screen below them.
     story.inspector_panel(
@@ -306,73 +252,19 @@ def _story(trace, corpus, doc_ids, engine, settings, events) -> Trace | None:
         labels_marks.page_marks(trace, corpus),  # issue 26: mark the passage on its PDF page
     )
     labels_marks.inspector_marks(trace, corpus, ask.inspect)  # issue 26: mark a span
-    if live is None:
-        retune_part(corpus, doc_ids, engine, graph_slot, answer_slot)
-    else:  # a run under way draws in one go (a rerun follows it, drawing the part)
-        _evidence(trace, corpus, engine, present)
+    qc.step2_controls(bool(ss.get(story.PRESENT)))  # right above the tables they change
+    story.evidence_step(trace)
+    labels_marks.passage_marks(trace, corpus)  # issue 26: mark the final passages
+    story.strategy_views(trace, engine)
+    if not ss.get(story.PRESENT):
+        left, _ = st.columns([3, 2], gap="medium")
+        with left:
+            story.details(trace)
     with st.expander("Compare strategies side by side", expanded=ask.compare is not None):
         story.compare_panel(trace, engine, settings, corpus.kind)
     with st.expander("Example questions"):
         story.examples(doc_ids, _ask_example)
     return trace
-
-
-def _regenerate() -> None:
-    _queue("answer")
-    story.rerun_story()  # the action runs in the story, around the retune part
-
-
-def _evidence(
-    trace: Trace,
-    corpus: Corpus,
-    engine: Engine,
-    present: bool,
-    on_change: Callable[[], None] | None = None,
-) -> None:
-    """Step 2's controls right above the tables they change, then the evidence, the marks,
-    the strategy's view and the run's details."""
-    qc.step2_controls(present, on_change)
-    story.evidence_step(trace)
-    labels_marks.passage_marks(trace, corpus)  # issue 26: mark the final passages
-    story.strategy_views(trace, engine)
-    if not present:
-        left, _ = st.columns([3, 2], gap="medium")
-        with left:
-            story.details(trace)
-
-
-@st.fragment
-def _graph_in(
-    slot: DeltaGenerator, corpus: Corpus, doc_ids: list[str], trace: Trace | None
-) -> None:
-    """① The graph drawn into its slot through a fragment, as `retune_part` draws it: one
-    place in the page whichever run draws it, so its component is never remounted (a
-    remounted frame blanks while it loads)."""
-    with slot:
-        story.locate_step(corpus, doc_ids, trace)
-
-
-@st.fragment
-def retune_part(
-    corpus: Corpus,
-    doc_ids: list[str],
-    engine: Engine,
-    graph_slot: DeltaGenerator,
-    answer_slot: DeltaGenerator,
-) -> None:
-    """What a step-2 move changes, as a fragment inside the story: a move reruns this alone
-    (the retune itself runs in the controls' callback, `_step2_moved`). It draws the graph
-    and the answer into their slots above (the graph's cited marks and the answer follow
-    the evidence), then step 2's controls and what they change below them; the inspector,
-    the comparison and the example questions stay as they are."""
-    trace = ask.trace if ask.trace_corpus == corpus.key else None
-    if trace is None:
-        return
-    with graph_slot:
-        story.locate_step(corpus, doc_ids, trace)
-    with answer_slot:
-        story.answer_step(trace, corpus.index, None, _regenerate)
-    _evidence(trace, corpus, engine, bool(ss.get(story.PRESENT)), _step2_moved)
 
 
 def _advance(events: Iterator[Event], status, until: tuple[str, ...]) -> Trace | None:
@@ -512,7 +404,7 @@ def _fragment_run() -> bool:
     return bool(ctx is not None and ctx.fragment_ids_this_run)
 
 
-@st.fragment(key=story.STORY)
+@st.fragment
 def story_fragment(corpus: Corpus, doc_ids: list[str], engine: Engine, scope) -> None:
     """The story (graph, answer, evidence and step 2's controls beside it) as one fragment: a
     step-2 slider or a click inside it reruns this alone, not the sidebar, the question
@@ -528,7 +420,6 @@ def story_fragment(corpus: Corpus, doc_ids: list[str], engine: Engine, scope) ->
     except ValueError as exc:
         show_error(exc, "Reset the value named above.")
         return
-    ss[STORY_ARGS] = (corpus, doc_ids, engine, scope)  # for a step-2 move's callback
     pending = ask.take("pending")
     # Notices (errors, banners, a model's loading spinner) go in their own container above
     # the story's slot, so however many there are, the slot keeps its place and the graph

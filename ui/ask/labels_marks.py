@@ -9,7 +9,6 @@ import streamlit as st
 from treerag_core import CorpusIndex, LabelledQuestion, LabelStore, make_mark, mark_from_text
 from treerag_core.base.errors import TreeRAGError
 from treerag_core.base.types import Trace
-from ui.ask.story import rerun_story
 from ui.common.corpora import UPLOADS
 from ui.common.page_view import PassageMarks
 from ui.common.resources import Corpus
@@ -49,7 +48,6 @@ def _set(question: str, index: CorpusIndex, doc: str, start: int, end: int, answ
             st.session_state[NOTICE] = ("success", f"Marked: the passage {what}.")
     except (TreeRAGError, OSError) as exc:
         st.session_state[NOTICE] = ("error", f"Not marked: {exc}")
-    rerun_story()  # a row's mark shows on the inspector's page view too
 
 
 def _mark_span(question: str, index: CorpusIndex, doc: str, near: int) -> None:

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Iterator, Sequence
 
 import streamlit as st
-from streamlit.errors import StreamlitAPIException
 
 from treerag_core import CorpusIndex, Engine, trace_to_json
 from treerag_core.base.types import Trace
@@ -30,7 +28,6 @@ from ui.common.tree_graph import (
 )
 
 GRAPH = TreeGraph("ask_graph", stable=True)
-STORY = "ask_story"  # the story fragment's key (pages/ask.py)
 PRESENT = "ask_present"  # the presentation-mode toggle's key
 PRESENT_PARAM = "present"  # ?present=1 keeps the mode across a reload
 ANSWER_BOX_PX = 190  # presentation mode: the answer's box (it scrolls inside)
@@ -208,8 +205,7 @@ def locate_step(corpus: Corpus, doc_ids: Sequence[str], trace: Trace | None) -> 
     c3.toggle("All documents", key="ask_all_docs", help="Draw every document in scope.")
     view = graph_view(index, docs, marks, full=bool(st.session_state.get("ask_full")))
     st.session_state.ask_graph_view = view  # tests read what was drawn
-    scale = PRESENT_SCALE if st.session_state.get(PRESENT) else 1
-    GRAPH.draw(index, view, state, scale=scale, on_change=rerun_story)  # the inspector opens
+    GRAPH.draw(index, view, state, scale=PRESENT_SCALE if st.session_state.get(PRESENT) else 1)
     graph_legend(view, query_marks=trace is not None)
     note = unpicked_cited_note(trace, marks, index)
     if note:
@@ -315,15 +311,6 @@ def open_citation(node_id: str | None, span: tuple[int, int] | None) -> None:
     state = AskState()
     state.inspect = node_id
     state.highlight = span
-    rerun_story()  # the inspector and the graph's selection are outside the clicked part
-
-
-def rerun_story() -> None:
-    """From a widget callback inside the story's retune part (graph, answer, evidence),
-    whose default rerun is that part alone: what the click changed shows outside it too
-    (the inspector, a run to start), so the whole story reruns."""
-    with contextlib.suppress(StreamlitAPIException):  # no story in this run: the default
-        st.rerun(STORY)
 
 
 def evidence_step(trace: Trace) -> None:
@@ -426,7 +413,7 @@ def details(trace: Trace) -> None:
     trace_panels.costs(trace, state.rerun_ms if state.origin == "rerun" else None)
     st.download_button(
         "Download the trace (JSON)",
-        lambda: trace_to_json(trace),  # made on the click, not on every rerun (a slider move)
+        trace_to_json(trace),
         file_name=f"treerag-trace-{(trace.created_at or 'run').replace(':', '')}.json",
         mime="application/json",
         icon=":material/download:",

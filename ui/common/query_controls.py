@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import fields, replace
 from typing import Any
 
@@ -324,13 +324,12 @@ def sidebar(
 STEP2_TITLE = "Step 2 · Retrieve and rerank"
 
 
-def step2_controls(present: bool = False, on_change: Callable[[], None] | None = None) -> None:
+def step2_controls(present: bool = False) -> None:
     """Step 2's controls (fusion, weights, the top-k's, the context budget, rerank), drawn on
     the page beside the evidence they change, inside the story's fragment: a move reruns
     only the story (steps 2-3 from the stored step 1), not the whole page. (In the sidebar
     they could not be in the fragment: a fragment draws only into its own body.) Folded in
-    presentation mode, which hides the sidebar's controls too. `on_change`: called on every
-    move (the Ask page's retune, which picks the parts of the story to redraw)."""
+    presentation mode, which hides the sidebar's controls too."""
     ss = st.session_state
     with st.expander(STEP2_TITLE + " · changes re-run steps 2-3 at once", expanded=not present):
         left, middle, right = st.columns(3, gap="medium")
@@ -338,36 +337,30 @@ def step2_controls(present: bool = False, on_change: Callable[[], None] | None =
             st.selectbox(
                 SETTING_LABELS["retrieve.fusion"], Fusion.values(), key="qs_fusion",
                 persist_state=KEEP, format_func=lambda f: FUSION_LABELS.get(f, f),
-                help=FUSION_HELP, on_change=on_change,
+                help=FUSION_HELP,
             )  # fmt: skip
-            setting_slider("retrieve.dense_weight", "qs_dense_weight", on_change=on_change)
+            setting_slider("retrieve.dense_weight", "qs_dense_weight")
             st.caption(f"BM25 weight = 1 − dense = {1.0 - float(ss.qs_dense_weight):.2f}")
         with middle:
-            setting_slider(
-                "retrieve.rrf_k", "qs_rrf_k", disabled=ss.qs_fusion != "rrf", on_change=on_change
-            )
+            setting_slider("retrieve.rrf_k", "qs_rrf_k", disabled=ss.qs_fusion != "rrf")
             per_leaf = [s.name for s in all_strategies() if s.searches_each_leaf]
             setting_slider(
                 "retrieve.top_k_per_leaf", "qs_top_k_per_leaf",
                 disabled=ss.qs_strategy not in per_leaf,
                 more=f": {', '.join(per_leaf)}. The others rank one window over the scope.",
-                on_change=on_change,
             )  # fmt: skip
             st.toggle(
                 SETTING_LABELS["rerank.enabled"], key="qs_rerank", persist_state=KEEP,
-                help=widget_help("rerank.enabled"), on_change=on_change,
+                help=widget_help("rerank.enabled"),
             )  # fmt: skip
             st.toggle(
                 SETTING_LABELS["rerank.chinese"], key="qs_rerank_chinese", persist_state=KEEP,
                 disabled=not ss.qs_rerank, help=widget_help("rerank.chinese"),
-                on_change=on_change,
             )  # fmt: skip
         with right:
             budget = int(ss.qs_context_chars)
-            setting_slider(
-                "answer.final_top_k", "qs_final_top_k", disabled=budget > 0, on_change=on_change
-            )
-            setting_slider("answer.context_chars", "qs_context_chars", on_change=on_change)
+            setting_slider("answer.final_top_k", "qs_final_top_k", disabled=budget > 0)
+            setting_slider("answer.context_chars", "qs_context_chars")
             st.caption(
                 f"Answer context: fill to {budget:,} characters" if budget > 0
                 else f"Answer context: top-{int(ss.qs_final_top_k)} passages"
@@ -375,12 +368,7 @@ def step2_controls(present: bool = False, on_change: Callable[[], None] | None =
 
 
 def setting_slider(
-    path: str,
-    key: str,
-    disabled: bool = False,
-    more: str = "",
-    where: Any = None,
-    on_change: Callable[[], None] | None = None,
+    path: str, key: str, disabled: bool = False, more: str = "", where: Any = None
 ) -> None:
     """The slider of one setting (in `where`: the sidebar, or the page's current place when
     None): label, range, step and help from its SettingInfo."""
@@ -390,6 +378,6 @@ def setting_slider(
     kind = int if whole and not isinstance(st.session_state.get(key), float) else float
     (where or st).slider(
         meta.label, kind(low), kind(high), step=None if meta.step is None else kind(meta.step),
-        key=key, persist_state=KEEP, disabled=disabled, on_change=on_change,
+        key=key, persist_state=KEEP, disabled=disabled,
         help=widget_help(path).rstrip(".") + more if more else widget_help(path),
     )  # fmt: skip

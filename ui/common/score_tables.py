@@ -208,17 +208,16 @@ def move_kind(since_last: str) -> str | None:
 
 
 def styled_moves(frame: pd.DataFrame) -> Any:
-    """The frame with each moved row tinted by its move (the frame itself when none moved).
-    The styles are one frame made at once, not a function per row: a slider move redraws
-    this table, and the per-row apply was a third of its Styler's cost."""
-    if "since last" not in frame:
+    """The frame with each moved row tinted by its move (the frame itself when none moved)."""
+    if "since last" not in frame or not frame["since last"].map(move_kind).notna().any():
         return frame
-    kinds = frame["since last"].map(lambda v: move_kind(str(v)))
-    if not kinds.notna().any():
-        return frame
-    css = [f"background-color: {MOVE_COLOURS[k]}" if isinstance(k, str) else "" for k in kinds]
-    styles = pd.DataFrame({column: css for column in frame.columns}, index=frame.index)
-    return frame.style.apply(lambda _: styles, axis=None)
+
+    def tint(row: pd.Series) -> list[str]:
+        kind = move_kind(str(row["since last"]))
+        css = f"background-color: {MOVE_COLOURS[kind]}" if kind else ""
+        return [css] * len(row)
+
+    return frame.style.apply(tint, axis=1)
 
 
 def rank_change(before: int, after: int) -> str:

@@ -417,15 +417,8 @@ def focus_spec(view: GraphView, scale: float = 1.0) -> dict[str, Any]:
     }
 
 
-def draw_graph(
-    view: GraphView,
-    key: str,
-    height: int = 520,
-    scale: float = 1.0,
-    on_change: Callable[[], None] | None = None,
-) -> str | None:
-    """Draw the tree; returns the id of the node last clicked (None before any click);
-    `on_change` is called on a click, before the rerun."""
+def draw_graph(view: GraphView, key: str, height: int = 520, scale: float = 1.0) -> str | None:
+    """Draw the tree; returns the id of the node last clicked (None before any click)."""
     data = json.dumps({"nodes": view.nodes, "edges": view.edges}, ensure_ascii=False)
     focus = focus_spec(view, scale)
     value = _component()(
@@ -434,7 +427,6 @@ def draw_graph(
         focus=json.dumps(focus),
         key=key,
         default=None,
-        on_change=on_change,
     )
     return value if isinstance(value, str) else None
 
@@ -540,19 +532,13 @@ class TreeGraph:
             apply_click(index, clicked, focus)
 
     def draw(
-        self,
-        index: CorpusIndex,
-        view: GraphView,
-        focus: GraphFocus,
-        scale: float = 1.0,
-        on_change: Callable[[], None] | None = None,
+        self, index: CorpusIndex, view: GraphView, focus: GraphFocus, scale: float = 1.0
     ) -> None:
         new_key = f"{self.base}_stable" if self.stable else graph_key(self.base, view)
         if new_key != st.session_state.get(self.key_holder):  # a fresh component: no click yet
             st.session_state[self.seen_key] = None
             st.session_state[self.key_holder] = new_key
-        height = graph_height(view, scale=scale)
-        value = draw_graph(view, key=new_key, height=height, scale=scale, on_change=on_change)
+        value = draw_graph(view, key=new_key, height=graph_height(view, scale=scale), scale=scale)
         clicked = self._new_click(value)
         if clicked:
             apply_click(index, clicked, focus)
