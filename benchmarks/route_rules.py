@@ -121,6 +121,24 @@ def chars_in_kept(budget: int) -> Rule:
     return rule
 
 
+def nothing_relevant_cut(rule: Rule) -> Rule:
+    """`rule`, and no passage of the unrouted window that the cross-encoder calls relevant
+    (logit > 0, its own p > 0.5 boundary: not a tuned threshold) lies outside the kept
+    documents: the cut may add evidence from the kept documents, never drop evidence the
+    final reader already believes."""
+
+    def checked(rec: dict, order: list[int]) -> bool:
+        if rec["reader"] is None:
+            return rule(rec, order)
+        score = rec["reader"]
+        cut_relevant = any(
+            score[p] > 0 and rec["candidates"][p]["doc"] not in rec["kept"] for p in order
+        )
+        return not cut_relevant and rule(rec, order)
+
+    return checked
+
+
 def second_reader(rule: Rule) -> Rule:
     """`rule`, but only where a reader other than the fused order (which proposed the cut)
     gives its opinion: with no cross-encoder (Chinese) never route."""
@@ -137,6 +155,9 @@ RULES: dict[str, Rule] = {
     "best filling 2000c in kept": chars_in_kept(2000),
     "best 1 in kept, cross-encoder only": second_reader(top_in_kept(1)),
     "best 5 in kept, cross-encoder only": second_reader(top_in_kept(5)),
+    "best 1 in kept, nothing relevant cut, cross-encoder only": second_reader(
+        nothing_relevant_cut(top_in_kept(1))
+    ),
 }
 
 
