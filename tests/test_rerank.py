@@ -24,6 +24,7 @@ from treerag_core.search.rerank import (
     SentenceTransformersCrossEncoder,
     bundled_model_dir,
     get_reranker,
+    relevance_boundary,
     rerank_chunks,
 )
 
@@ -247,6 +248,14 @@ def test_sentence_transformers_folder_scores_each_pair(tmp_path: Path) -> None:
     one_by_one = reranker.inner.score(ROUTER_Q, passages, batch_size=1)
     np.testing.assert_allclose(one_by_one, scores, atol=1e-6)
     assert reranker.score(ROUTER_Q, []).shape == (0,)
+    # One label: sentence-transformers puts a sigmoid on top, so "relevant" is above 0.5.
+    assert relevance_boundary(reranker) == 0.5
+    assert ((scores > 0) & (scores < 1)).all()
+
+
+def test_the_relevance_boundary_is_the_models_own() -> None:
+    assert relevance_boundary(get_reranker(BUNDLED_EN)) == 0.0  # raw logits, nothing loaded
+    assert relevance_boundary(FakeReranker()) is None  # a reranker that does not say
 
 
 # --- pooling and the rerank rules -----------------------------------------------------------

@@ -125,18 +125,39 @@ def test_one_question_is_scored_once(hashing_index):
     assert structured_scores(*args, dense_weight=0.6, section_weight=0.0) is not first
 
 
-def test_best_passage_follows_the_final_reader_or_the_fused_order(hashing_index):
-    from treerag_core.search.structure import best_passage, window_hits
+def test_best_passage_follows_the_final_reader_or_the_fused_order():
+    from treerag_core.search.rerank import Reading
+    from treerag_core.search.structure import best_passage
+
+    assert best_passage(None, 5) == (0, "the fused order")
+    assert best_passage(Reading(np.arange(4, dtype=float)), 5) == (0, "the fused order")  # short
+    assert best_passage(Reading(np.arange(5, dtype=float)), 5) == (4, "the cross-encoder")
+    assert best_passage(Reading(np.ones(5)), 5) == (0, "the cross-encoder")  # ties: the first
+
+
+def test_relevant_outside_reads_the_models_own_boundary(hashing_index):
+    from treerag_core.search.rerank import Reading
+    from treerag_core.search.structure import relevant_outside, window_hits
 
     index = hashing_index
     got = structured_scores(
         index, None, index.embeddings[0], ["router"], dense_weight=0.5, section_weight=0.0
     )
-    hits = window_hits(index, got, 5, "router")
-    assert best_passage(hits, None) == (0, "the fused order")
-    assert best_passage(hits, lambda h: None) == (0, "the fused order")
-    assert best_passage(hits, lambda h: np.arange(len(h), dtype=float)) == (4, "the cross-encoder")
-    assert best_passage(hits, lambda h: np.ones(len(h))) == (0, "the cross-encoder")  # ties: first
+    hits = window_hits(index, got, len(index.chunks), "router")
+    docs = sorted({h.chunk.doc_id for h in hits})
+    assert len(docs) >= 2
+    kept = docs[:1]
+    scores = np.array([1.5 if h.chunk.doc_id in kept else -1.0 for h in hits])
+    others = [i for i, h in enumerate(hits) if h.chunk.doc_id not in kept]
+    assert relevant_outside(hits, Reading(scores, 0.0), kept) == []  # all below the boundary
+    scores[others[0]], scores[others[1]] = 0.5, 2.0
+    found = relevant_outside(hits, Reading(scores, 0.0), kept)
+    assert [(h.chunk.chunk_id, v) for h, v in found] == [
+        (hits[others[1]].chunk.chunk_id, 2.0),
+        (hits[others[0]].chunk.chunk_id, 0.5),
+    ]  # best first
+    assert len(relevant_outside(hits, Reading(scores, 1.0), kept)) == 1  # 0.5 is not above 1
+    assert relevant_outside(hits, Reading(scores, None), kept) == []  # no boundary stated
 
 
 LAW = """# 示例法

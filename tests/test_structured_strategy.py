@@ -194,6 +194,59 @@ def test_routing_is_kept_only_when_the_final_reader_agrees(hashing_index):
     assert any("routing check" in n and "(kept)" in n for n in sure.locate.notes)
 
 
+class BoundedReranker:
+    """Scores 3 for `favourite`, 1 for `also`, -1 otherwise; calls pairs above 0 relevant."""
+
+    name = "bounded"
+    relevant_above = 0.0
+
+    def __init__(self, favourite: str, also: str) -> None:
+        self.favourite, self.also = favourite, also
+
+    def score(self, query, passages, batch_size=16):
+        return np.asarray(
+            [
+                3.0 if p.endswith(self.favourite) else 1.0 if p.endswith(self.also) else -1.0
+                for p in passages
+            ]
+        )
+
+
+def test_routing_never_cuts_a_passage_the_reader_calls_relevant(hashing_index):
+    routed, outside, inside, flat = _routed_and_outside(hashing_index)
+
+    def ask(reranker):
+        eng = Engine(hashing_index, get_embedder("hashing"), reranker_factory=lambda _: reranker)
+        return run(eng, QUESTION, _wide(hashing_index), strategy="treerag", synthesize=False)
+
+    # The best passage is inside the two documents, but one of another document scores above
+    # the model's boundary: the cut would drop it, so the flat window stays.
+    doubtful = ask(BoundedReranker(inside.text, outside.text))
+    assert doubtful.locate.documents == ()
+    assert [h.chunk.chunk_id for h in doubtful.retrieved[0].hits] == [
+        h.chunk.chunk_id for h in flat.retrieved[0].hits
+    ]
+    note = next(n for n in doubtful.locate.notes if "routing check" in n)
+    assert "1 passage(s) of other documents relevant" in note and "not kept" in note
+    assert "1.00 > 0" in note
+    assert "unsure" in doubtful.locate.thinking
+    # Nothing else above the boundary: the cut holds, and the note says what was checked.
+    sure = ask(BoundedReranker(inside.text, "no passage ends like this"))
+    assert sure.locate.documents == routed
+    note = next(n for n in sure.locate.notes if "routing check" in n)
+    assert "no passage of another document is called relevant (kept)" in note
+
+
+def test_a_reader_without_a_boundary_checks_the_best_passage_only(hashing_index):
+    routed, _, inside, _ = _routed_and_outside(hashing_index)
+    reranker = FavouriteReranker(inside.text)  # states no `relevant_above`
+    eng = Engine(hashing_index, get_embedder("hashing"), reranker_factory=lambda _: reranker)
+    trace = run(eng, QUESTION, _wide(hashing_index), strategy="treerag", synthesize=False)
+    assert trace.locate.documents == routed
+    note = next(n for n in trace.locate.notes if "routing check" in n)
+    assert "states no relevance boundary" in note
+
+
 def test_without_the_cross_encoder_nothing_confirms_the_routing(hashing_index):
     # The fused scores proposed the cut; their own best passage is no second opinion
     # (issue 27), so with no cross-encoder the flat window stays, and the trace says why.

@@ -34,7 +34,13 @@ from treerag_core.index.embedders import Embedder
 from treerag_core.index.tokens import is_stopword_only, tokenize
 from treerag_core.index.vector_cache import QueryVectorCache
 from treerag_core.llm import endpoint_of, make_client
-from treerag_core.search.rerank import get_reranker, rerank_chunks, rerank_scores
+from treerag_core.search.rerank import (
+    Reading,
+    get_reranker,
+    relevance_boundary,
+    rerank_chunks,
+    rerank_scores,
+)
 from treerag_core.strategies import QueryContext, Strategy, get_strategy
 
 QUERY_VECTOR_CACHE = 512  # entries per engine: a long interactive session must not grow
@@ -150,12 +156,12 @@ def answer_context(hits: Sequence[RetrievedChunk], answer: AnswerSettings) -> li
 
 def step2b_scorer(
     engine: Engine, settings: QuerySettings, question: str, language: str, reads_structure: bool
-) -> Callable[[Sequence[RetrievedChunk]], np.ndarray | None]:
+) -> Callable[[Sequence[RetrievedChunk]], Reading | None]:
     """What step 2b would score some hits with (same model, same reading), for a step that
     wants the final reader's opinion early; None where step 2b keeps the fused order. Scores
     are cached per (question, passage) by the reranker, so step 2b does not pay twice."""
 
-    def score(hits: Sequence[RetrievedChunk]) -> np.ndarray | None:
+    def score(hits: Sequence[RetrievedChunk]) -> Reading | None:
         if not settings.rerank.enabled or not hits:
             return None
         try:
@@ -170,7 +176,7 @@ def step2b_scorer(
             settings.rerank.chinese,
             read_path=reads_structure and settings.rerank.read_path,
         )
-        return scores
+        return None if scores is None else Reading(scores, relevance_boundary(reranker))
 
     return score
 

@@ -7,7 +7,7 @@ import importlib.resources
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -29,7 +29,11 @@ _BUNDLED_FILES = ("model.onnx", "tokenizer.json")
 
 
 class Reranker(Protocol):
-    """Scores (query, passage) pairs; higher means more relevant. Must be thread-safe."""
+    """Scores (query, passage) pairs; higher means more relevant. Must be thread-safe.
+
+    A reranker may also declare `relevant_above`: the score above which the model itself
+    calls a pair relevant (its probability 0.5), read with `relevance_boundary`.
+    """
 
     name: str
 
@@ -69,6 +73,7 @@ class OnnxCrossEncoder:
     """
 
     name = "ms-marco-MiniLM-L-12-v2 (int8 ONNX, bundled)"
+    relevant_above = 0.0  # a raw logit: sigmoid(0) = 0.5, the model's own decision point
 
     def __init__(
         self,
@@ -202,6 +207,18 @@ class SentenceTransformersCrossEncoder:
                     ) from exc
         return self._model
 
+    @property
+    def relevant_above(self) -> float | None:
+        """0.5 behind a sigmoid, 0 on raw logits, None for any other activation (unknown)."""
+        activation = getattr(self._load(), "activation_fn", None)
+        import torch
+
+        if isinstance(activation, torch.nn.Sigmoid):
+            return 0.5
+        if isinstance(activation, torch.nn.Identity):
+            return 0.0
+        return None
+
     def score(self, query: str, passages: Sequence[str], batch_size: int = 16) -> np.ndarray:
         """One score per passage, in input order."""
         if batch_size <= 0:
@@ -224,6 +241,15 @@ class SentenceTransformersCrossEncoder:
                 f"{len(passages)} passages; a model with one score per pair is needed"
             )
         return scores
+
+
+@dataclass(frozen=True)
+class Reading:
+    """The final reader's scores of some hits (input order), and the score above which that
+    model calls a passage relevant (None: it does not say)."""
+
+    scores: np.ndarray
+    relevant_above: float | None = None
 
 
 SCORE_CACHE_PAIRS = 20_000  # (question, passage) scores kept per model: a few MB at most
@@ -266,10 +292,21 @@ class CachedReranker:
                     self._scores.popitem(last=False)
         return np.array([known[k] for k in keys], dtype=np.float64)
 
+    @property
+    def relevant_above(self) -> float | None:
+        return relevance_boundary(self.inner)
+
     def clear(self) -> None:
         """Forget every cached score (an eval times each strategy from a cold cache)."""
         with self._lock:
             self._scores.clear()
+
+
+def relevance_boundary(reranker: object) -> float | None:
+    """The score above which `reranker` calls a pair relevant, or None when it does not say
+    (e.g. a model with an unknown activation)."""
+    value = getattr(reranker, "relevant_above", None)
+    return float(value) if isinstance(value, (int, float)) else None
 
 
 def clear_score_cache(reranker: object) -> None:

@@ -30,6 +30,7 @@ from treerag_core.index.bm25 import BM25Stats, LeafBM25
 from treerag_core.index.corpus import CorpusIndex
 from treerag_core.index.tokens import tokenize
 from treerag_core.search.fusion import fuse, minmax
+from treerag_core.search.rerank import Reading
 from treerag_core.search.routing import best_per_document, document_table
 
 _LOCK = threading.Lock()
@@ -323,20 +324,36 @@ def window_hits(
 
 
 # Scores a list of hits (input order) as step 2b would, or None when step 2b keeps the fused order.
-Judge = Callable[[Sequence[RetrievedChunk]], np.ndarray | None]
+Judge = Callable[[Sequence[RetrievedChunk]], Reading | None]
 
 
 FUSED_ORDER = "the fused order"
 
 
-def best_passage(hits: Sequence[RetrievedChunk], judge: Judge | None) -> tuple[int, str]:
-    """Position of the best hit by the final reader (`judge`), or the first hit (the fused
-    order) when it gives no scores; and which reader decided."""
-    scores = judge(hits) if judge is not None else None
-    if scores is None or len(scores) != len(hits):
+def best_passage(reading: Reading | None, count: int) -> tuple[int, str]:
+    """Position of the best of `count` hits by the final reader's `reading`, or the first hit
+    (the fused order) when it gives no scores; and which reader decided."""
+    if reading is None or len(reading.scores) != count:
         return 0, FUSED_ORDER
-    best = min(range(len(hits)), key=lambda i: (-float(scores[i]), i))
+    scores = reading.scores
+    best = min(range(count), key=lambda i: (-float(scores[i]), i))
     return best, "the cross-encoder"
+
+
+def relevant_outside(
+    hits: Sequence[RetrievedChunk], reading: Reading, kept: Sequence[str]
+) -> list[tuple[RetrievedChunk, float]]:
+    """The hits outside the `kept` documents that the reader itself calls relevant (score
+    above its own boundary), best first; none when the reader states no boundary."""
+    bound = reading.relevant_above
+    if bound is None:
+        return []
+    found = [
+        (hit, float(score))
+        for hit, score in zip(hits, reading.scores.tolist(), strict=True)
+        if score > bound and hit.chunk.doc_id not in kept
+    ]
+    return sorted(found, key=lambda pair: -pair[1])
 
 
 def route(
@@ -353,12 +370,14 @@ def route(
     Documents are cut only when the scope holds more than `route_documents` of them (the
     best by their share of the window), and, with a `judge`, only when a second reader
     agrees: step 2b's cross-encoder must put the unrouted window's best passage in a kept
-    document. Where step 2b keeps the fused order (Chinese, rerank off) there is no second
-    reader: the fused scores proposed the cut, so their own best passage cannot confirm it,
-    and the flat window stays (issue 27: such a self-check cost 1.1 Recall@1000c on
-    held-back laws). Otherwise routing is unsure and the flat window stays too. Sections are
-    ranked, shown and scored, never cut, because a wrong section costs the evidence a flat
-    search would have found.
+    document, and call no passage of another document relevant (a score above the model's
+    own boundary, its probability 0.5), so the cut can add evidence from the kept documents
+    but never drops evidence the final reader believes in. Where step 2b keeps the fused
+    order (Chinese, rerank off) there is no second reader: the fused scores proposed the
+    cut, so their own best passage cannot confirm it, and the flat window stays (issue 27:
+    such a self-check cost 1.1 Recall@1000c on held-back laws). Otherwise routing is unsure
+    and the flat window stays too. Sections are ranked, shown and scored, never cut, because
+    a wrong section costs the evidence a flat search would have found.
     """
     votes = document_votes(scores, size)
     names = {d.doc_id: d.name for d in index.documents}
@@ -372,24 +391,45 @@ def route(
         routed = tuple(doc for doc, _ in votes[:route_documents])
         if judge is not None:
             hits = window_hits(index, scores, size, question)
-            best, reader = best_passage(hits, judge)
+            reading = judge(hits)
+            best, reader = best_passage(reading, len(hits))
             best_doc = hits[best].chunk.doc_id
-            if reader == FUSED_ORDER:  # the proposer's own best passage: not a second opinion
+            if reading is None or reader == FUSED_ORDER:  # the proposer's own best passage
                 unconfirmed = ", ".join(names.get(d, d) for d in routed)
                 notes.append(
                     "routing check: no cross-encoder runs, and the fused order that proposed "
                     f"the cut to {unconfirmed} cannot confirm it (not kept: no document cut)"
                 )
                 routed = ()
-            else:
-                verdict = "kept" if best_doc in routed else "not kept: no document cut"
+            elif best_doc not in routed:
                 notes.append(
                     f"routing check: the unrouted window's best passage by {reader} is in "
-                    f"{names.get(best_doc, best_doc)} ({verdict})"
+                    f"{names.get(best_doc, best_doc)} (not kept: no document cut)"
                 )
-                if best_doc not in routed:
-                    unsure = names.get(best_doc, best_doc)
-                    routed = ()
+                unsure = names.get(best_doc, best_doc)
+                routed = ()
+            elif outside := relevant_outside(hits, reading, routed):
+                hit, value = outside[0]
+                doc = names.get(hit.chunk.doc_id, hit.chunk.doc_id)
+                notes.append(
+                    f"routing check: the unrouted window's best passage by {reader} is in "
+                    f"{names.get(best_doc, best_doc)}, but {reader} also calls "
+                    f"{len(outside)} passage(s) of other documents relevant (best: {doc}, "
+                    f"{value:.2f} > {reading.relevant_above:g}) (not kept: no document cut)"
+                )
+                unsure = doc
+                routed = ()
+            else:
+                bound = (
+                    "no passage of another document is called relevant"
+                    if reading.relevant_above is not None
+                    else "the model states no relevance boundary, so only the best passage "
+                    "is checked"
+                )
+                notes.append(
+                    f"routing check: the unrouted window's best passage by {reader} is in "
+                    f"{names.get(best_doc, best_doc)}, and {bound} (kept)"
+                )
     sections = section_ranking(scores, size, routed)
     leaves = tuple(
         LocatedLeaf(leaf, index.nodes[leaf].heading_path, question, round(best, 4), "local")
@@ -412,8 +452,9 @@ def route(
     elif unsure:
         thinking = (
             "Structure-aware locator: every chunk scored with its heading path; routing was "
-            f"unsure (the best passage is in {unsure}, outside the documents with the largest "
-            "share of the window), so no document cut; sections below are scores, not a cut."
+            f"unsure (the cross-encoder finds evidence in {unsure}, outside the documents with "
+            "the largest share of the window), so no document cut; sections below are scores, "
+            "not a cut."
         )
     else:
         thinking = (

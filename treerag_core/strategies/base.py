@@ -26,6 +26,7 @@ from treerag_core.base.types import (
 
 if TYPE_CHECKING:
     from treerag_core.index.corpus import CorpusIndex
+    from treerag_core.search.rerank import Reading
 
 
 @dataclass
@@ -47,7 +48,7 @@ class QueryContext:
     # Step 2b's scorer (the cross-encoder with the strategy's reading) over some hits, in
     # input order; None when step 2b keeps the fused order (off, Chinese, model failed).
     # A locator may use it to check its own pick against the final reader (treerag's routing).
-    rerank_scores: Callable[[Sequence[RetrievedChunk]], np.ndarray | None] = field(
+    rerank_scores: Callable[[Sequence[RetrievedChunk]], Reading | None] = field(
         default=lambda hits: None
     )
 
