@@ -147,15 +147,15 @@ def second_reader(rule: Rule) -> Rule:
 
 RULES: dict[str, Rule] = {
     "unchecked": lambda rec, order: True,
-    "best 1 in kept (current)": top_in_kept(1),
+    "best 1 in kept": top_in_kept(1),
     "best 3 in kept": top_in_kept(3),
     "best 5 in kept": top_in_kept(5),
     "best 10 in kept": top_in_kept(10),
     "best filling 1000c in kept": chars_in_kept(1000),
     "best filling 2000c in kept": chars_in_kept(2000),
-    "best 1 in kept, cross-encoder only": second_reader(top_in_kept(1)),
+    "best 1 in kept, cross-encoder only (before)": second_reader(top_in_kept(1)),
     "best 5 in kept, cross-encoder only": second_reader(top_in_kept(5)),
-    "best 1 in kept, nothing relevant cut, cross-encoder only": second_reader(
+    "best 1 in kept, nothing relevant cut, cross-encoder only (shipped)": second_reader(
         nothing_relevant_cut(top_in_kept(1))
     ),
 }

@@ -32,9 +32,21 @@ def test_rules_route_only_as_deep_as_they_read() -> None:
 
 
 def test_the_second_reader_rule_never_routes_on_the_fused_order_alone() -> None:
-    rule = rr.RULES["best 1 in kept, cross-encoder only"]
+    rule = rr.RULES["best 1 in kept, cross-encoder only (before)"]
     fused = _record(None)
     assert rr.top_in_kept(1)(fused, rr.reader_order(fused, "flat"))  # the self-check says yes
     assert not rule(fused, rr.reader_order(fused, "flat"))
     read = _record([3.0, 2.0, 1.0, 0.0])
     assert rule(read, rr.reader_order(read, "flat"))
+
+
+def test_the_shipped_rule_never_cuts_a_passage_the_reader_calls_relevant() -> None:
+    rule = rr.RULES["best 1 in kept, nothing relevant cut, cross-encoder only (shipped)"]
+    # Best passage in a kept document (0, a); the one of c (not kept) scores above 0.
+    doubtful = _record([3.0, 0.5, -1.0, -2.0])
+    assert rr.top_in_kept(1)(doubtful, rr.reader_order(doubtful, "flat"))
+    assert not rule(doubtful, rr.reader_order(doubtful, "flat"))
+    sure = _record([3.0, -0.5, 1.0, -2.0])  # c below the boundary: the cut drops nothing believed
+    assert rule(sure, rr.reader_order(sure, "flat"))
+    fused = _record(None)  # no cross-encoder: never, as before
+    assert not rule(fused, rr.reader_order(fused, "flat"))
