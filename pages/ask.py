@@ -160,8 +160,8 @@ def _maybe_rerun(trace: Trace, engine: Engine, settings: QuerySettings, corpus: 
     if ask.controls is None:  # a trace opened from elsewhere: shown as it ran
         ask.controls = settings.to_dict()
         return trace
-    before = ask.controls
-    if not [p for p in qc.RERUN_SETTINGS if qc.setting(before, p) != qc.setting(settings, p)]:
+    before, now = ask.controls, settings.to_dict()
+    if not [p for p in qc.RERUN_SETTINGS if qc.setting(before, p) != qc.setting(now, p)]:
         return trace
     if ask.origin != "rerun" or ask.base_controls is None:
         # The first move since the last full run: what the user saw then is the baseline, so
@@ -178,7 +178,7 @@ def _maybe_rerun(trace: Trace, engine: Engine, settings: QuerySettings, corpus: 
         return trace
     stale = None if local_answer else (ask.stale_answer or trace.answer or None)
     ask.set_trace(new, corpus.key, scope, None, origin="rerun")
-    ask.controls = settings.to_dict()
+    ask.controls = now
     ask.stale_answer = stale
     ask.rerun_ms = (time.perf_counter() - started) * 1000
     ask.previous_ranks = dict(ask.base_ranks)
@@ -209,7 +209,7 @@ def _story(trace, corpus, doc_ids, engine, settings, events) -> Trace | None:
             story.welcome(doc_ids, _ask_example)
     status = None
     if events is None and trace is not None:  # the run's last line stays: nothing moves up
-        progress.status("Evidence ready", state="complete", expanded=False)
+        story.evidence_ready(progress)
     if events is not None:
         status = progress.status("① Locate: finding the relevant sections…", expanded=False)
         trace = _advance(events, status, until=("located",)) or trace
@@ -218,7 +218,7 @@ def _story(trace, corpus, doc_ids, engine, settings, events) -> Trace | None:
     live = None
     if events is not None and status is not None:
         trace = _advance(events, status, until=("reranked", "done")) or trace
-        status.update(label="Evidence ready", state="complete")
+        status.update(label=story.READY, state="complete")
         ask.stale_answer = None
         holder: dict[str, Trace] = {}
 

@@ -1158,3 +1158,30 @@ def test_step2_controls_sit_beside_the_evidence_inside_the_story_fragment():
     at.slider(key="qs_final_top_k").set_value(2).run()
     assert at.session_state["ask_trace"].settings["answer"]["final_top_k"] == 2
     assert at.session_state["ask_origin"] == "rerun"  # steps 2-3 from the stored step 1
+
+
+def test_the_finished_status_is_st_status_without_its_sleep(monkeypatch):
+    """The story's "Evidence ready" line is built by hand (st.status sleeps 50 ms, on every
+    slider move): it must be the very element st.status sends, or a Streamlit upgrade moved
+    the internals it copies (then the page falls back to st.status, 50 ms slower)."""
+    from types import SimpleNamespace
+
+    from streamlit.elements.lib import mutable_status_container
+
+    def script() -> None:
+        import streamlit as st
+
+        from ui.ask import story
+
+        story._ready_block(st.empty())  # the fast path itself: no fallback hides a drift
+        story.evidence_ready(st.empty())
+        st.empty().status(story.READY, state="complete", expanded=False)
+
+    slept: list[float] = []
+    monkeypatch.setattr(mutable_status_container, "time", SimpleNamespace(sleep=slept.append))
+    at = AppTest.from_function(script).run()
+    assert not at.exception, at.exception
+    fast, ready, public = at.status
+    assert fast.label == ready.label == public.label == "Evidence ready"
+    assert fast.proto == ready.proto == public.proto
+    assert slept == [0.05]  # st.status's own sleep, and only that one

@@ -155,6 +155,8 @@ def describe_moves(
     on-screen label; a setting absent on one side reads "(not used)" (with `skip_new`,
     settings absent before are left out)."""
     labels = []
+    if isinstance(after, QuerySettings):  # one dict for every path, not one per path
+        after = after.to_dict()
     for path in paths:
         old, new = setting(before, path), setting(after, path)
         if old == new or (skip_new and old is None):

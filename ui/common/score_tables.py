@@ -209,15 +209,18 @@ def move_kind(since_last: str) -> str | None:
 
 def styled_moves(frame: pd.DataFrame) -> Any:
     """The frame with each moved row tinted by its move (the frame itself when none moved)."""
-    if "since last" not in frame or not frame["since last"].map(move_kind).notna().any():
+    if "since last" not in frame:
         return frame
-
-    def tint(row: pd.Series) -> list[str]:
-        kind = move_kind(str(row["since last"]))
-        css = f"background-color: {MOVE_COLOURS[kind]}" if kind else ""
-        return [css] * len(row)
-
-    return frame.style.apply(tint, axis=1)
+    kinds = [move_kind(str(v)) for v in frame["since last"]]
+    if not any(kinds):
+        return frame
+    row_css = [f"background-color: {MOVE_COLOURS[k]}" if k else "" for k in kinds]
+    # One frame of CSS for the whole table: a per-row apply built a Series per row, the
+    # larger part of the styling's cost on every slider move.
+    css = pd.DataFrame(
+        {column: row_css for column in frame.columns}, index=frame.index, dtype=object
+    )
+    return frame.style.apply(lambda _: css, axis=None)
 
 
 def rank_change(before: int, after: int) -> str:
