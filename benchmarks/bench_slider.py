@@ -88,13 +88,14 @@ print(json.dumps({"run_s": runs, "parts_s": per}))
 def measure(app: Path, moves: int) -> dict[str, Any]:
     """One fresh process on `app`: the run and part times of `moves` slider moves."""
     env = {**os.environ, "TREERAG_EMBEDDER": "hashing", "HF_HUB_OFFLINE": "1"}
-    env["TREERAG_DATA_DIR"] = tempfile.mkdtemp(prefix="treerag-slider-")
     for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
         env.pop(name, None)
-    out = subprocess.run(
-        [sys.executable, "-c", CHILD, str(moves), json.dumps(PARTS), QUESTION],
-        cwd=app, env=env, capture_output=True, text=True, check=True,
-    )  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="treerag-slider-") as data:  # removed after
+        env["TREERAG_DATA_DIR"] = data
+        out = subprocess.run(
+            [sys.executable, "-c", CHILD, str(moves), json.dumps(PARTS), QUESTION],
+            cwd=app, env=env, capture_output=True, text=True, check=True,
+        )  # fmt: skip
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

@@ -33,6 +33,7 @@ from treerag_core.base.text_rules import detect_language
 from treerag_core.evaluation import Passage, load_dataset, question_metrics
 from treerag_core.evaluation.intervals import paired_difference_interval
 from treerag_core.evaluation.report import DIFFERENCE_KEYS, PAGE_DIFFERENCE_KEYS
+from treerag_core.search.rerank import OnnxCrossEncoder
 from treerag_core.search.structure import document_votes, path_passage, structured_scores, window
 
 ROUTE = 2  # documents kept, treerag's route_documents
@@ -121,18 +122,18 @@ def chars_in_kept(budget: int) -> Rule:
     return rule
 
 
-def nothing_relevant_cut(rule: Rule) -> Rule:
+def nothing_relevant_cut(rule: Rule, bound: float = OnnxCrossEncoder.relevant_above) -> Rule:
     """`rule`, and no passage of the unrouted window that the cross-encoder calls relevant
-    (logit > 0, its own p > 0.5 boundary: not a tuned threshold) lies outside the kept
-    documents: the cut may add evidence from the kept documents, never drop evidence the
-    final reader already believes."""
+    (above `bound`, the model's own p = 0.5 point; the reads use the bundled model, whose
+    bound the engine reads from the same attribute) lies outside the kept documents: the cut
+    may add evidence from the kept documents, never drop evidence the final reader believes."""
 
     def checked(rec: dict, order: list[int]) -> bool:
         if rec["reader"] is None:
             return rule(rec, order)
         score = rec["reader"]
         cut_relevant = any(
-            score[p] > 0 and rec["candidates"][p]["doc"] not in rec["kept"] for p in order
+            score[p] > bound and rec["candidates"][p]["doc"] not in rec["kept"] for p in order
         )
         return not cut_relevant and rule(rec, order)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator, Sequence
 
 import streamlit as st
@@ -28,6 +29,7 @@ from ui.common.tree_graph import (
     heading_matches,
 )
 
+_LOG = logging.getLogger(__name__)
 GRAPH = TreeGraph("ask_graph", stable=True)
 PRESENT = "ask_present"  # the presentation-mode toggle's key
 PRESENT_PARAM = "present"  # ?present=1 keeps the mode across a reload
@@ -108,7 +110,8 @@ def evidence_ready(slot: DeltaGenerator) -> None:
     function compares the two elements)."""
     try:
         _ready_block(slot)
-    except (ImportError, AttributeError, KeyError, TypeError):
+    except (ImportError, AttributeError, KeyError, TypeError) as exc:
+        _LOG.warning("st.status internals moved (%s): the 50 ms path runs", exc)
         slot.status(READY, state="complete", expanded=False)
 
 
