@@ -110,7 +110,18 @@ def _coerce(obj: Any, name: str, enum: type) -> None:
 
 
 class _Step:
-    """Shared helpers of the per-step settings classes."""
+    """Shared helpers of the per-step settings classes, and the checks every one of them runs."""
+
+    def __post_init__(self) -> None:
+        # An enum field (its default is one) accepts the enum's string value.
+        for f in fields(self):
+            if isinstance(f.default, StrEnumLike):
+                _coerce(self, f.name, type(f.default))
+        self._validate()
+        check_ranges(self)
+
+    def _validate(self) -> None:
+        """A step's own rules beyond the declared ranges; none by default."""
 
     def to_dict(self) -> dict[str, Any]:
         return {k: (str(v) if isinstance(v, StrEnumLike) else v) for k, v in asdict(self).items()}
@@ -147,10 +158,6 @@ class LocateSettings(_Step):
         help="the serialized tree sent to the LLM; past it, documents are cut",
         min=1,
     )
-
-    def __post_init__(self) -> None:
-        _coerce(self, "locator", Locator)
-        check_ranges(self)
 
 
 @dataclass(frozen=True)
@@ -190,10 +197,6 @@ class RetrieveSettings(_Step):
         help="pooled candidates handed to step 3: the same for every strategy",
         min=1,
     )
-
-    def __post_init__(self) -> None:
-        _coerce(self, "fusion", Fusion)
-        check_ranges(self)
 
     @property
     def bm25_weight(self) -> float:
@@ -243,7 +246,7 @@ class RerankSettings(_Step):
         help="strategies that read structure: the model reads path + passage",
     )
 
-    def __post_init__(self) -> None:
+    def _validate(self) -> None:
         _check(bool(self.model.strip()), "rerank model must not be empty")
 
 
@@ -268,9 +271,6 @@ class AnswerSettings(_Step):
         top=8000,
         step=250,
     )
-
-    def __post_init__(self) -> None:
-        check_ranges(self)
 
 
 @dataclass(frozen=True)
@@ -320,11 +320,9 @@ class LLMSettings(_Step):
         "step falls back as on any LLM error",
     )
 
-    def __post_init__(self) -> None:
-        _coerce(self, "provider", Provider)
+    def _validate(self) -> None:
         _check(self.timeout > 0, f"timeout must be > 0, but got {self.timeout}")
         _check(self.deadline > 0, f"deadline must be > 0, but got {self.deadline}")
-        check_ranges(self)
 
 
 _STEPS: dict[str, type[_Step]] = {
