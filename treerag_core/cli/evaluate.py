@@ -9,15 +9,13 @@ from pathlib import Path
 from tqdm import tqdm
 
 from treerag_core import EvalConfig, evaluate, milvus_eval_index, strategy_names, terminal_safe
-from treerag_core.base.config import IndexSettings
 from treerag_core.base.errors import SettingsError
 from treerag_core.base.names import DEFAULT_COLLECTION, StrategyName
 from treerag_core.base.progress import PlainProgress
 from treerag_core.base.settings import QuerySettings
 from treerag_core.cli.options import (
-    EMBEDDER_HELP,
+    add_index_options,
     add_retrieval_options,
-    add_tree_options,
     add_vector_store_options,
     index_settings,
     llm_client,
@@ -53,16 +51,8 @@ def add_parser(sub) -> None:
         default="data/eval-cache",
         help="where built indexes are cached (default %(default)s, under the working directory)",
     )
-    p.add_argument("--embedder", default=None, help=EMBEDDER_HELP)
-    add_tree_options(p)
+    add_index_options(p)
     add_retrieval_options(p)
-    p.add_argument(
-        "--graph-min-leaf-chars",
-        type=int,
-        default=IndexSettings().graph_min_leaf_chars,
-        help="leaves at least this long get a knowledge graph (treerag-kg needs them; "
-        "0: none; default %(default)s)",
-    )
     p.add_argument(
         "--top-k",
         type=int,

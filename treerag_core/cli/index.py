@@ -25,9 +25,8 @@ from treerag_core import corpus_stats as corpus_stats_of
 from treerag_core.base.config import DEFAULT_MAX_FILE_BYTES, MB, IndexSettings
 from treerag_core.base.errors import IndexBusyError, TreeRAGError
 from treerag_core.cli.options import (
-    EMBEDDER_HELP,
+    add_index_options,
     add_llm_options,
-    add_tree_options,
     add_vector_store_options,
     index_settings,
     llm_client,
@@ -53,14 +52,13 @@ def add_parser(sub) -> None:
         "their vectors (written atomically; one run at a time per folder)",
     )
     p.add_argument("--mock", action="store_true", help="hashing embedder: no model load")
-    p.add_argument("--embedder", default=None, help=EMBEDDER_HELP)
+    add_index_options(p)
     add_vector_store_options(p)
     p.add_argument(
         "--replace",
         action="store_true",
         help="with --vector-store milvus: replace a collection that holds another index",
     )
-    add_tree_options(p)
     p.add_argument(
         "--llm-summaries",
         action="store_true",
@@ -102,12 +100,6 @@ def add_parser(sub) -> None:
         type=int,
         default=DEFAULT_MAX_CLUSTER_SIZE,
         help="largest HiRAG community before it is split again (default %(default)s)",
-    )
-    p.add_argument(
-        "--graph-min-leaf-chars",
-        type=int,
-        default=IndexSettings().graph_min_leaf_chars,
-        help="leaves at least this long get a knowledge graph (0: none; default %(default)s)",
     )
     p.add_argument(
         "--llm-graphs",

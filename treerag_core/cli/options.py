@@ -252,8 +252,22 @@ def drilldown_default() -> str:
     return ",".join(str(field_default(drilldown_options(), name)) for name in LAYERS)
 
 
+def add_index_options(p: argparse.ArgumentParser) -> None:
+    """Every flag `index_settings` reads, declared once (index and eval): the embedder, the
+    tree and chunk options, and which leaves get a knowledge graph."""
+    p.add_argument("--embedder", default=None, help=EMBEDDER_HELP)
+    add_tree_options(p)
+    p.add_argument(
+        "--graph-min-leaf-chars",
+        type=int,
+        default=IndexSettings().graph_min_leaf_chars,
+        help="leaves at least this long get a knowledge graph (treerag-kg needs them; "
+        "0: none; default %(default)s)",
+    )
+
+
 def add_tree_options(p: argparse.ArgumentParser) -> None:
-    """How documents become trees and chunks (index and eval)."""
+    """How documents become trees and chunks."""
     defaults = IndexSettings()
     p.add_argument(
         "--max-depth",
