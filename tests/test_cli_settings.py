@@ -52,7 +52,7 @@ def test_eval_limit_below_one_is_refused_by_the_parser(tmp_path, capsys, limit):
         ("flat-structured.nope=1", "flat-structured has no option 'nope'; it has: section_weight"),
         ("flat-structured.section_weight=a lot", "section_weight wants a float, got 'a lot'"),
         ("flat-structured.route_check=maybe", "route_check wants true or false, got 'maybe'"),
-        ("flat-structured.section_weight=2", "section_weight must be in [0, 1], but got 2.0"),
+        ("flat-structured.section_weight=2", "section_weight must be in 0..1, but got 2.0"),
     ],
 )
 def test_a_bad_strategy_option_is_a_one_line_error(tmp_path, capsys, option, message):

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from treerag_core.base.names import StrategyName
-from treerag_core.base.settings import QuerySettings
+from treerag_core.base.settings import QuerySettings, check_ranges, setting
 from treerag_core.base.types import LocateResult, RetrievalGroup
 from treerag_core.search.structure import StructuredScores, structured_scores, window_hits
 from treerag_core.strategies import register
@@ -26,20 +26,25 @@ class StructureOptions:
 
     # Section evidence added to each chunk's fused score. Measured on the dev sets: +1 point on
     # the laws in doc scope, -1.7 in corpus scope, so it stays off by default (ablation).
-    section_weight: float = 0.0
+    section_weight: float = setting(
+        0.0,
+        label="Section weight",
+        help="section evidence added to each chunk's score",
+        min=0,
+        max=1,
+    )
     # treerag only: keep the best N documents (by their share of the window) when the scope
     # holds more than N. Measured: 1 loses 5-6 points; 2 gains 1.4-1.9 on both sets (corpus).
-    route_documents: int = 2
+    route_documents: int = setting(
+        2, label="Documents kept by routing", help="treerag keeps the best N documents", min=0
+    )
     # treerag only: cut documents only when a second reader, the cross-encoder, puts the
     # unrouted window's best passage in a kept document; without one (Chinese, rerank off)
     # the fused order that proposed the cut cannot confirm it, so nothing is cut.
     route_check: bool = True
 
     def __post_init__(self) -> None:
-        if not 0.0 <= self.section_weight <= 1.0:
-            raise ValueError(f"section_weight must be in [0, 1], but got {self.section_weight}")
-        if self.route_documents < 0:
-            raise ValueError(f"route_documents must be >= 0, but got {self.route_documents}")
+        check_ranges(self)
 
 
 def structure_options(settings: QuerySettings, strategy: str) -> StructureOptions:
