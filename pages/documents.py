@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pandas as pd
 import streamlit as st
 
 from treerag_core import corpus_stats
 from treerag_core.base.config import IndexSettings
 from treerag_core.base.errors import TreeRAGError
+from treerag_core.base.settings import info_of
 from ui.common.corpora import SAMPLES, UPLOADS, corpus_label
 from ui.common.inspector import inspector, node_picker
 from ui.common.ktype_card import document_ktype
@@ -67,16 +70,31 @@ def _workspace_table(index) -> None:
     )
 
 
+def _index_number(name: str, value: int, slider: bool = False) -> int:
+    """A number widget for IndexSettings field `name`, its label, help and range declared there."""
+    info = info_of(IndexSettings, name)
+    low, high = (int(v) for v in info.widget_range)
+    high = max(high, value)  # an index built by the CLI may sit above the widget's top
+    step = int(info.step or 1)
+    widget = st.slider if slider else st.number_input
+    return int(widget(info.label, low, high, value, step=step, help=_sentence(info.help)))
+
+
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:] + "."
+
+
 def _rebuild_form(index) -> None:
     s = index.settings
     with st.expander("Rebuild with other settings"), st.form("rebuild"):
-        depth = st.slider("Depth cap (deeper headings fold into their parent)", 1, 6, s.max_depth)
-        size = st.number_input("Chunk size (characters)", 50, 4000, s.chunk_size, step=50)
-        overlap = st.number_input("Chunk overlap (characters)", 0, 1000, s.chunk_overlap, step=10)
-        graphs = st.number_input(
-            "Knowledge graphs for leaves from … characters (0: none; treerag-kg needs them)",
-            0, 1_000_000, s.graph_min_leaf_chars, step=500,
-        )  # fmt: skip
+        depth = _index_number("max_depth", s.max_depth, slider=True)
+        size = _index_number("chunk_size", s.chunk_size)
+        overlap = _index_number("chunk_overlap", s.chunk_overlap)
+        graphs = _index_number("graph_min_leaf_chars", s.graph_min_leaf_chars)
+        articles_info = info_of(IndexSettings, "article_leaves")
+        articles = st.checkbox(
+            articles_info.label, s.article_leaves, help=_sentence(articles_info.help)
+        )
         embedder = st.selectbox(
             "Embedder",
             list(dict.fromkeys([index.embedder_name, *EMBEDDER_CHOICES])),
@@ -87,14 +105,15 @@ def _rebuild_form(index) -> None:
     if not go:
         return
     try:
-        new = IndexSettings(
-            max_depth=int(depth),
-            chunk_size=int(size),
-            chunk_overlap=int(overlap),
+        # Only what the form shows changes; every other setting of the index is kept.
+        new = replace(
+            s,
+            max_depth=depth,
+            chunk_size=size,
+            chunk_overlap=overlap,
             embedder=embedder,
-            max_file_bytes=s.max_file_bytes,
-            summary_chars=s.summary_chars,
-            graph_min_leaf_chars=int(graphs),
+            graph_min_leaf_chars=graphs,
+            article_leaves=articles,
         )
     except ValueError as exc:
         show_error(exc, "Change the value named above and rebuild.")

@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,8 @@ from streamlit.testing.v1 import AppTest
 
 from tests.app_helpers import APP, ask, graph_nodes, open_app, page_text, unescape
 from tests.conftest import keyless_app
+from treerag_core.base.config import IndexSettings
+from treerag_core.base.settings import info_of
 from treerag_core.strategies.drilldown.layers import layers_of
 from ui.documents.upload import DROP_HINT, HIDE_CAP_CSS
 
@@ -132,6 +135,15 @@ def test_remove_and_rebuild():
     assert rebuilt.settings.max_depth == 1
     assert max(n.level for n in rebuilt.nodes.values()) == 1
     assert len(rebuilt.nodes) < len(index.nodes)
+    # The form's labels are the settings' own, and it starts from the index's settings: a
+    # second rebuild that turns article leaves on keeps the depth cap of 1.
+    label = info_of(IndexSettings, "article_leaves").label
+    next(c for c in at.checkbox if c.label == label).check()
+    next(b for b in at.button if b.label == "Rebuild").click().run()
+    assert not at.exception, at.exception
+    again = at.session_state["ws_index"].settings
+    assert again.article_leaves and again.max_depth == 1
+    assert again == replace(rebuilt.settings, article_leaves=True)
 
 
 def test_document_text_is_never_rendered_as_html_or_markdown():

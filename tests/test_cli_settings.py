@@ -14,7 +14,7 @@ from treerag_core.cli import main, settings_from_args
     [
         (["index", "--chunk-size", "0"], "chunk_size must be >= 20"),
         (["index", "--max-depth", "0"], "max_depth must be >= 1"),
-        (["index", "--max-pages", "0"], "max_pages must be > 0"),
+        (["index", "--max-pages", "0"], "max_pages must be >= 1"),
         (["eval", "--chunk-size", "0"], "chunk_size must be >= 20"),
         (["eval", "--max-depth", "0"], "max_depth must be >= 1"),
         (["eval", "--strategy", "nope"], "unknown strategies ['nope']"),

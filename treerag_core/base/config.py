@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from treerag_core.base.names import EmbedderName
+from treerag_core.base.settings import SETTING, SettingInfo, check_ranges, setting
 
 N = TypeVar("N", int, float)
 
@@ -119,44 +120,72 @@ GRAPH_LEAF_CHARS = 3000
 class IndexSettings:
     """How documents become trees, chunks and vectors. Part of the index manifest."""
 
-    max_depth: int = 3
-    chunk_size: int = 200
-    chunk_overlap: int = 50
+    # Label, help and range of each setting a person sets (CLI flags, the Rebuild form) are
+    # declared here once; `check_ranges` refuses a value outside them.
+    max_depth: int = setting(
+        3,
+        label="Depth cap",
+        help="heading levels that become tree nodes; deeper headings stay in their section's text",
+        min=1,
+        top=6,
+    )
+    chunk_size: int = setting(
+        200,
+        label="Chunk size (characters)",
+        help="most characters per chunk",
+        min=20,
+        top=4000,
+        step=50,
+    )
+    chunk_overlap: int = setting(
+        50,
+        label="Chunk overlap (characters)",
+        help="characters shared by consecutive chunks",
+        min=0,
+        top=1000,
+        step=10,
+    )
     min_chunk_chars: int = 20
     embedder: str = EmbedderName.MULTILINGUAL.value  # a names.EmbedderName or st:<folder>
-    max_file_bytes: int = field(default_factory=max_file_bytes)  # TREERAG_MAX_FILE_MB
-    max_pages: int = 2000  # a PDF with more pages is rejected with a clear message
+    max_file_bytes: int = field(  # TREERAG_MAX_FILE_MB
+        default_factory=max_file_bytes,
+        metadata={SETTING: SettingInfo("Largest file (bytes)", "files larger are refused", min=1)},
+    )
+    max_pages: int = setting(
+        2000, label="Most PDF pages", help="skip PDFs with more pages than this", min=1
+    )
     summary_chars: int = 160
     llm_summaries: bool = False
     # Leaves at least this long get a leaf-local knowledge graph (0: no graphs). Off by
     # default: on both dev sets the graphs did not improve retrieval, and they cost 1.45x the
     # build time and 2.25x the index size (docs/graphs.md). GRAPH_LEAF_CHARS is the measured
     # setting when graphs are wanted.
-    graph_min_leaf_chars: int = 0
+    graph_min_leaf_chars: int = setting(
+        0,
+        label="Knowledge graphs for leaves from … characters",
+        help="leaves at least this long get a knowledge graph (treerag-kg needs them; 0: none)",
+        min=0,
+        top=1_000_000,
+        step=500,
+    )
     llm_graphs: bool = False  # extract graph entities and relations with the LLM (needs a key)
     # A statute's 第X条 articles as the leaves under their chapter (issue 24). Off by default:
     # on the dev laws in corpus scope treerag loses 1.0 point of Recall@2000c against chapter
     # leaves (docs/evaluation.md), past the 0.5 a default may lose.
-    article_leaves: bool = False
+    article_leaves: bool = setting(
+        False,
+        label="Statute articles as leaves",
+        help="a statute's 第X条 articles become the leaves under their chapter (off by "
+        "default: docs/evaluation.md)",
+    )
 
     def __post_init__(self) -> None:
-        if self.max_depth < 1:
-            raise ValueError(f"max_depth must be >= 1, but got {self.max_depth}")
-        if self.chunk_size < 20:
-            raise ValueError(f"chunk_size must be >= 20, but got {self.chunk_size}")
-        if not 0 <= self.chunk_overlap < self.chunk_size:
+        check_ranges(self)
+        if self.chunk_overlap >= self.chunk_size:
             raise ValueError(
-                f"chunk_overlap must be in [0, chunk_size), but got {self.chunk_overlap}"
+                f"chunk_overlap must be below chunk_size ({self.chunk_size}), but got "
+                f"{self.chunk_overlap}"
             )
-        if self.graph_min_leaf_chars < 0:
-            raise ValueError(
-                f"graph_min_leaf_chars must be >= 0 (0: no graphs), but got "
-                f"{self.graph_min_leaf_chars}"
-            )
-        if self.max_pages <= 0:
-            raise ValueError(f"max_pages must be > 0, but got {self.max_pages}")
-        if self.max_file_bytes <= 0:
-            raise ValueError(f"max_file_bytes must be > 0, but got {self.max_file_bytes}")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -25,6 +25,7 @@ from treerag_core import corpus_stats as corpus_stats_of
 from treerag_core.base.config import DEFAULT_MAX_FILE_BYTES, MB, IndexSettings
 from treerag_core.base.errors import IndexBusyError, TreeRAGError
 from treerag_core.cli.options import (
+    add_index_flag,
     add_index_options,
     add_llm_options,
     add_vector_store_options,
@@ -107,12 +108,7 @@ def add_parser(sub) -> None:
         help="extract graph entities and relations with the LLM (the --provider key or "
         "--base-url; cached per leaf; a failure keeps what was extracted)",
     )
-    p.add_argument(
-        "--max-pages",
-        type=int,
-        default=IndexSettings().max_pages,
-        help=f"skip PDFs with more pages than this (default {IndexSettings().max_pages})",
-    )
+    add_index_flag(p, "max_pages")
     p.add_argument(
         "--carry-edits",
         action="store_true",

@@ -18,6 +18,7 @@ from treerag_core.base.settings import (
     LLMSettings,
     QuerySettings,
     field_default,
+    info_of,
     settings_info,
 )
 
@@ -257,43 +258,25 @@ def add_index_options(p: argparse.ArgumentParser) -> None:
     tree and chunk options, and which leaves get a knowledge graph."""
     p.add_argument("--embedder", default=None, help=EMBEDDER_HELP)
     add_tree_options(p)
-    p.add_argument(
-        "--graph-min-leaf-chars",
-        type=int,
-        default=IndexSettings().graph_min_leaf_chars,
-        help="leaves at least this long get a knowledge graph (treerag-kg needs them; "
-        "0: none; default %(default)s)",
-    )
+    add_index_flag(p, "graph_min_leaf_chars")
 
 
 def add_tree_options(p: argparse.ArgumentParser) -> None:
     """How documents become trees and chunks."""
-    defaults = IndexSettings()
-    p.add_argument(
-        "--max-depth",
-        type=int,
-        default=defaults.max_depth,
-        help="heading levels that become tree nodes; deeper headings stay in their section's "
-        "text (default %(default)s)",
-    )
-    p.add_argument(
-        "--chunk-size",
-        type=int,
-        default=defaults.chunk_size,
-        help="most characters per chunk (default %(default)s)",
-    )
-    p.add_argument(
-        "--chunk-overlap",
-        type=int,
-        default=defaults.chunk_overlap,
-        help="characters shared by consecutive chunks (default %(default)s)",
-    )
-    p.add_argument(
-        "--article-leaves",
-        action="store_true",
-        help="a statute's 第X条 articles become the leaves under their chapter (off by "
-        "default: docs/evaluation.md)",
-    )
+    for name in ("max_depth", "chunk_size", "chunk_overlap", "article_leaves"):
+        add_index_flag(p, name)
+
+
+def add_index_flag(p: argparse.ArgumentParser, name: str) -> None:
+    """The flag of IndexSettings field `name` (--max-depth for max_depth), its help from the
+    field's SettingInfo; a bool field is a switch that turns it on."""
+    info = info_of(IndexSettings, name)
+    default = field_default(IndexSettings, name)
+    flag = "--" + name.replace("_", "-")
+    if isinstance(default, bool):
+        p.add_argument(flag, action="store_true", help=info.help)
+        return
+    p.add_argument(flag, type=int, default=default, help=f"{info.help} (default %(default)s)")
 
 
 def llm_settings(args: argparse.Namespace, base: LLMSettings | None = None) -> LLMSettings:
