@@ -95,11 +95,11 @@ def _rebuild_form(index) -> None:
         articles = st.checkbox(
             articles_info.label, s.article_leaves, help=_sentence(articles_info.help)
         )
+        embedder_info = info_of(IndexSettings, "embedder")
         embedder = st.selectbox(
-            "Embedder",
+            embedder_info.label,
             list(dict.fromkeys([index.embedder_name, *EMBEDDER_CHOICES])),
-            help="multilingual: zh + en (default). minilm: English. hashing: no model, "
-            "word overlap only (fast, for tests).",
+            help=_sentence(embedder_info.help),
         )
         go = st.form_submit_button("Rebuild", icon=":material/refresh:")
     if not go:

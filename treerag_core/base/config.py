@@ -146,7 +146,14 @@ class IndexSettings:
         step=10,
     )
     min_chunk_chars: int = 20
-    embedder: str = EmbedderName.MULTILINGUAL.value  # a names.EmbedderName or st:<folder>
+    embedder: str = setting(  # a names.EmbedderName or st:<folder>
+        EmbedderName.MULTILINGUAL.value,
+        label="Embedder",
+        help="multilingual (bundled Universal Sentence Encoder, zh + en; the default), minilm "
+        "(bundled all-MiniLM-L6-v2, English), e5 (bundled multilingual-e5-small, ~100 "
+        "languages, trained for retrieval; slower to index), hashing (word overlap, no model: "
+        "fast, for tests), or st:FOLDER (a local sentence-transformers model)",
+    )
     max_file_bytes: int = field(  # TREERAG_MAX_FILE_MB
         default_factory=max_file_bytes,
         metadata={SETTING: SettingInfo("Largest file (bytes)", "files larger are refused", min=1)},

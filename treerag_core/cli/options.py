@@ -49,12 +49,7 @@ LLM_FLAGS = {
     "llm_deadline": "deadline",
 }
 _QUERY = QuerySettings()  # the defaults the help texts quote
-EMBEDDER_HELP = (
-    "multilingual (bundled Universal Sentence Encoder, zh+en), minilm (bundled "
-    "all-MiniLM-L6-v2, English), e5 (bundled multilingual-e5-small, ~100 languages, "
-    "trained for retrieval; slower to index), hashing (deterministic, for --mock/tests), "
-    "or st:FOLDER (a local sentence-transformers model)"
-)
+EMBEDDER_HELP = info_of(IndexSettings, "embedder").help  # the one text, the Rebuild form too
 
 
 def _num(value: float) -> str:
