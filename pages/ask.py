@@ -16,7 +16,7 @@ from treerag_core.base.errors import TreeRAGError
 from treerag_core.base.settings import QuerySettings
 from treerag_core.base.types import Trace
 from ui.ask import kept, labels_marks, story
-from ui.ask.last_question import offer_last_question
+from ui.ask.last_question import offer_last_question, restored_just_now
 from ui.ask.stored_view import stored_result
 from ui.common import query_controls as qc
 from ui.common.corpora import EVAL, SAMPLES, UPLOADS, corpus_kind_of, key_label
@@ -206,6 +206,7 @@ def _story(trace, corpus, doc_ids, engine, settings, events) -> Trace | None:
     with answer_col:
         progress = st.empty()  # the same place in every run: the answer below it never moves
         if trace is None and events is None:  # beside the graph: the graph never moves
+            offer_last_question()  # a reload: the question and its result, one click away
             story.welcome(doc_ids, _ask_example)
     status = None
     if events is None and trace is not None:  # the run's last line stays: nothing moves up
@@ -393,8 +394,6 @@ def main() -> None:
                 _previous_shown(trace, action)
         if ask.trace is not None and trace is None and not asking:
             _stored(ask.trace, kind, can_ask=True)
-        if ask.pending is None:
-            offer_last_question()  # a reload: the question and its result, one click away
     story_fragment(corpus, doc_ids, engine, scope)
 
 
@@ -413,6 +412,8 @@ def story_fragment(corpus: Corpus, doc_ids: list[str], engine: Engine, scope) ->
     if _fragment_run() and ask.pending is not None and ask.pending["kind"] == "ask":
         # A question asked from inside (an example, "Ask again"): the whole page runs it, so
         # the question box, the link and the notices follow (kept.keep before the answer).
+        st.rerun(scope="app")
+    if restored_just_now() and _fragment_run():  # the question box shows the restored one
         st.rerun(scope="app")
     trace: Trace | None = ask.trace if ask.trace_corpus == corpus.key else None
     try:

@@ -12,6 +12,7 @@ from ui.common.session import AskState
 from ui.common.text_safety import plain, shown_time
 
 RESTORE_ERROR = "ask_restore_error"  # session key: why the last restore failed, shown once
+RESTORED = "ask_restored"  # session key: a restore just opened a trace (the page redraws whole)
 
 
 def _restore(query_id: int) -> None:
@@ -19,10 +20,20 @@ def _restore(query_id: int) -> None:
         open_from_history(query_id)
     except (KeyError, ValueError, sqlite3.Error) as exc:  # forgotten meanwhile, or the log
         st.session_state[RESTORE_ERROR] = str(exc)  # is locked or damaged: said, not raised
+    else:
+        st.session_state[RESTORED] = True
+
+
+def restored_just_now() -> bool:
+    """Whether the offer's button has just opened a trace (read once): the question box
+    above the story must show its question, so the whole page reruns, not the story alone."""
+    return bool(st.session_state.pop(RESTORED, False))
 
 
 def offer_last_question() -> None:
     """While Ask shows no result: this workspace's newest audit-log query, one button away.
+    Drawn in the answer's own place (where a question's progress then appears), so pressing
+    Ask replaces it there and nothing above the graph moves.
 
     A reload keeps the workspace (`?ws=`) but not the session, so the question box and the
     answer are gone; the audit log still has them. Nothing runs again (no model or LLM
