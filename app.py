@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from ui.common.query_controls import WIDGET_DEFAULTS
+from ui.common.resources import freeze_long_lived
 from ui.common.session import init_session
 
 st.set_page_config(
@@ -25,3 +26,4 @@ target = st.session_state.pop("open_page", None)  # a deep link that came in bef
 if target:
     st.switch_page(target)
 navigation.run()
+freeze_long_lived()  # after the page's imports: Streamlit's after-run GC skips them

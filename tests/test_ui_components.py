@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 import itertools
 import re
+import sys
 
 import pytest
 
@@ -129,6 +131,24 @@ def test_sample_paths_skip_the_readme_and_put_the_seed_paper_first():
     names = [p.name for p in resources.sample_paths()]
     assert "README.md" not in names
     assert names[0] == "test_paper.md"
+
+
+def test_the_long_lived_heap_is_frozen_once_per_import_wave(monkeypatch):
+    """Streamlit's after-run GC (kept on) skips what is frozen; a run that imports nothing
+    new freezes nothing more (the session objects of later runs stay collectable)."""
+    monkeypatch.setattr(resources, "_FROZEN_AT", [0])
+    try:
+        resources.freeze_long_lived()
+        frozen = gc.get_freeze_count()
+        assert frozen > 0
+        later = [[i] for i in range(500)]  # tracked objects made after the freeze
+        resources.freeze_long_lived()  # no module imported since
+        assert gc.get_freeze_count() == frozen
+        monkeypatch.setattr(resources, "_FROZEN_AT", [len(sys.modules) - 1])  # one import more
+        resources.freeze_long_lived()
+        assert gc.get_freeze_count() >= frozen + len(later)
+    finally:
+        gc.unfreeze()  # the rest of the test process collects as usual
 
 
 def test_the_app_uses_the_real_default_embedder_unless_told(monkeypatch):
