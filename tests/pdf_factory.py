@@ -114,3 +114,30 @@ def contents_answer(prompt: str) -> str:
         hit = re.search(rf"(?m)^(\d+): {UNSEEN}$", block)
         answer[str(index)] = int(found.group(1)) if found else int(hit.group(1)) if hit else None
     return json.dumps(answer)
+
+
+def filing_pdf() -> bytes:
+    """Cover (p1), contents (p2), printed pages 1-3 on PDF pages 3-5."""
+    cover = [
+        ("UNITED STATES SECURITIES AND EXCHANGE COMMISSION", 16, True, 72, 720),
+        ("Washington, D.C. 20549", 11, True, 72, 690),
+        ("\u2612 ANNUAL REPORT PURSUANT TO SECTION 13", 11, True, 72, 660),
+        ("ACME CORP", 18, True, 72, 620),
+    ]
+    toc = [("TABLE OF CONTENTS", 11, True, 72, 720), ("PART I", 10, True, 72, 690)]
+    rows = [("Item 1.", "Business", "1", 72), ("", "Overview", "1", 130),
+            ("Item 2.", "Properties", "2", 72), ("Item 3.", "Legal Proceedings", "3", 72),
+            ("", "Signatures", "3", 72)]  # fmt: skip
+    y = 670
+    for num, title, page, x in rows:
+        if num:
+            toc.append((num, 10, False, 72, y))
+        toc += [(title, 10, False, 130 if num else x, y), (page, 10, False, 520, y)]
+        y -= 16
+    p1 = [("PART I", 11, True, 72, 720), ("Item 1. Business", 11, True, 72, 700),
+          ("Overview", 10, True, 72, 660), *BODY, ("(Unaudited)", 10, True, 72, 500),
+          ("Total assets:", 10, True, 72, 480), ("1", 9, False, 300, 30)]  # fmt: skip
+    p2 = [("Item 2. Properties", 11, True, 72, 720), *BODY, ("2", 9, False, 300, 30)]
+    p3 = [("Item 3. Legal Proceedings", 11, True, 72, 720), *BODY,
+          ("Signatures", 11, True, 72, 400), ("3", 9, False, 300, 30)]  # fmt: skip
+    return make_pdf([cover, toc, p1, p2, p3])

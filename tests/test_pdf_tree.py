@@ -8,7 +8,7 @@ import io
 import pypdf
 import pytest
 
-from tests.pdf_factory import make_pdf
+from tests.pdf_factory import filing_pdf, make_pdf
 from treerag_core.ingest.convert import convert_bytes
 from treerag_core.ingest.convert import pdf as pdf_module
 from treerag_core.ingest.convert.junk import line_reason, signer_office
@@ -21,39 +21,12 @@ BODY = [(f"Body text line {k} about revenue, costs and the year.", 10, False, 72
         for k in range(4)]  # fmt: skip
 
 
-def _filing() -> bytes:
-    """Cover (p1), contents (p2), printed pages 1-3 on PDF pages 3-5."""
-    cover = [
-        ("UNITED STATES SECURITIES AND EXCHANGE COMMISSION", 16, True, 72, 720),
-        ("Washington, D.C. 20549", 11, True, 72, 690),
-        ("\u2612 ANNUAL REPORT PURSUANT TO SECTION 13", 11, True, 72, 660),
-        ("ACME CORP", 18, True, 72, 620),
-    ]
-    toc = [("TABLE OF CONTENTS", 11, True, 72, 720), ("PART I", 10, True, 72, 690)]
-    rows = [("Item 1.", "Business", "1", 72), ("", "Overview", "1", 130),
-            ("Item 2.", "Properties", "2", 72), ("Item 3.", "Legal Proceedings", "3", 72),
-            ("", "Signatures", "3", 72)]  # fmt: skip
-    y = 670
-    for num, title, page, x in rows:
-        if num:
-            toc.append((num, 10, False, 72, y))
-        toc += [(title, 10, False, 130 if num else x, y), (page, 10, False, 520, y)]
-        y -= 16
-    p1 = [("PART I", 11, True, 72, 720), ("Item 1. Business", 11, True, 72, 700),
-          ("Overview", 10, True, 72, 660), *BODY, ("(Unaudited)", 10, True, 72, 500),
-          ("Total assets:", 10, True, 72, 480), ("1", 9, False, 300, 30)]  # fmt: skip
-    p2 = [("Item 2. Properties", 11, True, 72, 720), *BODY, ("2", 9, False, 300, 30)]
-    p3 = [("Item 3. Legal Proceedings", 11, True, 72, 720), *BODY,
-          ("Signatures", 11, True, 72, 400), ("3", 9, False, 300, 30)]  # fmt: skip
-    return make_pdf([cover, toc, p1, p2, p3])
-
-
 def _outline(doc) -> list[tuple[int, int | None, str]]:
     return [(h.level, h.page, h.text) for h in doc.headings]
 
 
 def test_contents_give_the_skeleton_and_junk_is_dropped_with_notes():
-    doc = convert_bytes("f.pdf", _filing(), 10 * MB)
+    doc = convert_bytes("f.pdf", filing_pdf(), 10 * MB)
     assert _outline(doc) == [
         (1, 1, "Cover page"),
         (1, 3, "PART I"),
@@ -64,6 +37,8 @@ def test_contents_give_the_skeleton_and_junk_is_dropped_with_notes():
         (2, 5, "Signatures"),
     ]
     assert doc.headings[2].signals == ("table of contents",)
+    # The cover page is made up, not a line the filing printed: "like this" never picks it.
+    assert [h.synthetic for h in doc.headings] == [True] + [False] * 6
     notes = " ".join(doc.notes)
     assert "table of contents (page(s) 2) gives the skeleton" in notes
     assert "on the cover page" in notes and "UNITED STATES SECURITIES" in notes

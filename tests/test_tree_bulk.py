@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from treerag_core.ingest.convert import convert_bytes
-from treerag_core.ingest.convert.base import InferredHeading
-from treerag_core.ingest.tree_bulk import between, bulk_edits, like, pattern
-from treerag_core.ingest.tree_edits import TreeEdit, apply_edits
+from treerag_core.ingest.convert.base import COVER_SIGNAL, InferredHeading
+from treerag_core.ingest.tree_bulk import between, bulk_edits, like, pattern, unchanged
+from treerag_core.ingest.tree_edits import TreeEdit, apply_edits, no_change
 
 
 def _h(text: str, level: int = 2, signals: tuple[str, ...] = ("bold",)) -> InferredHeading:
@@ -34,6 +34,55 @@ def test_like_by_text_style_and_pattern():
     assert like(HEADINGS, 2, "pattern") == [2, 4]
     assert like(HEADINGS, 6, "pattern") == [6, 7]
     assert pattern("Item 7. MD&A") == pattern("ITEM 1A. Risk Factors") != pattern("Note 3 X")
+
+
+# A 10-K's end, as a FinanceBench PDF reads: "same pattern" on Exhibit 31.1 took the cover
+# and every mixed-case heading without end punctuation.
+EXHIBITS = [
+    _h("Cover page", 1, (COVER_SIGNAL,)),
+    _h("PART I", 1),
+    _h("Foreign Exchange Risk", 2),
+    _h("Exhibit 31.1", 2),
+    _h("Market Listing", 2),
+    _h("EXHIBIT 32 Certification", 2),
+    _h("General", 2),
+    _h("Exhibit 101.INS", 2),
+    _h("1.1 Scope", 2),
+    _h("2.3 Terms", 2),
+    _h("Item 7. MD&A", 2),
+    _h("Fiscal 2023 Highlights", 2),
+]
+
+
+def test_same_pattern_is_the_numbering_and_never_the_made_up_cover():
+    assert like(EXHIBITS, 3, "pattern") == [3, 5, 7]  # Exhibit N, whatever its depth or case
+    assert like(EXHIBITS, 8, "pattern") == [8, 9]  # 1.1, 2.3
+    assert like(EXHIBITS, 10, "pattern") == [10]
+    # Unnumbered headings keep case and end punctuation, without the cover or numbered ones.
+    assert like(EXHIBITS, 2, "pattern") == [2, 4, 6, 11]
+    assert like(EXHIBITS, 2, "style") == list(range(2, 12))
+    # The cover page is no line of the document: like nothing, and never like anything.
+    assert like(EXHIBITS, 0, "text") == like(EXHIBITS, 0, "pattern") == []
+    assert like([*EXHIBITS, _h("Cover page", 1)], 12, "text") == [12]
+    assert pattern("Schedule II") == pattern("SCHEDULE IV") != pattern("Exhibit 4")
+
+
+def test_edits_that_change_nothing_are_not_made():
+    assert (
+        no_change(1, "Cover page", TreeEdit("promote", "Cover page")) == "already at the top level"
+    )
+    assert no_change(6, "x", TreeEdit("demote", "x")) == "already at the deepest level (6)"
+    assert no_change(2, "x", TreeEdit("set_level", "x", level=2)) == "already at level 2"
+    assert no_change(2, "Pay", TreeEdit("rename", "Pay", value=" Pay ")) == "already called that"
+    assert not no_change(2, "x", TreeEdit("promote", "x"))
+    assert not no_change(1, "x", TreeEdit("merge", "x"))
+    # A bulk promote over level-1 and level-2 headings promotes only the level-2 ones.
+    assert bulk_edits(EXHIBITS, [0, 1, 2, 3], "promote") == [
+        TreeEdit("promote", "Exhibit 31.1"),
+        TreeEdit("promote", "Foreign Exchange Risk"),
+    ]
+    assert unchanged(EXHIBITS, [0, 1, 2, 3], "promote") == {"already at the top level": 2}
+    assert unchanged(EXHIBITS, [0, 1, 2, 3], "remove") == {}
 
 
 def test_between_is_the_run_from_one_heading_to_another_both_included():

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.pdf_factory import UNSEEN, contents_answer, contents_pdf
+from tests.pdf_factory import UNSEEN, contents_answer, contents_pdf, filing_pdf
 from treerag_core.base.types import Usage
 from treerag_core.ingest.tree_edits import TreeEdit, load_edits
 
@@ -216,3 +216,69 @@ def test_a_run_of_junk_headings_goes_in_one_action_and_comes_back_with_one_undo(
     at.checkbox(key="te_many_add").uncheck()
     at.button(key="te_run").click().run()
     assert at.multiselect(key="te_many").value == ["5. Item 2. Discussion"]
+
+
+def _said(at: AppTest) -> list[str]:
+    return [i.value for i in at.info]
+
+
+def test_to_follows_from_until_the_user_picks_it(app: AppTest) -> None:
+    # "From" on a late line with "To" left alone: the run is that line, not all above it.
+    app.selectbox(key="te_from").set_value("2. Pay").run()
+    assert app.selectbox(key="te_to").value == "2. Pay"
+    app.button(key="te_run").click().run()
+    assert app.multiselect(key="te_many").value == ["2. Pay"]
+    # A "To" the user picks stays when "From" moves; picked upwards, it is the same run.
+    app.selectbox(key="te_to").set_value("0. Guide").run()
+    app.selectbox(key="te_from").set_value("1. Leave").run()
+    assert app.selectbox(key="te_to").value == "0. Guide"
+    app.button(key="te_run").click().run()
+    assert app.multiselect(key="te_many").value == ["0. Guide", "1. Leave"]
+
+
+def test_an_edit_that_changes_nothing_is_said_not_recorded(app: AppTest) -> None:
+    app.selectbox(key="te_action").set_value("promote")
+    app.button(key="te_apply").click().run()  # Guide is at level 1
+    assert "'Guide' is already at the top level: nothing to promote." in _said(app)
+    assert "edits=0" in [t.value for t in app.text]
+    assert not any(c.value.startswith("Corrections:") for c in app.caption)
+    # A bulk promote promotes those it can and says how many it left.
+    app.selectbox(key="te_to").set_value("2. Pay").run()
+    app.button(key="te_run").click().run()
+    app.selectbox(key="te_bulk_op").set_value("promote")
+    app.button(key="te_bulk").click().run()
+    assert "Promoted 2; 1 already at the top level." in _said(app)
+    assert _outline(app) == [(1, "Guide"), (1, "Leave"), (1, "Pay")]
+    assert "edits=2" in [t.value for t in app.text]
+    # Nothing to do: nothing recorded, and the selection stays.
+    app.multiselect(key="te_many").select("0. Guide").run()
+    app.button(key="te_bulk").click().run()
+    assert "Nothing to promote: 1 already at the top level." in _said(app)
+    assert "edits=2" in [t.value for t in app.text]
+    assert app.multiselect(key="te_many").value == ["0. Guide"]
+
+
+def test_the_selection_is_counted_named_and_shaded(app: AppTest) -> None:
+    assert "Nothing selected." in [c.value for c in app.caption]
+    assert "selected" not in app.dataframe[0].value.columns
+    app.multiselect(key="te_many").select("1. Leave").select("2. Pay").run()
+    assert "2 selected: Leave, Pay" in [c.value for c in app.caption]
+    assert not app.exception
+    assert list(app.dataframe[0].value.selected) == ["", "✓", "✓"]
+    assert _outline(app) == [(1, "Guide"), (2, "Leave"), (2, "Pay")]
+
+
+def test_the_made_up_cover_page_is_never_like_a_line(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("TREE_EDITOR_DIR", str(tmp_path))
+    at = AppTest.from_file(str(APP), default_timeout=30)
+    at.session_state["pdf"] = filing_pdf()
+    at.run()
+    assert _outline(at)[:2] == [(1, "Cover page"), (1, "PART I")]
+    at.selectbox(key="te_like_by").set_value("style")  # both from the contents, at level 1
+    at.button(key="te_like").click().run()  # the picked heading is the cover page
+    assert "'Cover page' is not a line of the document: nothing is like it." in _said(at)
+    assert at.multiselect(key="te_many").value == []
+    at.selectbox(key="te_pick").select_index(1)  # PART I
+    at.button(key="te_like").click().run()
+    assert "0. Cover page" not in at.multiselect(key="te_many").value
+    assert "1. PART I" in at.multiselect(key="te_many").value

@@ -127,6 +127,7 @@ from treerag_core.ingest.tree_bulk import LIKE as HEADINGS_LIKE_BY
 from treerag_core.ingest.tree_bulk import between as headings_between
 from treerag_core.ingest.tree_bulk import bulk_edits as bulk_tree_edits
 from treerag_core.ingest.tree_bulk import like as headings_like
+from treerag_core.ingest.tree_bulk import unchanged as bulk_tree_unchanged
 from treerag_core.ingest.tree_edits import (
     EditOffer,
     TreeEdit,
@@ -136,6 +137,7 @@ from treerag_core.ingest.tree_edits import (
     offer_for,
     save_edits,
 )
+from treerag_core.ingest.tree_edits import no_change as tree_edit_no_change
 from treerag_core.llm import BASE_URL_ENV as LLM_BASE_URL_ENV
 from treerag_core.llm import DEFAULT_BASE_URL as LLM_DEFAULT_BASE_URL
 from treerag_core.llm import KEY_ENV as LLM_KEY_ENV
@@ -325,6 +327,7 @@ __all__ += [
     "api_key_for",
     "build_hirag_into_folder",
     "bulk_tree_edits",
+    "bulk_tree_unchanged",
     "check_contents_skeleton",
     "check_report",
     "corpus_fingerprint",
@@ -376,6 +379,7 @@ __all__ += [
     "save_original",
     "skeleton_edits",
     "test_llm_connection",
+    "tree_edit_no_change",
     "tune_metrics",
     "tune_space_for",
     "verdict_label",

@@ -46,6 +46,20 @@ class TreeEdit:
             raise ValueError(f"occurrence must be >= 0, but got {self.occurrence}")
 
 
+def no_change(level: int, text: str, edit: TreeEdit) -> str:
+    """Why `edit` would leave the heading (`level`, `text`) as it is, or "" when it changes it:
+    the review step does not record an edit that changes nothing."""
+    if edit.op == "promote" and level <= 1:
+        return "already at the top level"
+    if edit.op == "demote" and level >= 6:
+        return "already at the deepest level (6)"
+    if edit.op == "set_level" and level == edit.level:
+        return f"already at level {level}"
+    if edit.op == "rename" and " ".join(edit.value.split()) == " ".join(text.split()):
+        return "already called that"
+    return ""
+
+
 def _heading_line(line: str) -> tuple[int, str] | None:
     found = scan_headings(line + "\n")
     return (found[0].hashes, found[0].text) if found else None

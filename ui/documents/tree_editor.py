@@ -23,8 +23,10 @@ from treerag_core import (
     skeleton_edits,
 )
 from treerag_core import bulk_tree_edits as bulk_edits
+from treerag_core import bulk_tree_unchanged as bulk_unchanged
 from treerag_core import headings_between as between
 from treerag_core import headings_like as like
+from treerag_core import tree_edit_no_change as no_change
 from treerag_core.base.errors import InputDocumentError, LLMError
 
 ACTIONS = {
@@ -33,6 +35,9 @@ ACTIONS = {
     "rename": "Rename",
     "merge": "Merge into the section before (no longer a heading)",
 }
+# What a bulk action did, for "promoted 12; 3 already at the top level".
+DONE = {"demote": "demoted", "promote": "promoted", "remove": "made body text", "merge": "merged"}
+SHOWN_PICKS = 5  # selected headings named in the caption under the selector
 
 
 def outline_rows(converted: Converted, edits: tuple[TreeEdit, ...]) -> list[dict[str, Any]]:
@@ -103,12 +108,10 @@ def tree_editor(
         st.caption(note)
     for problem in problems:
         st.warning(f"Not applied: {problem}")
+    selected = _selection(doc.headings, key) if doc.headings else []
     if doc.headings:
-        st.dataframe(
-            pd.DataFrame(outline_rows(converted, edits)),
-            hide_index=True,
-            key=f"{key}_outline",
-        )
+        outline = _outline_table(converted, edits, selected)
+        st.dataframe(outline, hide_index=True, key=f"{key}_outline")
     else:
         st.info("No headings were found: the whole file is one section. Mark lines below.")
 
@@ -128,8 +131,12 @@ def tree_editor(
             else:
                 h = headings[pick]
                 edit = TreeEdit(action, h.text, _occurrence(headings, pick), value=new_text)
-                _push(key, state, [edit])
-                st.rerun()
+                # An edit that changes nothing (a promote at level 1) is said, not recorded.
+                if why := no_change(h.level, h.text, edit):
+                    st.info(f"'{h.text}' is {why}: nothing to {action}.")
+                else:
+                    _push(key, state, [edit])
+                    st.rerun()
 
     if headings:
         _bulk(headings, key, state, pick)
@@ -162,6 +169,18 @@ def tree_editor(
     return tuple(ss[state])
 
 
+def _outline_table(converted: Converted, edits: tuple[TreeEdit, ...], selected: list[int]) -> Any:
+    """The outline; while "Several at once" holds a selection, with a "selected" column and
+    those rows shaded (a Styler): the multiselect shows only a few of its chips."""
+    rows = pd.DataFrame(outline_rows(converted, edits))
+    if not selected:
+        return rows
+    marked = set(selected)
+    rows.insert(1, "selected", ["✓" if i in marked else "" for i in range(len(rows))])
+    shade = "background-color: rgba(255, 200, 0, 0.25)"
+    return rows.style.apply(lambda row: [shade if row["selected"] else ""] * len(row), axis=1)
+
+
 def _keep_pick(widget: str, labels: list[str]) -> None:
     """A picker whose label is gone (the heading changed level, or one before it stopped being
     a heading) keeps its number, clamped to the list."""
@@ -190,12 +209,16 @@ def _undo(key: str, state: str) -> None:
     ss[f"{key}_groups"] = groups
 
 
-def _bulk(headings, key: str, state: str, pick: int) -> None:
-    """Select many headings (by hand, every one like the picked heading, or every one from one
-    to another: the shift-click) and change them all in one action."""
+def _many_labels(headings) -> list[str]:
+    return [f"{i}. {h.text}" for i, h in enumerate(headings)]
+
+
+def _selection(headings, key: str) -> list[int]:
+    """The indices "Several at once" holds, settled before anything is drawn (the outline
+    shades them, above the selector)."""
     ss = st.session_state
     many_key = f"{key}_many"
-    labels = [f"{i}. {h.text}" for i, h in enumerate(headings)]
+    labels = _many_labels(headings)
     # A selection made by "every line like" or a run (or cleared by an action) is set before
     # the widget is drawn: a widget's value cannot change once it is on the page.
     pending = ss.pop(f"{key}_many_next", None)
@@ -203,6 +226,54 @@ def _bulk(headings, key: str, state: str, pick: int) -> None:
         ss[many_key] = pending
     elif any(label not in labels for label in ss.get(many_key, [])):
         ss[many_key] = []
+    return [labels.index(label) for label in ss.get(many_key, [])]
+
+
+def _follow_from(key: str) -> None:
+    """Move "To" with "From" while the user has not picked another "To" (left on its
+    default, "From" = line 169 ran the range up to line 0). A "To" the user picked stays: a
+    reversed run is the same run in order, as a shift-click upwards."""
+    ss = st.session_state
+    from_key, to_key, seen = f"{key}_from", f"{key}_to", f"{key}_from_seen"
+    if (
+        from_key in ss
+        and seen in ss
+        and ss[from_key] != ss[seen]
+        and ss.get(to_key, ss[seen]) == ss[seen]
+    ):
+        ss[to_key] = ss[from_key]
+
+
+def _said(headings, chosen: list[int], op: str) -> str:
+    """What a bulk action leaves as it is, said ("promoted 12; 3 already at the top level"),
+    or "" when it changes every selected heading."""
+    skipped = bulk_unchanged(headings, chosen, op)
+    if op == "merge" and len(chosen) < 2:
+        return "Select at least two headings to merge them into one section."
+    if not skipped:
+        return ""
+    why = "; ".join(f"{n} {reason}" for reason, n in skipped.items())
+    done = len(set(chosen)) - sum(skipped.values())
+    if not done:
+        return f"Nothing to {op}: {why}."
+    return f"{DONE[op].capitalize()} {done}; {why}."
+
+
+def _selected_caption(headings, chosen: list[int]) -> str:
+    """The count and the first few selected headings: the multiselect shows few of its chips."""
+    if not chosen:
+        return "Nothing selected."
+    names = [headings[i].text for i in chosen[:SHOWN_PICKS]]
+    more = ", …" if len(chosen) > SHOWN_PICKS else ""
+    return f"{len(chosen)} selected: {', '.join(names)}{more}"
+
+
+def _bulk(headings, key: str, state: str, pick: int) -> None:
+    """Select many headings (by hand, every one like the picked heading, or every one from one
+    to another: the shift-click) and change them all in one action."""
+    ss = st.session_state
+    many_key = f"{key}_many"
+    labels = _many_labels(headings)
 
     def select(indices: list[int]) -> None:
         # Added to what is selected when asked (like ctrl + shift-click), else instead of it.
@@ -212,26 +283,39 @@ def _bulk(headings, key: str, state: str, pick: int) -> None:
         st.rerun()
 
     st.markdown("**Several at once**")
+    if said := ss.pop(f"{key}_said", ""):
+        st.info(said)
     c1, c2 = st.columns([3, 2])
     c2.checkbox("Add to what is selected (else replace it)", key=f"{key}_many_add")
     by = c2.selectbox("Every line like the picked heading", list(LIKE), format_func=LIKE.get,
                       key=f"{key}_like_by")  # fmt: skip
     if c2.button("Select them", key=f"{key}_like"):
-        select(like(headings, pick, by))
+        if headings[pick].synthetic:
+            c2.info(f"'{headings[pick].text}' is not a line of the document: nothing is like it.")
+        else:
+            select(like(headings, pick, by))
+    _follow_from(key)
     for end in ("from", "to"):
         _keep_pick(f"{key}_{end}", labels)
     r1, r2 = c2.columns(2)
     first = labels.index(r1.selectbox("From", labels, key=f"{key}_from"))
     last = labels.index(r2.selectbox("To (both included)", labels, key=f"{key}_to"))
+    ss[f"{key}_from_seen"] = labels[first]
     if c2.button("Select every heading from … to …", key=f"{key}_run"):
         select(between(headings, first, last))
     many = c1.multiselect("Selected headings", labels, key=many_key)
+    chosen = [labels.index(label) for label in many]
+    c1.caption(_selected_caption(headings, chosen))
     op = c1.selectbox("Change them", list(BULK_OPS), format_func=BULK_OPS.get, key=f"{key}_bulk_op")
     if c1.button(f"Apply to {len(many)} selected", key=f"{key}_bulk", disabled=not many):
-        chosen = [labels.index(label) for label in many]
-        _push(key, state, bulk_edits(headings, chosen, op))
-        ss[f"{key}_many_next"] = []
-        st.rerun()
+        said, edits = _said(headings, chosen, op), bulk_edits(headings, chosen, op)
+        if not edits:  # nothing would change: the selection stays, and why is said
+            c1.info(said)
+        else:
+            _push(key, state, edits)
+            ss[f"{key}_many_next"] = []
+            ss[f"{key}_said"] = said
+            st.rerun()
 
 
 def _before_after(converted: Converted, edits: tuple[TreeEdit, ...]) -> None:

@@ -13,6 +13,8 @@ from treerag_core.base.pagemap import page_of
 # so only the headings the converter chose become headings.
 _MARKUP_LINE = re.compile(r"^ {0,3}(?:#{1,6}(?:[ \t]|$)|=+[ \t]*$|-{2,}[ \t]*$|`{3,}|~{3,})")
 _SPACES = re.compile(r"[ \t\u00a0\u2000-\u200b\u3000]+")
+# The signal of a heading the converter made up (a PDF's "Cover page" over the cover's lines).
+COVER_SIGNAL = "cover page"
 
 
 @dataclass(frozen=True)
@@ -29,6 +31,11 @@ class InferredHeading:
     end: int
     page: int | None = None
     signals: tuple[str, ...] = ()
+
+    @property
+    def synthetic(self) -> bool:
+        """Whether the converter made this heading up: it is no line the document printed."""
+        return COVER_SIGNAL in self.signals
 
 
 @dataclass(frozen=True)

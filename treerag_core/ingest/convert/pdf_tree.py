@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from treerag_core.ingest.convert import junk
-from treerag_core.ingest.convert.base import ContentsEntry, clean_inline
+from treerag_core.ingest.convert.base import COVER_SIGNAL, ContentsEntry, clean_inline
 from treerag_core.ingest.convert.levels import Candidate, structural_numbering
 from treerag_core.ingest.convert.outline import is_rich
 from treerag_core.ingest.convert.skeleton import ANCHOR_STYLE, Anchor, Entry, Placed, anchor, nest
@@ -177,7 +177,7 @@ def plan_tree(
         items[(a.page, a.block, 1 if a.found else 0, seq)] = Placed(cand, a.entry.level)
     if cover_end and not any(a.page == 0 for a in anchors):
         items[(0, 0, 0, -1)] = Placed(Candidate(COVER_TITLE, ANCHOR_STYLE), 1, holds=False)
-        plan.inserts[(0, 0)] = [(1, COVER_TITLE, ("cover page",))]
+        plan.inserts[(0, 0)] = [(1, COVER_TITLE, (COVER_SIGNAL,))]
     order = sorted(items)
     levels = dict(zip(order, nest([items[k] for k in order]), strict=True))
 
