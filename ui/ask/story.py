@@ -246,16 +246,23 @@ def locate_step(corpus: Corpus, doc_ids: Sequence[str], trace: Trace | None) -> 
     st.session_state.ask_graph_view = view  # tests read what was drawn
     GRAPH.draw(index, view, state, scale=PRESENT_SCALE if st.session_state.get(PRESENT) else 1)
     graph_legend(view, query_marks=trace is not None)
+    # The notes under the graph come and go from one question to the next: each has its own
+    # slot, drawn or left empty, so while a run redraws the story no element of the last run
+    # stays beside its new copy at a shifted place (a routing panel seen twice).
+    note_slot, drawn_slot, routing_slot = st.empty(), st.empty(), st.empty()
     note = unpicked_cited_note(trace, marks, index)
     if note:
-        st.caption(note)
+        note_slot.caption(note)
     if len(docs) < len(doc_ids):
-        st.caption(
+        drawn_slot.caption(
             f"Drawn: the {len(docs)} document(s) holding the picked sections; "
             f"{len(doc_ids) - len(docs)} other(s) not drawn (the toggle above draws them)."
         )
     if trace is not None and trace.locate is not None and trace.locate.document_scores:
-        with st.expander("Document routing: " + trace_panels.routing_caption(trace.locate)):
+        routing = routing_slot.expander(
+            "Document routing: " + trace_panels.routing_caption(trace.locate)
+        )
+        with routing:
             trace_panels.document_routing(trace.locate, key="locate_routing")
 
 
