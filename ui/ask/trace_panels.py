@@ -41,7 +41,7 @@ from ui.common.score_tables import (
     stage_frame,
     styled_moves,
 )
-from ui.common.text_safety import plain
+from ui.common.text_safety import code, plain
 
 Span = tuple[int, int]
 GROUP_KINDS = {"leaf": "picked leaf", "scope": "whole scope", "graph": "graph", "layer": "layer"}
@@ -401,7 +401,7 @@ def evidence_table(
         st.markdown(
             f"**{plain(chunk.heading_path)}**"
             + (f" · {pages}" if pages else "")
-            + f" · `{plain(chunk.chunk_id)}` · {plain(chunk.doc_id)}"
+            + f" · {code(chunk.chunk_id)} · {plain(chunk.doc_id)}"  # a code span: literal inside
         )
         st.text(chunk.text)
         if on_open is not None:
