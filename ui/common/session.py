@@ -172,6 +172,7 @@ class EvalState(PageState):
     open: Slot[str | None] = Slot(None)  # a question queued to open on Ask
     visible: Slot[list[str]] = Slot(factory=list)
     upload_round: Slot[int] = Slot(0)
+    job: Slot[Any] = Slot(None)  # the run going on in its own thread (run_job.EvalJob)
 
 
 class HistoryState(PageState):
