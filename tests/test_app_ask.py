@@ -563,7 +563,7 @@ def test_the_answer_context_budget_fills_to_n_characters_instead_of_top_k():
 
 
 def test_flat_strategy_and_compare():
-    at = ask(open_app(), PAPER_QUESTION)
+    at = app.include_hirag(ask(open_app(), PAPER_QUESTION))
     at.button(key="compare_run").click().run()
     assert not at.exception, at.exception
     compared = [c.value for c in at.caption if "shared with" in c.value]
