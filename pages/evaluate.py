@@ -50,6 +50,7 @@ FOLDER_HINT = (
 )
 REPORT_HINT = "Load a report written by the Run button or by `python -m treerag_core eval --out`."
 VIEWS = ("Metrics", "Questions", "Coverage map")
+POLL_SECONDS = 0.25  # how often a followed run's progress is redrawn (and a page switch seen)
 FAILS = (TreeRAGError, OSError, ValueError)
 WIDGET_DEFAULTS: dict[str, Any] = {
     "ev_dataset": ed.DEV_SETS[0],
@@ -231,9 +232,6 @@ def _adopt(job: run_job.EvalJob) -> bool:
     return False
 
 
-POLL_SECONDS = 0.25
-
-
 @st.fragment(run_every=1.0)
 def _still_going() -> None:
     """A run started on an earlier visit (or before a control moved) that is still going:
@@ -242,12 +240,11 @@ def _still_going() -> None:
     if job is None or not job.running:
         st.rerun(scope="app")
     st.info(
-        f"**Your run of {plain(job.label)} is still going** (it kept running while you were "
-        f"away): {job.done:,} of {job.total:,} runs, {job.elapsed:.0f} s so far. Its report "
-        "shows here when it is done.",
+        f"**Your run of {plain(job.label)} is still going**, {job.elapsed:.0f} s so far: it "
+        "goes on while you use other pages, and its report shows here when it is done.",
         icon=":material/hourglass_top:",
     )
-    st.progress(job.fraction(), text=job.text())
+    st.progress(job.fraction(), text=job.text())  # "n / N runs", or the indexing's seconds
 
 
 def _arrived(job: run_job.EvalJob) -> None:
@@ -258,8 +255,7 @@ def _arrived(job: run_job.EvalJob) -> None:
     done = _adopt(job)
     if done:
         st.success(
-            f"**Your run of {plain(job.label)} finished** while you were away: its report is "
-            "below.",
+            f"**Your run of {plain(job.label)} finished** in the background: its report is below.",
             icon=":material/task_alt:",
         )
 
