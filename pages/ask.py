@@ -66,6 +66,8 @@ def _run_action(pending, engine, trace, settings, scope, corpus, doc_ids, box) -
     kind = pending["kind"]
     if kind != "ask":  # overrides and regenerated answers keep the trace's own scope
         scope = list(ask.trace_scope) if ask.trace_scope else None
+    else:  # before any work: a run stopped midway leaves this for the next visit to find
+        ask.running = {"question": str(ss[qc.QUESTION]), "corpus": str(corpus.key)}
     if settings.rerank.enabled:
         warm_reranker(settings.rerank.model)
     try:
@@ -78,12 +80,15 @@ def _run_action(pending, engine, trace, settings, scope, corpus, doc_ids, box) -
         # taken for this script run: the error and the previous result are shown after a
         # rerun, where the story is drawn once.
         st.session_state[FAILED_RUN] = (exc, corpus.kind, kind)
+        ask.running = None  # not interrupted: its error is shown
         st.rerun()
     if final is None:
+        ask.running = None
         return False
     query_id = record(final, corpus.key, scope)
     controls = settings.to_dict() if kind == "ask" else _asked_controls(settings, final)
     ask.set_trace(final, corpus.key, scope, query_id, origin=kind)
+    ask.running = None  # stored: nothing was interrupted
     ask.controls = controls
     ask.rerun_ms = None
     st.rerun()
@@ -394,6 +399,8 @@ def main() -> None:
                 _previous_shown(trace, action)
         if ask.trace is not None and trace is None and not asking:
             _stored(ask.trace, kind, can_ask=True)
+        if ask.pending is None:
+            kept.interrupted_notice(trace, _ask_example)  # an Ask stopped by a page switch
     story_fragment(corpus, doc_ids, engine, scope)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,7 @@ from ui.common.session import EvalState, require_app
 from ui.common.text_safety import plain, show_error
 from ui.common.workspace import sync_workspace, workspace_folder
 from ui.evaluate import data as ed
-from ui.evaluate import llm_compare, my_labels, panels
+from ui.evaluate import llm_compare, my_labels, panels, run_job
 
 require_app("pages/evaluate.py")
 ss = st.session_state
@@ -49,6 +50,7 @@ FOLDER_HINT = (
 )
 REPORT_HINT = "Load a report written by the Run button or by `python -m treerag_core eval --out`."
 VIEWS = ("Metrics", "Questions", "Coverage map")
+POLL_SECONDS = 0.25  # how often a followed run's progress is redrawn (and a page switch seen)
 FAILS = (TreeRAGError, OSError, ValueError)
 WIDGET_DEFAULTS: dict[str, Any] = {
     "ev_dataset": ed.DEV_SETS[0],
@@ -169,7 +171,15 @@ def _run(
     llm: SessionLLM | None,
 ) -> None:  # fmt: skip
     """Run the sidebar's strategies on the chosen set: a dev set's folder, or (`mine`) the
-    workspace's labelled questions; with `llm`, the locator's strategies also with the LLM's."""
+    workspace's labelled questions; with `llm`, the locator's strategies also with the LLM's.
+    The run goes on in a thread of its own (run_job): leaving the page does not stop it."""
+    if ev.job is not None and ev.job.running:
+        st.info(
+            "Nothing new was run: your earlier run is still going (above). Its report shows "
+            "here when it is done.",
+            icon=":material/hourglass_top:",
+        )
+        return
     if ss.ev_dataset == ed.MINE and mine is None:
         st.error("Nothing was run: no question is labelled yet (see above).")
         return
@@ -180,64 +190,74 @@ def _run(
     if not strategies:
         st.error("Nothing was run: pick at least one strategy in the sidebar.")
         return
-    settings = IndexSettings(embedder=default_embedder())
-    query = QuerySettings().set("answer.final_top_k", 10).set("rerank.enabled", bool(ss.ev_rerank))
     limit = int(ss.ev_limit) or None
     n = _n_questions(data, mine)
-    # Everything the run shows (the index's and the model's load spinners, the progress bar)
-    # goes inside one status box: it takes the place of the earlier info box instead of
-    # being drawn over it.
-    label = f"Running {len(strategies)} strategies on {n} questions…"
+    label = f"{len(strategies)} strategies on {n} questions"
     if llm is not None:
         label += f" ({llm_locate_calls(strategies, n):,} LLM calls)"
-    with st.status(label, expanded=True) as status:
-        if mine is not None:
-            done = _evaluate_mine(mine, strategies, limit, n, llm)
-        else:
-            assert folder is not None
-            done = _evaluate(folder, strategies, limit, settings, query, n, llm)
-        if done is None:
+    if mine is not None:
+        work = _mine_work(mine, strategies, limit, n, llm)
+    else:
+        assert folder is not None
+        work = _folder_work(folder, strategies, limit, n, llm)
+    if work is None:
+        return
+    ev.job = run_job.start(run_job.EvalJob(label, n), work, FAILS)
+    _follow(ev.job)
+
+
+def _follow(job: run_job.EvalJob) -> None:
+    """The run's progress while this script run lasts (leaving the page stops the following,
+    not the run); its report, or its error, once done. Everything the run shows goes inside
+    one status box: it takes the place of the earlier info box instead of being drawn over
+    it."""
+    with st.status(f"Running {job.label}…", expanded=True) as status:
+        bar = st.progress(0.0, text=f"Running {job.label}…")
+        while not job.finished.wait(POLL_SECONDS):
+            bar.progress(job.fraction(), text=job.text())  # each update lets a switch stop us
+        bar.empty()
+        if not _adopt(job):
             status.update(label="Nothing was run", state="error", expanded=True)
             return
         status.update(label="Evaluation done", state="complete", expanded=False)
-    _set_report(*done)
 
 
-def _progress_bar(strategies: tuple[str, ...], n: int):
-    """A progress bar and the callback that moves it: (done, total) runs."""
-    bar = st.progress(0.0, text=f"Running {len(strategies)} strategies on {n} questions…")
+def _adopt(job: run_job.EvalJob) -> bool:
+    """A finished run's report becomes the page's (True), or its error is shown (False)."""
+    ev.job = None
+    if job.result is not None:
+        _set_report(*job.result)
+        return True
+    show_error(job.error or RuntimeError("the run ended without a report"), job.hint)
+    return False
 
-    def progress(done: int, total: int) -> None:
-        bar.progress(
-            min(1.0, done / total) if total else 1.0,
-            # runs per question: a strategy compared with the LLM locator runs twice
-            text=f"{done:,} / {total:,} runs ({total // n if n else 0} per question × {n} "
-            "questions)",
+
+@st.fragment(run_every=1.0)
+def _still_going() -> None:
+    """A run started on an earlier visit (or before a control moved) that is still going:
+    said, with its progress; once it is done the whole page runs again to show its report."""
+    job = ev.job
+    if job is None or not job.running:
+        st.rerun(scope="app")
+    st.info(
+        f"**Your run of {plain(job.label)} is still going**, {job.elapsed:.0f} s so far: it "
+        "goes on while you use other pages, and its report shows here when it is done.",
+        icon=":material/hourglass_top:",
+    )
+    st.progress(job.fraction(), text=job.text())  # "n / N runs", or the indexing's seconds
+
+
+def _arrived(job: run_job.EvalJob) -> None:
+    """This run found a run started by an earlier one: still going, or done meanwhile."""
+    if job.running:
+        _still_going()
+        return
+    done = _adopt(job)
+    if done:
+        st.success(
+            f"**Your run of {plain(job.label)} finished** in the background: its report is below.",
+            icon=":material/task_alt:",
         )
-
-    return bar, progress
-
-
-def _evaluate_mine(
-    mine: my_labels.LabelledSet, strategies: tuple[str, ...], limit: int | None, n: int,
-    llm: SessionLLM | None,
-) -> tuple[dict[str, Any], dict[str, Any]] | None:  # fmt: skip
-    """The labelled questions' report, as a dev set's (None, error shown, when it did not run)."""
-    began = time.perf_counter()
-    if ss.ev_rerank:  # the first question's latency must not include loading the model
-        warm_reranker(my_labels.run_settings(True).rerank.model)
-    bar, progress = _progress_bar(strategies, n)
-    started = time.perf_counter()
-    try:
-        report = my_labels.score(
-            mine, strategies, ss.ev_scope, limit, bool(ss.ev_rerank), progress, llm
-        )
-    except FAILS as exc:
-        bar.empty()
-        show_error(exc, "The run stopped; no report was kept.")
-        return None
-    bar.empty()
-    return report, _run_meta(began, started, n)
 
 
 def _run_meta(began: float, started: float, n: int, folder: Path | None = None) -> dict[str, Any]:
@@ -255,12 +275,37 @@ def _run_meta(began: float, started: float, n: int, folder: Path | None = None) 
     return meta
 
 
-def _evaluate(
-    folder: Path, strategies: tuple[str, ...], limit: int | None, settings: IndexSettings,
-    query: QuerySettings, n: int, llm: SessionLLM | None,
-) -> tuple[dict[str, Any], dict[str, Any]] | None:  # fmt: skip
-    """The report of one run and where it came from (None, error shown, when it did not run)."""
-    began = time.perf_counter()  # the whole run: indexing (unless cached) and model loads too
+def _mine_work(
+    mine: my_labels.LabelledSet, strategies: tuple[str, ...], limit: int | None, n: int,
+    llm: SessionLLM | None,
+) -> Callable[[run_job.EvalJob], run_job.Report]:  # fmt: skip
+    """The labelled questions' run, as a dev set's; the sidebar is read here, not in the
+    run's thread (it has no session)."""
+    scope, rerank = str(ss.ev_scope), bool(ss.ev_rerank)
+    settings = my_labels.run_settings(rerank)
+
+    def work(job: run_job.EvalJob) -> run_job.Report:
+        job.hint = "The run stopped; no report was kept."
+        began = time.perf_counter()
+        if rerank:  # the first question's latency must not include loading the model
+            job.stage = "loading"
+            warm_reranker(settings.rerank.model)
+        job.stage = "running"
+        started = time.perf_counter()
+        report = my_labels.score(mine, strategies, scope, limit, settings, job.progress, llm)
+        return report, _run_meta(began, started, n)
+
+    return work
+
+
+def _folder_work(
+    folder: Path, strategies: tuple[str, ...], limit: int | None, n: int,
+    llm: SessionLLM | None,
+) -> Callable[[run_job.EvalJob], run_job.Report] | None:  # fmt: skip
+    """One dev set's run (None, error shown, when its settings are refused); the sidebar is
+    read here, not in the run's thread (it has no session)."""
+    settings = IndexSettings(embedder=default_embedder())
+    query = QuerySettings().set("answer.final_top_k", 10).set("rerank.enabled", bool(ss.ev_rerank))
     try:
         config = EvalConfig(
             strategies=strategies,
@@ -271,25 +316,26 @@ def _evaluate(
             index_settings=settings,
             query_settings=query if llm is None else query.with_(llm=llm.settings),
         )
-        es = ed.eval_set(folder, settings)
     except FAILS as exc:
         show_error(exc, "Nothing was run. " + FOLDER_HINT)
         return None
-    if query.rerank.enabled:  # the first question's latency must not include loading the model
-        warm_reranker(query.rerank.model)
-    bar, progress = _progress_bar(strategies, n)
-    started = time.perf_counter()
-    try:
+
+    def work(job: run_job.EvalJob) -> run_job.Report:
+        began = time.perf_counter()  # the whole run: indexing (unless cached), model loads too
+        job.stage, job.hint = "indexing", "Nothing was run. " + FOLDER_HINT
+        es = ed.eval_set(folder, settings)  # cached: a later run (or Ask) reuses the index
+        if query.rerank.enabled:  # the first question's latency must not include the load
+            job.stage = "loading"
+            warm_reranker(query.rerank.model)
+        job.stage, job.hint = "running", "The run stopped; no report was kept. " + FOLDER_HINT
+        started = time.perf_counter()
         report = evaluate(
-            es.folder, config, cache_dir=ed.cache_dir(), progress=progress, index=es.index,
+            es.folder, config, cache_dir=ed.cache_dir(), progress=job.progress, index=es.index,
             api_key=llm.key if llm is not None else None,
         )  # fmt: skip
-    except FAILS as exc:
-        bar.empty()
-        show_error(exc, "The run stopped; no report was kept. " + FOLDER_HINT)
-        return None
-    bar.empty()
-    return report, _run_meta(began, started, n, es.folder)
+        return report, _run_meta(began, started, n, es.folder)
+
+    return work
 
 
 def _load_path(text: str) -> None:
@@ -429,6 +475,8 @@ def main() -> None:
             llm_compare.calls_note(llm, tuple(ss.ev_strategies), _n_questions(data, mine)),
             icon=":material/payments:",
         )
+    if ev.job is not None:  # a run started earlier: still going, or done meanwhile
+        _arrived(ev.job)
     if run:
         _run(folder, data, mine, llm)
     if load:
@@ -437,6 +485,8 @@ def main() -> None:
         _load_upload(upload)
     report = ev.report
     if report is None:
+        if ev.job is not None:  # said above: its report shows when it is done
+            return
         st.info(
             "Pick a dataset and strategies in the sidebar and press **Run evaluation**, or load "
             "a saved report.",

@@ -37,6 +37,15 @@ def ask(at: AppTest, question: str) -> AppTest:
     return at
 
 
+def include_hirag(at: AppTest) -> AppTest:
+    """Opt Compare into the hirag-* strategies (off by default: their graph build takes
+    minutes on a large corpus); no toggle when the graph is built already."""
+    for toggle in at.toggle:
+        if toggle.key == "compare_build_hirag":
+            toggle.set_value(True).run()
+    return at
+
+
 def unescape(text: str) -> str:
     """Page text without the Markdown escapes the app adds around document text."""
     return re.sub(r"\\(.)", r"\1", text)

@@ -563,7 +563,7 @@ def test_the_answer_context_budget_fills_to_n_characters_instead_of_top_k():
 
 
 def test_flat_strategy_and_compare():
-    at = ask(open_app(), PAPER_QUESTION)
+    at = app.include_hirag(ask(open_app(), PAPER_QUESTION))
     at.button(key="compare_run").click().run()
     assert not at.exception, at.exception
     compared = [c.value for c in at.caption if "shared with" in c.value]
@@ -726,6 +726,48 @@ def test_the_question_scope_and_result_survive_a_page_switch_even_if_the_widgets
     assert not at.exception, at.exception
     assert at.session_state["ask_trace"].question == "What does the ablation study remove?"
     assert at.multiselect(key="qs_scope_samples").value == []
+
+
+def test_an_ask_stopped_by_a_page_switch_says_so_on_return_and_asks_again(monkeypatch):
+    """Streamlit stops a script run when the user leaves the page: the new question's answer
+    never arrives. Back on Ask, the page says so (the answer on screen is the previous
+    question's) and one button asks it again."""
+    import treerag_core
+
+    at = ask(open_app(), PAPER_QUESTION)  # the previous result (and the models warm)
+    real, slow = treerag_core.ask, {"on": True}
+
+    def stalled(*args, **kwargs):
+        for i, event in enumerate(real(*args, **kwargs)):
+            if i == 1 and slow["on"]:
+                time.sleep(3)  # the answer is still under way when the user leaves
+            yield event
+
+    monkeypatch.setattr(treerag_core, "ask", stalled)
+    new = "What does the ablation study remove?"
+    at.text_input(key="ask_question").input(new)
+    at.button[0].click()
+    with pytest.raises(RuntimeError, match="timed out"):  # AppTest stops the run, as a
+        at.run(timeout=1.5)  # page switch does: at its next Streamlit call
+    assert at.session_state["ask_running"]["question"] == new
+    at.switch_page("pages/documents.py").run()
+    at.switch_page("pages/ask.py").run()
+    assert not at.exception, at.exception
+    said = page_text(at, "warning", plain=True)
+    assert f"Your question “{new}” was interrupted" in said
+    assert f"previous question “{PAPER_QUESTION}”" in said  # what the answer below is
+    assert at.text_input(key="ask_question").value == new
+    slow["on"] = False
+    at.button(key="ask_interrupted_again").click().run()
+    assert not at.exception, at.exception
+    trace = at.session_state["ask_trace"]
+    assert trace.question == new and at.session_state["ask_trace_id"] is not None  # logged
+    assert at.session_state["ask_running"] is None
+    assert "was interrupted" not in page_text(at, "warning")
+    # A finished Ask leaves nothing to say on the next visit.
+    at.switch_page("pages/documents.py").run()
+    at.switch_page("pages/ask.py").run()
+    assert "was interrupted" not in page_text(at, "warning")
 
 
 def test_a_reload_keeps_the_question_and_scope_in_the_link_and_shows_the_result_again(app_data):

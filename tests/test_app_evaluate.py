@@ -335,6 +335,49 @@ def test_a_report_with_unreadable_settings_keeps_its_metrics_and_replays_nothing
     assert "saved query settings cannot be read" in page_text(at, "error", plain=True)
 
 
+def test_a_run_goes_on_while_the_user_is_on_another_page_and_says_so_on_return(qasper, monkeypatch):
+    """Streamlit stops a page's script run when the user leaves: the run itself goes on in its
+    own thread. Back on Evaluate the page says it is still going (with its progress), then
+    shows its report once it is done."""
+    import threading
+
+    import treerag_core
+
+    real, gate = treerag_core.evaluate, threading.Event()
+
+    def held(*args, **kwargs):
+        assert gate.wait(60), "the test never let the run go on"
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(treerag_core, "evaluate", held)
+    at = evaluate_page()
+    at.selectbox(key="ev_dataset").set_value("qasper")
+    at.multiselect(key="ev_strategies").set_value(STRATEGIES)
+    at.number_input(key="ev_limit").set_value(2)
+    at.button(key="ev_run").click()
+    with pytest.raises(RuntimeError, match="timed out"):  # AppTest stops the run, as a page
+        at.run(timeout=3)  # switch does: at its next Streamlit call
+    job = at.session_state["ev_job"]
+    assert job.running
+    at.switch_page("pages/ask.py").run()
+    at.switch_page("pages/evaluate.py").run()
+    assert not at.exception, at.exception
+    said = page_text(at, "info", plain=True)
+    assert "Your run of 2 strategies on 2 questions is still going" in said
+    assert "Pick a dataset" not in said  # the run is not lost
+    assert at.session_state["ev_report"] is None
+    gate.set()
+    assert job.finished.wait(120)
+    at.run()  # the page's poll (a fragment every second) runs the page again once it is done
+    assert not at.exception, at.exception
+    assert "Your run of 2 strategies on 2 questions finished" in page_text(at, "success")
+    report = at.session_state["ev_report"]
+    assert report is not None and at.session_state["ev_job"] is None
+    assert len(report["questions"]["treerag"]) == 2
+    at.run()  # said once
+    assert not at.success
+
+
 def test_a_missing_folder_shows_an_error_and_runs_nothing(app_env):
     at = evaluate_page()
     at.selectbox(key="ev_dataset").set_value("other").run()

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from tests.app_helpers import ask, open_app, unescape
+from tests.app_helpers import ask, include_hirag, open_app, unescape
 from tests.conftest import keyless_app
 from treerag_core.compare import Compared
 from treerag_core.strategies import strategy_names
@@ -23,7 +23,7 @@ def app_env(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def compared():
-    at = ask(open_app(timeout=120), QUESTION)
+    at = include_hirag(ask(open_app(timeout=120), QUESTION))
     at.button(key="compare_run").click().run()
     assert not at.exception, at.exception
     return at

@@ -407,6 +407,18 @@ def test_a_rerank_read_entirely_from_the_cache_says_so():
     assert rerank_time(0.0002).startswith("0 ms: every score cached")
 
 
+def test_a_picked_passage_names_its_chunk_id_literally():
+    """Selecting a Final passages row: the chunk id is a code span of its own text, never its
+    Markdown escapes (the walkthrough read "0049\\_chunk\\_02")."""
+    from treerag_core.base.types import Chunk
+    from ui.ask.trace_panels import passage_heading
+
+    chunk = Chunk("0049_chunk_02", "text", "0049", "3 Methods > 3.1 Data_set", "paper.md", 0, 4)
+    line = passage_heading(chunk)
+    assert "`0049_chunk_02`" in line and "\\" not in line.split("`")[1]
+    assert "Data\\_set" in line  # the heading is Markdown text: escaped, shown literal
+
+
 def test_the_graph_fits_the_picked_leaves_holding_cited_evidence_first():
     from ui.ask.story import focus_order
 

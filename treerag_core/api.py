@@ -343,6 +343,7 @@ __all__ += [
     "graph_sections",
     "headings_between",
     "headings_like",
+    "hirag_for",
     "hirag_graph_store",
     "import_rows",
     "labelled_report",

@@ -15,10 +15,12 @@ Two copies, each for what the other cannot do:
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from typing import Any
 
 import streamlit as st
 
+from treerag_core.base.types import Trace
 from ui.common import query_controls as qc
 from ui.common.query_log import open_from_history, recent
 from ui.common.session import AskState, arrived_on
@@ -90,3 +92,38 @@ def keep(scope_key: str, kind: str) -> None:
 def _param(name: str) -> str | None:
     value: Any = st.query_params.get(name)
     return str(value) if value else None
+
+
+def interrupted_notice(shown: Trace | None, ask_again: Callable[[str], None]) -> None:
+    """An Ask that started and never stored its trace: Streamlit stopped its run (the user
+    left the page, or moved a control, while it answered). Said with a button that asks it
+    again, instead of the previous answer standing under the new question unremarked."""
+    ask = AskState()
+    running = ask.running
+    if running is None:
+        return
+    question = running.get("question", "")
+    before = (
+        f" The result below is that of your previous question “{plain(shown.question)}”."
+        if shown is not None and shown.question != question
+        else ""
+    )
+    st.warning(
+        f"**Your question “{plain(question)}” was interrupted** when you left the page (or "
+        f"changed a control) before its answer was ready: nothing of it was stored.{before}",
+        icon=":material/pause_circle:",
+    )
+    again, dismiss = st.columns([2, 1])
+    again.button(
+        "Ask again",
+        key="ask_interrupted_again",
+        on_click=ask_again,
+        args=(question,),
+        icon=":material/play_arrow:",
+        type="primary",
+    )
+    dismiss.button("Dismiss", key="ask_interrupted_dismiss", on_click=_forget_interrupted)
+
+
+def _forget_interrupted() -> None:
+    AskState().running = None

@@ -26,6 +26,7 @@ from treerag_core import question_flags as flags_of
 from treerag_core.base.pagemap import format_pages
 from treerag_core.base.text_rules import path_leaf
 from treerag_core.base.types import (
+    Chunk,
     ContextSection,
     LocateResult,
     RetrievalGroup,
@@ -41,7 +42,7 @@ from ui.common.score_tables import (
     stage_frame,
     styled_moves,
 )
-from ui.common.text_safety import plain
+from ui.common.text_safety import code, plain
 
 Span = tuple[int, int]
 GROUP_KINDS = {"leaf": "picked leaf", "scope": "whole scope", "graph": "graph", "layer": "layer"}
@@ -363,6 +364,17 @@ def rerank(
     )
 
 
+def passage_heading(chunk: Chunk) -> str:
+    """The picked passage's line: its section, pages, chunk id and document. The id is a code
+    span of its literal text (plain() inside backticks showed its escapes: 0049\\_chunk\\_02)."""
+    pages = format_pages(chunk.page_start, chunk.page_end)
+    return (
+        f"**{plain(chunk.heading_path)}**"
+        + (f" · {pages}" if pages else "")
+        + f" · {code(chunk.chunk_id)} · {plain(chunk.doc_id)}"
+    )
+
+
 def evidence_table(
     shown: Any,
     frame: pd.DataFrame,
@@ -398,11 +410,7 @@ def evidence_table(
     chunk = hit.chunk
     pages = format_pages(chunk.page_start, chunk.page_end)
     with st.container(border=True, key=f"{key}_passage"):
-        st.markdown(
-            f"**{plain(chunk.heading_path)}**"
-            + (f" · {pages}" if pages else "")
-            + f" · `{plain(chunk.chunk_id)}` · {plain(chunk.doc_id)}"
-        )
+        st.markdown(passage_heading(chunk))
         st.text(chunk.text)
         if on_open is not None:
             st.button(

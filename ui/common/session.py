@@ -108,6 +108,10 @@ class AskState(PageState):
     kept_question: Slot[str] = Slot("")
     kept_scope: Slot[dict[str, list[str]]] = Slot(factory=dict)
     link_read: Slot[bool] = Slot(False)
+    # An Ask under way: {"question", "corpus"}, set before it runs and cleared when its trace
+    # is stored (or its error shown). Still set on a later run: Streamlit stopped it midway
+    # (a page switch or a control moved), so the page says so (kept.interrupted_notice).
+    running: Slot[dict[str, str] | None] = Slot(None)
 
     def set_trace(
         self,
@@ -168,6 +172,7 @@ class EvalState(PageState):
     open: Slot[str | None] = Slot(None)  # a question queued to open on Ask
     visible: Slot[list[str]] = Slot(factory=list)
     upload_round: Slot[int] = Slot(0)
+    job: Slot[Any] = Slot(None)  # the run going on in its own thread (run_job.EvalJob)
 
 
 class HistoryState(PageState):

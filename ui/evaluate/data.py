@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from treerag_core import (
     MY_SET,
@@ -130,10 +131,10 @@ class EvalSet:
         return self.dataset.name if self.dataset is not None else MY_SET
 
 
-@st.cache_resource(
-    show_spinner="Indexing the eval set (once per server process; kept on disk after that)…",
-    max_entries=6,
-)
+INDEXING = "Indexing the eval set (once per server process; kept on disk after that)…"
+
+
+@st.cache_resource(show_spinner=False, max_entries=6)  # the spinner: eval_set's, on a page only
 def _eval_set(
     folder: str, fingerprint: str, settings_json: str, roots: tuple[Path, ...]
 ) -> EvalSet:
@@ -158,7 +159,11 @@ def eval_set(folder: Path, settings: IndexSettings) -> EvalSet:
     """
     folder = safe_folder(folder)
     settings_json = json.dumps(settings.to_dict(), sort_keys=True)
-    return _eval_set(str(folder), _fingerprint(folder), settings_json, dataset_roots())
+    args = (str(folder), _fingerprint(folder), settings_json, dataset_roots())
+    if get_script_run_ctx(suppress_warning=True) is None:  # an evaluation run's own thread:
+        return _eval_set(*args)  # no page to draw a spinner on (the run shows its stage)
+    with st.spinner(INDEXING):  # drawn only when it takes a while: an index not cached yet
+        return _eval_set(*args)
 
 
 def report_json(report: Mapping[str, Any]) -> str:

@@ -124,17 +124,19 @@ def run_settings(rerank: bool) -> QuerySettings:
 
 
 def score(
-    mine: LabelledSet, strategies: Sequence[str], scope: str, limit: int | None, rerank: bool,
-    progress: Callable[[int, int], None], llm: SessionLLM | None = None,
+    mine: LabelledSet, strategies: Sequence[str], scope: str, limit: int | None,
+    settings: QuerySettings, progress: Callable[[int, int], None], llm: SessionLLM | None = None,
 ) -> dict:  # fmt: skip
-    """The harness's report of `strategies` on the labelled questions (raises ValueError or
-    TreeRAGError as `labelled_report` does); with `llm`, also the LLM locator's `+llm` rows."""
+    """The harness's report of `strategies` on the labelled questions with `settings` (from
+    `run_settings`, read by the page first: this runs in the run's thread, which has no
+    session) (raises ValueError or TreeRAGError as `labelled_report` does); with `llm`, also
+    the LLM locator's `+llm` rows."""
     if llm is None or llm.settings is None:
-        return labelled_report(mine.corpus.engine, mine.questions, run_settings(rerank),
+        return labelled_report(mine.corpus.engine, mine.questions, settings,
                                strategies, scope=scope, limit=limit, progress=progress)  # fmt: skip
     return labelled_report(
         engine_for(mine.corpus, llm.key), mine.questions,
-        run_settings(rerank).with_(llm=llm.settings), strategies, scope=scope, limit=limit,
+        settings.with_(llm=llm.settings), strategies, scope=scope, limit=limit,
         progress=progress, use_llm=True,
     )  # fmt: skip
 
