@@ -234,10 +234,10 @@ def _open(name: str, data: bytes):
 
 
 def _running_keys(pages: list[tuple[float, list[_Line]]]) -> set[tuple[str, float, bool]]:
-    """Normalised texts and looks of lines in the page margins that repeat on many pages."""
+    """Normalised texts and looks of running lines (`_may_run`) that repeat on many pages."""
     counts: Counter[tuple[str, float, bool]] = Counter()
     for height, lines in pages:
-        keys = {_key(line) for line in lines if _in_margin(line, height)}
+        keys = {_key(line) for i, line in enumerate(lines) if _may_run(lines, i, height)}
         counts.update(keys)
     need = max(3, int(0.3 * len(pages)))
     return {key for key, n in counts.items() if n >= need}
@@ -252,6 +252,15 @@ def _key(line: _Line) -> tuple[str, float, bool]:
 
 def _in_margin(line: _Line, height: float) -> bool:
     return line.bottom > height * (1 - MARGIN) or line.top < height * MARGIN
+
+
+def _may_run(lines: list[_Line], i: int, height: float) -> bool:
+    """Whether line `i` (the page's lines, top to bottom) stands where a running header or
+    footer does: in the top or bottom margin, or as the page's first or last line wherever
+    it stands. A filing printed from HTML ends each page right under its footer, at any
+    height (Nike's "2019 FORM 10-K 13" stands a third of the way up a page); only a text
+    that repeats on many pages is removed there."""
+    return i in (0, len(lines) - 1) or _in_margin(lines[i], height)
 
 
 def _blocks(lines: list[_Line]) -> list[list[_Line]]:
@@ -455,9 +464,10 @@ def convert_pdf(name: str, data: bytes, max_pages: int) -> ConvertedDocument:
     kept_pages: list[list[_Line]] = []
     for height, lines in pages:
         kept = []
-        for line in lines:
+        for i, line in enumerate(lines):
             margin = _in_margin(line, height)
-            if margin and (_key(line) in running or _PAGE_NUMBER.match(line.text)):
+            running_line = _may_run(lines, i, height) and _key(line) in running
+            if running_line or (margin and _PAGE_NUMBER.match(line.text)):
                 removed += 1
                 continue
             kept.append(line)
