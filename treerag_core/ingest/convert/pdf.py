@@ -256,11 +256,12 @@ def _in_margin(line: _Line, height: float) -> bool:
 
 def _may_run(lines: list[_Line], i: int, height: float) -> bool:
     """Whether line `i` (the page's lines, top to bottom) stands where a running header or
-    footer does: in the top or bottom margin, or as the page's first or last line wherever
-    it stands. A filing printed from HTML ends each page right under its footer, at any
-    height (Nike's "2019 FORM 10-K 13" stands a third of the way up a page); only a text
-    that repeats on many pages is removed there."""
-    return i in (0, len(lines) - 1) or _in_margin(lines[i], height)
+    footer does: in the top or bottom margin, or as the page's last line wherever it stands.
+    A filing printed from HTML ends each page right under its footer, at any height (Nike's
+    "2019 FORM 10-K 13" stands a third of the way up a page); only a text that repeats on
+    many pages is removed there. Not the first line: a page's text starts at its top margin,
+    and a chapter opening each page ("Chapter 3") is no running header."""
+    return i == len(lines) - 1 or _in_margin(lines[i], height)
 
 
 def _blocks(lines: list[_Line]) -> list[list[_Line]]:
@@ -331,7 +332,9 @@ def _column_head(blocks: list[list[_Line]], b: int) -> bool:
     return blocks[b][0].left > middle
 
 
-def _layout_reason(blocks: list[list[_Line]], b: int, signed: bool) -> str:
+def _layout_reason(
+    blocks: list[list[_Line]], b: int, signed: bool, names: frozenset[str] = frozenset()
+) -> str:
     """Why block `b` is not a section, from where it stands ("": nothing against it)."""
     if _between_rows(blocks, b):
         return "between table rows: a row label"
@@ -339,6 +342,8 @@ def _layout_reason(blocks: list[list[_Line]], b: int, signed: bool) -> str:
         return "over a table's figures: a column head"
     if signed and junk.signer_office(heading_text(blocks[b])):
         return "a signer's office on a signed page ('/s/')"
+    if junk.signer_name(heading_text(blocks[b]), names):
+        return "a signer's name, signed on its page ('/s/')"
     return ""
 
 
@@ -489,10 +494,11 @@ def convert_pdf(name: str, data: bytes, max_pages: int) -> ConvertedDocument:
     found: list[Found] = []
     for p, blocks in enumerate(page_blocks):
         signed = any("/s/" in line.text.lower() for line in kept_pages[p])
+        names = junk.signers(line.text for line in kept_pages[p])
         for b, block in enumerate(blocks):
             signals = _heading_signals(block, body, body_font)
             if signals is not None:
-                layout = _layout_reason(blocks, b, signed)
+                layout = _layout_reason(blocks, b, signed, names)
                 found.append(Found(p, b, signals, _style(block, body_font), layout))
     plan = plan_tree(texts, found, kept_pages, outline)
     writer = MarkdownWriter(name)
