@@ -143,9 +143,10 @@ def _is_item(candidate: Candidate) -> bool:
 def _end_matter(items: Sequence[Placed]) -> tuple[list[Placed], set[int]]:
     """The items with a form's end matter placed by the numbering grammar, and which of them
     stand beside the last Item. After the last Item, "SIGNATURES" (and the exhibit index)
-    closes the Item and stands beside it; an "Exhibit N" heading, or after the signatures a
-    heading that opens its page (an appended exhibit starts on a page of its own: "SUBSIDIARIES
-    OF THE REGISTRANT"), starts at the top level and holds what follows as an anchor does.
+    closes the Item and stands beside it; an "Exhibit N" heading, or after the signatures an
+    un-numbered heading that opens its page (an appended exhibit starts on a page of its own:
+    "SUBSIDIARIES OF THE REGISTRANT") while no exhibit has been labelled, starts at the top
+    level and holds what follows as an anchor does.
     Without it they nested under the last Item's sub-headings (Nike's Exhibit 31.1 at level 5
     under "Transfer Agents and Registrar")."""
     out = list(items)
@@ -153,12 +154,16 @@ def _end_matter(items: Sequence[Placed]) -> tuple[list[Placed], set[int]]:
     if last is None:
         return out, set()
     beside: set[int] = set()
+    labelled = False  # an "Exhibit N" label seen: from there the labels mark the exhibits
     for i in range(last + 1, len(items)):
         item = items[i]
         text = " ".join(item.candidate.text.split())
+        # A numbered heading opening a page continues its exhibit ("4 REPRESENTATIONS").
+        opens = item.opens_page and item.fixed is None and item.candidate.numbering is None
         if beside_items(text):
             beside.add(i)
-        elif _EXHIBIT.match(text) or (beside and item.opens_page and item.fixed is None):
+        elif _EXHIBIT.match(text) or (beside and not labelled and opens):
+            labelled = labelled or bool(_EXHIBIT.match(text))
             top = replace(item.candidate, style_rank=ANCHOR_STYLE)
             out[i] = replace(item, candidate=top, fixed=1)
     return out, beside
