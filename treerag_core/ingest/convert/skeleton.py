@@ -123,10 +123,13 @@ class Placed:
     opens_page: bool = False
 
 
-# A form's end matter, after its last Item. The signatures and the exhibit index sit beside
-# the Items (filers' contents list them there); each appended exhibit ("Exhibit 31.1",
-# "EXHIBIT 32 Section 1350 Certifications") is a document of its own, at the top level.
-_BESIDE_ITEMS = re.compile(r"^(?:signatures?|exhibit\s+index|index\s+to\s+exhibits)[.:]?$", re.I)
+# A form's end matter, after its last Item. The signatures (with the power of attorney signed
+# with them) and the exhibit index sit beside the Items (filers' contents list them there);
+# each appended exhibit ("Exhibit 31.1", "EXHIBIT 32 Section 1350 Certifications") is a
+# document of its own, at the top level.
+_BESIDE_ITEMS = re.compile(
+    r"^(?:signatures?|power\s+of\s+attorney|exhibit\s+index|index\s+to\s+exhibits)[.:]?$", re.I
+)
 _EXHIBIT = re.compile(r"^exhibit\s+\d{1,3}(?:\.\d{1,3})*[a-z]?(?![\w.])(?!\s+(?:to|of)\b)", re.I)
 
 
