@@ -468,10 +468,12 @@ def test_end_matter_before_the_first_item_or_anchored_keeps_its_place():
 
     # No Item: "Exhibit A" and "Signatures" nest by type as before.
     assert nest([Placed(cand("Agreement")), Placed(cand("Exhibit 1 Form of Note", 1))]) == [1, 2]
-    # An anchored "Signatures" the contents indented under the Item stands beside it.
+    # An anchored "Signatures" the contents indented under the Item stands beside it, and so
+    # does the power of attorney signed with it, though it opens a page.
     items = [Placed(cand("PART IV", -1), 1), Placed(cand("Item 16. Summary", -1), 2),
-             Placed(cand("Signatures", -1), 3), Placed(cand("Exhibit 32", 0))]  # fmt: skip
-    assert nest(items) == [1, 2, 2, 1]
+             Placed(cand("Signatures", -1), 3), Placed(cand("POWER OF ATTORNEY"), opens_page=True),
+             Placed(cand("Exhibit 32", 0))]  # fmt: skip
+    assert nest(items) == [1, 2, 2, 2, 1]
     # A contents' "Signatures" set in the Items' title column is their sibling.
     raw = [("PART IV", 87, 18.9, 10.0), ("ITEM 16. Form 10-K Summary", 90, 18.9, 7.5),
            ("Signatures", 92, 70.9, 7.5)]  # fmt: skip
