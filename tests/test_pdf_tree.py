@@ -15,6 +15,7 @@ from treerag_core.ingest.convert.junk import line_reason, signer_office
 from treerag_core.ingest.convert.levels import Candidate, structural_numbering
 from treerag_core.ingest.convert.outline import _levels_in_order
 from treerag_core.ingest.convert.skeleton import Entry, Placed, anchor, nest, title_matches
+from treerag_core.ingest.convert.toc import _levels as toc_levels
 
 MB = 1024 * 1024
 BODY = [(f"Body text line {k} about revenue, costs and the year.", 10, False, 72, 600 - 13 * k)
@@ -371,3 +372,84 @@ def test_a_line_starting_past_the_middle_over_a_table_is_a_column_head():
     # A title at the left margin over a table stays a heading.
     assert [h.text for h in doc.headings] == ["Derivatives", "Hedging Summary", "Liquidity"]
     assert any("a column head" in n and "Notional Amount" in n for n in doc.notes)
+
+
+def test_a_running_footer_that_ends_each_page_above_the_margin_is_removed():
+    # A filing printed from HTML ends each page right under its footer, at any height, and
+    # alternates it: "2019 FORM 10-K 3" on odd pages, "4 ACME, INC." on even ones.
+    pages = []
+    for p in range(1, 9):
+        body = BODY[: 1 + p % 4]
+        foot = f"2019 FORM 10-K {p}" if p % 2 else f"{p} ACME, INC."
+        pages.append([(f"Section {p}", 12, True, 72, 720), *body,
+                      (foot, 8, False, 72, 600 - 13 * len(body))])  # fmt: skip
+    doc = convert_bytes("f.pdf", make_pdf(pages), 10 * MB)
+    assert "FORM 10-K" not in doc.text and "ACME, INC." not in doc.text
+    assert "removed 8 running header" in " ".join(doc.notes)
+    # The first lines differ from page to page: each stays a heading.
+    assert [h.text for h in doc.headings] == [f"Section {p}" for p in range(1, 9)]
+
+
+def test_signatures_and_exhibits_after_the_last_item_leave_it():
+    # After the last Item, SIGNATURES stands beside it; an "Exhibit N" heading, or after the
+    # signatures a heading opening its page, starts at the top level. A signer's name signed
+    # on its page and a group label ("DIRECTORS:") are not sections.
+    items = [
+        ("PART IV", 14, True, 72, 720),
+        ("Item 15. Exhibits", 12, True, 72, 690),
+        *BODY,
+        ("Item 16. Form 10-K Summary", 12, True, 72, 520),
+        ("Transfer Agent", 10, True, 72, 490),
+        ("Body text on the transfer agent and the registrar.", 10, False, 72, 470),
+    ]
+    signed = [
+        ("SIGNATURES", 12, True, 72, 720),
+        *BODY,
+        ("By: /s/ JANE Q. ROE", 10, False, 72, 500),
+        ("Jane Q. Roe", 10, True, 300, 480),
+        ("DIRECTORS:", 10, True, 72, 440),
+        ("/s/ JOHN DOE", 10, False, 72, 420),
+    ]
+    stock = [
+        ("DESCRIPTION OF ACME CAPITAL STOCK", 12, True, 72, 720),
+        *BODY,
+        ("General", 10, True, 72, 520),
+        ("Body text on the shares the company may issue.", 10, False, 72, 500),
+    ]
+    cert = [
+        ("Exhibit 31.1", 10, True, 72, 720),
+        ("Certification of Chief Executive Officer", 10, True, 72, 700),
+        *BODY,
+    ]
+    doc = convert_bytes("e.pdf", make_pdf([items, signed, stock, cert]), 10 * MB)
+    assert [(h.level, h.text) for h in doc.headings] == [
+        (1, "PART IV"),
+        (2, "Item 15. Exhibits"),
+        (2, "Item 16. Form 10-K Summary"),
+        (3, "Transfer Agent"),
+        (2, "SIGNATURES"),
+        (1, "DESCRIPTION OF ACME CAPITAL STOCK"),
+        (2, "General"),
+        (1, "Exhibit 31.1"),
+        (2, "Certification of Chief Executive Officer"),
+    ]  # fmt: skip
+    notes = " ".join(doc.notes)
+    assert "a signer's name" in notes and "Jane Q. Roe" in notes and "DIRECTORS:" in notes
+
+
+def test_end_matter_before_the_first_item_or_anchored_keeps_its_place():
+    def cand(text: str, style: int = 0) -> Candidate:
+        return Candidate(text, style, structural_numbering(text))
+
+    # No Item: "Exhibit A" and "Signatures" nest by type as before.
+    assert nest([Placed(cand("Agreement")), Placed(cand("Exhibit 1 Form of Note", 1))]) == [1, 2]
+    # An anchored "Signatures" the contents indented under the Item stands beside it, and so
+    # does the power of attorney signed with it, though it opens a page.
+    items = [Placed(cand("PART IV", -1), 1), Placed(cand("Item 16. Summary", -1), 2),
+             Placed(cand("Signatures", -1), 3), Placed(cand("POWER OF ATTORNEY"), opens_page=True),
+             Placed(cand("Exhibit 32", 0))]  # fmt: skip
+    assert nest(items) == [1, 2, 2, 2, 1]
+    # A contents' "Signatures" set in the Items' title column is their sibling.
+    raw = [("PART IV", 87, 18.9, 10.0), ("ITEM 16. Form 10-K Summary", 90, 18.9, 7.5),
+           ("Signatures", 92, 70.9, 7.5)]  # fmt: skip
+    assert [e.level for e in toc_levels(raw)] == [1, 2, 2]

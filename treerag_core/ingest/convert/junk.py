@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from treerag_core.base.text_rules import heading_numbering
 
@@ -33,12 +33,15 @@ _NOTE_LINE = re.compile(
 # A contents page's column head ("Page", "Page No.").
 _PAGE_HEAD = re.compile(r"^page(?:\s+(?:no\.?|number|#))?$", re.I)
 # A signature block's line ends in the signer's office ("Chief Financial Officer", "President,
-# Chief Executive Officer and Director", "(Principal Accounting Officer)").
+# Chief Executive Officer and Director", "(Principal Accounting Officer)") or labels a group
+# of signers ("DIRECTORS:").
 _OFFICE = re.compile(
-    r"\b(?:officer|president|director|chairman(?:\s+of\s+the\s+board)?|treasurer|controller)"
-    r"\)?:?$",
+    r"\b(?:officers?|presidents?|directors?|chairman(?:\s+of\s+the\s+board)?|treasurer"
+    r"|controller)\)?:?$",
     re.I,
 )
+# "/s/ MARK G. PARKER" (up to the next cell): the name a signature line signs.
+_SIGNED_NAME = re.compile(r"/s/\s*([^|]+)", re.I)
 # A legal name alone, in capitals ("ACME HOLDINGS, INC.") or "... and Subsidiaries": a letterhead
 # over statements or the registrant in a signature block ("Acme, Inc." in mixed case may head a
 # note's section on an acquired company).
@@ -101,6 +104,17 @@ def signer_office(text: str) -> bool:
     "Director" alone may as well head a job family's section."""
     stripped = text.strip()
     return bool(_OFFICE.search(stripped)) and not _DOCUMENT_TITLE.match(stripped)
+
+
+def signers(lines: Iterable[str]) -> frozenset[str]:
+    """Keys of the names a page's signature lines sign ("/s/ MARK G. PARKER")."""
+    return frozenset(key(m.group(1)) for text in lines for m in _SIGNED_NAME.finditer(text))
+
+
+def signer_name(text: str, names: frozenset[str]) -> bool:
+    """Whether a line is a signer's name alone, as signed on its page ("Mark G. Parker" under
+    "/s/ MARK G. PARKER"): a person's name, not a section."""
+    return key(text) in names
 
 
 def key(text: str) -> str:

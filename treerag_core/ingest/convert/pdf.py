@@ -234,10 +234,10 @@ def _open(name: str, data: bytes):
 
 
 def _running_keys(pages: list[tuple[float, list[_Line]]]) -> set[tuple[str, float, bool]]:
-    """Normalised texts and looks of lines in the page margins that repeat on many pages."""
+    """Normalised texts and looks of running lines (`_may_run`) that repeat on many pages."""
     counts: Counter[tuple[str, float, bool]] = Counter()
     for height, lines in pages:
-        keys = {_key(line) for line in lines if _in_margin(line, height)}
+        keys = {_key(line) for i, line in enumerate(lines) if _may_run(lines, i, height)}
         counts.update(keys)
     need = max(3, int(0.3 * len(pages)))
     return {key for key, n in counts.items() if n >= need}
@@ -252,6 +252,16 @@ def _key(line: _Line) -> tuple[str, float, bool]:
 
 def _in_margin(line: _Line, height: float) -> bool:
     return line.bottom > height * (1 - MARGIN) or line.top < height * MARGIN
+
+
+def _may_run(lines: list[_Line], i: int, height: float) -> bool:
+    """Whether line `i` (the page's lines, top to bottom) stands where a running header or
+    footer does: in the top or bottom margin, or as the page's last line wherever it stands.
+    A filing printed from HTML ends each page right under its footer, at any height (Nike's
+    "2019 FORM 10-K 13" stands a third of the way up a page); only a text that repeats on
+    many pages is removed there. Not the first line: a page's text starts at its top margin,
+    and a chapter opening each page ("Chapter 3") is no running header."""
+    return i == len(lines) - 1 or _in_margin(lines[i], height)
 
 
 def _blocks(lines: list[_Line]) -> list[list[_Line]]:
@@ -322,7 +332,9 @@ def _column_head(blocks: list[list[_Line]], b: int) -> bool:
     return blocks[b][0].left > middle
 
 
-def _layout_reason(blocks: list[list[_Line]], b: int, signed: bool) -> str:
+def _layout_reason(
+    blocks: list[list[_Line]], b: int, signed: bool, names: frozenset[str] = frozenset()
+) -> str:
     """Why block `b` is not a section, from where it stands ("": nothing against it)."""
     if _between_rows(blocks, b):
         return "between table rows: a row label"
@@ -330,6 +342,8 @@ def _layout_reason(blocks: list[list[_Line]], b: int, signed: bool) -> str:
         return "over a table's figures: a column head"
     if signed and junk.signer_office(heading_text(blocks[b])):
         return "a signer's office on a signed page ('/s/')"
+    if junk.signer_name(heading_text(blocks[b]), names):
+        return "a signer's name, signed on its page ('/s/')"
     return ""
 
 
@@ -455,9 +469,10 @@ def convert_pdf(name: str, data: bytes, max_pages: int) -> ConvertedDocument:
     kept_pages: list[list[_Line]] = []
     for height, lines in pages:
         kept = []
-        for line in lines:
+        for i, line in enumerate(lines):
             margin = _in_margin(line, height)
-            if margin and (_key(line) in running or _PAGE_NUMBER.match(line.text)):
+            running_line = _may_run(lines, i, height) and _key(line) in running
+            if running_line or (margin and _PAGE_NUMBER.match(line.text)):
                 removed += 1
                 continue
             kept.append(line)
@@ -479,10 +494,11 @@ def convert_pdf(name: str, data: bytes, max_pages: int) -> ConvertedDocument:
     found: list[Found] = []
     for p, blocks in enumerate(page_blocks):
         signed = any("/s/" in line.text.lower() for line in kept_pages[p])
+        names = junk.signers(line.text for line in kept_pages[p])
         for b, block in enumerate(blocks):
             signals = _heading_signals(block, body, body_font)
             if signals is not None:
-                layout = _layout_reason(blocks, b, signed)
+                layout = _layout_reason(blocks, b, signed, names)
                 found.append(Found(p, b, signals, _style(block, body_font), layout))
     plan = plan_tree(texts, found, kept_pages, outline)
     writer = MarkdownWriter(name)

@@ -170,7 +170,7 @@ def plan_tree(
     for f in kept:
         text = texts[f.page][f.block]
         cand = Candidate(text, styles.index(f.style[:cut]), structural_numbering(text))
-        items[(f.page, f.block, 1, 0)] = Placed(cand)
+        items[(f.page, f.block, 1, 0)] = Placed(cand, opens_page=f.block == 0)
     for seq, a in enumerate(anchors):
         title = texts[a.page][a.block] if a.found else a.entry.title
         cand = Candidate(title, ANCHOR_STYLE, structural_numbering(title))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from treerag_core.ingest.convert.levels import Candidate, is_ancestor
@@ -114,34 +114,98 @@ ANCHOR_STYLE = -1
 @dataclass(frozen=True)
 class Placed:
     """A heading in document order: anchored ones carry the author's level (`fixed`);
-    `holds` False for a section that holds nothing (the cover page)."""
+    `holds` False for a section that holds nothing (the cover page); `opens_page` for the
+    first block of its page."""
 
     candidate: Candidate
     fixed: int | None = None
     holds: bool = True
+    opens_page: bool = False
+
+
+# A form's end matter, after its last Item. The signatures (with the power of attorney signed
+# with them) and the exhibit index sit beside the Items (filers' contents list them there);
+# each appended exhibit ("Exhibit 31.1", "EXHIBIT 32 Section 1350 Certifications") is a
+# document of its own, at the top level.
+_BESIDE_ITEMS = re.compile(
+    r"^(?:signatures?|power\s+of\s+attorney|exhibit\s+index|index\s+to\s+exhibits)[.:]?$", re.I
+)
+_EXHIBIT = re.compile(r"^exhibit\s+\d{1,3}(?:\.\d{1,3})*[a-z]?(?![\w.])(?!\s+(?:to|of)\b)", re.I)
+
+
+def beside_items(title: str) -> bool:
+    """Whether a title is end matter that stands beside a form's Items ("SIGNATURES")."""
+    return bool(_BESIDE_ITEMS.match(" ".join(title.split())))
+
+
+def _is_item(candidate: Candidate) -> bool:
+    num = candidate.numbering
+    return num is not None and num.family == "filing" and num.rank == 2
+
+
+def _end_matter(items: Sequence[Placed]) -> tuple[list[Placed], set[int]]:
+    """The items with a form's end matter placed by the numbering grammar, and which of them
+    stand beside the last Item. After the last Item, "SIGNATURES" (and the exhibit index)
+    closes the Item and stands beside it; an "Exhibit N" heading, or after the signatures an
+    un-numbered heading that opens its page (an appended exhibit starts on a page of its own:
+    "SUBSIDIARIES OF THE REGISTRANT") while no exhibit has been labelled, starts at the top
+    level and holds what follows as an anchor does.
+    Without it they nested under the last Item's sub-headings (Nike's Exhibit 31.1 at level 5
+    under "Transfer Agents and Registrar")."""
+    out = list(items)
+    last = max((i for i, item in enumerate(items) if _is_item(item.candidate)), default=None)
+    if last is None:
+        return out, set()
+    beside: set[int] = set()
+    labelled = False  # an "Exhibit N" label seen: from there the labels mark the exhibits
+    for i in range(last + 1, len(items)):
+        item = items[i]
+        text = " ".join(item.candidate.text.split())
+        # A numbered heading opening a page continues its exhibit ("4 REPRESENTATIONS").
+        opens = item.opens_page and item.fixed is None and item.candidate.numbering is None
+        if beside_items(text):
+            beside.add(i)
+        elif _EXHIBIT.match(text) or (beside and not labelled and opens):
+            labelled = labelled or bool(_EXHIBIT.match(text))
+            top = replace(item.candidate, style_rank=ANCHOR_STYLE)
+            out[i] = replace(item, candidate=top, fixed=1)
+    return out, beside
 
 
 def nest(items: Sequence[Placed]) -> list[int]:
     """Levels in document order: an anchor takes the author's level and closes what is not
     above it; a heading found by type nests by numbering first, then style (`is_ancestor`),
     among the open headings, anchors included (`Note 4` closes the anchored 'Notes to
-    Financial Statements' and sits under the anchored 'Item 8.')."""
+    Financial Statements' and sits under the anchored 'Item 8.'). A form's end matter is
+    placed by `_end_matter`."""
     stack: list[tuple[Candidate, int]] = []
     levels: list[int] = []
-    for item in items:
-        if item.fixed is not None:
-            while stack and stack[-1][1] >= item.fixed:
-                stack.pop()
-            level = min(item.fixed, stack[-1][1] + 1 if stack else 1)
-            levels.append(level)
-            if item.holds:
-                stack.append((item.candidate, level))
-            continue
-        cands = [c for c, _ in stack]
-        while stack and not is_ancestor(stack[-1][0], item.candidate, cands):
-            stack.pop()
-            cands.pop()
-        level = min(stack[-1][1] + 1 if stack else 1, 6)
-        levels.append(level)
-        stack.append((item.candidate, level))
+    placed, beside = _end_matter(items)
+    item_level = 1  # the level of the last Item placed
+    for i, item in enumerate(placed):
+        if i in beside:  # closes the Item, stands beside it, whatever the contents' indent
+            item = replace(item, fixed=min(item.fixed or item_level, item_level))
+        level = _place(item, stack, levels)
+        if _is_item(item.candidate):
+            item_level = level
     return levels
+
+
+def _place(item: Placed, stack: list[tuple[Candidate, int]], levels: list[int]) -> int:
+    """Place one heading among the open headings (`stack`, changed); append and return its level."""
+    if item.fixed is not None:
+        while stack and stack[-1][1] >= item.fixed:
+            stack.pop()
+        level = min(item.fixed, stack[-1][1] + 1 if stack else 1)
+        levels.append(level)
+        if item.holds:
+            stack.append((item.candidate, level))
+        return level
+    cands = [c for c, _ in stack]
+    while stack and not is_ancestor(stack[-1][0], item.candidate, cands):
+        stack.pop()
+        cands.pop()
+    level = min(stack[-1][1] + 1 if stack else 1, 6)
+    levels.append(level)
+    stack.append((item.candidate, level))
+    return level

@@ -10,7 +10,7 @@ from itertools import pairwise
 from typing import Protocol
 
 from treerag_core.base.text_rules import heading_numbering
-from treerag_core.ingest.convert.skeleton import Entry, title_matches
+from treerag_core.ingest.convert.skeleton import Entry, beside_items, title_matches
 
 # An entry line ends in its page number, in a cell of its own or after a dotted leader.
 _CELL_PAGE = re.compile(r"^(.*?)\s*\|\s*(\d{1,4})$")
@@ -99,7 +99,8 @@ def _entries(lines: Sequence[TocLine]) -> list[TocEntry]:
 
 def _levels(raw: list[tuple[str, int | None, float, float]]) -> list[TocEntry]:
     """PART > Item > Note by numbering; an un-numbered entry is a child of the numbered one
-    above it when indented past the numbered entries, else its sibling (top level before)."""
+    above it when indented past the numbered entries, else its sibling (top level before).
+    "Signatures" and the exhibit index are the Items' siblings however indented."""
     numbered_left = [left for title, _, left, _ in raw if heading_numbering(title)]
     margin = min(numbered_left) if numbered_left else min((r[2] for r in raw), default=0.0)
     has_part = any(
@@ -111,11 +112,13 @@ def _levels(raw: list[tuple[str, int | None, float, float]]) -> list[TocEntry]:
     base_is_part = False
     for title, printed, left, size in raw:
         num = heading_numbering(title)
+        # "Signatures" set in the Items' title column reads as indented; it is their sibling.
+        end = base > 0 and beside_items(title)
         if num is not None and num.family == "filing":
             level = num.rank - (0 if has_part else 1)
             level = max(level, 1)
             base, base_is_part = level, num.rank == 1
-        elif num is not None or left > margin + INDENT * size or base_is_part:
+        elif num is not None or base_is_part or (left > margin + INDENT * size and not end):
             level = base + 1
         else:
             level = max(base, 1)
