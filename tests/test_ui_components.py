@@ -27,14 +27,16 @@ def big_index():
 
 
 def _overlaps(view: w.GraphView) -> list[tuple[str, str]]:
-    by_row: dict[int, list[tuple[int, str]]] = {}
+    """Neighbours in a row whose label boxes (the layout's width estimate) are closer than
+    the layout's gap (1 px of rounding)."""
+    by_row: dict[int, list[tuple[int, str, float]]] = {}
     for node in view.nodes:
-        by_row.setdefault(node["y"], []).append((node["x"], node["id"]))
+        by_row.setdefault(node["y"], []).append((node["x"], node["id"], w.label_box_px(node)))
     bad = []
     for row in by_row.values():
         row.sort()
-        for (x1, a), (x2, b) in itertools.pairwise(row):
-            if x2 - x1 < w.SLOT_PX - 1:
+        for (x1, a, wa), (x2, b, wb) in itertools.pairwise(row):
+            if x2 - x1 < (wa + wb) / 2 + w.NODE_GAP_PX - 1:
                 bad.append((a, b))
     return bad
 
@@ -202,7 +204,16 @@ def test_view_focus_is_the_picked_leaves_best_first_with_their_drawn_paths(big_i
     view = w.graph_view(big_index, ["handbook.md"], marks)
     assert view.focus == list(ranked)
     for leaf in leaves:
-        assert view.focus_paths[leaf] == [*big_index.ancestors(leaf), leaf]
+        assert view.focus_paths[leaf] == [*reversed(big_index.ancestors(leaf)), leaf]  # root first
+    # The leaf the answer cites comes first, picked by step 1 or not (step 2 found it).
+    cited = next(n.node_id for n in big_index.leaves() if n.heading == "Item 7.3.1")
+    marks = w.GraphMarks(picked=frozenset(leaves), ranked=ranked, cited=frozenset({cited}))
+    view = w.graph_view(big_index, ["handbook.md"], marks)
+    assert view.focus == [cited, *ranked]
+    # Its path is a column, each ancestor right over it: it fits a narrow view whole.
+    x = {n["id"]: n["x"] for n in view.nodes}
+    assert {x[a] for a in view.focus_paths[cited]} == {x[cited]}
+    assert big_index.nodes[view.focus_paths[cited][0]].is_root
     # The component gets the focus with the readable-label floor it zooms to.
     assert w.MIN_LABEL_PX / w.FONT_PX < 1
     # No pick: the heading matches are the focus, so a search zooms to its hits.
