@@ -99,6 +99,14 @@ function boxOf(id) {
            bottom: b.bottom + PAD_GROW };
 }
 const floorZoom = () => focusSpec.min_label_px / focusSpec.font_px;
+// Where fits draw: the box below the buttons' row over its top (a node under "Picked path"
+// could not be read; presenting, the row is 50 px tall), px from the box's top and the size.
+function fitArea() {
+  const views = document.getElementById("views").getBoundingClientRect();
+  const below = Math.ceil(views.bottom - box.getBoundingClientRect().top);
+  const top = Math.min(Math.max(below, 0), Math.floor(box.clientHeight / 3));
+  return { top, width: box.clientWidth, height: box.clientHeight - top };
+}
 const drawnIdsList = () => Object.keys(net.getPositions());
 
 // Zoom and centre on `ids` (all drawn nodes when null): their boxes whole (labels included)
@@ -114,9 +122,10 @@ function fitTo(ids, minZoom) {
   // A neighbour the view would cut at an edge joins the fit while labels stay readable; the
   // nodes it still cuts the drawn area leaves out instead: its edges move inward past them
   // (no half node, "ed" for "Related work", at any edge), the zoom and fitted nodes as planned.
-  const { cut, insets, drawn } = TreeFit.planFit(target, others, box.clientWidth,
-    box.clientHeight, focusSpec.pad_px, minZoom || 0, focusSpec.max_zoom);
-  trim(insets);
+  const area = fitArea();
+  const { cut, insets, drawn } = TreeFit.planFit(target, others, area.width, area.height,
+    focusSpec.pad_px, minZoom || 0, focusSpec.max_zoom);
+  trim({ ...insets, top: insets.top + area.top });  // the plan's area starts below the buttons
   net.moveTo({ position: { x: drawn.x, y: drawn.y }, scale: drawn.scale, animation: false });
   // Last: a node no rectangle around the fitted ones can leave whole or out at a readable
   // zoom (a sibling whose box spans the edge beside the path) is not drawn in this view,
@@ -155,7 +164,8 @@ function partlyInView(id) {
 // Whether `ids` fit the canvas whole at the readable zoom.
 function fitsReadable(ids) {
   const target = TreeFit.unionBox(ids.map(boxOf));
-  return target !== null && TreeFit.fitScale(target, box.clientWidth, box.clientHeight,
+  const area = fitArea();
+  return target !== null && TreeFit.fitScale(target, area.width, area.height,
     focusSpec.pad_px, Infinity) >= floorZoom() - 1e-9;
 }
 
@@ -187,7 +197,7 @@ function fitAll() {
     const rootX = all.filter((id) => pos[id].y === top).map((id) => pos[id].x)[0] || 0;
     const order = all.slice().sort((a, b) => pos[a].y - pos[b].y
       || Math.abs(pos[a].x - rootX) - Math.abs(pos[b].x - rootX));
-    const chosen = TreeFit.chooseLeaves(order, {}, boxOf, box.clientWidth, box.clientHeight,
+    const chosen = TreeFit.chooseLeaves(order, {}, boxOf, fitArea().width, fitArea().height,
       focusSpec.pad_px, floorZoom());
     fitTo(chosen, floorZoom());
     const outside = all.filter((id) => !inView(id)).length;
@@ -202,7 +212,7 @@ function fitAll() {
 // as the label floor allows, each with its parent only (the ancestors above it left out),
 // cited first.
 const pickedChoice = () => TreeFit.chooseLeaves(focusSpec.leaves, focusSpec.paths, boxOf,
-  box.clientWidth, box.clientHeight, focusSpec.pad_px, floorZoom(), 2);
+  fitArea().width, fitArea().height, focusSpec.pad_px, floorZoom(), 2);
 
 // The picked leaves (the "All picked" button): every one with its path to the root when
 // their labels stay at the floor or above, else as many as it allows, each under its parent.
@@ -235,7 +245,7 @@ function fitFocus() {
     return;
   }
   const chosen = TreeFit.chooseLeaves(focusSpec.leaves, focusSpec.paths, boxOf,
-    box.clientWidth, box.clientHeight, focusSpec.pad_px, floorZoom());
+    fitArea().width, fitArea().height, focusSpec.pad_px, floorZoom());
   fitTo(chosen, floorZoom());
   finish("path");
   const shown = focusSpec.leaves.filter((leaf) => inView(leaf)).length;
