@@ -210,7 +210,8 @@ def test_view_focus_is_the_picked_leaves_best_first_with_their_drawn_paths(big_i
     marks = w.GraphMarks(picked=frozenset(leaves), ranked=ranked, cited=frozenset({cited}))
     view = w.graph_view(big_index, ["handbook.md"], marks)
     assert view.focus == [cited, *ranked]
-    # Its path is a column, each ancestor right over it: it fits a narrow view whole.
+    # Its path is a column, each ancestor right over it (the tree is wider than a desk panel
+    # holds at the label floor): it fits a narrow view whole.
     x = {n["id"]: n["x"] for n in view.nodes}
     assert {x[a] for a in view.focus_paths[cited]} == {x[cited]}
     assert big_index.nodes[view.focus_paths[cited][0]].is_root

@@ -39,6 +39,9 @@ SLOT_PX, LEVEL_PX = 170, 110  # node slot width and level height, in graph pixel
 # a box that is wider than estimated (its row spread), never one that is narrower.
 UNIT_PX, BOX_PAD_PX, NODE_GAP_PX = 11, 16, 16
 MIN_BOX_PX = 70  # vis-network's widthConstraint minimum (graph_config)
+# A tree wider than this (graph px) does not fit whole at the 12-px floor in the Ask page's
+# panel at 1600 (666 px at 12/18 zoom): its best focus path is laid out as a column instead.
+COLUMN_ABOVE_PX = 960
 SIBLING_CAP = 6  # an open node with more children shows the focused ones and a "+N" node
 MORE_PREFIX = "more:"  # id prefix of the "+N more" placeholder nodes
 FONT_PX = 18  # in graph units; the browser test measures what this becomes on screen
@@ -287,8 +290,10 @@ def graph_view(
 
 
 def _place(view: GraphView, over: Mapping[str, str] | None = None) -> None:
-    """Give every node x/y from the tidy layout; a parent in `over` sits over that child
-    (the best focus path: a column from the root down, whole in a narrow view).
+    """Give every node x/y from the tidy layout. A tree wider than a desk panel holds at the
+    label floor (COLUMN_ABOVE_PX) puts each parent in `over` right over that child (the best
+    focus path: a column from the root down, whole in a narrow view); a narrower one keeps
+    its parents centred (its whole view is readable, and a column would widen it).
 
     Fixed positions also make vis-network fit the view to the tree's bounding box on first
     draw; without them it guesses a zoom from the node count, and wide trees overflow.
@@ -302,11 +307,20 @@ def _place(view: GraphView, over: Mapping[str, str] | None = None) -> None:
     # Each box as wide as its label (a fixed slot let wide labels push their row right, away
     # from the parents above them: a picked path then spanned more than the view).
     widths = {n["id"]: label_box_px(n) / SLOT_PX for n in view.nodes}
-    slots = tidy_layout(children, roots, widths=widths, sep=NODE_GAP_PX / SLOT_PX, over=over)
+    slots = tidy_layout(children, roots, widths=widths, sep=NODE_GAP_PX / SLOT_PX)
+    if over and _span_px(slots, widths) > COLUMN_ABOVE_PX:
+        slots = tidy_layout(children, roots, widths=widths, sep=NODE_GAP_PX / SLOT_PX, over=over)
     for node in view.nodes:
         x, depth = slots[node["id"]]
         node["x"], node["y"] = round(x * SLOT_PX), depth * LEVEL_PX
         node["level"] = depth
+
+
+def _span_px(slots: Mapping[str, tuple[float, int]], widths: Mapping[str, float]) -> float:
+    """The laid-out tree's width, box edge to box edge, in graph pixels."""
+    left = min((x - widths[n] / 2 for n, (x, _) in slots.items()), default=0.0)
+    right = max((x + widths[n] / 2 for n, (x, _) in slots.items()), default=0.0)
+    return (right - left) * SLOT_PX
 
 
 def label_box_px(node: dict[str, Any]) -> float:
