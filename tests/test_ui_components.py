@@ -83,6 +83,33 @@ def test_tidy_layout_centres_parents_and_never_overlaps():
     assert min(x for x, _ in slots.values()) == 0
 
 
+def test_a_parent_sits_over_the_child_given_and_label_wide_boxes_never_overlap():
+    children = {"r": ["a", "b", "c"], "c": ["c1", "c2", "c3"]}
+    widths = {"a": 2.0, "b": 0.5, "c": 1.0, "c1": 1.5, "c2": 1.0, "c3": 1.0, "r": 1.0}
+    slots = w.tidy_layout(children, ["r"], widths=widths, sep=0.1, over={"r": "c", "c": "c3"})
+    assert slots["r"][0] == slots["c"][0] == slots["c3"][0]  # a column down to c3
+    for row in ({"a", "b", "c"}, {"c1", "c2", "c3"}):
+        xs = sorted((slots[n][0], n) for n in row)
+        for (x1, n1), (x2, n2) in itertools.pairwise(xs):
+            assert x2 - x1 >= (widths[n1] + widths[n2]) / 2 + 0.1 - 1e-9
+
+
+def test_a_tree_a_desk_panel_holds_keeps_its_parents_centred():
+    """The column is for wide trees; a small one keeps the tidy look (and its whole view)."""
+    small = build_index(
+        [SourceDocument("small.md", handbook_markdown(chapters=3, sections=2, items=0))],
+        IndexSettings(embedder="hashing"),
+        get_embedder("hashing"),
+    )
+    leaf = next(n.node_id for n in small.leaves() if n.heading == "Section 3.2")
+    view = w.graph_view(small, ["small.md"], w.GraphMarks(picked=frozenset({leaf})))
+    x = {n["id"]: n["x"] for n in view.nodes}
+    parent = small.nodes[leaf].parent_id
+    kids = small.nodes[parent].children
+    assert x[parent] == pytest.approx((x[kids[0]] + x[kids[-1]]) / 2, abs=1)
+    assert x[parent] != x[leaf]
+
+
 def test_heading_search(big_index):
     matches = w.heading_matches(big_index, ["handbook.md"], "item 3.2.")
     assert len(matches) == 2  # Item 3.2.1 and 3.2.2

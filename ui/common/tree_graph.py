@@ -13,8 +13,9 @@ from typing import Any, Protocol
 import streamlit as st
 
 from treerag_core import CorpusIndex
+from treerag_core.base.text_rules import is_unspaced
 from treerag_core.base.types import TreeNode
-from ui.common.tree_labels import label_units, wrap_label
+from ui.common.tree_labels import wrap_label
 
 PALETTE = {
     "root": "#1E293B",
@@ -33,11 +34,12 @@ PALETTE = {
 FULL_TREE_LIMIT = 40  # larger trees collapse the subtrees off the focus paths
 MAX_WIDTH_SLOTS = 7  # ... and so do trees wider than this many node slots (labels would shrink)
 SLOT_PX, LEVEL_PX = 170, 110  # node slot width and level height, in graph pixels
-# The layout packs node boxes by their labels' widths: a label unit is about this many graph
-# pixels at FONT_PX (an upper-case Latin character 10-11.5; a CJK one, 2 units, 18), plus the
-# box's margins and border; NODE_GAP_PX between neighbours. An estimate: the component moves
-# a box that is wider than estimated (its row spread), never one that is narrower.
-UNIT_PX, BOX_PAD_PX, NODE_GAP_PX = 11, 16, 16
+# The layout packs node boxes by their labels' widths: a character's graph pixels at FONT_PX
+# (measured on vis-network's boxes: an upper-case Latin letter 13, a lower-case one 8.5, a
+# digit 10, a space 5, a CJK character 18, anything else 6), plus the box's margins and border;
+# NODE_GAP_PX between neighbours. An estimate: the component moves a box that is wider than
+# estimated (its row spread), never one that is narrower.
+BOX_PAD_PX, NODE_GAP_PX = 16, 12
 MIN_BOX_PX = 70  # vis-network's widthConstraint minimum (graph_config)
 # A tree wider than this (graph px) does not fit whole at the 12-px floor in the Ask page's
 # panel at 1600 (666 px at 12/18 zoom): its best focus path is laid out as a column instead.
@@ -323,10 +325,24 @@ def _span_px(slots: Mapping[str, tuple[float, int]], widths: Mapping[str, float]
     return (right - left) * SLOT_PX
 
 
+def _char_px(c: str) -> float:
+    """A character's estimated width in graph pixels at FONT_PX (see BOX_PAD_PX)."""
+    if is_unspaced(c):
+        return 18
+    if c == " ":
+        return 5
+    if c.isupper():
+        return 13
+    if c.isdigit():
+        return 10
+    return 8.5 if c.isalpha() else 6
+
+
 def label_box_px(node: dict[str, Any]) -> float:
     """A node box's estimated width in graph pixels: its widest label line at its font size."""
     font = node.get("font", {}).get("size", FONT_PX)
-    return max(label_units(node["label"]) * UNIT_PX * font / FONT_PX + BOX_PAD_PX, MIN_BOX_PX)
+    widest = max((sum(map(_char_px, line)) for line in node["label"].split("\n")), default=0)
+    return max(widest * font / FONT_PX + BOX_PAD_PX, MIN_BOX_PX)
 
 
 def _node_dict(

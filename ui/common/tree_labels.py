@@ -181,9 +181,3 @@ def wrap_label(text: str, first_line_used: int = 0) -> str:
     if len(lines) > LABEL_LINES:
         lines = [*lines[: LABEL_LINES - 1], lines[LABEL_LINES - 1][:-1].rstrip() + "…"]
     return "\n".join(lines)
-
-
-def label_units(label: str) -> int:
-    """The widest line of a wrapped label, in units (a Latin character 1, a CJK one 2): what
-    the graph's layout reads as the node box's width."""
-    return max((_units(line) for line in label.split("\n")), default=0)
