@@ -29,14 +29,16 @@ def big_index():
 
 
 def _overlaps(view: w.GraphView) -> list[tuple[str, str]]:
-    by_row: dict[int, list[tuple[int, str]]] = {}
+    """Neighbours in a row whose label boxes (the layout's width estimate) are closer than
+    the layout's gap (1 px of rounding)."""
+    by_row: dict[int, list[tuple[int, str, float]]] = {}
     for node in view.nodes:
-        by_row.setdefault(node["y"], []).append((node["x"], node["id"]))
+        by_row.setdefault(node["y"], []).append((node["x"], node["id"], w.label_box_px(node)))
     bad = []
     for row in by_row.values():
         row.sort()
-        for (x1, a), (x2, b) in itertools.pairwise(row):
-            if x2 - x1 < w.SLOT_PX - 1:
+        for (x1, a, wa), (x2, b, wb) in itertools.pairwise(row):
+            if x2 - x1 < (wa + wb) / 2 + w.NODE_GAP_PX - 1:
                 bad.append((a, b))
     return bad
 
@@ -81,6 +83,33 @@ def test_tidy_layout_centres_parents_and_never_overlaps():
         xs.sort()
         assert all(b - a >= 1 for a, b in itertools.pairwise(xs))
     assert min(x for x, _ in slots.values()) == 0
+
+
+def test_a_parent_sits_over_the_child_given_and_label_wide_boxes_never_overlap():
+    children = {"r": ["a", "b", "c"], "c": ["c1", "c2", "c3"]}
+    widths = {"a": 2.0, "b": 0.5, "c": 1.0, "c1": 1.5, "c2": 1.0, "c3": 1.0, "r": 1.0}
+    slots = w.tidy_layout(children, ["r"], widths=widths, sep=0.1, over={"r": "c", "c": "c3"})
+    assert slots["r"][0] == slots["c"][0] == slots["c3"][0]  # a column down to c3
+    for row in ({"a", "b", "c"}, {"c1", "c2", "c3"}):
+        xs = sorted((slots[n][0], n) for n in row)
+        for (x1, n1), (x2, n2) in itertools.pairwise(xs):
+            assert x2 - x1 >= (widths[n1] + widths[n2]) / 2 + 0.1 - 1e-9
+
+
+def test_a_tree_a_desk_panel_holds_keeps_its_parents_centred():
+    """The column is for wide trees; a small one keeps the tidy look (and its whole view)."""
+    small = build_index(
+        [SourceDocument("small.md", handbook_markdown(chapters=3, sections=2, items=0))],
+        IndexSettings(embedder="hashing"),
+        get_embedder("hashing"),
+    )
+    leaf = next(n.node_id for n in small.leaves() if n.heading == "Section 3.2")
+    view = w.graph_view(small, ["small.md"], w.GraphMarks(picked=frozenset({leaf})))
+    x = {n["id"]: n["x"] for n in view.nodes}
+    parent = small.nodes[leaf].parent_id
+    kids = small.nodes[parent].children
+    assert x[parent] == pytest.approx((x[kids[0]] + x[kids[-1]]) / 2, abs=1)
+    assert x[parent] != x[leaf]
 
 
 def test_heading_search(big_index):
@@ -222,7 +251,17 @@ def test_view_focus_is_the_picked_leaves_best_first_with_their_drawn_paths(big_i
     view = w.graph_view(big_index, ["handbook.md"], marks)
     assert view.focus == list(ranked)
     for leaf in leaves:
-        assert view.focus_paths[leaf] == [*big_index.ancestors(leaf), leaf]
+        assert view.focus_paths[leaf] == [*reversed(big_index.ancestors(leaf)), leaf]  # root first
+    # The leaf the answer cites comes first, picked by step 1 or not (step 2 found it).
+    cited = next(n.node_id for n in big_index.leaves() if n.heading == "Item 7.3.1")
+    marks = w.GraphMarks(picked=frozenset(leaves), ranked=ranked, cited=frozenset({cited}))
+    view = w.graph_view(big_index, ["handbook.md"], marks)
+    assert view.focus == [cited, *ranked]
+    # Its path is a column, each ancestor right over it (the tree is wider than a desk panel
+    # holds at the label floor): it fits a narrow view whole.
+    x = {n["id"]: n["x"] for n in view.nodes}
+    assert {x[a] for a in view.focus_paths[cited]} == {x[cited]}
+    assert big_index.nodes[view.focus_paths[cited][0]].is_root
     # The component gets the focus with the readable-label floor it zooms to.
     assert w.MIN_LABEL_PX / w.FONT_PX < 1
     # No pick: the heading matches are the focus, so a search zooms to its hits.

@@ -110,6 +110,45 @@ def test_when_nothing_fits_the_best_leaf_stays_with_its_parent_or_alone():
     assert view["scale"] == pytest.approx(PRESENT_FLOOR)  # never below the floor
 
 
+def test_the_first_fit_is_the_best_leaf_with_its_path_as_far_up_as_fits():
+    """Issue 25's Nike walkthrough: at 1280x720 presenting, the root-to-leaf path is taller
+    than the canvas at 24 px. The view showed two picked leaves without a parent; it keeps the
+    best leaf with its ancestors from the leaf up (its parent, then grandparent) as far as fits,
+    then the next leaves with their paths from that depth, or with their parent only."""
+    boxes = {
+        "r": box(0, 0), "p": box(0, 80), "g": box(0, 170, height=80),
+        "cited": box(0, 270, height=62), "sib": box(200, 270, height=62),
+        "far": box(800, 270), "fp": box(800, 170),
+    }  # fmt: skip
+    paths = {"cited": ["r", "p", "g", "cited"], "sib": ["r", "p", "g", "sib"],
+             "far": ["r", "p", "fp", "far"]}  # fmt: skip
+    width, height = 577, 355  # the presentation canvas at 1280x720
+    chosen = fit(
+        f"F.chooseLeaves(['cited', 'far', 'sib'], {json.dumps(paths)}, "
+        f"(id) => ({json.dumps(boxes)})[id], {width}, {height}, {FIT_PAD_PX}, {PRESENT_FLOOR})"
+    )
+    assert chosen[:3] == ["p", "g", "cited"]  # the root does not fit: the path below it does
+    assert "sib" in chosen and "far" not in chosen
+    union = fit(f"F.unionBox({json.dumps([boxes[i] for i in chosen])})")
+    scale = fit(f"F.fitScale({json.dumps(union)}, {width}, {height}, {FIT_PAD_PX}, Infinity)")
+    assert scale * FONT_PX >= PRESENT_LABEL_PX
+    # "All picked" keeps each leaf with its parent only: a wider spread fits more leaves.
+    wide = fit(
+        f"F.chooseLeaves(['cited', 'far', 'sib'], {json.dumps(paths)}, "
+        f"(id) => ({json.dumps(boxes)})[id], 1400, {height}, {FIT_PAD_PX}, {PRESENT_FLOOR}, 2)"
+    )
+    assert wide[:2] == ["g", "cited"] and {"far", "fp", "sib"} <= set(wide)
+
+
+def test_rows_stack_by_their_measured_heights():
+    """Rows keep a gap between one row's lowest box and the next row's highest, whatever the
+    label lines: no overlap when a row is tall, less height when rows are one line."""
+    rows = [{"y": 0, "above": 22, "below": 22}, {"y": 110, "above": 31, "below": 31},
+            {"y": 220, "above": 60, "below": 60}, {"y": 330, "above": 22, "below": 22}]  # fmt: skip
+    ys = fit(f"F.stackRows({json.dumps(rows)}, 24)")
+    assert ys == [0, 0 + 22 + 24 + 31, 77 + 31 + 24 + 60, 192 + 60 + 24 + 22]
+
+
 def test_a_node_off_view_above_or_below_does_not_hold_the_view_through_a_neighbour():
     """The first view at 1280 cut "Related work" at the left edge: the window can slide right
     past it, and a node on a row below the view (there another row's wide node sits where the

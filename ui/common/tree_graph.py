@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -12,6 +13,7 @@ from typing import Any, Protocol
 import streamlit as st
 
 from treerag_core import CorpusIndex
+from treerag_core.base.text_rules import is_unspaced
 from treerag_core.base.types import TreeNode
 from ui.common.tree_labels import wrap_label
 
@@ -32,6 +34,16 @@ PALETTE = {
 FULL_TREE_LIMIT = 40  # larger trees collapse the subtrees off the focus paths
 MAX_WIDTH_SLOTS = 7  # ... and so do trees wider than this many node slots (labels would shrink)
 SLOT_PX, LEVEL_PX = 170, 110  # node slot width and level height, in graph pixels
+# The layout packs node boxes by their labels' widths: a character's graph pixels at FONT_PX
+# (measured on vis-network's boxes: an upper-case Latin letter 13, a lower-case one 8.5, a
+# digit 10, a space 5, a CJK character 18, anything else 6), plus the box's margins and border;
+# NODE_GAP_PX between neighbours. An estimate: the component moves a box that is wider than
+# estimated (its row spread), never one that is narrower.
+BOX_PAD_PX, NODE_GAP_PX = 16, 12
+MIN_BOX_PX = 70  # vis-network's widthConstraint minimum (graph_config)
+# A tree wider than this (graph px) does not fit whole at the 12-px floor in the Ask page's
+# panel at 1600 (666 px at 12/18 zoom): its best focus path is laid out as a column instead.
+COLUMN_ABOVE_PX = 960
 SIBLING_CAP = 6  # an open node with more children shows the focused ones and a "+N" node
 MORE_PREFIX = "more:"  # id prefix of the "+N more" placeholder nodes
 FONT_PX = 18  # in graph units; the browser test measures what this becomes on screen
@@ -74,7 +86,7 @@ class GraphView:
     hidden: dict[str, int] = field(default_factory=dict)  # visible node -> hidden descendants
     total: int = 0
     focus: list[str] = field(default_factory=list)  # drawn nodes to zoom to, most wanted first
-    focus_paths: dict[str, list[str]] = field(default_factory=dict)  # each with its ancestors
+    focus_paths: dict[str, list[str]] = field(default_factory=dict)  # root first, the node last
     selected: str | None = None  # the drawn node open in the inspector: kept in view
 
 
@@ -91,14 +103,21 @@ def _descendants(index: CorpusIndex, node_id: str) -> int:
 
 
 def tidy_layout(
-    children: dict[str, list[str]], roots: Sequence[str], gap: float = 1.4
+    children: dict[str, list[str]],
+    roots: Sequence[str],
+    gap: float = 1.4,
+    widths: Mapping[str, float] | None = None,
+    sep: float = 0.0,
+    over: Mapping[str, str] | None = None,
 ) -> dict[str, tuple[float, int]]:
     """(slot, depth) of every node: a compact top-down tidy tree.
 
-    Leaves take one slot; a parent sits centred over its first and last child; each subtree
-    is shifted right only as far as its left contour needs to clear the right contour of its
-    left siblings at every depth (so a short subtree tucks under its neighbours).
-    Document roots are packed the same way, `gap` slots apart.
+    A node's box is `widths[node]` slots wide (1 when not given), with `sep` slots between
+    neighbouring boxes; a parent sits centred over its first and last child; each subtree
+    is shifted right only as far as its left contour (box edges) needs to clear the right
+    contour of its left siblings at every depth (so a short subtree tucks under its
+    neighbours). Document roots are packed the same way, `gap` slots apart (centre to centre
+    for one-slot boxes). A parent in `over` sits right over that child instead.
     """
     pos: dict[str, float] = {}
     depth_of: dict[str, int] = {}
@@ -106,13 +125,15 @@ def tidy_layout(
     def place(node: str, depth: int) -> tuple[dict[int, float], dict[int, float]]:
         depth_of[node] = depth
         kids = children.get(node, [])
+        h = (widths or {}).get(node, 1.0) / 2
         if not kids:
             pos[node] = 0.0
-            return {depth: 0.0}, {depth: 0.0}
-        left, right = _pack(kids, depth + 1, 1.0)
-        x = (pos[kids[0]] + pos[kids[-1]]) / 2
+            return {depth: -h}, {depth: h}
+        left, right = _pack(kids, depth + 1, sep)
+        below = (over or {}).get(node)
+        x = pos[below] if below in kids else (pos[kids[0]] + pos[kids[-1]]) / 2
         pos[node] = x
-        left[depth], right[depth] = x, x
+        left[depth], right[depth] = x - h, x + h
         return left, right
 
     def _pack(
@@ -134,7 +155,7 @@ def tidy_layout(
                 right_acc[d] = max(right_acc.get(d, v + shift), v + shift)
         return left_acc, right_acc
 
-    _pack(list(roots), 0, gap)
+    _pack(list(roots), 0, gap - 1 + sep)
     low = min(pos.values(), default=0.0)
     return {n: (x - low, depth_of[n]) for n, x in pos.items()}
 
@@ -251,20 +272,30 @@ def graph_view(
             )
             view.edges.append({"from": parent, "to": more_id, "color": PALETTE["edge"], "width": 1})
             view.hidden[more_id] = more
-    _place(view)
-    # The view zooms to the picked leaves, best first (else the cited ones, else the matches).
-    for group in (marks.picked, marks.cited, marks.matches):
-        ranked = [n for n in marks.ranked if n in group and n in shown]
-        view.focus = ranked + [n for n in order if n in group and n not in ranked]
-        if view.focus:
-            break
-    view.focus_paths = {n: [a for a in index.ancestors(n) if a in shown] + [n] for n in view.focus}
+    # The view zooms to the leaf the answer cites first (what the user reads about, picked by
+    # step 1 or found by step 2's wider search), then the picked leaves best first; with
+    # neither, the heading matches.
+    cited = [n for n in marks.ranked if n in marks.cited and n in shown]
+    cited += [n for n in order if n in marks.cited and n not in cited]
+    picked = [n for n in marks.ranked if n in marks.picked and n in shown and n not in cited]
+    picked += [n for n in order if n in marks.picked and n not in cited and n not in picked]
+    view.focus = cited + picked or [n for n in order if n in marks.matches]
+    # Root first, the node last: the component keeps a path's lower end when the whole does
+    # not fit at the label floor (the leaf with its parent, then grandparent, and so on up).
+    view.focus_paths = {
+        n: [a for a in reversed(index.ancestors(n)) if a in shown] + [n] for n in view.focus
+    }
+    best = view.focus_paths[view.focus[0]] if view.focus else []
+    _place(view, over=dict(itertools.pairwise(best)))
     view.selected = marks.selected if marks.selected in shown else None
     return view
 
 
-def _place(view: GraphView) -> None:
-    """Give every node x/y from the tidy layout.
+def _place(view: GraphView, over: Mapping[str, str] | None = None) -> None:
+    """Give every node x/y from the tidy layout. A tree wider than a desk panel holds at the
+    label floor (COLUMN_ABOVE_PX) puts each parent in `over` right over that child (the best
+    focus path: a column from the root down, whole in a narrow view); a narrower one keeps
+    its parents centred (its whole view is readable, and a column would widen it).
 
     Fixed positions also make vis-network fit the view to the tree's bounding box on first
     draw; without them it guesses a zoom from the node count, and wide trees overflow.
@@ -275,11 +306,43 @@ def _place(view: GraphView) -> None:
         children.setdefault(edge["from"], []).append(edge["to"])
         has_parent.add(edge["to"])
     roots = [n["id"] for n in view.nodes if n["id"] not in has_parent]
-    slots = tidy_layout(children, roots)
+    # Each box as wide as its label (a fixed slot let wide labels push their row right, away
+    # from the parents above them: a picked path then spanned more than the view).
+    widths = {n["id"]: label_box_px(n) / SLOT_PX for n in view.nodes}
+    slots = tidy_layout(children, roots, widths=widths, sep=NODE_GAP_PX / SLOT_PX)
+    if over and _span_px(slots, widths) > COLUMN_ABOVE_PX:
+        slots = tidy_layout(children, roots, widths=widths, sep=NODE_GAP_PX / SLOT_PX, over=over)
     for node in view.nodes:
         x, depth = slots[node["id"]]
         node["x"], node["y"] = round(x * SLOT_PX), depth * LEVEL_PX
         node["level"] = depth
+
+
+def _span_px(slots: Mapping[str, tuple[float, int]], widths: Mapping[str, float]) -> float:
+    """The laid-out tree's width, box edge to box edge, in graph pixels."""
+    left = min((x - widths[n] / 2 for n, (x, _) in slots.items()), default=0.0)
+    right = max((x + widths[n] / 2 for n, (x, _) in slots.items()), default=0.0)
+    return (right - left) * SLOT_PX
+
+
+def _char_px(c: str) -> float:
+    """A character's estimated width in graph pixels at FONT_PX (see BOX_PAD_PX)."""
+    if is_unspaced(c):
+        return 18
+    if c == " ":
+        return 5
+    if c.isupper():
+        return 13
+    if c.isdigit():
+        return 10
+    return 8.5 if c.isalpha() else 6
+
+
+def label_box_px(node: dict[str, Any]) -> float:
+    """A node box's estimated width in graph pixels: its widest label line at its font size."""
+    font = node.get("font", {}).get("size", FONT_PX)
+    widest = max((sum(map(_char_px, line)) for line in node["label"].split("\n")), default=0)
+    return max(widest * font / FONT_PX + BOX_PAD_PX, MIN_BOX_PX)
 
 
 def _node_dict(
@@ -354,7 +417,7 @@ def graph_config(height: int) -> dict[str, Any]:
             "margin": 7,
             # No maximum: labels come wrapped by `wrap_label`; vis-network would wrap them
             # again at its own width (mid-word, drawing a short line over the next).
-            "widthConstraint": {"minimum": 70},
+            "widthConstraint": {"minimum": MIN_BOX_PX},
         },
         # No wheel zoom from vis-network: the wheel scrolls the page (a graph caught it while
         # presenting); the component zooms on Ctrl/⌘ + wheel, after a click, or with ±.

@@ -22,24 +22,50 @@ function fitScale(box, width, height, pad, maxZoom) {
   return Math.min((width - 2 * pad) / w, (height - 2 * pad) / h, maxZoom);
 }
 
-// As many picked leaves (each with its path to the root) as fit at minZoom, in the order
-// given (cited first, then step 1's rank); a leaf that does not fit is skipped, not the end.
-// When none fits, the best leaf with its parent, else the best leaf alone.
-function chooseLeaves(leaves, paths, boxOf, width, height, pad, minZoom) {
+// The picked paths that fit at minZoom. `paths` run root first, the leaf last. The best leaf
+// (the first: the one the answer cites, else step 1's best) comes with as much of its path as
+// fits, from the leaf up (the leaf and its parent, then its grandparent, ... up to the root):
+// never a leaf without the parent it hangs from when the two fit. The other leaves follow in
+// order, each with its path down from the same depth, else with its parent only, while they
+// fit (one that does not is skipped, not the end). `keep` caps each path's length from the
+// leaf up ("All picked": 2, a leaf with its parent, so more leaves fit). Returns the node ids,
+// the best path's first.
+function chooseLeaves(leaves, paths, boxOf, width, height, pad, minZoom, keep = Infinity) {
   const fits = (ids) => {
     const box = unionBox(ids.map(boxOf));
     return box !== null && fitScale(box, width, height, pad, Infinity) >= minZoom - 1e-9;
   };
-  let chosen = [];
-  for (const leaf of leaves) {
-    const trial = [...new Set(chosen.concat(paths[leaf] || [leaf]))];
-    if (fits(trial)) chosen = trial;
-  }
-  if (!chosen.length && leaves.length) {
-    const best = paths[leaves[0]] || [leaves[0]];
-    chosen = fits(best.slice(-2)) ? best.slice(-2) : [leaves[0]];
+  if (!leaves.length) return [];
+  const pathOf = (leaf) => paths[leaf] || [leaf];
+  const best = pathOf(leaves[0]);
+  let n = Math.min(best.length, Math.max(keep, 1));
+  while (n > 1 && !fits(best.slice(-n))) n--;
+  const top = best.length - n;  // the depth of the highest node kept
+  let chosen = best.slice(-n);
+  for (const leaf of leaves.slice(1)) {
+    const path = pathOf(leaf);
+    for (const part of [path.slice(Math.min(top, path.length - 1)), path.slice(-2)]) {
+      const trial = [...new Set(chosen.concat(part))];
+      if (fits(trial)) {
+        chosen = trial;
+        break;
+      }
+    }
   }
   return chosen;
+}
+
+// Rows stacked top to bottom by their measured boxes: each row's centre `gap` graph units
+// below the row above's lowest box edge, plus its own tallest half above its centre. Rows are
+// {y, above, below} (above: the most a box reaches above y, below: under it), top first;
+// returns each row's new y (the first row stays). The layout's fixed level height left 66
+// units between one-line rows; packed, a path of three rows fits a 720-px presentation.
+function stackRows(rows, gap) {
+  const out = [];
+  rows.forEach((row, i) => {
+    out.push(i ? out[i - 1] + rows[i - 1].below + gap + row.above : row.y);
+  });
+  return out;
 }
 
 // Where the window's low edge goes on one axis: the target [lo, hi] whole inside a window of
@@ -249,7 +275,7 @@ function spreadRow(row, gap) {
 }
 
 const TreeFit = {
-  unionBox, fitScale, chooseLeaves, placeAxis, planView, cutBoxes, trimView, planWhole,
+  unionBox, fitScale, chooseLeaves, stackRows, placeAxis, planView, cutBoxes, trimView, planWhole,
   drawnView, planFit, spreadRow,
 };
 if (typeof module !== "undefined") module.exports = TreeFit;

@@ -99,6 +99,14 @@ function boxOf(id) {
            bottom: b.bottom + PAD_GROW };
 }
 const floorZoom = () => focusSpec.min_label_px / focusSpec.font_px;
+// Where fits draw: the box below the buttons' row over its top (a node under "Picked path"
+// could not be read; presenting, the row is 50 px tall), px from the box's top and the size.
+function fitArea() {
+  const views = document.getElementById("views").getBoundingClientRect();
+  const below = Math.ceil(views.bottom - box.getBoundingClientRect().top);
+  const top = Math.min(Math.max(below, 0), Math.floor(box.clientHeight / 3));
+  return { top, width: box.clientWidth, height: box.clientHeight - top };
+}
 const drawnIdsList = () => Object.keys(net.getPositions());
 
 // Zoom and centre on `ids` (all drawn nodes when null): their boxes whole (labels included)
@@ -114,9 +122,10 @@ function fitTo(ids, minZoom) {
   // A neighbour the view would cut at an edge joins the fit while labels stay readable; the
   // nodes it still cuts the drawn area leaves out instead: its edges move inward past them
   // (no half node, "ed" for "Related work", at any edge), the zoom and fitted nodes as planned.
-  const { cut, insets, drawn } = TreeFit.planFit(target, others, box.clientWidth,
-    box.clientHeight, focusSpec.pad_px, minZoom || 0, focusSpec.max_zoom);
-  trim(insets);
+  const area = fitArea();
+  const { cut, insets, drawn } = TreeFit.planFit(target, others, area.width, area.height,
+    focusSpec.pad_px, minZoom || 0, focusSpec.max_zoom);
+  trim({ ...insets, top: insets.top + area.top });  // the plan's area starts below the buttons
   net.moveTo({ position: { x: drawn.x, y: drawn.y }, scale: drawn.scale, animation: false });
   // Last: a node no rectangle around the fitted ones can leave whole or out at a readable
   // zoom (a sibling whose box spans the edge beside the path) is not drawn in this view,
@@ -155,13 +164,15 @@ function partlyInView(id) {
 // Whether `ids` fit the canvas whole at the readable zoom.
 function fitsReadable(ids) {
   const target = TreeFit.unionBox(ids.map(boxOf));
-  return target !== null && TreeFit.fitScale(target, box.clientWidth, box.clientHeight,
+  const area = fitArea();
+  return target !== null && TreeFit.fitScale(target, area.width, area.height,
     focusSpec.pad_px, Infinity) >= floorZoom() - 1e-9;
 }
 
-function offViewNote(what, outside, button) {
+// "<n> <what> off view: <then>", the note under the canvas (nothing when all is in view).
+function offViewNote(what, outside, then) {
   if (!outside) return;
-  note.textContent = `${outside} ${what} off view` + (button ? `: “${button}” shows them` : "");
+  note.textContent = `${outside} ${what} off view` + (then ? `: ${then}` : "");
   note.title = note.textContent;
 }
 
@@ -186,21 +197,25 @@ function fitAll() {
     const rootX = all.filter((id) => pos[id].y === top).map((id) => pos[id].x)[0] || 0;
     const order = all.slice().sort((a, b) => pos[a].y - pos[b].y
       || Math.abs(pos[a].x - rootX) - Math.abs(pos[b].x - rootX));
-    const chosen = TreeFit.chooseLeaves(order, {}, boxOf, box.clientWidth, box.clientHeight,
+    const chosen = TreeFit.chooseLeaves(order, {}, boxOf, fitArea().width, fitArea().height,
       focusSpec.pad_px, floorZoom());
     fitTo(chosen, floorZoom());
     const outside = all.filter((id) => !inView(id)).length;
-    offViewNote(`node${outside > 1 ? "s" : ""} (${SIZE_NAME()})`, outside, "");
-    if (outside) {
-      note.textContent += focusSpec.present ? ": drag to pan, or turn Presentation mode off"
-        : ": drag to pan, or − to zoom out";
-    }
+    offViewNote(`node${outside > 1 ? "s" : ""} (${SIZE_NAME()})`, outside,
+      focusSpec.present ? "drag to pan, or turn Presentation mode off"
+        : "drag to pan, or − to zoom out");
   }
   finish("all");
 }
 
-// The picked leaves with their paths to the root (the "All picked" button): every one when
-// their labels stay at the floor or above, else as many as it allows, cited first.
+// The nodes "All picked" fits when the picked paths do not all fit: as many picked leaves
+// as the label floor allows, each with its parent only (the ancestors above it left out),
+// cited first.
+const pickedChoice = () => TreeFit.chooseLeaves(focusSpec.leaves, focusSpec.paths, boxOf,
+  fitArea().width, fitArea().height, focusSpec.pad_px, floorZoom(), 2);
+
+// The picked leaves (the "All picked" button): every one with its path to the root when
+// their labels stay at the floor or above, else as many as it allows, each under its parent.
 function fitPicked() {
   note.textContent = "";
   const paths = focusSpec.leaves.map((leaf) => focusSpec.paths[leaf] || [leaf]);
@@ -208,17 +223,18 @@ function fitPicked() {
   if (every.length && fitsReadable(every)) {
     fitTo(every, floorZoom());
   } else {
-    fitTo(TreeFit.chooseLeaves(focusSpec.leaves, focusSpec.paths, boxOf, box.clientWidth,
-      box.clientHeight, focusSpec.pad_px, floorZoom()), floorZoom());
+    fitTo(pickedChoice(), floorZoom());
     const outside = focusSpec.leaves.filter((leaf) => !inView(leaf)).length;
-    offViewNote(`picked section${outside > 1 ? "s" : ""} (${SIZE_NAME()})`, outside, "");
+    offViewNote(`picked section${outside > 1 ? "s" : ""} (${SIZE_NAME()})`, outside,
+      "drag to pan");
   }
   finish("picked");
 }
 
-// The whole tree when its labels stay readable; else every picked path (root to leaf) when
-// they fit at a readable zoom; else as many as fit, best leaf first (a leaf that does not fit
-// is skipped, not the end), at least the best leaf with its parent; a note counts the rest.
+// The whole tree when its labels stay readable; else a path: the best leaf (the cited one
+// first) with its ancestors up to the root, or as far up as fits at the label floor, then
+// more picked leaves with their paths while they fit (chooseLeaves); a note counts the rest.
+// "All picked" is offered only when it would show more picked leaves than this view.
 function fitFocus() {
   note.textContent = "";
   pickedButton.hidden = true;
@@ -229,13 +245,20 @@ function fitFocus() {
     return;
   }
   const chosen = TreeFit.chooseLeaves(focusSpec.leaves, focusSpec.paths, boxOf,
-    box.clientWidth, box.clientHeight, focusSpec.pad_px, floorZoom());
+    fitArea().width, fitArea().height, focusSpec.pad_px, floorZoom());
   fitTo(chosen, floorZoom());
   finish("path");
-  const outside = focusSpec.leaves.filter((leaf) => !inView(leaf)).length;
-  if (outside) {
-    offViewNote(`more picked section${outside > 1 ? "s" : ""}`, outside, "All picked");
+  const shown = focusSpec.leaves.filter((leaf) => inView(leaf)).length;
+  const outside = focusSpec.leaves.length - shown;
+  if (!outside) return;
+  const more = new Set(pickedChoice());
+  const gained = focusSpec.leaves.filter((leaf) => more.has(leaf)).length - shown;
+  const what = `more picked section${outside > 1 ? "s" : ""}`;
+  if (gained > 0) {  // each under its parent only, more leaves fit
+    offViewNote(what, outside, `“All picked” shows ${gained === outside ? "them" : gained}`);
     pickedButton.hidden = false;
+  } else {
+    offViewNote(`${what} (${SIZE_NAME()})`, outside, "drag to pan");
   }
 }
 
@@ -312,6 +335,7 @@ let clicks = 0;
 // spread counts the whole row.
 const ROW_GAP = 12;
 function spreadRows() {
+  packRows();
   const pos = net.getPositions();
   const rows = {};
   for (const id of Object.keys(pos)) {
@@ -324,6 +348,29 @@ function spreadRows() {
       if (shifts[i]) net.moveNode(id, pos[id].x + shifts[i], pos[id].y);
     });
   }
+}
+
+// Rows stacked by their measured heights (TreeFit.stackRows): ROW_VGAP graph units between a
+// row's lowest box and the next row's highest, instead of the layout's fixed level height
+// (which left 66 units between one-line rows): a picked path takes less height, and more of
+// it fits at the label floor. Never two rows' boxes on top of each other, whatever the lines.
+const ROW_VGAP = 24;
+function packRows() {
+  const pos = net.getPositions();
+  const rows = {};
+  for (const id of Object.keys(pos)) {
+    const b = net.getBoundingBox(id);
+    if (!b) continue;
+    const row = (rows[pos[id].y] = rows[pos[id].y] || { y: pos[id].y, above: 0, below: 0, ids: [] });
+    row.above = Math.max(row.above, pos[id].y - b.top);
+    row.below = Math.max(row.below, b.bottom - pos[id].y);
+    row.ids.push(id);
+  }
+  const ordered = Object.values(rows).sort((a, b) => a.y - b.y);
+  const ys = TreeFit.stackRows(ordered, ROW_VGAP);
+  ordered.forEach((row, i) => {
+    if (ys[i] !== row.y) row.ids.forEach((id) => net.moveNode(id, pos[id].x, ys[i]));
+  });
 }
 
 function create(data, options) {
