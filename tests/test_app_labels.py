@@ -208,3 +208,11 @@ def test_a_labelled_question_opens_its_trace_on_ask(marked: AppTest) -> None:
     trace = at.session_state["ask_trace"]
     assert trace.question == first["question"] and trace.strategy == "treerag"
     assert trace.reranked and {h.chunk.doc_id for h in trace.reranked} == {"report.md"}
+
+
+def test_an_unmarked_passage_has_no_badge_and_no_doubled_separator():
+    from ui.ask.labels_marks import _badged
+
+    assert _badged(None, "PART II > Item 8") == "PART II > Item 8"  # was "· · PART II …"
+    assert _badged(True, "PART II") == "✅ answers · PART II"
+    assert _badged(False, "PART II") == "❌ does not · PART II"

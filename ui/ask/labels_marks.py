@@ -68,8 +68,11 @@ def _notice() -> None:
         getattr(st, kind)(plain(text))
 
 
-def _badge(verdict: bool | None) -> str:
-    return {True: "✅ answers", False: "❌ does not", None: "·"}[verdict]
+def _badged(verdict: bool | None, text: str) -> str:
+    """`text` after the passage's verdict badge ("✅ answers · …"); an unmarked passage has
+    none (a bare "·" there read "#1 · · PART II" in the rows)."""
+    badge = {True: "✅ answers", False: "❌ does not", None: ""}[verdict]
+    return f"{badge} · {text}" if badge else text
 
 
 def _row_buttons(question, index, doc, start, end, verdict, key: str) -> None:
@@ -112,7 +115,7 @@ def passage_marks(trace: Trace, corpus: Corpus | None) -> None:
             verdict = verdicts.get((c.doc_id, c.start, c.end))
             left, right = st.columns([3, 2], vertical_alignment="center")
             left.markdown(
-                f"**#{hit.final_rank}** {_badge(verdict)} · {plain(c.heading_path)}  \n"
+                f"**#{hit.final_rank}** {_badged(verdict, plain(c.heading_path))}  \n"
                 f"{plain(c.text[:220])}{'…' if len(c.text) > 220 else ''}"
             )
             with right:
@@ -131,7 +134,7 @@ def page_marks(trace: Trace | None, corpus: Corpus | None) -> PassageMarks | Non
     def draw(doc: str, start: int, end: int) -> None:
         verdict = _verdicts(store().get(question)).get((doc, start, end))
         with st.container(border=True, key="lab_page"):  # the badge says the outcome
-            st.caption(f"{_badge(verdict)} · Does this passage answer “{plain(question)}”?")
+            st.caption(_badged(verdict, f"Does this passage answer “{plain(question)}”?"))
             _row_buttons(question, index, doc, start, end, verdict, "lab_page")
 
     return draw
@@ -172,7 +175,7 @@ def inspector_marks(trace: Trace | None, corpus: Corpus | None, node_id: str | N
             c = index.chunks[r]
             verdict = verdicts.get((c.doc_id, c.start, c.end))
             left, right = st.columns([3, 2], vertical_alignment="center")
-            left.caption(f"{_badge(verdict)} · {plain(c.text[:160])}…")
+            left.caption(_badged(verdict, f"{plain(c.text[:160])}…"))
             with right:
                 _row_buttons(trace.question, index, c.doc_id, c.start, c.end, verdict,
                              f"lab_ins_{c.chunk_id}")  # fmt: skip
