@@ -286,6 +286,10 @@ def test_pdf_tree_review_edit_and_pages_with_a_corrupt_file_beside_it(app_env):
     [chunks] = [d.value for d in at.dataframe if "start" in d.value.columns]
     assert list(chunks["pages"]) and all(p.startswith("p") for p in chunks["pages"])
     assert "p. 2" in set(chunks["pages"])
+    # The section opened with no passage picked: its page says where it begins, never that
+    # "the passage is not on this page" (there is none).
+    labels = " ".join(m.value for m in at.markdown if "pdf-page-label" in m.value)
+    assert "where the section begins" in labels and "not on this page" not in labels, labels
     # A rebuild keeps the page map (sources come from the index with their pages).
     depth = next(s for s in at.slider if s.label.startswith("Depth cap"))
     depth.set_value(2)

@@ -82,11 +82,13 @@ def page_panel(
         st.warning(f"This page cannot be shown: {exc}", icon=":material/error:")
         return
     marked = "the passage marked" if image.boxes else "the passage is not on this page"
-    if image.boxes and image.found < FOUND_NOTE:
+    if span[1] <= span[0]:  # no passage (a section opened at its start): nothing to mark
+        marked = "where the section begins" if page == first else ""
+    elif image.boxes and image.found < FOUND_NOTE:
         marked = f"the passage partly marked ({image.found:.0%} of its text found on the page)"
     label_col.markdown(
         f"<div class='pdf-page-label' style='text-align:center'><b>Page {page}</b> of "
-        f"{image.n_pages} · {marked}</div>",
+        f"{image.n_pages}{' · ' + marked if marked else ''}</div>",
         unsafe_allow_html=True,  # numbers and fixed words only
     )
     with st.container(key=f"{key}_image"):
