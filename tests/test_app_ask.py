@@ -1176,6 +1176,11 @@ def test_presentation_mode_is_kept_across_a_reload_as_present_1_in_the_link():
     assert kept.toggle(key="ask_present").value
     assert any("stDataFrame" in h.proto.body for h in kept.get("html"))  # the mode's CSS
     assert "sidebar" in kept.toggle(key="ask_present").help  # how to get the sidebar back
+    # Presenting, the graph's view controls sit in one "View" popover beside the heading
+    # (their row is height the graph needs), and they still work there.
+    [view] = [p for p in kept.get("popover") if p.proto.popover.label == "View"]
+    assert [w.key for w in view.children.values()] == ["ask_find", "ask_full", "ask_all_docs"]
+    assert not [p for p in open_app().get("popover") if p.proto.popover.label == "View"]
     # Read once: turning the mode off removes it from the link, and it stays off.
     kept.toggle(key="ask_present").set_value(False).run()
     assert _present_link(kept) is None

@@ -234,14 +234,18 @@ def locate_step(corpus: Corpus, doc_ids: Sequence[str], trace: Trace | None) -> 
         list(doc_ids) if st.session_state.get("ask_all_docs") else graph_docs(index, doc_ids, marks)
     )
     n = len(marks.picked)
-    st.subheader("① Locate" + (f" · {n} section{'s' if n != 1 else ''} picked" if n else ""))
-    # The controls get their own row: beside the heading they were cut to "W…" at 1280 px.
-    c1, c2, c3 = st.columns([1, 0.85, 1], vertical_alignment="center")
-    c1.text_input(
-        "Find a heading", key="ask_find", placeholder="Find a heading", label_visibility="collapsed"
-    )
-    c2.toggle("Whole tree", key="ask_full", help="Draw every node (no collapsing).")
-    c3.toggle("All documents", key="ask_all_docs", help="Draw every document in scope.")
+    title = "① Locate" + (f" · {n} section{'s' if n != 1 else ''} picked" if n else "")
+    if st.session_state.get(PRESENT):
+        # Presenting, the view's controls fold into one button beside the heading: their row
+        # is ~55 px the graph needs to show a picked path whole at 1280×720.
+        head, menu = st.columns([4, 1], vertical_alignment="center")
+        head.subheader(title)
+        with menu.popover("View", icon=":material/tune:", width="stretch"):
+            _graph_controls(st, st, st)
+    else:
+        st.subheader(title)
+        # The controls get their own row: beside the heading they were cut to "W…" at 1280 px.
+        _graph_controls(*st.columns([1, 0.85, 1], vertical_alignment="center"))
     view = graph_view(index, docs, marks, full=bool(st.session_state.get("ask_full")))
     st.session_state.ask_graph_view = view  # tests read what was drawn
     GRAPH.draw(index, view, state, scale=PRESENT_SCALE if st.session_state.get(PRESENT) else 1)
@@ -264,6 +268,15 @@ def locate_step(corpus: Corpus, doc_ids: Sequence[str], trace: Trace | None) -> 
         )
         with routing:
             trace_panels.document_routing(trace.locate, key="locate_routing")
+
+
+def _graph_controls(find, full, all_docs) -> None:
+    """Find a heading, Whole tree, All documents: each drawn where it is given."""
+    find.text_input(
+        "Find a heading", key="ask_find", placeholder="Find a heading", label_visibility="collapsed"
+    )
+    full.toggle("Whole tree", key="ask_full", help="Draw every node (no collapsing).")
+    all_docs.toggle("All documents", key="ask_all_docs", help="Draw every document in scope.")
 
 
 def answer_step(
