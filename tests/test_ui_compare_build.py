@@ -70,7 +70,7 @@ def test_the_build_button_builds_the_graph_then_hirag_runs_in_the_comparison():
     assert NOTE in page_text(at, "info")
     # The toggle is still offered beside it, off: the build takes minutes on a large corpus.
     assert not at.toggle(key=INCLUDE_GRAPH).value
-    assert "passages on a 2-core machine" in at.toggle(key=INCLUDE_GRAPH).help  # its estimate
+    assert "passages on a quiet 2-core machine" in at.toggle(key=INCLUDE_GRAPH).help  # estimate
     # Leaf graphs are missing too (the samples have none): named, with where to add them.
     info = page_text(at, "info", plain=True)
     assert "no leaf knowledge graphs" in info and "Rebuild with other settings" in info
@@ -83,3 +83,17 @@ def test_the_build_button_builds_the_graph_then_hirag_runs_in_the_comparison():
     assert not at.exception, at.exception
     ran = {r.strategy for r in at.session_state["ask_compare"]["results"] if r.trace is not None}
     assert set(HIRAG_FAMILY.strategies) <= ran
+
+
+def test_the_build_estimate_grows_faster_than_the_passages():
+    from types import SimpleNamespace
+
+    from ui.ask.compare_view import build_estimate
+
+    def said(n: int) -> str:
+        return build_estimate(SimpleNamespace(index=SimpleNamespace(chunks=[None] * n)))
+
+    # The measured 10-Q (1,054 passages, 13 s) and 10-K (3,041, 97 s), then 3x the 10-K.
+    assert said(1054).startswith("about 13 s for 1,054 passages")
+    assert said(3041).startswith("about 2 min for 3,041 passages")  # 97 s, said in minutes
+    assert said(9123).startswith("about 13 min")  # a tripled corpus costs ~8x, not 3x

@@ -102,28 +102,28 @@ BUILD_GRAPH = "compare_build_graph"  # the button: build the HiRAG graph here, t
 
 
 def graph_missing(engine: Engine) -> bool:
-    """Whether the hirag-* strategies would first have to build the corpus graph (minutes on
-    a large corpus: 111 s measured for one 57-page 10-Q on this 2-core machine)."""
+    """Whether the hirag-* strategies would first have to build the corpus graph (a minute or
+    more on a large corpus: `build_estimate`)."""
     from ui.ask.hirag_view import graph_store_for
 
     store, _ = graph_store_for(engine.index)
     return store is None
 
 
-# Seconds per passage of an offline HiRAG build on a 2-core machine: 7.5 s for the sample
-# documents' 377 passages with the hashing embedder (measured); with a model embedder the
-# entity vectors dominate, 145 s in the new-user walkthrough on the samples.
-BUILD_SECONDS_PER_PASSAGE = {"hashing": 0.02}
-MODEL_BUILD_SECONDS_PER_PASSAGE = 0.4
+# An offline HiRAG build grows faster than its passages (clustering): measured on a quiet
+# 2-core machine with the default embedder, 13 s for a 57-page 10-Q's 1,054 passages and 97 s
+# for a 104-page 10-K's 3,041 (the hashing embedder: 11 s for the 1,054; the embedder is not
+# what costs). seconds = BUILD_SECONDS * (passages / BUILD_PASSAGES) ** BUILD_EXPONENT, the
+# exponent fitted to the two; a loaded machine takes several times longer.
+BUILD_PASSAGES, BUILD_SECONDS, BUILD_EXPONENT = 1054, 13.0, 1.9
 
 
 def build_estimate(engine: Engine) -> str:
     """What building the HiRAG graph of this index will take, in words ("about 2 min")."""
-    index = engine.index
-    rate = BUILD_SECONDS_PER_PASSAGE.get(index.embedder_name, MODEL_BUILD_SECONDS_PER_PASSAGE)
-    seconds = len(index.chunks) * rate
-    about = f"about {seconds:.0f} s" if seconds < 90 else f"about {seconds / 60:.0f} min"
-    return f"{about} for {len(index.chunks):,} passages on a 2-core machine"
+    n = len(engine.index.chunks)
+    seconds = BUILD_SECONDS * (n / BUILD_PASSAGES) ** BUILD_EXPONENT
+    about = f"about {max(seconds, 1):.0f} s" if seconds < 90 else f"about {seconds / 60:.0f} min"
+    return f"{about} for {n:,} passages on a quiet 2-core machine"
 
 
 def _include_hirag() -> bool:
@@ -142,7 +142,7 @@ def _missing_parts(engine: Engine, kind: str | None) -> None:
         estimate = build_estimate(engine)
         st.info(
             f"**{', '.join(hirag)}** need the HiRAG corpus graph, not built yet for these "
-            f"documents: building it offline takes {estimate} (111 s for one 57-page 10-Q), "
+            f"documents: building it offline takes {estimate}, "
             "once. Build it here now, or on Documents → “HiRAG corpus graph” (there with the "
             "LLM too); or include them below, and the comparison builds it first. Until then "
             "they are left out of the comparison.",

@@ -59,7 +59,7 @@ function chooseLeaves(leaves, paths, boxOf, width, height, pad, minZoom, keep = 
 // below the row above's lowest box edge, plus its own tallest half above its centre. Rows are
 // {y, above, below} (above: the most a box reaches above y, below: under it), top first;
 // returns each row's new y (the first row stays). The layout's fixed level height left 66
-// units between one-line rows; packed, a path of three rows fits a 720-px presentation.
+// units between one-line rows; packed, a picked path takes less height.
 function stackRows(rows, gap) {
   const out = [];
   rows.forEach((row, i) => {
