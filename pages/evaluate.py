@@ -213,18 +213,40 @@ def _follow(job: run_job.EvalJob) -> None:
     it."""
     with st.status(f"Running {job.label}…", expanded=True) as status:
         bar = st.progress(0.0, text=f"Running {job.label}…")
+        _stop_button(job, "ev_stop_follow")
         while not job.finished.wait(POLL_SECONDS):
             bar.progress(job.fraction(), text=job.text())  # each update lets a switch stop us
         bar.empty()
+        stopped = job.stop.is_set()
         if not _adopt(job):
-            status.update(label="Nothing was run", state="error", expanded=True)
+            label = "Stopped" if stopped else "Nothing was run"
+            status.update(label=label, state="error", expanded=True)
             return
-        status.update(label="Evaluation done", state="complete", expanded=False)
+        label = "Stopped: a partial report" if stopped else "Evaluation done"
+        status.update(label=label, state="complete", expanded=False)
+
+
+def _stop_button(job: run_job.EvalJob, key: str) -> None:
+    """Stop a run that takes longer than wanted; what it finished is kept as a partial report
+    (whole questions: every strategy scored on the same ones)."""
+    st.button(
+        "Stop (keep what is done)", key=key, on_click=job.stop.set, icon=":material/stop:",
+        disabled=job.stop.is_set(),
+        help="Ends the run before its next question; the questions already run make a partial "
+        "report. Indexing, once started, finishes first and is kept for the next run.",
+    )  # fmt: skip
 
 
 def _adopt(job: run_job.EvalJob) -> bool:
     """A finished run's report becomes the page's (True), or its error is shown (False)."""
     ev.job = None
+    if job.stopped_empty():
+        st.info(
+            "Stopped before any question had run: there is nothing to report. The index is "
+            "kept, so the next run starts with the questions.",
+            icon=":material/stop_circle:",
+        )
+        return False
     if job.result is not None:
         _set_report(*job.result)
         return True
@@ -245,6 +267,7 @@ def _still_going() -> None:
         icon=":material/hourglass_top:",
     )
     st.progress(job.fraction(), text=job.text())  # "n / N runs", or the indexing's seconds
+    _stop_button(job, "ev_stop")
 
 
 def _arrived(job: run_job.EvalJob) -> None:
@@ -253,7 +276,13 @@ def _arrived(job: run_job.EvalJob) -> None:
         _still_going()
         return
     done = _adopt(job)
-    if done:
+    if done and job.stop.is_set():
+        st.success(
+            f"**Your run of {plain(job.label)} stopped** as asked: the questions it finished "
+            "make the partial report below.",
+            icon=":material/stop_circle:",
+        )
+    elif done:
         st.success(
             f"**Your run of {plain(job.label)} finished** in the background: its report is below.",
             icon=":material/task_alt:",
@@ -292,7 +321,9 @@ def _mine_work(
             warm_reranker(settings.rerank.model)
         job.stage = "running"
         started = time.perf_counter()
-        report = my_labels.score(mine, strategies, scope, limit, settings, job.progress, llm)
+        report = my_labels.score(
+            mine, strategies, scope, limit, settings, job.progress, llm, job.stop.is_set
+        )
         return report, _run_meta(began, started, n)
 
     return work
@@ -331,7 +362,7 @@ def _folder_work(
         started = time.perf_counter()
         report = evaluate(
             es.folder, config, cache_dir=ed.cache_dir(), progress=job.progress, index=es.index,
-            api_key=llm.key if llm is not None else None,
+            api_key=llm.key if llm is not None else None, should_stop=job.stop.is_set,
         )  # fmt: skip
         return report, _run_meta(began, started, n, es.folder)
 

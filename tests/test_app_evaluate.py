@@ -378,6 +378,68 @@ def test_a_run_goes_on_while_the_user_is_on_another_page_and_says_so_on_return(q
     assert not at.success
 
 
+def _held_run(monkeypatch, let_first_question: bool):
+    """The page's run, held at its start until the returned gate is set; with
+    `let_first_question`, a Stop pressed meanwhile takes effect from the second question."""
+    import threading
+
+    import treerag_core
+
+    real, gate = treerag_core.evaluate, threading.Event()
+
+    def held(*args, **kwargs):
+        assert gate.wait(60), "the test never let the run go on"
+        stop, asked = kwargs["should_stop"], []
+
+        def late() -> bool:
+            asked.append(1)
+            return (len(asked) > 1 or not let_first_question) and stop()
+
+        return real(*args, **{**kwargs, "should_stop": late})
+
+    monkeypatch.setattr(treerag_core, "evaluate", held)
+    at = evaluate_page()
+    at.selectbox(key="ev_dataset").set_value("qasper")
+    at.multiselect(key="ev_strategies").set_value(STRATEGIES)
+    at.number_input(key="ev_limit").set_value(2)
+    at.button(key="ev_run").click()
+    with pytest.raises(RuntimeError, match="timed out"):  # as a page switch or a click does
+        at.run(timeout=3)
+    at.run()  # the next run finds the run still going, with its Stop button
+    return at, gate
+
+
+def test_stop_keeps_the_questions_already_run_as_a_partial_report(qasper, monkeypatch):
+    at, gate = _held_run(monkeypatch, let_first_question=True)
+    job = at.session_state["ev_job"]
+    at.button(key="ev_stop").click().run()
+    assert job.stop.is_set() and job.running
+    assert "Stopping" in job.text()
+    assert at.button(key="ev_stop").disabled  # pressed once is enough
+    gate.set()
+    assert job.finished.wait(120)
+    at.run()
+    assert not at.exception, at.exception
+    assert "Your run of 2 strategies on 2 questions stopped" in page_text(at, "success")
+    assert "This report is partial" in page_text(at, "warning")
+    report = at.session_state["ev_report"]
+    assert report["partial"] is True
+    # Whole questions: every strategy scored on the same one, so their differences hold.
+    assert {len(rows) for rows in report["questions"].values()} == {1}
+
+
+def test_stop_before_any_question_says_there_is_nothing_to_report(qasper, monkeypatch):
+    at, gate = _held_run(monkeypatch, let_first_question=False)
+    job = at.session_state["ev_job"]
+    at.button(key="ev_stop").click().run()
+    gate.set()
+    assert job.finished.wait(120)
+    at.run()
+    assert not at.exception, at.exception
+    assert "Stopped before any question had run" in page_text(at, "info")
+    assert at.session_state["ev_report"] is None and at.session_state["ev_job"] is None
+
+
 def test_a_missing_folder_shows_an_error_and_runs_nothing(app_env):
     at = evaluate_page()
     at.selectbox(key="ev_dataset").set_value("other").run()

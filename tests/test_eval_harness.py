@@ -144,6 +144,23 @@ def test_ctrl_c_leaves_a_partial_valid_report(eval_dir, tmp_path):
     json.dumps(report, allow_nan=False)  # still valid JSON
 
 
+def test_should_stop_ends_the_run_between_questions_with_a_partial_report(eval_dir, tmp_path):
+    asked: list[int] = []
+
+    def after_one_question() -> bool:
+        asked.append(1)
+        return len(asked) > 1  # asked before each question: the second one stops
+
+    report = evaluate(
+        eval_dir / "qasper", config(), cache_dir=tmp_path, should_stop=after_one_question
+    )
+    assert report["partial"] is True
+    assert len(asked) == 2
+    # Whole questions: every strategy ran on the first one and none on the second.
+    assert {s["n_questions"] for s in report["strategies"].values()} == {1}
+    json.dumps(report, allow_nan=False)
+
+
 def test_oracle_leaves_hold_the_gold_evidence(eval_dir, tmp_path):
     from treerag_core.evaluation.dataset import load_dataset
     from treerag_core.evaluation.harness import dataset_index

@@ -41,6 +41,7 @@ from treerag_core.strategies.graph.part import graph_stage
 from treerag_core.strategies.treerag.strategy import TreeRAG
 
 Progress = Callable[[int, int], None]
+ShouldStop = Callable[[], bool]  # asked before each question: True ends the run, partial
 IndexProgress = Callable[[str, int, int], None]  # (stage, done, total), as `build_index` says
 
 
@@ -315,8 +316,10 @@ def evaluate(
     api_key: str | None = None,
     index: CorpusIndex | None = None,
     index_progress: IndexProgress | None = None,
+    should_stop: ShouldStop | None = None,
 ) -> dict[str, Any]:
-    """Run every strategy on every usable question; Ctrl-C returns a partial, valid report.
+    """Run every strategy on every usable question; Ctrl-C (or `should_stop`) returns a
+    partial, valid report.
 
     `progress` hears each (question, strategy) run; `index_progress` each stage of building
     the set's index when it is not cached.
@@ -337,6 +340,7 @@ def evaluate(
         left_out_considered=left_out,
         evidence_missing=dataset.n_evidence_missing,
         progress=progress,
+        should_stop=should_stop,
     )
 
 
@@ -350,8 +354,11 @@ def evaluate_questions(
     left_out_considered: dict[str, int] | None = None,
     evidence_missing: int = 0,
     progress: Progress | None = None,
+    should_stop: ShouldStop | None = None,
 ) -> dict[str, Any]:
     """The report of every strategy on `questions` (already limited), on `engine`'s index.
+    `should_stop` is asked before each question, so a stopped run keeps whole questions:
+    every strategy is scored on the same ones and their paired differences still hold.
 
     `evaluate` reads a dataset folder into this; a workspace's labelled questions come here
     directly (`my_set.labelled_report`). The engine gets a score cache of its own (a copy:
@@ -376,6 +383,9 @@ def evaluate_questions(
     partial = False
     try:
         for question in questions:
+            if should_stop is not None and should_stop():
+                partial = True
+                break
             scope = list(question.docs) if config.scope == "doc" else None
             for row, strategy, row_settings in runs:
                 needs_gold = get_strategy(strategy).needs_gold_leaves

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from treerag_core.base.settings import QuerySettings
 from treerag_core.evaluation.dataset import EvalQuestion
-from treerag_core.evaluation.harness import EvalConfig, Progress, evaluate_questions
+from treerag_core.evaluation.harness import EvalConfig, Progress, ShouldStop, evaluate_questions
 from treerag_core.pipeline import Engine
 
 MY_SET = "my labelled questions"  # the report's dataset name: the workspace's own set
@@ -24,6 +24,7 @@ def labelled_report(
     limit: int | None = None,
     progress: Progress | None = None,
     use_llm: bool = False,
+    should_stop: ShouldStop | None = None,
 ) -> dict:
     """Every strategy on the first `limit` usable labelled questions, retrieval only (no
     answer is written), as an eval report named `MY_SET`. `use_llm`: a strategy that uses
@@ -43,4 +44,6 @@ def labelled_report(
         query_settings=settings,
     )
     usable = [q for q in questions if q.usable][:limit]
-    return evaluate_questions(engine, usable, config, dataset=MY_SET, progress=progress)
+    return evaluate_questions(
+        engine, usable, config, dataset=MY_SET, progress=progress, should_stop=should_stop
+    )

@@ -126,6 +126,7 @@ def run_settings(rerank: bool) -> QuerySettings:
 def score(
     mine: LabelledSet, strategies: Sequence[str], scope: str, limit: int | None,
     settings: QuerySettings, progress: Callable[[int, int], None], llm: SessionLLM | None = None,
+    should_stop: Callable[[], bool] | None = None,
 ) -> dict:  # fmt: skip
     """The harness's report of `strategies` on the labelled questions with `settings` (from
     `run_settings`, read by the page first: this runs in the run's thread, which has no
@@ -133,11 +134,12 @@ def score(
     the LLM locator's `+llm` rows."""
     if llm is None or llm.settings is None:
         return labelled_report(mine.corpus.engine, mine.questions, settings,
-                               strategies, scope=scope, limit=limit, progress=progress)  # fmt: skip
+                               strategies, scope=scope, limit=limit, progress=progress,
+                               should_stop=should_stop)  # fmt: skip
     return labelled_report(
         engine_for(mine.corpus, llm.key), mine.questions,
         settings.with_(llm=llm.settings), strategies, scope=scope, limit=limit,
-        progress=progress, use_llm=True,
+        progress=progress, use_llm=True, should_stop=should_stop,
     )  # fmt: skip
 
 

@@ -31,10 +31,23 @@ class EvalJob:
     error: BaseException | None = None
     hint: str = ""  # the next step under the error
     finished: threading.Event = field(default_factory=threading.Event)
+    stop: threading.Event = field(default_factory=threading.Event)  # set by the Stop button
 
     @property
     def running(self) -> bool:
         return not self.finished.is_set()
+
+    @property
+    def stopping(self) -> bool:
+        """Stop was pressed and the run has not ended yet (it ends before its next question;
+        indexing, which has no question, runs to its end first)."""
+        return self.stop.is_set() and self.running
+
+    def stopped_empty(self) -> bool:
+        """Stopped before any question had run: its report would hold no strategy."""
+        return (
+            self.stop.is_set() and self.result is not None and not self.result[0].get("strategies")
+        )
 
     @property
     def elapsed(self) -> float:
@@ -49,6 +62,13 @@ class EvalJob:
 
     def text(self) -> str:
         """Where the run is, in words, for the progress bar."""
+        if self.stopping:
+            return (
+                "Stopping once indexing is done (the index is kept for the next run)…"
+                if self.stage == "indexing"
+                else f"Stopping before the next question ({self.done:,} / {self.total:,} runs "
+                "done)…"
+            )
         if self.stage == "indexing":
             return f"{INDEXING} {self.elapsed:.0f} s"
         if self.stage == "loading":
