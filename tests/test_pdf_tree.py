@@ -453,3 +453,46 @@ def test_end_matter_before_the_first_item_or_anchored_keeps_its_place():
     raw = [("PART IV", 87, 18.9, 10.0), ("ITEM 16. Form 10-K Summary", 90, 18.9, 7.5),
            ("Signatures", 92, 70.9, 7.5)]  # fmt: skip
     assert [e.level for e in toc_levels(raw)] == [1, 2, 2]
+
+
+def test_quoted_clauses_definitions_dated_fields_and_name_lists_are_never_sections():
+    # An amendment quotes the clause it replaces; an agreement defines its terms.
+    assert line_reason("\u201c17.3 Leverage Ratio").startswith("quoted text")
+    assert line_reason('"4.2 Interest Period').startswith("quoted text")
+    assert line_reason("Final Maturity Date means 15 May 2026").startswith("a definition")
+    assert line_reason("Lender shall mean any bank").startswith("a definition")
+    for field in ("Amendment Effective Date: 30 June 2023", "Date: May 5, 2023",
+                  "Signed on: 12/31/2022"):  # fmt: skip
+        assert line_reason(field).startswith("a form's field"), field
+    names = "Hale, Jane Roe, John Doe, Mary Ann Poe, Rick Moe, and Acme"
+    assert line_reason(names).startswith("a list of 5 or more names")
+    # Titles that look alike stay candidates: lists of a few things, titles with 'Means'.
+    for title in ("Cash, Cash Equivalents, Restricted Cash, and Marketable Securities",
+                  "EUROPE, MIDDLE EAST & AFRICA", "What Our Brand Means",
+                  "Consolidated Selling, General, And Administrative Expenses",
+                  "Effective Date of the Merger", "Update: Fiscal 2023 Outlook"):  # fmt: skip
+        assert line_reason(title) is None, title
+
+
+def test_a_units_caption_under_running_text_is_not_a_section():
+    prose = [(f"Running text line {k} about revenue and the table below it.", 10, False, 72,
+              700 - 13 * k) for k in range(3)]  # fmt: skip
+    caption = [("Liquidity", 12, True, 72, 740), *prose,
+               ("Revenue (in thousands, except for percentages)", 10, True, 72, 640),
+               *_row("Revenue", 620), *_row("Growth", 606)]  # fmt: skip
+    # A statement's title carries its units too, but opens its page: it stays a heading.
+    statement = [("ACME, INC.", 10, False, 72, 740),
+                 ("CONSOLIDATED BALANCE SHEETS (in thousands)", 12, True, 72, 720),
+                 *_row("Cash", 700), *_row("Receivables", 686), *BODY]  # fmt: skip
+    doc = convert_bytes("u.pdf", make_pdf([caption, statement]), 10 * MB)
+    assert [h.text for h in doc.headings] == [
+        "Liquidity", "CONSOLIDATED BALANCE SHEETS (in thousands)"]  # fmt: skip
+    assert any("a table's caption" in n and "Revenue (in thousands" in n for n in doc.notes)
+
+
+def test_a_name_under_a_signature_line_is_the_signer():
+    page = [("Your Offer", 12, True, 72, 720), *BODY, ("_____________________", 10, False, 72, 500),
+            ("Jane Roe", 10, True, 72, 486), ("General Counsel", 10, False, 72, 472)]  # fmt: skip
+    doc = convert_bytes("s.pdf", make_pdf([page]), 10 * MB)
+    assert [h.text for h in doc.headings] == ["Your Offer"]
+    assert any("under a signature line" in n and "Jane Roe" in n for n in doc.notes)

@@ -68,6 +68,26 @@ _OPEN_END = re.compile(
 _LETTER = re.compile(r"^(?:dear\s|(?:from|to|attn\.?|attention|cc|re|subject)\s*:)|/s/", re.I)
 # A press release's distribution line: "FOR IMMEDIATE RELEASE", "Embargoed until 8 a.m.".
 _RELEASE = re.compile(r"^(?:for\s+(?:immediate\s+)?release|embargoed)\b", re.I)
+# Text quoted from another document opens on a quotation mark: an amendment's replacement
+# clause ("“17.3 Leverage Ratio"), not a section of the document quoting it.
+_QUOTED = re.compile(r"^[“„\"«]")
+# A defined term and its meaning ("Final Maturity Date means 15 May 2026", "Lender shall mean").
+_DEFINITION = re.compile(r"^[A-Z][\w’'-]*(?:\s+[A-Z][\w’'-]*){0,5}\s+(?:means|shall\s+mean)\s+\S")
+# A form's field and its date ("Amendment Effective Date: 30 June 2023", "Date: May 5, 2023").
+_DATED_FIELD = re.compile(
+    rf"^[^:]{{1,60}}:\s*(?:\d{{1,2}}\s+{_MONTH}\s+\d{{4}}|{_MONTH}\s+\d{{1,2}},?\s+\d{{4}}"
+    r"|\d{1,2}/\d{1,2}/\d{2,4})$",
+    re.I,
+)
+# One name in a list of names: one to four capitalised words ("Craig Jelinek", "and Costco").
+_NAME = re.compile(r"^(?:and\s+)?[A-Z][\w.’'-]*(?:\s+[A-Z][\w.’'-]*){0,3}$")
+# A table's units, closing its caption: "(in thousands, except for percentages)", "($ in millions)".
+_UNITS = re.compile(
+    r"\((?:[^()]*\s)?(?:\$\s*)?in\s+(?:thousands|millions|billions)\b[^()]*\)$", re.I
+)
+# A blank line to sign on: underscores only.
+_SIGNATURE_RULE = re.compile(r"^\s*_{5,}\s*$")
+NAME_LIST = 5  # a title names at most a few things; five names or more is a list of parties
 
 
 def line_reason(text: str) -> str | None:
@@ -94,9 +114,35 @@ def line_reason(text: str) -> str | None:
         return "a letter's salutation, header field or signature ('Dear', 'From:', '/s/')"
     if _RELEASE.match(stripped):
         return "a press release's distribution line ('For immediate release')"
+    if _QUOTED.match(stripped):
+        return "quoted text (opens on a quotation mark): another document's clause"
+    if _DEFINITION.match(stripped):
+        return "a definition ('X means ...')"
+    if _DATED_FIELD.match(stripped):
+        return "a form's field and its date ('Effective Date: 30 June 2023')"
+    if name_list(stripped):
+        return f"a list of {NAME_LIST} or more names (parties or signers)"
     if not numbered and (_LOWER_START.match(stripped) or _OPEN_END.search(stripped)):
         return "half a wrapped line (opens lower-case or ends in 'of', 'by', 'at')"
     return None
+
+
+def name_list(text: str) -> bool:
+    """Whether a line is a comma list of `NAME_LIST` or more capitalised names ("Galanti, Craig
+    Jelinek, Richard Libenson, ... and Costco"): a wrapped line of parties, not a title."""
+    parts = [p.strip() for p in text.split(",")]
+    return len(parts) >= NAME_LIST and all(_NAME.match(p) for p in parts)
+
+
+def units_caption(text: str) -> bool:
+    """Whether a line ends in a table's units ("Revenue (in thousands)"): a caption when it
+    stands under running text (a statement's title opening its page carries units too)."""
+    return bool(_UNITS.search(text.strip()))
+
+
+def signature_rule(text: str) -> bool:
+    """Whether a line is a blank signature line ("_____"); the short line under it is the signer."""
+    return bool(_SIGNATURE_RULE.match(text))
 
 
 def signer_office(text: str) -> bool:

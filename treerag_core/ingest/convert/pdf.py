@@ -332,6 +332,19 @@ def _column_head(blocks: list[list[_Line]], b: int) -> bool:
     return blocks[b][0].left > middle
 
 
+def _prose_above(blocks: list[list[_Line]], b: int) -> bool:
+    """Some block above `b` on its page is running text (two lines or more, or a long line)."""
+    return any(len(block) >= 2 or len(heading_text(block)) > 100 for block in blocks[:b])
+
+
+def _under_signature_rule(blocks: list[list[_Line]], b: int) -> bool:
+    """A short name right under a blank signature line ("____") is whoever signs there."""
+    if b == 0 or len(blocks[b - 1]) != 1 or not junk.signature_rule(blocks[b - 1][0].text):
+        return False
+    text = heading_text(blocks[b])
+    return len(text.split()) <= 4 and not any(ch.isdigit() for ch in text)
+
+
 def _layout_reason(
     blocks: list[list[_Line]], b: int, signed: bool, names: frozenset[str] = frozenset()
 ) -> str:
@@ -340,6 +353,12 @@ def _layout_reason(
         return "between table rows: a row label"
     if _column_head(blocks, b):
         return "over a table's figures: a column head"
+    # "Revenue (in thousands, except for percentages)" under prose captions the table below;
+    # a statement's title carries its units too, but opens its page (a letterhead above).
+    if junk.units_caption(heading_text(blocks[b])) and _prose_above(blocks, b):
+        return "a table's caption (ends in its units, under running text)"
+    if _under_signature_rule(blocks, b):
+        return "a signer's name, under a signature line ('____')"
     if signed and junk.signer_office(heading_text(blocks[b])):
         return "a signer's office on a signed page ('/s/')"
     if junk.signer_name(heading_text(blocks[b]), names):
