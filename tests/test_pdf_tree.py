@@ -460,7 +460,9 @@ def test_quoted_clauses_definitions_dated_fields_and_name_lists_are_never_sectio
     assert line_reason("\u201c17.3 Leverage Ratio").startswith("quoted text")
     assert line_reason('"4.2 Interest Period').startswith("quoted text")
     assert line_reason("Final Maturity Date means 15 May 2026").startswith("a definition")
-    assert line_reason("Lender shall mean any bank").startswith("a definition")
+    assert line_reason("Facility Agent shall mean any bank").startswith("a definition")
+    # A wrapped sentence's "This means that ..." is not a definition (it may be another junk).
+    assert not (line_reason("This means that everyone who creates") or "").startswith("a defin")
     for field in ("Amendment Effective Date: 30 June 2023", "Date: May 5, 2023",
                   "Signed on: 12/31/2022"):  # fmt: skip
         assert line_reason(field).startswith("a form's field"), field

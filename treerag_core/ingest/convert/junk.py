@@ -71,8 +71,9 @@ _RELEASE = re.compile(r"^(?:for\s+(?:immediate\s+)?release|embargoed)\b", re.I)
 # Text quoted from another document opens on a quotation mark: an amendment's replacement
 # clause ("“17.3 Leverage Ratio"), not a section of the document quoting it.
 _QUOTED = re.compile(r"^[“„\"«]")
-# A defined term and its meaning ("Final Maturity Date means 15 May 2026", "Lender shall mean").
-_DEFINITION = re.compile(r"^[A-Z][\w’'-]*(?:\s+[A-Z][\w’'-]*){0,5}\s+(?:means|shall\s+mean)\s+\S")
+# A defined term and its meaning ("Final Maturity Date means 15 May 2026", "Facility Agent
+# shall mean"): two capitalised words or more, so a sentence's "This means that" is not one.
+_DEFINITION = re.compile(r"^[A-Z][\w’'-]*(?:\s+[A-Z][\w’'-]*){1,5}\s+(?:means|shall\s+mean)\s+\S")
 # A form's field and its date ("Amendment Effective Date: 30 June 2023", "Date: May 5, 2023").
 _DATED_FIELD = re.compile(
     rf"^[^:]{{1,60}}:\s*(?:\d{{1,2}}\s+{_MONTH}\s+\d{{4}}|{_MONTH}\s+\d{{1,2}},?\s+\d{{4}}"
