@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.app_helpers import ask, open_app, page_text
+from tests.app_helpers import APP, ask, open_app, page_text
 from tests.conftest import keyless_app
 
 
@@ -138,6 +138,27 @@ def asked_on_an_upload() -> AppTest:
     at.radio(key="qs_corpus").set_value("uploads").run()
     ask(at, "How many epochs was the model trained for?")
     return at
+
+
+def test_a_reload_after_an_upload_shows_the_result_live_not_stored():
+    """A reload is a new session restoring the same workspace index: the result asked of it
+    comes back live (lit graph, links), not read-only as if the workspace had changed;
+    also after the session changed its workspace more than once before asking."""
+    at = open_app()
+    upload(at, "notes.md", NOTES)
+    upload(at, "paper.md", PAPER)  # a second change in this session
+    at.switch_page("pages/ask.py").run()
+    at.radio(key="qs_corpus").set_value("uploads").run()
+    first = ask(at, "How many epochs was the model trained for?").session_state["ask_trace"]
+    again = AppTest.from_file(str(APP), default_timeout=90)  # F5: the same link
+    for name, value in at.query_params.items():
+        again.query_params[name] = value
+    again.run()
+    assert not again.exception, again.exception
+    shown = again.session_state["ask_trace"]
+    assert shown is not None and shown.answer == first.answer
+    assert again.session_state["ask_trace_corpus"] == at.session_state["ask_trace_corpus"]
+    assert "Stored result" not in page_text(again)
 
 
 def test_an_upload_question_reopens_as_a_stored_result_after_the_workspace_changed():

@@ -63,7 +63,7 @@ class WorkspaceState(PageState):
     prefix = "ws"
     id: Slot[str] = Slot(factory=lambda: secrets.token_hex(16))
     index: Slot[Any] = Slot(None)  # CorpusIndex of this session's uploads
-    version: Slot[int] = Slot(0)
+    version: Slot[str] = Slot("empty")  # workspace.index_version of `index`
     engine: Slot[Any] = Slot(None)
 
 

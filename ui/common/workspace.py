@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -98,7 +100,22 @@ def _adopt(spaces: Workspaces, wanted: str, gone: Sequence[str]) -> None:
         st.session_state.ws_restore_error = (str(exc), wanted)
         return
     ws.id, ws.index, ws.engine = wanted, index, None
-    ws.version += 1
+    ws.version = index_version(index)
+
+
+def index_version(index: CorpusIndex | None) -> str:
+    """The part of the workspace's corpus key that changes whenever its node ids may: a digest
+    of its settings and its documents' contents. A counter would do within one session, but a
+    reload restores the same index in a new session: the same digest, so a result asked
+    before the reload is still live, not shown read-only as if the workspace had changed."""
+    if index is None:
+        return "empty"
+    content = json.dumps(
+        [index.settings.to_dict(), [(d.doc_id, d.sha256) for d in index.documents]],
+        sort_keys=True,
+        default=str,
+    )
+    return hashlib.sha256(content.encode()).hexdigest()[:12]
 
 
 def workspace_corpus() -> Corpus | None:
@@ -138,7 +155,7 @@ def set_workspace(
     if not sources:
         remove_folder(folder)  # first: if it fails, the session keeps its index as on disk
         ws.index, ws.engine = None, None
-        ws.version += 1
+        ws.version = index_version(None)
         return None
     index = index_folder(
         sources,
@@ -151,7 +168,7 @@ def set_workspace(
     ).index
     (folder.parent / STAMP).touch()  # idle expiry counts from the last change
     ws.index, ws.engine = index, None
-    ws.version += 1
+    ws.version = index_version(index)
     return index
 
 
