@@ -330,6 +330,18 @@ def test_render_time_of_a_300_node_tree(page, app_url):
     page.screenshot(path=str(RESULTS / "browser-whole-tree.png"))
     fitted = label_size(page, "whole_tree_300_nodes")  # zoomed to the picked path, readable
     assert fitted["mode"] == "path" and fitted["label_px"] >= MIN_LABEL_PX, fitted
+    # "Whole view" at the label floor counts what it leaves out; the user's own zoom-out
+    # recounts (the walkthrough saw "555 nodes off view" stay after six presses of −).
+    frame, note = page.graph_frame, "() => document.getElementById('note').textContent"
+    frame.evaluate("() => document.getElementById('fit-all').click()")
+    whole_note = frame.evaluate(note)
+    before = int(whole_note.split()[0])
+    assert "(readable size) off view" in whole_note and before > 0, whole_note
+    for _ in range(4):
+        frame.evaluate("() => document.getElementById('zoom-out').click()")
+    after_note = frame.evaluate(note)
+    after = int(after_note.split()[0]) if after_note else 0
+    assert after < before and "readable size" not in after_note, (whole_note, after_note)
     started = time.perf_counter()
     page.get_by_text("Whole tree").click()  # back to the collapsed view
     collapsed = graph_nodes(page, expect_at_least=3)

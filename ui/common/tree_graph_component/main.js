@@ -170,9 +170,23 @@ function fitsReadable(ids) {
 }
 
 // "<n> <what> off view: <then>", the note under the canvas (nothing when all is in view).
-function offViewNote(what, outside, then) {
+// `counted` (the ids it counts, and their noun) lets a zoom or a pan by the user recount.
+let counted = null;
+function offViewNote(what, outside, then, ids = null, noun = "node") {
+  counted = ids ? { ids, noun } : null;
   if (!outside) return;
   note.textContent = `${outside} ${what} off view` + (then ? `: ${then}` : "");
+  note.title = note.textContent;
+}
+
+// After the user's own zoom or pan the fit's count is stale: recount the same nodes (no size
+// named: the zoom is the user's now), or clear the note when every one is in view.
+function recountOffView() {
+  if (!counted) return;
+  const outside = counted.ids.filter((id) => !inView(id)).length;
+  note.textContent = outside
+    ? `${outside} ${counted.noun}${outside > 1 ? "s" : ""} off view: drag to pan`
+    : "";
   note.title = note.textContent;
 }
 
@@ -188,6 +202,7 @@ function finish(mode) {
 const SIZE_NAME = () => (focusSpec.present ? "presentation size" : "readable size");
 function fitAll() {
   note.textContent = "";
+  counted = null;
   const all = drawnIdsList();
   if (fitsReadable(all)) {
     fitTo(null, floorZoom());  // the floor also bounds the zoom-out that avoids cut nodes
@@ -203,7 +218,7 @@ function fitAll() {
     const outside = all.filter((id) => !inView(id)).length;
     offViewNote(`node${outside > 1 ? "s" : ""} (${SIZE_NAME()})`, outside,
       focusSpec.present ? "drag to pan, or turn Presentation mode off"
-        : "drag to pan, or − to zoom out");
+        : "drag to pan, or − to zoom out", all);
   }
   finish("all");
 }
@@ -218,6 +233,7 @@ const pickedChoice = () => TreeFit.chooseLeaves(focusSpec.leaves, focusSpec.path
 // their labels stay at the floor or above, else as many as it allows, each under its parent.
 function fitPicked() {
   note.textContent = "";
+  counted = null;
   const paths = focusSpec.leaves.map((leaf) => focusSpec.paths[leaf] || [leaf]);
   const every = [...new Set(paths.flat())];
   if (every.length && fitsReadable(every)) {
@@ -226,7 +242,7 @@ function fitPicked() {
     fitTo(pickedChoice(), floorZoom());
     const outside = focusSpec.leaves.filter((leaf) => !inView(leaf)).length;
     offViewNote(`picked section${outside > 1 ? "s" : ""} (${SIZE_NAME()})`, outside,
-      "drag to pan");
+      "drag to pan", focusSpec.leaves, "picked section");
   }
   finish("picked");
 }
@@ -237,6 +253,7 @@ function fitPicked() {
 // "All picked" is offered only when it would show more picked leaves than this view.
 function fitFocus() {
   note.textContent = "";
+  counted = null;
   pickedButton.hidden = true;
   const all = drawnIdsList();
   if (fitsReadable(all) || !focusSpec.leaves.length) {
@@ -255,10 +272,12 @@ function fitFocus() {
   const gained = focusSpec.leaves.filter((leaf) => more.has(leaf)).length - shown;
   const what = `more picked section${outside > 1 ? "s" : ""}`;
   if (gained > 0) {  // each under its parent only, more leaves fit
-    offViewNote(what, outside, `“All picked” shows ${gained === outside ? "them" : gained}`);
+    offViewNote(what, outside, `“All picked” shows ${gained === outside ? "them" : gained}`,
+      focusSpec.leaves, "picked section");
     pickedButton.hidden = false;
   } else {
-    offViewNote(`${what} (${SIZE_NAME()})`, outside, "drag to pan");
+    offViewNote(`${what} (${SIZE_NAME()})`, outside, "drag to pan", focusSpec.leaves,
+      "picked section");
   }
 }
 
@@ -301,6 +320,7 @@ function zoomBy(factor, around) {
     net.moveTo({ scale, animation: false });
   }
   record("user");
+  recountOffView();
 }
 
 // The wheel scrolls the page (vis-network's own wheel zoom is off: zoomView false); with
@@ -385,9 +405,9 @@ function create(data, options) {
       post("streamlit:setComponentValue", { value, dataType: "json" });
     }
   });
-  net.on("zoom", () => record("user"));
+  net.on("zoom", () => { record("user"); recountOffView(); });
   net.on("dragStart", () => showEdgeNodes());  // a pan: the edge's nodes come into view
-  net.on("dragEnd", () => record("user"));  // the user's view now: a rerun keeps it
+  net.on("dragEnd", () => { record("user"); recountOffView(); });  // a rerun keeps this view
   // Re-fit when the container changes size (Presentation mode, a window resize, the sidebar):
   // vis-network keeps the old centre and zoom, which left the picked leaf outside the view.
   let pending = null;
