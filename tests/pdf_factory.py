@@ -141,3 +141,65 @@ def filing_pdf() -> bytes:
     p3 = [("Item 3. Legal Proceedings", 11, True, 72, 720), *BODY,
           ("Signatures", 11, True, 72, 400), ("3", 9, False, 300, 30)]  # fmt: skip
     return make_pdf([cover, toc, p1, p2, p3])
+
+
+# (text, font size, x, y from the bottom) per line, one list per page.
+CjkLine = tuple[str, float, float, float]
+
+
+def cjk_pdf(pages: list[list[CjkLine]], width: int = 595, height: int = 842) -> bytes:
+    """A PDF whose text is Chinese (any BMP text), written by hand: pdfium's standard fonts
+    hold no Han glyphs and the machine may have no CJK font file. The font is STSong-Light,
+    one of the CID fonts every reader knows by name, not embedded: Identity-H codes are the
+    code points, a ToUnicode map gives the text back and every glyph is 1 em wide."""
+    used = sorted({ord(ch) for page in pages for text, *_ in page for ch in text})
+    cmap = [
+        "/CIDInit /ProcSet findresource begin 12 dict begin begincmap",
+        "/CIDSystemInfo << /Registry (Adobe) /Ordering (UCS) /Supplement 0 >> def",
+        "/CMapName /Adobe-Identity-UCS def /CMapType 2 def",
+        "1 begincodespacerange <0000> <FFFF> endcodespacerange",
+    ]
+    for i in range(0, len(used), 100):  # at most 100 entries per bfchar block
+        block = used[i : i + 100]
+        cmap += [f"{len(block)} beginbfchar", *(f"<{c:04X}> <{c:04X}>" for c in block), "endbfchar"]
+    cmap.append("endcmap CMapName currentdict /CMap defineresource pop end end")
+    song = "/BaseFont /STSong-Light"
+    objects = [
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        "",  # the page tree, filled in below
+        f"<< /Type /Font /Subtype /Type0 {song} /Encoding /Identity-H "
+        "/DescendantFonts [4 0 R] /ToUnicode 6 0 R >>",
+        f"<< /Type /Font /Subtype /CIDFontType0 {song} /CIDSystemInfo << /Registry (Adobe) "
+        "/Ordering (Identity) /Supplement 0 >> /FontDescriptor 5 0 R /DW 1000 >>",
+        "<< /Type /FontDescriptor /FontName /STSong-Light /Flags 4 /FontBBox [0 -200 1000 900] "
+        "/ItalicAngle 0 /Ascent 880 /Descent -120 /CapHeight 880 /StemV 80 >>",
+        _stream("\n".join(cmap)),
+    ]
+    kids = []
+    for page in pages:
+        shows = [
+            f"BT /F1 {size} Tf {x} {y} Td <{''.join(f'{ord(ch):04X}' for ch in text)}> Tj ET"
+            for text, size, x, y in page
+        ]
+        kids.append(len(objects) + 1)
+        objects.append(
+            f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 {width} {height}] "
+            f"/Resources << /Font << /F1 3 0 R >> >> /Contents {len(objects) + 2} 0 R >>"
+        )
+        objects.append(_stream("\n".join(shows)))
+    refs = " ".join(f"{k} 0 R" for k in kids)
+    objects[1] = f"<< /Type /Pages /Kids [{refs}] /Count {len(kids)} >>"
+    out = bytearray(b"%PDF-1.7\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += f"{number} 0 obj\n{body}\nendobj\n".encode("ascii")
+    xref = len(out)
+    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode("ascii")
+    out += "".join(f"{offset:010d} 00000 n \n" for offset in offsets).encode("ascii")
+    trailer = f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n"
+    return bytes(out + trailer.encode("ascii"))
+
+
+def _stream(data: str) -> str:
+    return f"<< /Length {len(data.encode('ascii'))} >>\nstream\n{data}\nendstream"

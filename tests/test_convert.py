@@ -7,7 +7,7 @@ import re
 import zipfile
 
 import pytest
-from pdf_factory import make_pdf, report_pdf
+from pdf_factory import cjk_pdf, make_pdf, report_pdf
 
 from treerag_core.base.config import IndexSettings
 from treerag_core.base.errors import (
@@ -74,6 +74,39 @@ def test_pdf_chunks_get_page_spans_and_exact_offsets() -> None:
     for body, table in zip(index.chunks[::2], index.chunks[1::2], strict=True):
         assert f"on page {body.page_start} about revenue" in body.text
         assert table.text == "Revenue | 1,234 | 5,678\nNet income | 321 | 876"
+
+
+def test_pdf_joins_wrapped_chinese_lines_and_keeps_articles() -> None:
+    # One line each 14 pt apart (one block), blocks 26 pt apart: as Chromium prints a law.
+    lines = [
+        ("第一章 总则", 14, 72, 760),
+        ("第一条 为了惩罚犯罪，保护人民，根据宪法，结合我国同犯罪作斗争的具体经验", 10.5, 72, 730),
+        ("及实际情况，制定本法。", 10.5, 72, 716),
+        ("第二条 有下列情形之一，数额特别巨大或者有其他特别严", 10.5, 72, 690),
+        ("重情节的，处十年以上有期徒刑：", 10.5, 72, 676),
+        ("（一）数额较大的；", 10.5, 72, 662),
+        ("（二）有其他严重情节的。", 10.5, 72, 648),
+        ("第三条 本法英文名称为 Criminal", 10.5, 72, 622),
+        ("Law，依照本条", 10.5, 72, 608),
+        ("第二款规定执行。", 10.5, 72, 594),
+        ("The law applies to every crime committed", 10.5, 72, 568),
+        ("within the territory.", 10.5, 72, 554),
+    ]
+    doc = convert_bytes("law.pdf", cjk_pdf([lines]), MB)
+    assert _levels(doc) == [(1, "第一章 总则")]
+    paragraphs = doc.text.split("\n\n")[1:]
+    assert paragraphs == [
+        "第一条 为了惩罚犯罪，保护人民，根据宪法，结合我国同犯罪作斗争的具体经验"
+        "及实际情况，制定本法。",
+        "第二条 有下列情形之一，数额特别巨大或者有其他特别严重情节的，处十年以上有期徒刑："
+        "\n（一）数额较大的；\n（二）有其他严重情节的。",
+        "第三条 本法英文名称为 Criminal\nLaw，依照本条第二款规定执行。",  # Latin wraps keep "\n"
+        "The law applies to every crime committed\nwithin the territory.\n",
+    ]
+    assert "statute: 3 articles (第X条) become the leaves of their chapters" in doc.notes
+    nodes = parse_document(doc.text, "law", "law.pdf", article_leaves=True)
+    # The only "#" heading is the title, so the articles are the root's leaves.
+    assert [n.heading_path for n in nodes if not n.children] == ["第一条", "第二条", "第三条"]
 
 
 def test_scanned_pdf_needs_ocr() -> None:

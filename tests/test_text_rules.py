@@ -16,6 +16,7 @@ from treerag_core.base.text_rules import (
     is_article_heading,
     is_unspaced,
     join_path,
+    join_wrapped,
     one_line,
     path_leaf,
     preview,
@@ -26,6 +27,7 @@ from treerag_core.base.text_rules import (
     split_path,
     token_dense_count,
     truncate,
+    wrap_joins_unspaced,
     zh_int,
 )
 from treerag_core.ingest.chunking import chunk_leaf
@@ -310,6 +312,35 @@ def test_one_line_and_preview() -> None:
     assert preview("a\nb", 10) == "a b"
     assert preview("word " * 30, 12) == "word word…"
     assert preview("", 5) == ""
+
+
+def test_wrapped_chinese_lines_join_with_nothing() -> None:
+    # A Chinese sentence wraps anywhere: no separator, or "严 重" would split a word.
+    assert (
+        join_wrapped(["或者有其他特别严", "重情节的，处十年以上"])
+        == "或者有其他特别严重情节的，处十年以上"
+    )
+    assert join_wrapped(["维护社会秩序，", "保障建设。", "本法另有规定。"]) == (
+        "维护社会秩序，保障建设。本法另有规定。"
+    )
+    assert wrap_joins_unspaced("かな", "カナ") and wrap_joins_unspaced("段落", "（续）")
+    # English and mixed wraps keep the separator: they wrap at spaces.
+    assert join_wrapped(["The quick brown", "fox jumps."]) == "The quick brown\nfox jumps."
+    assert (
+        join_wrapped(["英文名称为 Criminal", "Law，简称本法"], " ")
+        == "英文名称为 Criminal Law，简称本法"
+    )
+    assert join_wrapped(["指本法", "Criminal Law"]) == "指本法\nCriminal Law"
+    assert join_wrapped(["金额 100", "万元"]) == "金额 100\n万元"
+    # An article, or a list item after a clause's end, opens its own line.
+    assert join_wrapped(["本法自公布之日起施行。", "第二条 本法适用于全国。"]) == (
+        "本法自公布之日起施行。\n第二条 本法适用于全国。"
+    )
+    items = ["有下列情形之一的：", "（一）数额较大的；", "（二）情节严重的。"]
+    assert join_wrapped(items) == "\n".join(items)
+    # A 第X款 wrapped to a line's start mid-sentence is a cross-reference: joined.
+    assert join_wrapped(["依照本条", "第二款规定处罚。"]) == "依照本条第二款规定处罚。"
+    assert join_wrapped([]) == "" and join_wrapped(["一行"]) == "一行"
 
 
 # --- the merge changed no tree, chunk or summary ----------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from treerag_core.base.types import Language
@@ -326,6 +327,39 @@ def split_heading_number(heading: str) -> tuple[str, str]:
     if num is None:
         return "", text
     return num.label.rstrip(".、"), text[len(num.label) :].lstrip(" .、:-")
+
+
+# ---- wrapped lines --------------------------------------------------------------------------
+# A reader that rebuilds paragraphs from visual lines (the PDF reader) keeps each wrap as a
+# "\n", which every later step reads as a space: right for English, which wraps at spaces,
+# but a Chinese sentence wraps anywhere, so "特别严\n重情节的" became "特别严 重情节的" in the
+# chunks, answers started mid-sentence at "重情节的", and jieba split the word. A wrap between
+# two unspaced characters is therefore joined with nothing. Not before an article (第X条 and
+# a space) or a list item opening after a clause's end ("：" "；" "。"), which opens a line
+# of its own: the statute scan and the answer's lead-ins read those line by line.
+_CLAUSE_END = "：；。！？:;"
+
+
+def wrap_joins_unspaced(before: str, after: str) -> bool:
+    """Whether the visual line `before` wraps into `after` inside an unspaced text (Han,
+    kana, CJK punctuation on both sides), so the two join with no separator."""
+    before, after = before.rstrip(), after.lstrip()
+    if not before or not after or not (is_unspaced(before[-1]) and is_unspaced(after[0])):
+        return False
+    if ARTICLE_OPENING.match(after):
+        return False
+    return not (before[-1] in _CLAUSE_END and opens_list_item(after))
+
+
+def join_wrapped(lines: Iterable[str], sep: str = "\n") -> str:
+    """A paragraph's visual lines as its text: `sep` between them, nothing where a line
+    wraps inside an unspaced text (`wrap_joins_unspaced`)."""
+    out: list[str] = []
+    for line in lines:
+        if out:
+            out.append("" if wrap_joins_unspaced(out[-1], line) else sep)
+        out.append(line)
+    return "".join(out)
 
 
 # ---- heading paths --------------------------------------------------------------------------

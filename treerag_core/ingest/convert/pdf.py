@@ -16,7 +16,7 @@ from treerag_core.base.errors import (
     NeedsOCRError,
     TooManyPagesError,
 )
-from treerag_core.base.text_rules import ARTICLE_OPENING
+from treerag_core.base.text_rules import ARTICLE_OPENING, join_wrapped
 from treerag_core.ingest.convert import junk
 from treerag_core.ingest.convert.base import ConvertedDocument, MarkdownWriter, over_bound
 from treerag_core.ingest.convert.levels import list_like, structural_numbering
@@ -535,7 +535,8 @@ def convert_pdf(name: str, data: bytes, max_pages: int) -> ConvertedDocument:
             if (p, b) in plan.levels:
                 writer.heading(plan.levels[(p, b)], heading_text(block), plan.signals[(p, b)])
             else:
-                writer.paragraph("\n".join(line.text for line in block))
+                # A Chinese line wraps mid-word: such wraps join with nothing, others keep "\n".
+                writer.paragraph(join_wrapped(line.text for line in block))
     notes = [*outline_notes, *plan.notes]
     notes.append(f"removed {removed} running header, footer and page-number lines")
     if empty:
