@@ -317,6 +317,25 @@ def _arrived(job: run_job.EvalJob) -> None:
         )
 
 
+def _dataset_note(report: dict[str, Any], folder: Path | None) -> None:
+    """The report on show stays when the sidebar's dataset changes (until a run or a load
+    replaces it): say whose it is, so it is not read as the new set's."""
+    if ss.ev_dataset == ed.MINE:
+        chosen, label = MY_SET, ed.choice_label(ed.MINE)
+    elif folder is not None:
+        chosen = label = folder.name  # a report names its set by its folder's name
+    else:
+        return  # "another folder" with none typed yet: nothing to compare with
+    shown = str(report.get("dataset") or "")
+    if shown == chosen:
+        return
+    st.info(
+        f"This report is of **{plain(shown)}**, not of **{plain(label)}** chosen in the "
+        f"sidebar: press **Run evaluation** for {plain(label)}.",
+        icon=":material/swap_horiz:",
+    )
+
+
 def _run_meta(began: float, started: float, n: int, folder: Path | None = None) -> dict[str, Any]:
     """Where a run came from and its time: the whole run (from `began`: indexing unless
     cached, model loads) and its questions alone (from `started`)."""
@@ -553,6 +572,7 @@ def main() -> None:
             icon=":material/analytics:",
         )
         return
+    _dataset_note(report, folder)
     panels.summary(report, FAILS)
     # One view at a time, not tabs: a graph drawn in a hidden tab fits itself to a zero-size
     # canvas, and only the coverage view needs the eval index.

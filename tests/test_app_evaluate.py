@@ -502,6 +502,16 @@ def test_stop_pressed_after_a_reload_stops_the_run_and_shows_its_partial_report(
     assert at.session_state["ev_report"] is None and not at.success
 
 
+def test_a_report_of_another_dataset_than_the_sidebars_says_whose_it_is(saved_report):
+    at = load_from_path(saved_report)  # a qasper report, qasper in the sidebar: nothing said
+    assert "This report is of" not in page_text(at, "info")
+    at.selectbox(key="ev_dataset").set_value("mine").run()
+    assert not at.exception, at.exception
+    said = page_text(at, "info", plain=True)
+    assert "This report is of qasper, not of My labelled questions" in said.replace("*", "")
+    assert at.session_state["ev_report"] is not None  # kept, not discarded
+
+
 def test_a_missing_folder_shows_an_error_and_runs_nothing(app_env):
     at = evaluate_page()
     at.selectbox(key="ev_dataset").set_value("other").run()
