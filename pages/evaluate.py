@@ -34,9 +34,9 @@ from treerag_core.base.settings import QuerySettings
 from ui.common.llm_panel import SessionLLM
 from ui.common.query_log import open_trace
 from ui.common.resources import default_embedder, warm_reranker
-from ui.common.session import EvalState, require_app
+from ui.common.session import EvalState, WorkspaceState, require_app
 from ui.common.text_safety import plain, show_error
-from ui.common.workspace import sync_workspace, workspace_folder
+from ui.common.workspace import keep_for_reload, sync_workspace, workspace_folder
 from ui.evaluate import data as ed
 from ui.evaluate import llm_compare, my_labels, panels, run_job
 
@@ -160,6 +160,12 @@ def _set_report(report: dict[str, Any], meta: dict[str, Any]) -> None:
     ss.pop("ev_cov_doc", None)
 
 
+def _job() -> run_job.EvalJob | None:
+    """This workspace's run, going on or done and not shown yet: kept per workspace, so a
+    reload (a new session of the same `?ws=` link) finds it too."""
+    return run_job.job_for(WorkspaceState().id)
+
+
 def _n_questions(data: EvalDataset | None, mine: my_labels.LabelledSet | None) -> int:
     """The questions a run will score: the set's usable ones, up to the sidebar's limit."""
     usable = len(mine.questions) if mine is not None else len(data.usable_questions if data else ())
@@ -173,12 +179,9 @@ def _run(
     """Run the sidebar's strategies on the chosen set: a dev set's folder, or (`mine`) the
     workspace's labelled questions; with `llm`, the locator's strategies also with the LLM's.
     The run goes on in a thread of its own (run_job): leaving the page does not stop it."""
-    if ev.job is not None and ev.job.running:
-        st.info(
-            "Nothing new was run: your earlier run is still going (above). Its report shows "
-            "here when it is done.",
-            icon=":material/hourglass_top:",
-        )
+    earlier = _job()
+    if earlier is not None and earlier.running:
+        _refuse_second_run()
         return
     if ss.ev_dataset == ed.MINE and mine is None:
         st.error("Nothing was run: no question is labelled yet (see above).")
@@ -202,8 +205,26 @@ def _run(
         work = _folder_work(folder, strategies, limit, n, llm)
     if work is None:
         return
-    ev.job = run_job.start(run_job.EvalJob(label, n), work, FAILS)
-    _follow(ev.job)
+    try:  # the workspace's folder: a reload adopts its id, and so finds the run
+        keep_for_reload()
+    except (OSError, ValueError) as exc:
+        st.warning(
+            f"The run goes on, but a reload of the page would not find it ({plain(str(exc))}).",
+            icon=":material/warning:",
+        )
+    job = run_job.EvalJob(label, n)
+    if run_job.start(WorkspaceState().id, job, work, FAILS) is not job:
+        _refuse_second_run()  # another tab of this workspace started one meanwhile
+        return
+    _follow(job)
+
+
+def _refuse_second_run() -> None:
+    st.info(
+        "Nothing new was run: your earlier run is still going (above). Its report shows "
+        "here when it is done.",
+        icon=":material/hourglass_top:",
+    )
 
 
 def _follow(job: run_job.EvalJob) -> None:
@@ -219,7 +240,8 @@ def _follow(job: run_job.EvalJob) -> None:
         bar.empty()
         stopped = job.stop.is_set()
         if not _adopt(job):
-            label = "Stopped" if stopped else "Nothing was run"
+            shown_elsewhere = job.result is not None and not stopped  # by another tab
+            label = "Stopped" if stopped else "Done" if shown_elsewhere else "Nothing was run"
             status.update(label=label, state="error", expanded=True)
             return
         label = "Stopped: a partial report" if stopped else "Evaluation done"
@@ -238,8 +260,14 @@ def _stop_button(job: run_job.EvalJob, key: str) -> None:
 
 
 def _adopt(job: run_job.EvalJob) -> bool:
-    """A finished run's report becomes the page's (True), or its error is shown (False)."""
-    ev.job = None
+    """A finished run's report becomes the page's (True), or its error is shown (False); once
+    (two tabs of one workspace: the first to see it done)."""
+    if not run_job.take(WorkspaceState().id, job):
+        st.info(
+            "This run's report opened in another tab of this workspace.",
+            icon=":material/tab:",
+        )
+        return False
     if job.stopped_empty():
         st.info(
             "Stopped before any question had run: there is nothing to report. The index is "
@@ -256,9 +284,9 @@ def _adopt(job: run_job.EvalJob) -> bool:
 
 @st.fragment(run_every=1.0)
 def _still_going() -> None:
-    """A run started on an earlier visit (or before a control moved) that is still going:
+    """A run started on an earlier visit (before a reload, or a control moved) still going:
     said, with its progress; once it is done the whole page runs again to show its report."""
-    job = ev.job
+    job = _job()
     if job is None or not job.running:
         st.rerun(scope="app")
     st.info(
@@ -287,6 +315,25 @@ def _arrived(job: run_job.EvalJob) -> None:
             f"**Your run of {plain(job.label)} finished** in the background: its report is below.",
             icon=":material/task_alt:",
         )
+
+
+def _dataset_note(report: dict[str, Any], folder: Path | None) -> None:
+    """The report on show stays when the sidebar's dataset changes (until a run or a load
+    replaces it): say whose it is, so it is not read as the new set's."""
+    if ss.ev_dataset == ed.MINE:
+        chosen, label = MY_SET, ed.choice_label(ed.MINE)
+    elif folder is not None:
+        chosen = label = folder.name  # a report names its set by its folder's name
+    else:
+        return  # "another folder" with none typed yet: nothing to compare with
+    shown = str(report.get("dataset") or "")
+    if shown == chosen:
+        return
+    st.info(
+        f"This report is of **{plain(shown)}**, not of **{plain(label)}** chosen in the "
+        f"sidebar: press **Run evaluation** for {plain(label)}.",
+        icon=":material/swap_horiz:",
+    )
 
 
 def _run_meta(began: float, started: float, n: int, folder: Path | None = None) -> dict[str, Any]:
@@ -506,8 +553,9 @@ def main() -> None:
             llm_compare.calls_note(llm, tuple(ss.ev_strategies), _n_questions(data, mine)),
             icon=":material/payments:",
         )
-    if ev.job is not None:  # a run started earlier: still going, or done meanwhile
-        _arrived(ev.job)
+    job = _job()
+    if job is not None:  # a run started earlier (before a reload too): going on, or done
+        _arrived(job)
     if run:
         _run(folder, data, mine, llm)
     if load:
@@ -516,7 +564,7 @@ def main() -> None:
         _load_upload(upload)
     report = ev.report
     if report is None:
-        if ev.job is not None:  # said above: its report shows when it is done
+        if _job() is not None:  # said above: its report shows when it is done
             return
         st.info(
             "Pick a dataset and strategies in the sidebar and press **Run evaluation**, or load "
@@ -524,6 +572,7 @@ def main() -> None:
             icon=":material/analytics:",
         )
         return
+    _dataset_note(report, folder)
     panels.summary(report, FAILS)
     # One view at a time, not tabs: a graph drawn in a hidden tab fits itself to a zero-size
     # canvas, and only the coverage view needs the eval index.

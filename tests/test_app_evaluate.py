@@ -20,6 +20,7 @@ from treerag_core.evaluation.dataset import load_dataset
 from treerag_core.evaluation.harness import dataset_index, oracle_leaves
 from treerag_core.evaluation.report import load_report, write_report
 from ui.common.tree_graph import PALETTE
+from ui.evaluate import run_job
 
 QASPER = Path(__file__).resolve().parents[2] / "shared" / "eval" / "qasper"
 STRATEGIES = ["treerag", "flat-hybrid"]
@@ -84,6 +85,11 @@ def show(at: AppTest, view: str) -> AppTest:
     at.segmented_control(key="ev_view").set_value(view).run()
     assert not at.exception, at.exception
     return at
+
+
+def job_of(at: AppTest) -> run_job.EvalJob | None:
+    """The run kept under the page's workspace (not in its session: a reload finds it)."""
+    return run_job.job_for(at.session_state["ws_id"])
 
 
 def load_from_path(path: Path | str) -> AppTest:
@@ -357,8 +363,8 @@ def test_a_run_goes_on_while_the_user_is_on_another_page_and_says_so_on_return(q
     at.button(key="ev_run").click()
     with pytest.raises(RuntimeError, match="timed out"):  # AppTest stops the run, as a page
         at.run(timeout=3)  # switch does: at its next Streamlit call
-    job = at.session_state["ev_job"]
-    assert job.running
+    job = job_of(at)
+    assert job is not None and job.running
     at.switch_page("pages/ask.py").run()
     at.switch_page("pages/evaluate.py").run()
     assert not at.exception, at.exception
@@ -372,7 +378,7 @@ def test_a_run_goes_on_while_the_user_is_on_another_page_and_says_so_on_return(q
     assert not at.exception, at.exception
     assert "Your run of 2 strategies on 2 questions finished" in page_text(at, "success")
     report = at.session_state["ev_report"]
-    assert report is not None and at.session_state["ev_job"] is None
+    assert report is not None and job_of(at) is None
     assert len(report["questions"]["treerag"]) == 2
     at.run()  # said once
     assert not at.success
@@ -411,7 +417,8 @@ def _held_run(monkeypatch, let_first_question: bool):
 
 def test_stop_keeps_the_questions_already_run_as_a_partial_report(qasper, monkeypatch):
     at, gate = _held_run(monkeypatch, let_first_question=True)
-    job = at.session_state["ev_job"]
+    job = job_of(at)
+    assert job is not None
     at.button(key="ev_stop").click().run()
     assert job.stop.is_set() and job.running
     assert "Stopping" in job.text()
@@ -430,14 +437,79 @@ def test_stop_keeps_the_questions_already_run_as_a_partial_report(qasper, monkey
 
 def test_stop_before_any_question_says_there_is_nothing_to_report(qasper, monkeypatch):
     at, gate = _held_run(monkeypatch, let_first_question=False)
-    job = at.session_state["ev_job"]
+    job = job_of(at)
+    assert job is not None
     at.button(key="ev_stop").click().run()
     gate.set()
     assert job.finished.wait(120)
     at.run()
     assert not at.exception, at.exception
     assert "Stopped before any question had run" in page_text(at, "info")
-    assert at.session_state["ev_report"] is None and at.session_state["ev_job"] is None
+    assert at.session_state["ev_report"] is None and job_of(at) is None
+
+
+def test_a_reload_finds_the_run_still_going_refuses_a_second_one_then_shows_its_report(
+    qasper, monkeypatch, app_env
+):
+    """A reload opens a new session: the run is kept under the workspace (its `?ws=` link),
+    so the reloaded page says it is still going, refuses a second Run, then shows its report
+    once."""
+    at, gate = _held_run(monkeypatch, let_first_question=True)
+    ws_id = at.session_state["ws_id"]
+    job = job_of(at)
+    assert job is not None and job.running
+    assert (app_env / "workspaces" / ws_id).is_dir()  # so the reload adopts the link's id
+    again = open_app("pages/evaluate.py", ws=ws_id, timeout=120)  # F5: same ?ws=, new session
+    assert again.session_state["ws_id"] == ws_id
+    said = page_text(again, "info", plain=True)
+    assert "Your run of 2 strategies on 2 questions is still going" in said
+    assert "Pick a dataset" not in said
+    assert not again.button(key="ev_stop").disabled
+    again.button(key="ev_run").click().run()  # a second run is refused, the first goes on
+    assert not again.exception, again.exception
+    assert "Nothing new was run: your earlier run is still going" in page_text(again, "info")
+    assert job_of(again) is job
+    gate.set()
+    assert job.finished.wait(120)
+    again.run()
+    assert not again.exception, again.exception
+    assert "Your run of 2 strategies on 2 questions finished" in page_text(again, "success")
+    report = again.session_state["ev_report"]
+    assert report is not None and len(report["questions"]["treerag"]) == 2
+    assert job_of(again) is None  # adopted: dropped from the registry
+    again.run()  # said once
+    assert not again.success
+
+
+def test_stop_pressed_after_a_reload_stops_the_run_and_shows_its_partial_report(
+    qasper, monkeypatch
+):
+    at, gate = _held_run(monkeypatch, let_first_question=True)
+    job = job_of(at)
+    assert job is not None
+    again = open_app("pages/evaluate.py", ws=at.session_state["ws_id"], timeout=120)
+    again.button(key="ev_stop").click().run()
+    assert job.stop.is_set() and job.running
+    assert again.button(key="ev_stop").disabled
+    gate.set()
+    assert job.finished.wait(120)
+    again.run()
+    assert not again.exception, again.exception
+    assert "Your run of 2 strategies on 2 questions stopped" in page_text(again, "success")
+    assert again.session_state["ev_report"]["partial"] is True
+    at.run()  # the first session finds nothing left to show: the report was shown once
+    assert not at.exception, at.exception
+    assert at.session_state["ev_report"] is None and not at.success
+
+
+def test_a_report_of_another_dataset_than_the_sidebars_says_whose_it_is(saved_report):
+    at = load_from_path(saved_report)  # a qasper report, qasper in the sidebar: nothing said
+    assert "This report is of" not in page_text(at, "info")
+    at.selectbox(key="ev_dataset").set_value("mine").run()
+    assert not at.exception, at.exception
+    said = page_text(at, "info", plain=True)
+    assert "This report is of qasper, not of My labelled questions" in said.replace("*", "")
+    assert at.session_state["ev_report"] is not None  # kept, not discarded
 
 
 def test_a_missing_folder_shows_an_error_and_runs_nothing(app_env):

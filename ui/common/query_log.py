@@ -8,12 +8,12 @@ from typing import Any
 
 import streamlit as st
 
-from treerag_core import Workspaces
 from treerag_core.base.types import Trace
 from ui.common.corpora import corpus_kind_of
 from ui.common.query_controls import QUESTION, apply_settings, choose_corpus
 from ui.common.resources import Corpus, audit_log
 from ui.common.session import AskState, WorkspaceState
+from ui.common.workspace import keep_for_reload
 
 
 def record(trace: Trace, corpus_key: str, scope: Sequence[str] | None) -> int | None:
@@ -25,7 +25,7 @@ def record(trace: Trace, corpus_key: str, scope: Sequence[str] | None) -> int | 
     ws_id = WorkspaceState().id
     try:
         query_id = audit_log().record(trace, workspace=ws_id, corpus=corpus_key)
-        Workspaces.default().touch(ws_id, create=True)
+        keep_for_reload()
         return query_id
     except (sqlite3.Error, OSError) as exc:
         st.warning(f"The query ran but could not be written to the audit log ({exc}).")

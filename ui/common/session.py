@@ -172,7 +172,8 @@ class EvalState(PageState):
     open: Slot[str | None] = Slot(None)  # a question queued to open on Ask
     visible: Slot[list[str]] = Slot(factory=list)
     upload_round: Slot[int] = Slot(0)
-    job: Slot[Any] = Slot(None)  # the run going on in its own thread (run_job.EvalJob)
+    # The run going on in its own thread is kept per workspace (run_job.job_for), not here:
+    # a reload opens a new session and must still find it.
 
 
 class HistoryState(PageState):

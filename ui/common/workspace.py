@@ -38,6 +38,16 @@ def workspace_folder() -> Path:
     return Path(data_dir()) / "workspaces" / WorkspaceState().id
 
 
+def keep_for_reload() -> None:
+    """Give this session's workspace its folder (its first write), so a reload adopts its
+    `?ws=` id and finds what is kept under it (its History, a run going on).
+
+    Raises:
+        OSError: the folder cannot be made. ValueError: a bad TREERAG_WS_* variable.
+    """
+    Workspaces.default().touch(WorkspaceState().id, create=True)
+
+
 def sync_workspace() -> None:
     """Keep the workspace id in the URL (`?ws=`), so a reload finds the same workspace.
 

@@ -1,7 +1,9 @@
-"""An evaluation run in a background thread owned by the session (issue 25: nothing is lost on
+"""An evaluation run in a background thread, kept per workspace (issue 25: nothing is lost on
 navigation). Streamlit stops a page's script run when the user leaves the page; a run done
 inside it was lost with it. The thread goes on: the page that started it follows it while it
-stays, and a later visit finds it still going (its progress) or finished (its report)."""
+stays, and a later visit finds it still going (its progress) or finished (its report). It is
+kept under the workspace, not the browser session, so a reload (a new session, the same
+`?ws=` link) finds it too, as the tune (tune_job)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ui.common.jobs import WorkspaceJobs
 from ui.evaluate.data import INDEXING
 
 Report = tuple[dict[str, Any], dict[str, Any]]  # (report, meta)
@@ -83,13 +86,35 @@ class EvalJob:
         )
 
 
+# A finished run leaves when its report is shown (`take`); one never shown (its user gone)
+# stays until newer ones push it out.
+_JOBS: WorkspaceJobs[EvalJob] = WorkspaceJobs()
+
+
+def job_for(workspace: str) -> EvalJob | None:
+    """The workspace's run: still going, or finished and not shown yet."""
+    return _JOBS.get(workspace)
+
+
+def take(workspace: str, job: EvalJob) -> bool:
+    """Drop the workspace's finished run; True once only: its report is shown once."""
+    return _JOBS.take(workspace, job)
+
+
 def start(
-    job: EvalJob, work: Callable[[EvalJob], Report], fails: tuple[type[Exception], ...]
+    workspace: str,
+    job: EvalJob,
+    work: Callable[[EvalJob], Report],
+    fails: tuple[type[Exception], ...],
 ) -> EvalJob:
-    """Run `work(job)` in a daemon thread. `work` must not touch the session (a thread has no
-    script context): the page reads everything it needs first. An error of `fails` is kept
-    for the page with `job.hint`; any other is kept too (shown, not lost in a thread's
-    stderr) and raised."""
+    """Run `work(job)` in a daemon thread, kept as the workspace's run; when a run is still
+    going there, nothing starts and that one is returned. `work` must not touch the session
+    (a thread has no script context): the page reads everything it needs first. An error of
+    `fails` is kept for the page with `job.hint`; any other is kept too (shown, not lost in a
+    thread's stderr) and raised."""
+    kept = _JOBS.put(workspace, job)
+    if kept is not job:
+        return kept
 
     def run() -> None:
         try:

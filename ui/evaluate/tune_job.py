@@ -11,6 +11,7 @@ from treerag_core import Engine, EvalQuestion, Tuner, TuneResult
 from treerag_core import tune_space_for as space_for
 from treerag_core.base.errors import TreeRAGError
 from treerag_core.base.settings import QuerySettings
+from ui.common.jobs import WorkspaceJobs
 
 
 @dataclass
@@ -38,20 +39,15 @@ class TuneJob:
         return time.monotonic() - self.started
 
 
-_JOBS: dict[str, TuneJob] = {}
-_LOCK = threading.Lock()
+_JOBS: WorkspaceJobs[TuneJob] = WorkspaceJobs()  # a finished tune's table stays on show
 
 
 def job_for(workspace: str) -> TuneJob | None:
-    with _LOCK:
-        return _JOBS.get(workspace)
+    return _JOBS.get(workspace)
 
 
 def forget(workspace: str) -> None:
-    with _LOCK:
-        job = _JOBS.get(workspace)
-        if job is not None and not job.running:
-            del _JOBS[workspace]
+    _JOBS.forget(workspace)
 
 
 def start(
@@ -69,11 +65,9 @@ def start(
     space = space_for(current, strategies)
     tuner = Tuner(replace(engine), questions, current, metric, space)  # validates first
     job = TuneJob(len(tuner.candidates), len(tuner.questions))
-    with _LOCK:
-        old = _JOBS.get(workspace)
-        if old is not None and old.running:
-            return old
-        _JOBS[workspace] = job
+    kept = _JOBS.put(workspace, job)
+    if kept is not job:  # one still running: no second tune
+        return kept
     threading.Thread(target=_work, args=(job, tuner), daemon=True, name="treerag-tune").start()
     return job
 
