@@ -268,7 +268,9 @@ def _story(trace, corpus, doc_ids, engine, settings, events) -> Trace | None:
             story.details(trace)
     with st.expander("Compare strategies side by side", expanded=ask.compare is not None):
         story.compare_panel(trace, engine, settings, corpus.kind)
-    return trace  # the example questions follow, drawn by main() outside the fragment
+    with st.expander("Example questions"):
+        story.examples(doc_ids, _ask_example)
+    return trace
 
 
 def _advance(events: Iterator[Event], status, until: tuple[str, ...]) -> Trace | None:
@@ -400,11 +402,6 @@ def main() -> None:
         if ask.pending is None:
             kept.interrupted_notice(trace, _ask_example)  # an Ask stopped by a page switch
     story_fragment(corpus, doc_ids, engine, scope)
-    if ask.trace is not None and ask.trace_corpus == corpus.key:  # the story drew a result
-        # Right below the story, outside its fragment: they depend on the scope alone, so a
-        # slider move does not re-send their ~30 buttons and columns to the browser.
-        with st.expander("Example questions"):
-            story.examples(doc_ids, _ask_example)
 
 
 def _fragment_run() -> bool:

@@ -221,22 +221,6 @@ def test_top_k_slider_changes_table_length():
     assert per_leaf.disabled and "treerag-kg" in per_leaf.help
 
 
-def test_example_questions_under_a_result_ask_once_after_a_slider_move():
-    """The examples under a result are drawn outside the story's fragment (a slider move does
-    not re-send them): still one expander after a move, and a click asks its question."""
-    at = ask(open_app(), PAPER_QUESTION)
-    at.slider(key="qs_final_top_k").set_value(2).run()
-    assert [e.label for e in at.expander].count("Example questions") == 1
-    buttons = [b for b in at.button if (b.key or "").startswith("example_")]
-    other = next(b for b in buttons if unescape_text(b.label) != PAPER_QUESTION)
-    question = other.label
-    other.click().run()
-    at.run()
-    assert not at.exception, at.exception
-    assert at.session_state["ask_trace"].question == unescape_text(question)
-    assert [e.label for e in at.expander].count("Example questions") == 1
-
-
 def test_a_strategy_change_waits_for_ask_and_never_claims_a_rewrite():
     at = ask(open_app(), PAPER_QUESTION)
     first = at.session_state["ask_trace"]
