@@ -264,9 +264,16 @@ def _preview() -> None:
     nodes = [n for n in index.nodes.values() if n.doc_id == doc.doc_id]
     leaves = [n for n in nodes if n.is_leaf]
     chunks = sum(len(index.leaf_rows(n.node_id)) for n in leaves)
+    inferred = sum(n.inferred for n in nodes)
     st.caption(
         f"{len(nodes)} nodes · {len(leaves)} leaves · {chunks} chunks · language {doc.language} · "
         f"{doc.size_chars:,} characters · corpus: {corpus_stats(index)['documents']} document(s)"
+        + (
+            f" · {inferred} inferred sections (no headings: cut where the topic shifts, named "
+            "by their first line)"
+            if inferred
+            else ""
+        )
     )
     graph_stats(index, doc.doc_id, corpus.kind)
     document_ktype(index, doc.doc_id)

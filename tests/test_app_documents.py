@@ -542,3 +542,52 @@ def test_switching_corpus_closes_the_inspected_node_of_the_other_one():
     assert at.session_state["ask_expanded"] == set()
     shown = page_text(at, "markdown", plain=True)
     assert "`0012`" not in shown  # neither node is open in the inspector
+
+
+def _flat_text() -> bytes:
+    """A text with no headings: two topics, about 12,000 characters (several sections)."""
+    sea = "The ocean waves carry salt water, fish swim near coral reefs and the tides rise. "
+    rail = "Railway engines pull freight wagons along steel tracks between busy stations. "
+    paragraphs = [f"{sea * 3}({k})" for k in range(25)] + [f"{rail * 3}({k})" for k in range(25)]
+    return "\n\n".join(paragraphs).encode()
+
+
+def test_a_text_with_no_headings_says_its_sections_are_inferred_everywhere():
+    at = upload(documents_page(), ("flat.txt", _flat_text()))
+    index = at.session_state["ws_index"]
+    sections = [n for n in index.nodes.values() if n.doc_id == "flat.txt" and not n.is_root]
+    assert len(sections) > 1 and all(n.inferred for n in sections)
+    # The upload's result says what the converter did.
+    infos = page_text(at, "info", plain=True)
+    assert f"flat.txt: {len(sections)} sections inferred: no headings found" in infos
+    # The outline's kind column, the graph's labels and border, and its legend.
+    kinds = dict(zip(outline(at)["node"], outline(at)["kind"], strict=True))
+    assert {kinds[n.node_id] for n in sections} == {"leaf · inferred"}
+    nodes = graph_nodes(at)
+    drawn = [nodes[n.node_id] for n in sections if n.node_id in nodes]
+    assert drawn and all(" · ~" in d["label"] for d in drawn)
+    assert all(d["shapeProperties"]["borderDashes"] == [2, 3] for d in drawn)
+    assert "~ dotted: an inferred section" in page_text(at, "caption", plain=True)
+    assert "inferred sections (no headings" in page_text(at, "caption", plain=True)
+    # The inspector.
+    at.session_state[at.session_state["doc_graph_key"]] = sections[1].node_id
+    at.run()
+    assert not at.exception, at.exception
+    assert any(f"`{sections[1].node_id}` · leaf · inferred" in m.value for m in at.markdown)
+    assert "An inferred section: the document has no heading here" in page_text(at, "caption")
+    # An answer's citation chip of an inferred section says so, in label and tooltip.
+    at.switch_page("pages/ask.py").run()
+    at.radio(key="qs_corpus").set_value("uploads").run()
+    ask(at, "What do railway engines pull along steel tracks?")
+    chips = [b for b in at.button if (b.key or "").startswith("cite_")]
+    assert chips, "the answer cites a section"
+    labels = [unescape(c.label) for c in chips]  # "~Railway engines pull… (inferred) · 0004"
+    assert all(" ~" in label and "… (inferred) · " in label for label in labels), labels
+    assert all("An inferred section" in c.help for c in chips)
+
+
+def test_a_markdown_file_with_its_own_headings_has_no_inferred_marks():
+    at = upload(documents_page(), ("paper.md", PAPER))
+    assert not any("inferred" in k for k in outline(at)["kind"])
+    assert "sections inferred" not in page_text(at, "info")
+    assert not any("~" in n["label"] for n in graph_nodes(at).values())

@@ -118,3 +118,13 @@ def test_a_save_inside_the_run_reuses_its_lock(tmp_path):
     with run_lock(tmp_path / "ix"):
         save_index(index, tmp_path / "ix", lock_timeout=0.1)
     assert (tmp_path / "ix" / "manifest.json").is_file()
+
+
+def test_the_converter_notes_are_printed_so_inferred_sections_are_said(tmp_path, capsys):
+    doc = tmp_path / "flat.txt"
+    doc.write_text("\n\n".join(f"Paragraph {k}: " + "words about things " * 14 for k in range(40)))
+    code = main(["index", "--input", str(doc), "--output", str(tmp_path / "ix"), "--mock"])
+    err = capsys.readouterr().err
+    assert code == 0
+    assert "note: flat.txt: " in err and "sections inferred: no headings found" in err
+    assert "named by its first line" in err

@@ -105,3 +105,63 @@ def test_section_title_is_the_first_line_shortened():
 def test_target_must_be_positive():
     with pytest.raises(ValueError, match="target must be > 0"):
         section_starts(["a"], 0)
+
+
+def _unstructured(n: int = 40) -> bytes:
+    paragraphs = [f"Paragraph {k}: " + "words about many things " * 12 for k in range(n)]
+    return ("\n\n".join(paragraphs) + "\n").encode()
+
+
+def test_inferred_sections_are_marked_on_the_index_nodes_and_kept_by_a_save_and_a_rebuild(
+    tmp_path,
+):
+    from treerag_core.base.config import IndexSettings
+    from treerag_core.index.corpus import build_index
+    from treerag_core.index.embedders import get_embedder
+    from treerag_core.index.store import load_index, save_index
+    from treerag_core.ingest.documents import sources_from
+
+    notes: list[str] = []
+    sources, _ = sources_from(
+        [("n.txt", _unstructured()), ("m.md", b"# T\n\n## A\n\ntext\n")], MB, notes=notes
+    )
+    plain_text, markdown = sources
+    assert plain_text.inferred_starts and not markdown.inferred_starts
+    assert [n for n in notes if "n.txt: " in n and "sections inferred" in n]  # named by file
+    settings, embedder = IndexSettings(embedder="hashing"), get_embedder("hashing")
+    index = build_index(sources, settings, embedder)
+    sections = [n for n in index.nodes.values() if n.doc_id == "n.txt" and not n.is_root]
+    assert len(sections) == len(plain_text.inferred_starts) and all(n.inferred for n in sections)
+    assert not any(n.inferred for n in index.nodes.values() if n.doc_id == "m.md")
+    save_index(index, tmp_path / "ix")
+    loaded = load_index(tmp_path / "ix")
+    assert [n.inferred for n in loaded.nodes.values()] == [n.inferred for n in index.nodes.values()]
+    # Adding a file rebuilds from the index's own sources: the marks stay.
+    again = build_index(loaded.sources(), settings, embedder, previous=loaded)
+    assert [n.inferred for n in again.nodes.values()] == [n.inferred for n in index.nodes.values()]
+
+
+def test_an_index_saved_before_inferred_marks_still_loads(tmp_path):
+    import json
+
+    from treerag_core.base.config import IndexSettings
+    from treerag_core.index.corpus import build_index
+    from treerag_core.index.embedders import get_embedder
+    from treerag_core.index.store import load_index, save_index
+    from treerag_core.ingest.documents import sources_from
+
+    sources, _ = sources_from([("n.txt", _unstructured())], MB)
+    save_index(build_index(sources, IndexSettings(embedder="hashing"), get_embedder("hashing")),
+               tmp_path)  # fmt: skip
+    nodes = tmp_path / "nodes.jsonl"
+    rows = [json.loads(line) for line in nodes.read_text().splitlines() if line.strip()]
+    nodes.write_text("".join(json.dumps({k: v for k, v in r.items() if k != "inferred"}) + "\n"
+                             for r in rows))  # fmt: skip
+    manifest = tmp_path / "manifest.json"
+    head = json.loads(manifest.read_text())
+    for doc in head["documents"]:
+        del doc["inferred_starts"]
+    manifest.write_text(json.dumps(head))
+    loaded = load_index(tmp_path)
+    assert not any(n.inferred for n in loaded.nodes.values())
+    assert loaded.sources()[0].inferred_starts == ()

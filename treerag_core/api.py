@@ -121,7 +121,13 @@ from treerag_core.index.workspaces import (
 from treerag_core.ingest.convert import SUPPORTED_SUFFIXES
 from treerag_core.ingest.convert.llm_levels import propose_level_fixes
 from treerag_core.ingest.convert.llm_skeleton import check_contents_skeleton, skeleton_edits
-from treerag_core.ingest.documents import Converted, Rejected, convert_upload, to_source
+from treerag_core.ingest.documents import (
+    Converted,
+    Rejected,
+    conversion_notes,
+    convert_upload,
+    to_source,
+)
 from treerag_core.ingest.tree_bulk import BULK_OPS as BULK_TREE_OPS
 from treerag_core.ingest.tree_bulk import LIKE as HEADINGS_LIKE_BY
 from treerag_core.ingest.tree_bulk import between as headings_between
@@ -232,6 +238,7 @@ __all__ = [
     "check_drop",
     "check_sources",
     "compare_strategies",
+    "conversion_notes",
     "convert_upload",
     "corpus_stats",
     "count_noun",

@@ -17,6 +17,9 @@ class SourceDocument:
     text: str
     page_starts: tuple[int, ...] = ()  # from a PDF conversion: where each page begins
     source_format: str = ""
+    # Where each heading line the converter made up starts (a text with no headings cut at
+    # topic shifts): those sections' nodes are marked `inferred`.
+    inferred_starts: tuple[int, ...] = ()
 
     @property
     def sha256(self) -> str:
@@ -45,6 +48,8 @@ class TreeNode:
     children: tuple[str, ...] = ()
     summary: str = ""
     synthetic: bool = False  # an "(intro)" leaf made from a parent's own text
+    # A section the converter cut itself (no heading in the document): named by its first line
+    inferred: bool = False
 
     @property
     def is_leaf(self) -> bool:
@@ -83,6 +88,7 @@ class DocumentInfo:
     root_id: str
     page_starts: tuple[int, ...] = ()  # offset where each PDF page begins (empty: no pages)
     source_format: str = ""  # pdf | docx | html | markdown | text ("" in older indexes)
+    inferred_starts: tuple[int, ...] = ()  # SourceDocument's: kept so a rebuild keeps them
 
 
 @dataclass(frozen=True)

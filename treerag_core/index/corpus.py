@@ -83,10 +83,12 @@ class CorpusIndex:
         ]
 
     def sources(self) -> list[SourceDocument]:
-        """The documents as SourceDocuments again (texts, page maps and formats kept), to
-        rebuild with other settings or add files without losing a PDF's pages."""
+        """The documents as SourceDocuments again (texts, page maps, formats and inferred
+        sections kept), to rebuild with other settings or add files without losing them."""
         return [
-            SourceDocument(d.doc_id, self.texts[d.doc_id], d.page_starts, d.source_format)
+            SourceDocument(
+                d.doc_id, self.texts[d.doc_id], d.page_starts, d.source_format, d.inferred_starts
+            )
             for d in self.documents
         ]
 
@@ -315,6 +317,7 @@ def build_index(
             max_depth=settings.max_depth,
             first_id=next_id,
             article_leaves=settings.article_leaves,
+            inferred_starts=src.inferred_starts,
         )
         if summarizer is not None:
             overrides.update(summarizer(doc_nodes, detect_language(src.text)))
@@ -334,6 +337,7 @@ def build_index(
                 root_id=root.node_id,
                 page_starts=tuple(src.page_starts),
                 source_format=src.source_format,
+                inferred_starts=tuple(src.inferred_starts),
             )
         )
         for node in doc_nodes:

@@ -60,8 +60,15 @@ def to_source(converted: Converted, edits: Edits | None = None) -> tuple[SourceD
     todo = edits_for(edits, converted.sha256)
     if todo:
         doc, problems = apply_edits(doc, todo)
-    source = SourceDocument(doc.name, doc.text, doc.page_starts, doc.fmt)
+    source = SourceDocument(doc.name, doc.text, doc.page_starts, doc.fmt, doc.inferred_starts)
     return source, [f"{doc.name}: tree edit not applied ({p})" for p in problems]
+
+
+def conversion_notes(converted: Converted) -> list[str]:
+    """What the converter noted of the file (sections it inferred, lines it dropped), each
+    naming the file: said after an upload and by the CLI's `index`."""
+    doc = converted.document
+    return [f"{doc.name}: {note}" for note in doc.notes]
 
 
 def _sha(data: bytes) -> str:
@@ -95,7 +102,8 @@ def sources_from(
     """Convert files and folders on disk, or uploaded files (name, bytes), all the same way;
     a bad file is reported and skipped, the others kept.
 
-    `notes` (when given) collects tree edits that no longer apply; `progress(done, total)`
+    `notes` (when given) collects each file's conversion notes (`conversion_notes`) and its
+    tree edits that no longer apply; `progress(done, total)`
     hears of each file converted (PDF conversion can take minutes); `carry` collects (and
     may apply) the corrections of files whose bytes changed.
     """
@@ -118,7 +126,7 @@ def sources_from(
                     source, _ = to_source(converted, {converted.sha256: offer.applies})
         sources.append(source)
         if notes is not None:
-            notes.extend(problems)
+            notes.extend([*conversion_notes(converted), *problems])
     if progress is not None and uploads:
         progress(len(uploads), len(uploads))
     return sources, rejected

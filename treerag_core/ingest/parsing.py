@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import PurePath
 
@@ -243,6 +244,7 @@ class _Proto:
     end: int
     parent: _Proto | None
     synthetic: bool = False
+    inferred: bool = False
     children: list[_Proto] = field(default_factory=list)
     node_id: str = ""
     path: str = ""
@@ -268,6 +270,7 @@ def parse_document(
     max_depth: int = 3,
     first_id: int = 1,
     article_leaves: bool = False,
+    inferred_starts: Collection[int] = (),
 ) -> list[TreeNode]:
     """Parse Markdown into TreeNodes in document order; node 0 is the document root.
 
@@ -277,12 +280,15 @@ def parse_document(
     Headings deeper than `max_depth` are not nodes: they stay in their ancestor's content.
     With `article_leaves`, a statute's 第X条 articles are leaves at any depth (an index
     passes its `IndexSettings.article_leaves`; off by default, as there).
+    A section whose heading line starts at one of `inferred_starts` (the converter cut it
+    itself, `SourceDocument.inferred_starts`) is marked `inferred`.
     """
     if max_depth < 1:
         raise ValueError(f"max_depth must be >= 1, but got {max_depth}")
     if first_id < 0:
         raise ValueError(f"first_id must be >= 0, but got {first_id}")
     zh = detect_language(text) == "zh"
+    inferred = frozenset(inferred_starts)
     headings = scan_headings(text)
     spans = [(h.start, h.end) for h in headings]
     articles = [
@@ -317,6 +323,7 @@ def parse_document(
         start, end = _strip_span(text, section.heading.end, region_end)
         parent = proto_of[id(section.parent)] if section.parent is not None else root
         proto = _Proto(section.heading.text, section.level, start, end, parent)
+        proto.inferred = section.heading.start in inferred
         proto_of[id(section)] = proto
         protos.append(proto)
         has_children = k + 1 < len(nodes) and nodes[k + 1].parent is section
@@ -349,6 +356,7 @@ def parse_document(
             parent_id=p.parent.node_id if p.parent is not None else None,
             children=tuple(c.node_id for c in p.children),
             synthetic=p.synthetic,
+            inferred=p.inferred,
         )
         for p in protos
     ]

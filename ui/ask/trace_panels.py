@@ -43,6 +43,7 @@ from ui.common.score_tables import (
     styled_moves,
 )
 from ui.common.text_safety import code, plain
+from ui.common.tree_labels import INFERRED_HELP, inferred_name
 
 Span = tuple[int, int]
 GROUP_KINDS = {"leaf": "picked leaf", "scope": "whole scope", "graph": "graph", "layer": "layer"}
@@ -84,6 +85,9 @@ def citations(
     with st.container(horizontal=True, key="citation_chips"):
         for i, (cite, target, span) in enumerate(cited_targets(trace, index)):
             leaf = path_leaf(cite.heading_path)
+            inferred = target is not None and index.nodes[target].inferred
+            if inferred:  # named by its first line, not by a heading: the chip says so
+                leaf = inferred_name(leaf, index.document(index.nodes[target].doc_id).language)
             icon = ":material/link:" if cite.supported else ":material/warning: unsupported:"
             st.button(
                 f"{icon} {plain(leaf)}" + (f" · {target}" if target else ""),
@@ -97,7 +101,8 @@ def citations(
                     if cite.supported
                     else " — not among the retrieved evidence: the claim is not backed by "
                     "what the model was shown."
-                ),
+                )
+                + (f" — {INFERRED_HELP}" if inferred else ""),
             )
 
 

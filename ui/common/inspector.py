@@ -13,6 +13,7 @@ from treerag_core.base.pagemap import format_pages
 from ui.common.page_view import PassageMarks, page_panel
 from ui.common.score_tables import chunk_frame
 from ui.common.text_safety import plain
+from ui.common.tree_labels import INFERRED_HELP, node_kind
 
 MAX_LEAVES = 5  # step 1 picks at most this many leaves (LocateSettings refuses more)
 
@@ -96,10 +97,12 @@ def inspector(
     if node is None:
         st.info(f"Node {node_id} is not in this index (the documents changed since).")
         return
-    kind = "document root" if node.is_root else "leaf" if node.is_leaf else "section"
+    kind = node_kind(node, root="document root")
     with st.container(border=True):
         st.markdown(f"**{plain(node.heading)}** `{node_id}` · {kind} · {plain(node.doc_id)}")
         st.caption(plain(node.heading_path))
+        if node.inferred:
+            st.caption(INFERRED_HELP)
         if picked is not None and on_toggle is not None and node.is_leaf:
             _toggle_button(index, node_id, list(picked), scores or {}, on_toggle, key)
         st.markdown("**Summary**")

@@ -13,6 +13,7 @@ from treerag_core import CorpusIndex, stage_summary
 from treerag_core.base.pagemap import format_pages
 from treerag_core.base.text_rules import preview
 from treerag_core.base.types import RetrievedChunk, Trace
+from ui.common.tree_labels import node_kind
 
 TEXT_CHARS = 400  # a table cell shows this much of a chunk (the inspector shows all of it)
 FORCED = "⚠ 1.0 forced"
@@ -36,7 +37,7 @@ def outline_frame(index: CorpusIndex, doc_id: str) -> pd.DataFrame:
                 "node": node.node_id,
                 "level": depth,
                 "heading": "　" * depth + node.heading,
-                "kind": "root" if node.is_root else "leaf" if node.is_leaf else "section",
+                "kind": node_kind(node),
                 "summary": node.summary,
                 "chunks": len(index.leaf_rows(node.node_id)),
                 "chars": node.end - node.start,

@@ -15,7 +15,7 @@ import streamlit as st
 from treerag_core import CorpusIndex
 from treerag_core.base.text_rules import is_unspaced
 from treerag_core.base.types import TreeNode
-from ui.common.tree_labels import wrap_label
+from ui.common.tree_labels import INFERRED_PREFIX, wrap_label
 
 PALETTE = {
     "root": "#1E293B",
@@ -31,6 +31,7 @@ PALETTE = {
     "edge": "#CBD5E1",
     "edge_path": "#EA580C",
 }
+INFERRED_DASHES = [2, 3]  # the dotted border of a section the converter inferred
 FULL_TREE_LIMIT = 40  # larger trees collapse the subtrees off the focus paths
 MAX_WIDTH_SLOTS = 7  # ... and so do trees wider than this many node slots (labels would shrink)
 SLOT_PX, LEVEL_PX = 170, 110  # node slot width and level height, in graph pixels
@@ -88,6 +89,7 @@ class GraphView:
     focus: list[str] = field(default_factory=list)  # drawn nodes to zoom to, most wanted first
     focus_paths: dict[str, list[str]] = field(default_factory=dict)  # root first, the node last
     selected: str | None = None  # the drawn node open in the inspector: kept in view
+    inferred: int = 0  # drawn sections the converter cut itself (the legend then says so)
 
 
 def _depth(index: CorpusIndex, node_id: str) -> int:
@@ -245,6 +247,7 @@ def graph_view(
         if hidden:
             view.hidden[node_id] = hidden
         view.nodes.append(_node_dict(index, node, marks, path, hidden))
+        view.inferred += node.inferred
         if node.parent_id is not None and node.parent_id in shown:
             on_path = node_id in path or node_id in marks.picked
             view.edges.append(
@@ -358,7 +361,8 @@ def _node_dict(
         background, font = PALETTE["root"], "#FFFFFF"
     else:
         head = f"{mark}{node_id} · "
-        label = head + wrap_label(node.heading, first_line_used=len(head))
+        name = INFERRED_PREFIX + node.heading if node.inferred else node.heading
+        label = head + wrap_label(name, first_line_used=len(head))
         background, font = (
             (PALETTE["leaf"], "#0F172A") if node.is_leaf else (PALETTE["section"], "#0F172A")
         )
@@ -396,6 +400,8 @@ def _node_dict(
         out["shadow"] = {"enabled": True, "color": PALETTE["selected"], "size": 22, "x": 0, "y": 0}
     if hidden:
         out["shapeProperties"] = {"borderDashes": [5, 4]}
+    elif node.inferred:  # dotted, unlike the dashes of a collapsed node
+        out["shapeProperties"] = {"borderDashes": INFERRED_DASHES}
     return out
 
 
@@ -508,6 +514,12 @@ def graph_legend(view: GraphView, query_marks: bool = True) -> None:
     st.caption(
         marks + ":blue[blue border: in the inspector] · :yellow-background[heading match] · "
         "dashed (+N): collapsed, click to open"
+        + (
+            f" · {INFERRED_PREFIX} dotted: an inferred section (no heading there; named by its "
+            "first line)"
+            if view.inferred
+            else ""
+        )
         + (
             f" — showing {len(view.nodes)} of {view.total} nodes ({collapsed} collapsed)"
             if collapsed

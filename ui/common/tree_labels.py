@@ -8,7 +8,18 @@ import re
 
 from treerag_core import zh_words
 from treerag_core.base.text_rules import is_unspaced, one_line
+from treerag_core.base.types import TreeNode
 
+# A section the converter cut itself (`TreeNode.inferred`: a text with no headings, cut where the
+# topic shifts) is named by its first line, not by a heading: every view says so the same way.
+INFERRED = "inferred"
+INFERRED_PREFIX = "~"  # before the name where space is short (the graph's boxes, chips)
+# After a name, in its document's language (as "(intro)" / "（引言）" are).
+INFERRED_SUFFIX = {"en": " (inferred)", "zh": "（推断）"}
+INFERRED_HELP = (
+    "An inferred section: the document has no heading here; it was cut where the topic shifts "
+    "and is named by its first line."
+)
 LABEL_LINE_UNITS = 16  # a label line holds this many Latin characters (a CJK one counts 2)
 LABEL_LINES = 3
 # A Chinese numbering ("第三章", "第十二条", "一、", "（二）"): kept whole, a line may end after it.
@@ -181,3 +192,14 @@ def wrap_label(text: str, first_line_used: int = 0) -> str:
     if len(lines) > LABEL_LINES:
         lines = [*lines[: LABEL_LINES - 1], lines[LABEL_LINES - 1][:-1].rstrip() + "…"]
     return "\n".join(lines)
+
+
+def node_kind(node: TreeNode, root: str = "root") -> str:
+    """root (or `root`), section or leaf, with "· inferred" for a section the converter cut."""
+    kind = root if node.is_root else "leaf" if node.is_leaf else "section"
+    return f"{kind} · {INFERRED}" if node.inferred else kind
+
+
+def inferred_name(name: str, language: str = "en") -> str:
+    """An inferred section's name as a citation shows it: "~The work presented… (inferred)"."""
+    return f"{INFERRED_PREFIX}{name}{INFERRED_SUFFIX.get(language, INFERRED_SUFFIX['en'])}"

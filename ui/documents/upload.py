@@ -17,6 +17,7 @@ from treerag_core import (
     WorkspaceLimits,
     check_drop,
     check_sources,
+    conversion_notes,
     convert_upload,
     load_edits,
     save_edits,
@@ -130,6 +131,7 @@ def ingest(uploads: Sequence[tuple[str, bytes]], limit: int | None = None) -> No
     settings = workspace_settings()
     rejected: list[Rejected] = []
     ready: list[SourceDocument] = []
+    told: list[str] = []  # what the converter noted of the files indexed at once
     pending: list[Converted] = list(st.session_state.get(PENDING, []))
     edits = _stored_edits()
     for name, data in uploads:
@@ -153,13 +155,15 @@ def ingest(uploads: Sequence[tuple[str, bytes]], limit: int | None = None) -> No
                 )
         if converted.document.fmt in REVIEWED:
             pending = [p for p in pending if p.document.name != name] + [converted]
-        else:
+        else:  # no review step: its notes (sections it inferred) are said with the result
             ready.append(to_source(converted, edits)[0])
+            told.extend(conversion_notes(converted))
     st.session_state[PENDING] = pending
     report: dict[str, Any] = {
         "added": [],
         "replaced": [],
         "rejected": [(r.name, r.reason) for r in rejected],
+        "converted": told,
         "seconds": None,
         "failed": False,
     }
@@ -242,6 +246,9 @@ def show_report() -> None:
             plain("; ".join(parts)) + f" ({report['seconds']:.1f} s)",
             icon=":material/check_circle:",
         )
+    if report["seconds"] is not None:  # the converter's notes of the files it added
+        for note in report.get("converted", []):
+            st.info(plain(note), icon=":material/info:")
     for note in report.get("notes", []):
         st.warning(plain(note))
     for name, reason in report["rejected"]:
@@ -272,7 +279,9 @@ def uploader() -> None:
         "under a random id). PDF, DOCX, HTML, Markdown or plain text, up to "
         f"{limit / MB:g} MB a file. "
         "Markdown headings (#, ##, …) become the tree; for PDF, DOCX and HTML the tree is "
-        "inferred and shown for correction before indexing."
+        "inferred and shown for correction before indexing. A text with no headings is cut "
+        "into sections where the topic shifts, each named by its first line and marked "
+        "inferred."
     )
     # The drop zone's own "N MB per file" names the uploader's cap, not the app's limit (the
     # label says that one): hidden, so the page states one limit.

@@ -15,6 +15,9 @@ _MARKUP_LINE = re.compile(r"^ {0,3}(?:#{1,6}(?:[ \t]|$)|=+[ \t]*$|-{2,}[ \t]*$|`
 _SPACES = re.compile(r"[ \t\u00a0\u2000-\u200b\u3000]+")
 # The signal of a heading the converter made up (a PDF's "Cover page" over the cover's lines).
 COVER_SIGNAL = "cover page"
+# The signal of a section cut where the topic shifts in a text with no headings, named by its
+# first line: the one mark of an inferred heading, carried to the index's nodes (`inferred`).
+INFERRED = "inferred: no headings; cut where the topic shifts"
 
 
 @dataclass(frozen=True)
@@ -36,6 +39,12 @@ class InferredHeading:
     def synthetic(self) -> bool:
         """Whether the converter made this heading up: it is no line the document printed."""
         return COVER_SIGNAL in self.signals
+
+    @property
+    def inferred(self) -> bool:
+        """Whether the converter cut this section itself (no heading there): its title is
+        the section's first line, and the tree, citations and notes say it was inferred."""
+        return INFERRED in self.signals
 
 
 @dataclass(frozen=True)
@@ -76,6 +85,11 @@ class ConvertedDocument:
 
     def page_of(self, offset: int) -> int | None:
         return page_of(self.page_starts, offset)
+
+    @property
+    def inferred_starts(self) -> tuple[int, ...]:
+        """Where each inferred heading's line starts in `text` (what the index marks)."""
+        return tuple(h.start for h in self.headings if h.inferred)
 
 
 def clean_inline(text: str) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from treerag_core.ingest.convert.base import (
+    INFERRED,
     ConvertedDocument,
     InferredHeading,
     MarkdownWriter,
@@ -22,7 +23,6 @@ _CJK = re.compile(r"[\u4e00-\u9fff]")
 # A Markdown text with at most this many `#` headings (a title) has no tree of its own: its
 # numbered lines (一、, （一）, 1.1, 第X章) and title lines are read as in plain text.
 FEW_HEADINGS = 1
-INFERRED = "inferred: no headings; cut where the topic shifts"
 
 
 def markdown_document(name: str, text: str, fmt: str = "markdown") -> ConvertedDocument:
@@ -121,8 +121,9 @@ def _inferred(name: str, text: str, fmt: str) -> ConvertedDocument:
                 titles[i], levels[i], signals[i] = section_title(paragraphs[i]), base, (INFERRED,)
                 inserted.add(i)
             notes.append(
-                f"no headings found: {len(starts)} sections of about {TARGET_CHARS} characters, "
-                "cut where the vocabulary shifts and named by their first line (inferred)"
+                f"{len(starts)} sections inferred: no headings found, so the text was cut about "
+                f"every {TARGET_CHARS} characters where the vocabulary shifts; each section is "
+                "named by its first line"
             )
     writer = MarkdownWriter(name)
     for i, para in enumerate(paragraphs):
