@@ -6,7 +6,8 @@ average; screenshots at 1600×1000 and 1280×720.
 `--slider APP [APP ...]`: only the slider figure (issue 25), for each checkout in turn on the
 same machine at the same time (e.g. main's and a branch's): a "Final top-k" arrow-key move to
 the evidence table redrawn, several moves each, with the server's part of it (to the rerun's
-last message received) and the load average."""
+last message received) and the load average; `--floor` adds a minimal Streamlit app (one
+slider, one table: benchmarks/slider_floor) measured the same way, Streamlit's own floor."""
 
 from __future__ import annotations
 
@@ -206,18 +207,24 @@ def settled(page, timeout: float = 120) -> None:
     raise TimeoutError("the page never settled")
 
 
-def slider_move(page, url: str, moves: int = 6) -> dict[str, Any]:
-    """Seconds from an arrow-key move of the "Final top-k" slider to the final-passages table
-    drawn with its new ranks and nothing stale on the page, per move (5 → 4 → 3 → 2 → 3 →
-    4 …), and of that the server's part: to the last message of the rerun received (the
-    rest is the browser drawing it). Rerank off, no LLM: what is timed is the page."""
-    frames: list[tuple[float, int]] = []  # (arrival, bytes) of the app's websocket messages
+def recorded_frames(page) -> list[tuple[float, int]]:
+    """(arrival, bytes) of the app's websocket messages, appended as they come."""
+    frames: list[tuple[float, int]] = []
     page.on(
         "websocket",
         lambda ws: ws.on(
             "framereceived", lambda data: frames.append((time.perf_counter(), len(data or "")))
         ),
     )
+    return frames
+
+
+def slider_move(page, url: str, moves: int = 6) -> dict[str, Any]:
+    """Seconds from an arrow-key move of the "Final top-k" slider to the final-passages table
+    drawn with its new ranks and nothing stale on the page, per move (5 → 4 → 3 → 2 → 3 →
+    4 …), and of that the server's part: to the last message of the rerun received (the
+    rest is the browser drawing it). Rerank off, no LLM: what is timed is the page."""
+    frames = recorded_frames(page)
     page.goto(url)
     page.wait_for_selector(GRAPH, timeout=300_000)
     settled(page)
@@ -225,6 +232,12 @@ def slider_move(page, url: str, moves: int = 6) -> dict[str, Any]:
     settled(page)
     ask(page, QUESTIONS[1])
     settled(page)
+    return time_moves(page, frames, moves)
+
+
+def time_moves(page, frames: list[tuple[float, int]], moves: int) -> dict[str, Any]:
+    """Arrow-key moves of the "Final top-k" slider on a drawn page, each timed to its table
+    redrawn and nothing stale (`frames`: the websocket's messages, for the server's part)."""
     slider = page.locator('[data-testid="stSlider"]').filter(has_text="Final top-k")
     slider = slider.get_by_role("slider")
     slider.scroll_into_view_if_needed()
@@ -255,6 +268,18 @@ def slider_move(page, url: str, moves: int = 6) -> dict[str, Any]:
     }  # fmt: skip
 
 
+FLOOR_APP = REPO / "benchmarks" / "slider_floor"
+
+
+def floor_move(page, url: str, moves: int = 6) -> dict[str, Any]:
+    """The same moves on the floor app (one slider, one table): Streamlit's own cost."""
+    frames = recorded_frames(page)
+    page.goto(url)
+    page.wait_for_selector(".st-key-rerank_table", timeout=120_000)
+    settled(page)
+    return time_moves(page, frames, moves)
+
+
 def slider_bench(apps: Sequence[Path], embedder: str, moves: int, rounds: int) -> dict:
     """The slider figure for each checkout, served side by side and measured in turn, round
     after round, so both see the same machine load."""
@@ -271,7 +296,8 @@ def slider_bench(apps: Sequence[Path], embedder: str, moves: int, rounds: int) -
             for _ in range(rounds):
                 for app, _, url, _ in servers:
                     page = browser.new_page(viewport={"width": 1600, "height": 1000})
-                    figure = slider_move(page, url, moves)
+                    move = floor_move if app == FLOOR_APP else slider_move
+                    figure = move(page, url, moves)
                     figure["load"] = os.getloadavg()[0]
                     result["apps"].setdefault(str(app), []).append(figure)
                     page.close()
@@ -359,11 +385,16 @@ def main() -> int:
         "--slider", type=Path, nargs="+", default=None, metavar="APP",
         help="only the slider figure, for each of these checkouts (e.g. main and a branch)",
     )  # fmt: skip
+    parser.add_argument(
+        "--floor", action="store_true",
+        help="with --slider: also a minimal app (one slider, one table): Streamlit's own floor",
+    )  # fmt: skip
     parser.add_argument("--moves", type=int, default=6, help="slider moves per round")
     parser.add_argument("--rounds", type=int, default=2, help="rounds over the checkouts")
     args = parser.parse_args()
     if args.slider:
-        found = slider_bench(args.slider, args.embedder, args.moves, args.rounds)
+        apps = [*args.slider, FLOOR_APP] if args.floor else args.slider
+        found = slider_bench(apps, args.embedder, args.moves, args.rounds)
         print(json.dumps(found, indent=2))
         if args.out:
             args.out.write_text(json.dumps(found, indent=2) + "\n")
