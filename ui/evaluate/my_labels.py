@@ -300,6 +300,10 @@ def result_table(result: TuneResult) -> None:
     )  # fmt: skip
     if result.warning:
         st.warning(plain(result.warning), icon=":material/warning:")
+    if result.best_is_current:  # an Apply here would change nothing, yet say "Applied"
+        st.info("The current settings are already the best found: nothing to apply.",
+                icon=":material/check:")  # fmt: skip
+        return
     st.button(
         "Apply these settings to the sidebar", key="my_tune_apply", type="primary",
         icon=":material/check:", on_click=_apply, args=(result,),
