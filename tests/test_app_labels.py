@@ -100,7 +100,11 @@ def test_evaluate_lists_scores_imports_tunes_and_applies(marked: AppTest) -> Non
     rows.append({"id": "x", "doc": "missing.md", "question": "Missing?", "evidence": ["x"]})
     data = "".join(json.dumps(r) + "\n" for r in rows).encode()
     at.file_uploader(key="my_import_0").set_value([("q.jsonl", data, "application/json")]).run()
-    assert "documents not in the workspace: missing.md (1)" in page_text(at, "warning", plain=True)
+    note = page_text(at, "warning", plain=True)
+    assert "documents not in the workspace: missing.md (1)" in note
+    # The two questions marked on Ask come again: merged, and the note says so.
+    n = len(QUESTIONS)
+    assert f"{n} of {n + 1} question(s) imported ({n - 2} new, 2 merged with a label" in note
     assert f"**{len(QUESTIONS)}** labelled question(s)" in page_text(at, "caption")
 
     at.multiselect(key="my_tune_strategies").set_value(["flat-hybrid"]).run()

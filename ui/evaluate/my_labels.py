@@ -197,8 +197,7 @@ def _import(index) -> None:
         return
     st.session_state.my_import_round = st.session_state.get("my_import_round", 0) + 1
     try:
-        result = import_rows(index, up.getvalue(), up.name)
-        store().merge(result.questions)
+        result = store().merge_import(import_rows(index, up.getvalue(), up.name))
     except (TreeRAGError, OSError) as exc:
         show_error(exc, "Nothing was imported.")
         return
