@@ -4,6 +4,7 @@ in History and in "My labelled questions" on Evaluate, score it, import more, tu
 from __future__ import annotations
 
 import json
+import re
 import time
 
 import pytest
@@ -257,3 +258,21 @@ def test_a_tune_that_found_the_current_settings_offers_no_apply(best_is_current)
         assert at.session_state["qs_strategy"] == "flat-hybrid"
         assert at.session_state["qs_tuned"]["label"] == best.label
         assert "Applied" in page_text(at, "success")
+
+
+def test_rows_name_their_document_when_two_hold_the_same_text(app_env) -> None:
+    """A report uploaded twice (as a law may be, as Markdown and as PDF): the rows would read
+    the same, so each names the document it is from."""
+    at = open_app("pages/documents.py")
+    at.file_uploader[0].set_value(
+        [("report.md", DOC, "text/markdown"), ("copy.md", DOC, "text/markdown")]
+    ).run()
+    at.switch_page("pages/ask.py").run()
+    at.radio(key="qs_corpus").set_value("uploads").run()
+    at.toggle(key="qs_rerank").set_value(False).run()
+    ask(at, QUESTIONS[0][0])
+    assert not at.exception, at.exception
+    rows = [m.value for m in at.markdown if m.value.startswith("**#")]
+    docs = {h.chunk.doc_id for h in at.session_state["ask_trace"].reranked}
+    assert docs == {"report.md", "copy.md"} and rows
+    assert all(re.match(r"\*\*#\d+\*\* (report|copy)\\\.md › ", row) for row in rows), rows
