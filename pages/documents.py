@@ -34,6 +34,10 @@ from ui.documents.hirag_build import hirag_panel
 from ui.documents.upload import build, uploader
 
 require_app("pages/documents.py")
+# IndexSettings fields the "Built with" line always names, and the limits on which files are
+# read (not how their trees are shaped), which it leaves out.
+_IN_LINE = ("max_depth", "chunk_size", "chunk_overlap", "embedder")
+_LIMITS = ("max_file_bytes", "max_pages")
 docs = DocsState()
 GRAPH = TreeGraph("doc_graph")
 
@@ -183,9 +187,14 @@ def _workspace() -> None:
         return
     _workspace_table(index)
     s = index.settings
+    # The other settings that shape the tree, when not at their default, by their declared
+    # labels: a rebuild with article leaves or leaf graphs shows here, not only in a toast.
+    others = s.changed(skip=(*_IN_LINE, *_LIMITS))
     st.caption(
         f"Built with depth cap {s.max_depth}, chunks of {s.chunk_size} characters "
-        f"(overlap {s.chunk_overlap}), embedder {index.embedder_name} ({index.dim}-d)."
+        f"(overlap {s.chunk_overlap}), embedder {index.embedder_name} ({index.dim}-d)"
+        + "".join(f", {name}" for name in others)
+        + "."
     )
     c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
     doomed = c1.multiselect(

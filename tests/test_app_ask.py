@@ -833,6 +833,7 @@ def test_a_chinese_question_says_why_the_reranker_stayed_off_without_nested_brac
     said = app.unescape(said)
     assert said.startswith("No rerank: the English cross-encoder is not used for Chinese")
     assert "(" not in said and "Rerank Chinese questions too" in said, said
+    assert "--rerank-chinese" not in said  # the explorer's own switch, not the CLI's flag
     at.toggle(key="qs_rerank").set_value(False).run()
     assert "Rerank is off. The fused order is kept." in [c.value for c in at.caption]
 

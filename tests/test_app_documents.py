@@ -144,6 +144,9 @@ def test_remove_and_rebuild():
     again = at.session_state["ws_index"].settings
     assert again.article_leaves and again.max_depth == 1
     assert again == replace(rebuilt.settings, article_leaves=True)
+    # The workspace line names the setting by its declared label, not only a toast.
+    built = next(c.value for c in at.caption if c.value.startswith("Built with"))
+    assert built.endswith(f", {label}."), built
 
 
 def test_document_text_is_never_rendered_as_html_or_markdown():

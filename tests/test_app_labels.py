@@ -4,6 +4,7 @@ in History and in "My labelled questions" on Evaluate, score it, import more, tu
 from __future__ import annotations
 
 import json
+import re
 import time
 
 import pytest
@@ -12,7 +13,10 @@ from streamlit.testing.v1 import AppTest
 from tests.app_helpers import ask, open_app, page_text
 from tests.conftest import keyless_app
 from tests.test_eval_tune import QUESTIONS, TOPICS
+from treerag_core.base.settings import QuerySettings
+from treerag_core.evaluation.intervals import Interval
 from treerag_core.evaluation.labels import LabelStore
+from treerag_core.evaluation.tune import Candidate, TuneResult
 
 DOC = ("# Report\n\n" + "".join(f"## {h}\n\n{t}\n\n" for h, t in TOPICS)).encode()
 
@@ -97,7 +101,11 @@ def test_evaluate_lists_scores_imports_tunes_and_applies(marked: AppTest) -> Non
     rows.append({"id": "x", "doc": "missing.md", "question": "Missing?", "evidence": ["x"]})
     data = "".join(json.dumps(r) + "\n" for r in rows).encode()
     at.file_uploader(key="my_import_0").set_value([("q.jsonl", data, "application/json")]).run()
-    assert "documents not in the workspace: missing.md (1)" in page_text(at, "warning", plain=True)
+    note = page_text(at, "warning", plain=True)
+    assert "documents not in the workspace: missing.md (1)" in note
+    # The two questions marked on Ask come again: merged, and the note says so.
+    n = len(QUESTIONS)
+    assert f"{n} of {n + 1} question(s) imported ({n - 2} new, 2 merged with a label" in note
     assert f"**{len(QUESTIONS)}** labelled question(s)" in page_text(at, "caption")
 
     at.multiselect(key="my_tune_strategies").set_value(["flat-hybrid"]).run()
@@ -109,14 +117,15 @@ def test_evaluate_lists_scores_imports_tunes_and_applies(marked: AppTest) -> Non
         at.run()
     assert not at.exception, at.exception
     table = _frame(at, "score [95%]")
-    rows, best = list(table[""]), list(table["settings"])[1]
+    rows, (current, best, _) = list(table[""]), list(table["settings"])
     assert rows[0] == "current" and "cross-validated" in rows[1]
     folds = _frame(at, "chosen on the other folds")
     assert sum(folds["n"]) == len(QUESTIONS)
-    at.button(key="my_tune_apply").click().run()
-    assert at.session_state["qs_strategy"] == best.split(" · ")[0]
-    assert at.session_state["qs_tuned"]["label"] == best  # window, rerank reading: kept too
-    assert "Applied" in page_text(at, "success")
+    # Every setting reads the whole short report within 2,000 characters: a tie, which keeps
+    # the current settings, so there is nothing to apply (the Apply is tested below).
+    assert best == current
+    assert "already the best found" in page_text(at, "info")
+    assert "my_tune_apply" not in [b.key for b in at.button]
 
 
 def _score_like_a_dev_set(at: AppTest) -> None:
@@ -216,3 +225,54 @@ def test_an_unmarked_passage_has_no_badge_and_no_doubled_separator():
     assert _badged(None, "PART II > Item 8") == "PART II > Item 8"  # was "· · PART II …"
     assert _badged(True, "PART II") == "✅ answers · PART II"
     assert _badged(False, "PART II") == "❌ does not · PART II"
+
+
+def _tune_table_app() -> None:
+    import streamlit as st
+
+    from ui.evaluate.my_labels import result_table
+
+    result_table(st.session_state["result"])
+
+
+@pytest.mark.parametrize("best_is_current", [True, False])
+def test_a_tune_that_found_the_current_settings_offers_no_apply(best_is_current) -> None:
+    current = Candidate("treerag · current", QuerySettings())
+    tuned = Candidate("flat-hybrid · tuned", QuerySettings(strategy="flat-hybrid"))
+    best = current if best_is_current else tuned
+    zero = Interval(0.0, 0.0, 0.0)
+    result = TuneResult(
+        "recall@2000c", 8, 4, current, best, 0.5, Interval(0.5, 0.4, 0.6),
+        Interval(0.5, 0.4, 0.6), zero, (), 2, 2, False, 1.0, 1.0,
+    )  # fmt: skip
+    at = AppTest.from_function(_tune_table_app)
+    at.session_state["result"] = result
+    at.run()
+    assert not at.exception, at.exception
+    offered = [b.key for b in at.button] == ["my_tune_apply"]
+    said = "already the best found" in page_text(at, "info")
+    assert (offered, said) == (not best_is_current, best_is_current)
+    if offered:  # the sidebar takes the tuned settings, those it has no widget for too
+        at.button(key="my_tune_apply").click().run()
+        assert not at.exception, at.exception
+        assert at.session_state["qs_strategy"] == "flat-hybrid"
+        assert at.session_state["qs_tuned"]["label"] == best.label
+        assert "Applied" in page_text(at, "success")
+
+
+def test_rows_name_their_document_when_two_hold_the_same_text(app_env) -> None:
+    """A report uploaded twice (as a law may be, as Markdown and as PDF): the rows would read
+    the same, so each names the document it is from."""
+    at = open_app("pages/documents.py")
+    at.file_uploader[0].set_value(
+        [("report.md", DOC, "text/markdown"), ("copy.md", DOC, "text/markdown")]
+    ).run()
+    at.switch_page("pages/ask.py").run()
+    at.radio(key="qs_corpus").set_value("uploads").run()
+    at.toggle(key="qs_rerank").set_value(False).run()
+    ask(at, QUESTIONS[0][0])
+    assert not at.exception, at.exception
+    rows = [m.value for m in at.markdown if m.value.startswith("**#")]
+    docs = {h.chunk.doc_id for h in at.session_state["ask_trace"].reranked}
+    assert docs == {"report.md", "copy.md"} and rows
+    assert all(re.match(r"\*\*#\d+\*\* (report|copy)\\\.md › ", row) for row in rows), rows

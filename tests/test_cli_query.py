@@ -11,6 +11,7 @@ import pytest
 from tests.conftest import SAMPLES
 from treerag_core.base.settings import QuerySettings
 from treerag_core.cli import build_parser, main, settings_from_args, unused_option_notes
+from treerag_core.search.rerank import CHINESE_SKIPPED
 
 QUESTION = "How many epochs was the model trained for?"
 
@@ -80,6 +81,22 @@ def test_flat_query_with_leaves_says_so_and_prints_no_empty_locate(paper_index, 
     assert "note: --leaves is not used: flat-hybrid does not locate sections" in err
     assert "Located 0 leaf nodes" not in out and "Located" not in out
     assert "Retrieved 1 chunk (from 1 searched group):" in out
+
+
+def test_a_chinese_question_names_the_flag_that_reranks_it(paper_index, capsys):
+    """The skip note names the CLI's own control (the explorer's names its switch)."""
+    base = ["query", "--index", str(paper_index), "--query", "模型训练了多少轮？", "--mock"]
+    assert main(base) == 0
+    [line] = [x for x in capsys.readouterr().out.splitlines() if x.startswith("Fallback (rerank)")]
+    note = f"{CHINESE_SKIPPED}; --rerank-chinese switches it on"
+    assert line == f"Fallback (rerank): kept_fused_order - {note}"
+    assert main([*base, "--rerank-chinese"]) == 0
+    assert "Fallback (rerank)" not in capsys.readouterr().out
+    parse, args = build_parser().parse_args, ["query", "--index", "x", "--query", "q", "--mock"]
+    off = parse(args)
+    assert settings_from_args(parse([*args, "--rerank-chinese"]), QuerySettings()).rerank.chinese
+    # Unset, the flag keeps the base's value (a --settings file's).
+    assert settings_from_args(off, QuerySettings().set("rerank.chinese", True)).rerank.chinese
 
 
 def test_mock_answer_says_it_is_extractive_and_the_trace_records_it(paper_index, capsys):

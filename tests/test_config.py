@@ -33,3 +33,14 @@ def test_eval_roots_from_the_environment_or_beside_the_repo(monkeypatch, tmp_pat
     default = eval_roots()
     monkeypatch.setenv("TREERAG_EVAL_DIRS", os.pathsep)  # nothing listed: the default
     assert eval_roots() == default and default[0].parts[-2:] == ("shared", "eval")
+
+
+def test_changed_names_settings_off_their_default_by_their_labels():
+    assert IndexSettings().changed() == []
+    changed = IndexSettings(max_depth=4, article_leaves=True, graph_min_leaf_chars=3000)
+    assert changed.changed() == [
+        "Depth cap: 4",
+        "Knowledge graphs for leaves from 3000 characters",
+        "Statute articles as leaves",
+    ]
+    assert changed.changed(skip=("max_depth",)) == changed.changed()[1:]

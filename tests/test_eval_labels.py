@@ -154,9 +154,16 @@ def test_import_replaces_a_question_with_the_same_text(index, tmp_path: Path) ->
     store.mark("How long was training?", mark_from_text(index, "router.md", "12 epochs"))
     row = {"id": "t1", "doc": "router.md", "question": "How long  was training?",
            "evidence": ["8 GPUs"]}  # fmt: skip
-    store.merge(import_rows(index, json.dumps(row).encode()).questions)
-    (only,) = store.load()
+    other = {"id": "t2", "doc": "router.md", "question": "How many GPUs?", "evidence": ["8 GPUs"]}
+    raw = "\n".join(json.dumps(r) for r in (row, other)).encode()
+    result = store.merge_import(import_rows(index, raw))
+    only, _ = store.load()
     assert only.id == "t1" and [m.text for m in only.evidence] == ["8 GPUs"]
+    # The summary says one replaced a stored label: the count rose by 1, not by 2.
+    assert result.merged == 1 and len(store.load()) == 2
+    assert "2 of 2 question(s) imported (1 new, 1 merged with a label you already had)" in (
+        result.summary()
+    )
 
 
 def test_labelled_questions_score_as_an_eval_report_with_intervals(index, tmp_path: Path) -> None:

@@ -138,6 +138,7 @@ def test_selection_uses_only_the_training_folds(labelled) -> None:
     # Equal scores everywhere: no gain, and the warning says it is noise.
     flat = tuner._result([[0.5] * n, [0.5] * n], False, 1.0, 1.0, {})
     assert flat.best.label == tuner.candidates[0].label and "inside the noise" in flat.warning
+    assert flat.best_is_current and not res.best_is_current  # nothing to apply, or something
 
 
 def test_stop_keeps_the_settings_finished(labelled) -> None:

@@ -24,6 +24,7 @@ from treerag_core.search.rerank import (
     SentenceTransformersCrossEncoder,
     bundled_model_dir,
     get_reranker,
+    naming_control,
     relevance_boundary,
     rerank_chunks,
 )
@@ -308,6 +309,9 @@ def test_chinese_skips_the_english_model_unless_asked() -> None:
     assert [h.final_rank for h in out] == [1, 2, 3, 4]
     out, reason = rerank_chunks("router expert", hits, fake, 5, "zh", True)
     assert reason is None and len(fake.calls) == 1
+    # The rule is said once; where it is shown, it names that place's control.
+    assert naming_control(CHINESE_SKIPPED, "--flag") == f"{CHINESE_SKIPPED}; --flag switches it on"
+    assert naming_control(RERANK_OFF, "--flag") == RERANK_OFF
     assert out[0].chunk.chunk_id == "c"
 
 

@@ -52,8 +52,12 @@ def test_a_strategy_that_could_not_run_is_named_under_the_table(compared):
     captions = re.sub(r"\\(.)", r"\1", " ".join(c.value for c in compared.caption))
     for item in failed:
         assert f"**{item.strategy}** could not run" in captions
-    # treerag-kg's reason is the explorer's own steps, not the engine's CLI flag.
-    assert "Rebuild with other settings" in captions and "--graph-min" not in captions
+    # treerag-kg's steps are said once, in the note above the button (the explorer's own
+    # steps, not the engine's CLI flag); under the table, only that it could not run.
+    [note] = [unescape(i.value) for i in compared.info if "leaf knowledge graphs" in i.value]
+    assert "Rebuild with other settings" in note and "--graph-min" not in note
+    assert "Rebuild with other settings" not in captions
+    assert "no leaf knowledge graphs (how to add them: the note above)" in captions
 
 
 def test_the_cards_are_collapsed_one_per_strategy(compared):

@@ -172,7 +172,7 @@ from treerag_core.records.terminal import (
 )
 from treerag_core.records.trace_json import stage_summary, trace_to_json
 from treerag_core.search.override import override_locate
-from treerag_core.search.rerank import RERANK_OFF, get_reranker
+from treerag_core.search.rerank import RERANK_OFF, get_reranker, naming_control
 from treerag_core.search.routing import document_rows
 from treerag_core.strategies import (
     all_strategies,
@@ -373,6 +373,7 @@ __all__ += [
     "mean_intervals",
     "metric_lookup",
     "metric_number",
+    "naming_control",
     "other_llm_endpoint",
     "parse_report",
     "public_url",

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypeVar
 
 from treerag_core.base.names import EmbedderName
-from treerag_core.base.settings import SETTING, SettingInfo, check_ranges, setting
+from treerag_core.base.settings import SETTING, SettingInfo, check_ranges, field_default, setting
 
 N = TypeVar("N", int, float)
 
@@ -196,6 +196,25 @@ class IndexSettings:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def changed(self, skip: Collection[str] = ()) -> list[str]:
+        """Each setting a person sets (one with a SettingInfo) that is not at its default,
+        outside `skip`, named by its declared label: a switch that is on by the label alone
+        ("Statute articles as leaves"), a label with "…" by the value in its place
+        ("Knowledge graphs for leaves from 3000 characters"), any other as "label: value"."""
+        named = []
+        for f in fields(self):
+            info = f.metadata.get(SETTING)
+            value = getattr(self, f.name)
+            if info is None or f.name in skip or value == field_default(type(self), f.name):
+                continue
+            if isinstance(value, bool):
+                named.append(info.label if value else f"{info.label}: off")
+            elif "…" in info.label:
+                named.append(info.label.replace("…", f"{value}"))
+            else:
+                named.append(f"{info.label}: {value}")
+        return named
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> IndexSettings:

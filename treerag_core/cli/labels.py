@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     if not source.is_file():
         raise SettingsError(f"no questions file at {source}: give a questions.jsonl to import")
     result = import_rows(engine.index, source.read_bytes(), args.path)
-    store.merge(result.questions)
+    result = store.merge_import(result)
     print(f"imported into {store.path}: {result.summary()}")
     for qid, start in result.not_verbatim:
         print(f"  not verbatim: {terminal_safe(qid)}: {terminal_safe(start)!r}…")

@@ -38,8 +38,10 @@ SETTING_FLAGS = {
     "candidate_window": "retrieve.candidate_window",
     "locator": "locate.locator",
     "max_leaves": "locate.max_leaves",
+    "rerank_chinese": "rerank.chinese",
     "strategy": "strategy",
 }
+RERANK_CHINESE = "--rerank-chinese"  # named by the note of a Chinese question's skipped rerank
 # The LLM flags: flag dest -> LLMSettings field (--model is the answer model).
 LLM_FLAGS = {
     "base_url": "base_url",
@@ -214,6 +216,13 @@ def add_retrieval_options(p: argparse.ArgumentParser) -> None:
         "--no-rerank",
         action="store_true",
         help=f"turn off {settings_info('rerank.enabled').label.lower()}: keep the fused order",
+    )
+    chinese = settings_info("rerank.chinese")
+    p.add_argument(
+        RERANK_CHINESE,
+        action="store_true",
+        default=None,  # unset: the --settings file's value, else the default (off)
+        help=f'"{chinese.label}": {chinese.help[:1].lower()}{chinese.help[1:]}',  # its one text
     )
     p.add_argument(
         "--drilldown-layers",

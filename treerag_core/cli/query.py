@@ -22,6 +22,7 @@ from treerag_core import (
 from treerag_core.base.errors import VectorStoreError
 from treerag_core.base.settings import QuerySettings
 from treerag_core.cli.options import (
+    RERANK_CHINESE,
     add_query_options,
     base_settings,
     drilldown_options,
@@ -83,7 +84,7 @@ def answer(engine: Engine, question: str, settings: QuerySettings, leaves, as_js
         if event.kind == "located":
             print(render_header(trace), end="", flush=True)
         elif event.kind == "reranked":
-            print(render_retrieval(trace), end="", flush=True)
+            print(render_retrieval(trace, RERANK_CHINESE), end="", flush=True)
         elif event.kind == "delta":
             print(terminal_safe(event.delta), end="", flush=True)
     assert trace is not None

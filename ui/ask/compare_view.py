@@ -22,7 +22,7 @@ from treerag_core import (
     hirag_for,
     strategy_names,
 )
-from treerag_core.base.errors import TreeRAGError
+from treerag_core.base.errors import MissingGraphsError, TreeRAGError
 from treerag_core.base.settings import QuerySettings
 from treerag_core.base.text_rules import path_leaf, preview
 from treerag_core.base.types import RetrievedChunk, Trace
@@ -360,7 +360,12 @@ def _summary(
     for item in results:
         if item.trace is None:
             failure = item.failure
-            why = error_markdown(failure, kind) if failure is not None else plain(item.error)
+            if isinstance(failure, MissingGraphsError):  # the steps are in the note above
+                why = "this index has no leaf knowledge graphs (how to add them: the note above)."
+            elif failure is not None:
+                why = error_markdown(failure, kind)
+            else:
+                why = plain(item.error)
             st.caption(f"**{plain(item.strategy)}** could not run: {why}")
 
 

@@ -110,12 +110,19 @@ def passage_marks(trace: Trace, corpus: Corpus | None) -> None:
     with st.expander("Mark the evidence: which passages answer the question?", expanded=True):
         _notice()
         _labelled_line(question)
-        for hit in trace.reranked[:ROWS_SHOWN]:
+        rows = trace.reranked[:ROWS_SHOWN]
+        # Two documents may hold the same text (a law as Markdown and as PDF): then each row
+        # names its document, or identical rows hide which copy is being marked.
+        several = len({h.chunk.doc_id for h in rows}) > 1
+        for hit in rows:
             c = hit.chunk
             verdict = verdicts.get((c.doc_id, c.start, c.end))
+            where = (
+                f"{plain(c.doc_id)} › {plain(c.heading_path)}" if several else plain(c.heading_path)
+            )
             left, right = st.columns([3, 2], vertical_alignment="center")
             left.markdown(
-                f"**#{hit.final_rank}** {_badged(verdict, plain(c.heading_path))}  \n"
+                f"**#{hit.final_rank}** {_badged(verdict, where)}  \n"
                 f"{plain(c.text[:220])}{'…' if len(c.text) > 220 else ''}"
             )
             with right:

@@ -19,6 +19,7 @@ from treerag_core import (
     document_rows,
     format_cost,
     get_strategy,
+    naming_control,
     stage_summary,
     verdict_label,
 )
@@ -33,6 +34,7 @@ from treerag_core.base.types import (
     RetrievedChunk,
     Trace,
 )
+from ui.common.query_controls import SETTING_LABELS
 from ui.common.score_tables import (
     TEXT_PX,
     leaf_score_frame,
@@ -361,6 +363,7 @@ def rerank(
     else:
         reason = next((f.detail for f in trace.fallbacks if f.stage == "rerank"), RERANK_OFF)
         # Plain clauses, never a reason in brackets (it may hold an aside of its own).
+        reason = naming_control(reason, f'"{SETTING_LABELS["rerank.chinese"]}" in Step 2')
         said = "Rerank is off" if reason == RERANK_OFF else f"No rerank: {reason.rstrip('.')}"
         st.caption(f"{plain(said)}. The fused order is kept.")
     frame = rerank_frame(reranked, pooled, previous)

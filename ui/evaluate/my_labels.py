@@ -197,8 +197,7 @@ def _import(index) -> None:
         return
     st.session_state.my_import_round = st.session_state.get("my_import_round", 0) + 1
     try:
-        result = import_rows(index, up.getvalue(), up.name)
-        store().merge(result.questions)
+        result = store().merge_import(import_rows(index, up.getvalue(), up.name))
     except (TreeRAGError, OSError) as exc:
         show_error(exc, "Nothing was imported.")
         return
@@ -300,6 +299,10 @@ def result_table(result: TuneResult) -> None:
     )  # fmt: skip
     if result.warning:
         st.warning(plain(result.warning), icon=":material/warning:")
+    if result.best_is_current:  # an Apply here would change nothing, yet say "Applied"
+        st.info("The current settings are already the best found: nothing to apply.",
+                icon=":material/check:")  # fmt: skip
+        return
     st.button(
         "Apply these settings to the sidebar", key="my_tune_apply", type="primary",
         icon=":material/check:", on_click=_apply, args=(result,),
