@@ -139,6 +139,10 @@ def test_selection_uses_only_the_training_folds(labelled) -> None:
     flat = tuner._result([[0.5] * n, [0.5] * n], False, 1.0, 1.0, {})
     assert flat.best.label == tuner.candidates[0].label and "inside the noise" in flat.warning
     assert flat.best_is_current and not res.best_is_current  # nothing to apply, or something
+    from treerag_core.cli.tune import format_result  # the CLI says it too, not only the page
+
+    assert "already the best found" in format_result(flat)
+    assert "already the best found" not in format_result(res)
 
 
 def test_stop_keeps_the_settings_finished(labelled) -> None:

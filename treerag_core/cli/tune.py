@@ -108,6 +108,8 @@ def format_result(result: TuneResult) -> str:
         "(in-sample: optimistic) |",
         f"| gain (paired) | | {result.gain.text()} |",
     ]
+    if result.best_is_current:
+        lines += ["", "The current settings are already the best found: nothing to change."]
     if result.warning:
         lines += ["", f"warning: {result.warning}"]
     return "\n".join(lines) + "\n"
