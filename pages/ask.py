@@ -162,9 +162,8 @@ def _pending_banner(trace: Trace, moves: Sequence[str]) -> None:
 
 def _maybe_rerun(trace: Trace, engine: Engine, settings: QuerySettings, corpus: Corpus) -> Trace:
     """Steps 2-3 again when a rerun-at-once control moved (the engine decides on step 1)."""
-    if ask.controls is None:  # a trace opened from elsewhere: shown as it ran
-        ask.controls = settings.to_dict()
-        return trace
+    if ask.controls is None:  # opened from elsewhere: shown as it ran (a reload: as its link)
+        ask.controls = kept.logged_controls(settings)
     before, now = ask.controls, settings.to_dict()
     if not [p for p in qc.RERUN_SETTINGS if qc.setting(before, p) != qc.setting(now, p)]:
         return trace
@@ -422,6 +421,7 @@ def story_fragment(corpus: Corpus, doc_ids: list[str], engine: Engine, scope) ->
         st.rerun(scope="app")
     if restored_just_now() and _fragment_run():  # the question box shows the restored one
         st.rerun(scope="app")
+    kept.keep_tuning()  # step 2's controls are in here: a move reruns only this
     trace: Trace | None = ask.trace if ask.trace_corpus == corpus.key else None
     try:
         settings = qc.query_settings()

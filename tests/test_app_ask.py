@@ -805,6 +805,48 @@ def test_a_reload_keeps_the_question_and_scope_in_the_link_and_shows_the_result_
     assert _link(midway, "q") == []
 
 
+def _reload_link(at: AppTest, **link: str) -> AppTest:
+    """F5 on `at`'s link (every parameter, as the browser keeps them), `link` written over."""
+    again = AppTest.from_file(str(APP), default_timeout=90)
+    for name, value in {**at.query_params, **link}.items():
+        again.query_params[name] = value
+    again.run()
+    assert not again.exception, again.exception
+    return again
+
+
+def test_a_reload_keeps_the_step2_tuning_in_the_link_and_retunes_the_reopened_result(app_data):
+    at = ask(open_app(), PAPER_QUESTION)
+    assert not [k for k in at.query_params if k.startswith("qs_")]  # defaults stay out
+    count = logged(app_data)
+    at.slider(key="qs_final_top_k").set_value(3).run()
+    at.slider(key="qs_dense_weight").set_value(0.7).run()
+    assert _link(at, "qs_final_top_k") == ["3"] and _link(at, "qs_dense_weight") == ["0.7"]
+    again = _reload_link(at)
+    assert again.text_input(key="ask_question").value == PAPER_QUESTION
+    assert again.slider(key="qs_final_top_k").value == 3
+    assert again.slider(key="qs_dense_weight").value == 0.7
+    shown = again.session_state["ask_trace"]  # the logged result, retuned to the link
+    assert shown.question == PAPER_QUESTION and len(shown.reranked) == 3
+    assert final_ranks(table(again, "rerank")) == [1, 2, 3]
+    said = page_text(again, plain=True)  # named against the logged run
+    assert "Dense weight: 0.5 → 0.7, Final top-k: 5 → 3" in said, said
+    assert logged(app_data) == count  # nothing was asked again
+    # Back to the default: out of the link, and a reload shows the logged run as it ran.
+    again.slider(key="qs_final_top_k").set_value(5).run()
+    assert _link(again, "qs_final_top_k") == [] and _link(again, "qs_dense_weight") == ["0.7"]
+    # A value the widget cannot take is ignored (the link is anyone's): no crash, the default.
+    for junk in ("abc", "999", "0", "2.5", "nan", ""):
+        bad = _reload_link(at, qs_final_top_k=junk, qs_fusion="nope", qs_rerank="maybe")
+        assert bad.slider(key="qs_final_top_k").value == 5, junk
+        assert bad.selectbox(key="qs_fusion").value == "weighted"
+        assert bad.toggle(key="qs_rerank").value is True
+        assert bad.slider(key="qs_dense_weight").value == 0.7  # the valid value still counts
+        assert len(bad.session_state["ask_trace"].reranked) == 5
+        assert _link(bad, "qs_final_top_k") == [] and _link(bad, "qs_fusion") == []
+    assert logged(app_data) == count
+
+
 def test_a_linked_result_that_cannot_be_reopened_says_why_and_keeps_the_question(
     app_data, monkeypatch
 ):

@@ -108,6 +108,9 @@ class AskState(PageState):
     kept_question: Slot[str] = Slot("")
     kept_scope: Slot[dict[str, list[str]]] = Slot(factory=dict)
     link_read: Slot[bool] = Slot(False)
+    # A reload's reopened result (its audit-log id) and the step-2 values its link moved away
+    # from the logged ones (setting path -> logged value): shown retuned, once.
+    link_tuned: Slot[tuple[int, dict[str, Any]] | None] = Slot(None)
     # An Ask under way: {"question", "corpus"}, set before it runs and cleared when its trace
     # is stored (or its error shown). Still set on a later run: Streamlit stopped it midway
     # (a page switch or a control moved), so the page says so (kept.interrupted_notice).
