@@ -336,9 +336,12 @@ def _dataset_note(report: dict[str, Any], folder: Path | None) -> None:
     )
 
 
-def _run_meta(began: float, started: float, n: int, folder: Path | None = None) -> dict[str, Any]:
+def _run_meta(
+    report: dict[str, Any], began: float, started: float, n: int, folder: Path | None = None
+) -> dict[str, Any]:
     """Where a run came from and its time: the whole run (from `began`: indexing unless
-    cached, model loads) and its questions alone (from `started`)."""
+    cached, model loads) and its questions alone (from `started`); a stopped run also how
+    many of its `n` questions it answered."""
     meta: dict[str, Any] = {"source": "run"}
     if folder is not None:
         meta["folder"] = str(folder)
@@ -347,6 +350,9 @@ def _run_meta(began: float, started: float, n: int, folder: Path | None = None) 
     meta["prepare_seconds"] = started - began  # indexing the documents, loading the reranker
     meta["question_seconds"] = now - started
     meta["questions"] = n
+    if report.get("partial"):
+        rows = (report.get("questions") or {}).values()
+        meta["questions_run"] = max((len(records) for records in rows), default=0)
     meta["created"] = datetime.now(UTC).isoformat(timespec="seconds")
     return meta
 
@@ -371,7 +377,7 @@ def _mine_work(
         report = my_labels.score(
             mine, strategies, scope, limit, settings, job.progress, llm, job.stop.is_set
         )
-        return report, _run_meta(began, started, n)
+        return report, _run_meta(report, began, started, n)
 
     return work
 
@@ -411,7 +417,7 @@ def _folder_work(
             es.folder, config, cache_dir=ed.cache_dir(), progress=job.progress, index=es.index,
             api_key=llm.key if llm is not None else None, should_stop=job.stop.is_set,
         )  # fmt: skip
-        return report, _run_meta(began, started, n, es.folder)
+        return report, _run_meta(report, began, started, n, es.folder)
 
     return work
 

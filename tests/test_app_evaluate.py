@@ -433,6 +433,7 @@ def test_stop_keeps_the_questions_already_run_as_a_partial_report(qasper, monkey
     assert report["partial"] is True
     # Whole questions: every strategy scored on the same one, so their differences hold.
     assert {len(rows) for rows in report["questions"].values()} == {1}
+    assert "answering 1 of 2 questions" in page_text(at, "caption")  # not "2 questions"
 
 
 def test_stop_before_any_question_says_there_is_nothing_to_report(qasper, monkeypatch):

@@ -42,6 +42,8 @@ def run_time(meta: dict[str, Any]) -> str:
         return whole
     n = meta.get("questions")
     questions = f"{n} question{'s' if n != 1 else ''}" if n else "the questions"
+    if n and "questions_run" in meta:  # a stopped run: what it answered of what it planned
+        questions = f"{meta['questions_run']} of {questions}"
     return (
         f"{whole} ({meta.get('prepare_seconds', 0.0):.1f} s indexing and loading models, "
         f"{meta['question_seconds']:.1f} s answering {questions})"
