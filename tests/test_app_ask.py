@@ -104,6 +104,9 @@ def test_question_colours_picked_leaves_and_their_path():
     trace = at.session_state["ask_trace"]
     picked = [leaf.node_id for leaf in trace.locate.leaves]
     assert picked, "step 1 picked nothing"
+    n = len(picked)  # the heading says who picked them (a presenter's first question)
+    title = f"① Locate · {n} section{'s' if n != 1 else ''} picked by the local locator"
+    assert title in [h.value for h in at.subheader]
     colours = background(at)
     for leaf in picked:
         assert colours[leaf] == PALETTE["picked"]
@@ -910,6 +913,7 @@ def test_llm_path_then_slider_makes_no_new_llm_call(monkeypatch):
         ask(at, PAPER_QUESTION)
         trace = at.session_state["ask_trace"]
         assert trace.locate.locator == "llm", trace.fallbacks
+        assert any(h.value.endswith("picked by the LLM") for h in at.subheader)
         assert trace.locate.leaves[0].sub_query == "number of training epochs"
         assert len(server.requests) == 2  # locate + answer
         assert "test-key" not in json.dumps(trace.to_dict())

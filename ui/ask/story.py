@@ -224,6 +224,16 @@ def graph_docs(index: CorpusIndex, doc_ids: Sequence[str], marks: GraphMarks) ->
     return docs or list(doc_ids)
 
 
+# Who picked step 1's sections, said in its heading: a presenter's first question (the
+# reasoning and fallbacks stay in the step's details).
+PICKED_BY = {
+    "llm": " by the LLM",
+    "local": " by the local locator",
+    "keyword": " by keyword",
+    "manual": " by you",
+}
+
+
 def locate_step(corpus: Corpus, doc_ids: Sequence[str], trace: Trace | None) -> None:
     """① The tree with the picked sections; a click opens a node in the inspector."""
     index = corpus.index
@@ -234,8 +244,12 @@ def locate_step(corpus: Corpus, doc_ids: Sequence[str], trace: Trace | None) -> 
         list(doc_ids) if st.session_state.get("ask_all_docs") else graph_docs(index, doc_ids, marks)
     )
     n = len(marks.picked)
-    title = "① Locate" + (f" · {n} section{'s' if n != 1 else ''} picked" if n else "")
-    if st.session_state.get(PRESENT):
+    presenting = bool(st.session_state.get(PRESENT))
+    # Not when presenting: the heading would wrap at 1280 px and push the graph down.
+    by = PICKED_BY.get(trace.locate.locator, "") if trace and trace.locate else ""
+    by = "" if presenting else by
+    title = "① Locate" + (f" · {n} section{'s' if n != 1 else ''} picked{by}" if n else "")
+    if presenting:
         # Presenting, the view's controls fold into one button beside the heading: their row
         # is ~55 px the graph needs to show a picked path whole at 1280×720.
         head, menu = st.columns([4, 1], vertical_alignment="center")
