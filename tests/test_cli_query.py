@@ -132,14 +132,15 @@ def test_an_unreachable_base_url_names_the_flag_that_set_it(paper_index, capsys,
     )  # fmt: skip
     assert code == 0
     details = [f["detail"] for f in json.loads(capsys.readouterr().out)["fallbacks"]]
-    assert details and all("Check the base URL (--base-url)" in d for d in details)
+    assert details and all("Check the base URL (--base-url, or Endpoint" in d for d in details)
     assert not any("OPENAI_BASE_URL" in d for d in details)
+    assert not any(".;" in d for d in details)  # the error's full stop, then "; used the …"
 
 
 def test_url_source_is_the_variable_only_when_the_url_is_its():
-    from treerag_core.llm.endpoints import url_source
+    from treerag_core.llm.endpoints import BASE_URL_SETTING, url_source
 
-    assert url_source("http://h/v1", "OPENAI_BASE_URL", None) == "--base-url"
+    assert url_source("http://h/v1", "OPENAI_BASE_URL", None) == BASE_URL_SETTING
     assert url_source("http://h/v1", "OPENAI_BASE_URL", "http://h/v1") == "OPENAI_BASE_URL"
     assert url_source(None, "OPENAI_BASE_URL", None) == "OPENAI_BASE_URL"
 

@@ -240,7 +240,9 @@ def synthesize_step(engine: Engine, trace: Trace, settings: QuerySettings, clien
             trace.answer_usage = getattr(stream, "usage", None) or Usage()
         except LLMError as exc:
             trace.fallbacks.append(
-                Fallback("synthesize", exc.reason, f"{exc}; extractive answer instead")
+                Fallback(
+                    "synthesize", exc.reason, f"{str(exc).rstrip('.')}; extractive answer instead"
+                )
             )
             if parts:
                 yield "\n\n"

@@ -15,8 +15,12 @@ def url_source(given: str | None, env_name: str, env: str | None) -> str:
     endpoint field sets the same)."""
     given, env = (given or "").strip(), (env or "").strip()
     if given and given != env:
-        return "--base-url"
+        return BASE_URL_SETTING
     return env_name
+
+
+# Both places one sets it, since the message is read in a terminal or in the browser.
+BASE_URL_SETTING = "--base-url, or Endpoint in the explorer's LLM panel"
 
 
 DEFAULT_BASE_URL = {

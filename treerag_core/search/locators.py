@@ -234,4 +234,4 @@ def llm_locate(
 
 
 def fallback_reason(exc: LLMError) -> Fallback:
-    return Fallback("locate", exc.reason, f"{exc}; used the local locator")
+    return Fallback("locate", exc.reason, f"{str(exc).rstrip('.')}; used the local locator")
