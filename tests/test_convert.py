@@ -252,6 +252,67 @@ def test_html_headings_tables_and_skipped_markup() -> None:
     assert [n.heading for n in nodes if not n.synthetic][1:] == ["Costs", "Notes"]
 
 
+def test_html_page_chrome_is_left_out_and_the_articles_header_kept() -> None:
+    page = (
+        "<html><head><title>Site - Post</title></head><body>"
+        "<header><a href='/'>Logo</a><nav><a>Home</a> | <a>Blog</a></nav></header>"
+        "<div role='navigation'><ul><li>Crumb</li></ul></div>"
+        "<article><header><h1>The Post</h1><p>by Ann</p></header><p>Body text.</p>"
+        "<h2>Part</h2><p>More.</p></article>"
+        "<aside><p>Ads here</p></aside><form><button>Search</button></form>"
+        "<footer>© 2024 Site</footer></body></html>"
+    )
+    doc = convert_bytes("post.html", page.encode(), MB)
+    assert _levels(doc) == [(1, "The Post"), (2, "Part")]  # the article's own <header> stays
+    assert doc.text == "# The Post\n\nby Ann\n\nBody text.\n\n## Part\n\nMore.\n"
+    for chrome in ("Logo", "Home", "Crumb", "Ads", "Search", "©"):
+        assert chrome not in doc.text
+    assert doc.notes == (
+        "left out the page's navigation, header, sidebar, forms and footer: 6 lines",
+    )
+    # Nothing is a Preamble: the tree starts at the title.
+    nodes = parse_document(doc.text, "post.html", "post.html")
+    assert [n.heading for n in nodes] == ["The Post", "Preamble", "Part"]
+    assert nodes[1].content == "by Ann\n\nBody text."
+
+
+def test_html_page_with_main_is_read_from_main() -> None:
+    page = (
+        "<!doctype html><html><head><title>A paper</title></head><body>"
+        "<nav><a href='/'>Home</a> | <a href='/papers'>Papers</a></nav>"
+        "<div class='banner'>Site banner text</div><main><h1>A paper</h1><h2>Abstract</h2>"
+        "<p>We study trees.</p><h2>Figures</h2><p>Table 1</p></main>"
+        "<footer>© 2017 arXiv mirror</footer></body></html>"
+    )
+    doc = convert_bytes("paper.html", page.encode(), MB)
+    assert doc.text.startswith("# A paper\n\n## Abstract")
+    assert doc.text.endswith("Table 1\n")  # the footer is not part of the last section
+    assert doc.notes == (
+        "left out the page's navigation and footer: 2 lines",
+        "read the page's <main> only: left out 1 line outside it",
+    )
+    nodes = parse_document(doc.text, "paper.html", "paper.html")
+    assert [n.heading for n in nodes] == ["A paper", "Abstract", "Figures"]
+
+
+def test_html_chrome_that_holds_the_page_is_kept() -> None:
+    # A <form> around the whole page (ASP.NET) holds the <main>; a <nav> that never closes
+    # and a body-level <header>'s heading are kept: better a little chrome than lost text.
+    doc = convert_bytes(
+        "f.html",
+        b"<body><form><nav>Menu</nav><main><h1>A</h1><p>b</p></main></form></body>",
+        MB,
+    )
+    assert doc.text == "# A\n\nb\n" and doc.notes == ("left out the page's navigation: 1 line",)
+    doc = convert_bytes(
+        "h.html", b"<body><header><h1>Title</h1><p>tagline</p></header><p>x</p><nav>tail", MB
+    )
+    assert doc.text == "# Title\n\nx\n\ntail\n"
+    assert doc.notes == ("left out the page's header: 1 line",)
+    doc = convert_bytes("r.html", b"<p>a</p><span role='contentinfo'>(c) me</span><p>b</p>", MB)
+    assert doc.text == "a\n\nb\n"
+
+
 def test_plain_text_numbering_and_title_lines() -> None:
     text = (
         "Employee Guide\n\nThis guide explains the rules.\n\n1 Leave\n\nYou get 25 days.\n\n"

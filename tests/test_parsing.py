@@ -11,7 +11,7 @@ import pytest
 from tests.conftest import EVAL_DIR, skip_unless_ci
 from treerag_core.base.text_rules import ARTICLE_OPENING, detect_language
 from treerag_core.base.types import TreeNode
-from treerag_core.ingest.parsing import parse_document, scan_headings
+from treerag_core.ingest.parsing import parse_document, preamble_text, scan_headings
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE_DIR = REPO / "sample_docs"
@@ -449,3 +449,11 @@ def test_eval_docs_cover_every_character(dataset: str) -> None:
             nodes = parse(text, doc.name, max_depth=depth)
             assert_full_coverage(text, nodes)
             assert nodes[0].heading == text.split("\n", 1)[0].removeprefix("# ").strip()
+
+
+def test_preamble_text_is_the_preamble_leaf_a_review_can_show() -> None:
+    text = "Home | Papers\n\n# Title\n\n## A\n\na\n"
+    assert preamble_text(text) == "Home | Papers\n\n# Title" == parse(text)[1].content
+    assert preamble_text("# Title\n\nabstract\n\n## A\n\na\n") == "abstract"
+    assert preamble_text("# Title\n\n## A\n\na\n") == ""
+    assert preamble_text("no headings at all\n") == ""  # one leaf named like the document

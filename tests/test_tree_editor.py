@@ -282,3 +282,12 @@ def test_the_made_up_cover_page_is_never_like_a_line(tmp_path, monkeypatch) -> N
     at.button(key="te_like").click().run()
     assert "0. Cover page" not in at.multiselect(key="te_many").value
     assert "1. PART I" in at.multiselect(key="te_many").value
+
+
+def test_the_preamble_is_shown_as_the_section_it_becomes() -> None:
+    from ui.documents.tree_editor import preamble_note
+
+    note = preamble_note("Home | Papers\n\n# Interpreting *tweets*")
+    assert note.startswith("Before the first heading, 2 lines of text become a section named")
+    assert "Home \\| Papers / \\# Interpreting \\*tweets\\*" in note  # document text escaped
+    assert "1 line of text becomes" in preamble_note("x" * 500) and "…" in preamble_note("x" * 500)

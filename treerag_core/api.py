@@ -128,6 +128,7 @@ from treerag_core.ingest.documents import (
     convert_upload,
     to_source,
 )
+from treerag_core.ingest.parsing import preamble_text
 from treerag_core.ingest.tree_bulk import BULK_OPS as BULK_TREE_OPS
 from treerag_core.ingest.tree_bulk import LIKE as HEADINGS_LIKE_BY
 from treerag_core.ingest.tree_bulk import between as headings_between
@@ -267,6 +268,7 @@ __all__ = [
     "override_locate",
     "passages_of",
     "picked_paths",
+    "preamble_text",
     "propose_level_fixes",
     "push_to_milvus",
     "push_to_qdrant",

@@ -263,6 +263,28 @@ def _title_of(name: str, doc_id: str) -> str:
     return PurePath(name).stem or name or doc_id or "document"
 
 
+def _title_and_preamble(
+    text: str, headings: list[HeadingLine]
+) -> tuple[HeadingLine | None, list[HeadingLine], tuple[int, int]]:
+    """The title line (a sole level-1 heading that comes first), the other headings, and the
+    span of the text before the first section (the "Preamble" leaf when there are headings)."""
+    title_line: HeadingLine | None = None
+    if headings and headings[0].hashes == 1 and sum(h.hashes == 1 for h in headings) == 1:
+        title_line, headings = headings[0], headings[1:]
+    first_start = headings[0].start if headings else len(text)
+    pre_lo = 0
+    if title_line is not None and not text[: title_line.start].strip():
+        pre_lo = title_line.end
+    return title_line, headings, _strip_span(text, pre_lo, first_start)
+
+
+def preamble_text(text: str) -> str:
+    """The text `parse_document` makes a "Preamble" leaf of ("" when there is none), so a
+    review of the headings can show it: it is a section the headings list does not name."""
+    _title, headings, (start, end) = _title_and_preamble(text, scan_headings(text))
+    return text[start:end] if headings else ""
+
+
 def parse_document(
     text: str,
     doc_id: str,
@@ -298,19 +320,12 @@ def parse_document(
     if articles:
         headings = sorted(headings + articles, key=lambda h: h.start)
 
-    title_line: HeadingLine | None = None
-    if headings and headings[0].hashes == 1 and sum(h.hashes == 1 for h in headings) == 1:
-        title_line, headings = headings[0], headings[1:]
+    title_line, headings, (pre_start, pre_end) = _title_and_preamble(text, headings)
     title = title_line.text if title_line else _title_of(name, doc_id)
 
     root = _Proto(title, 0, 0, 0, None, path=title)
     protos = [root]
 
-    first_start = headings[0].start if headings else len(text)
-    pre_lo = 0
-    if title_line is not None and not text[: title_line.start].strip():
-        pre_lo = title_line.end
-    pre_start, pre_end = _strip_span(text, pre_lo, first_start)
     if not headings:  # the whole text is one leaf named like the document
         protos.append(_Proto(title, 1, pre_start, pre_end, root, synthetic=True))
     elif pre_end > pre_start:

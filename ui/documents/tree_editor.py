@@ -18,6 +18,7 @@ from treerag_core import (
     check_contents_skeleton,
     load_edit_entries,
     offer_for,
+    preamble_text,
     propose_level_fixes,
     save_edits,
     skeleton_edits,
@@ -28,6 +29,7 @@ from treerag_core import headings_between as between
 from treerag_core import headings_like as like
 from treerag_core import tree_edit_no_change as no_change
 from treerag_core.base.errors import InputDocumentError, LLMError
+from ui.common.text_safety import plain
 
 ACTIONS = {
     "promote": "Promote (one level up)",
@@ -54,6 +56,19 @@ def outline_rows(converted: Converted, edits: tuple[TreeEdit, ...]) -> list[dict
         }
         for i, h in enumerate(doc.headings)
     ]
+
+
+def preamble_note(preamble: str, shown: int = 160) -> str:
+    """What the review says of the text before the first heading, which becomes a section
+    "Preamble": its size and its start."""
+    lines = [line for line in preamble.split("\n") if line.strip()]
+    start = " / ".join(lines)
+    start = start if len(start) <= shown else start[: shown - 1].rstrip() + "…"
+    count = "1 line of text becomes" if len(lines) == 1 else f"{len(lines)} lines of text become"
+    return (
+        f"Before the first heading, {count} a section named 'Preamble': “{plain(start)}”. "
+        "To give it a heading of its own, mark its first line as a heading below."
+    )
 
 
 def _occurrence(headings, index: int) -> int:
@@ -105,10 +120,15 @@ def tree_editor(
 
     st.markdown(f"**Inferred tree of {name}** ({len(doc.headings)} headings)")
     for note in converted.document.notes:
-        st.caption(note)
+        st.caption(plain(note))  # a note may quote the document (a bookmark, "<main>")
     for problem in problems:
         st.warning(f"Not applied: {problem}")
     selected = _selection(doc.headings, key) if doc.headings else []
+    preamble = preamble_text(doc.text)
+    if preamble:
+        # The index makes this text a section of its own: show it here, where it can still
+        # be named (mark its first line) rather than found only after indexing.
+        st.info(preamble_note(preamble))
     if doc.headings:
         outline = _outline_table(converted, edits, selected)
         st.dataframe(outline, hide_index=True, key=f"{key}_outline")
