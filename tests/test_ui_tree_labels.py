@@ -77,3 +77,15 @@ def test_chinese_lines_break_between_words_not_inside_one():
             for word in ("中华人民共和国", "部署", "故障", "导航"):
                 if word in text:
                     assert any(word in line for line in lines), (text, used, lines)
+
+
+def test_an_inferred_chip_name_is_cut_before_its_mark_so_a_chip_never_hides_it():
+    from ui.common.tree_labels import INFERRED_CHIP_CHARS, inferred_name
+
+    long = "Positive - When a positive word was mentioned in the input sentence"
+    assert inferred_name(long) == "~Positive - When a positive word was… (inferred)"
+    assert inferred_name("Railway engines pull…") == "~Railway engines pull… (inferred)"
+    assert inferred_name("Short name") == "~Short name (inferred)"
+    # A Han character counts twice: the Chinese name keeps half as many characters.
+    zh = inferred_name("中文的一个很长的推断小节名称，由它的第一行组成，非常长的一句话", "zh")
+    assert zh.endswith("…（推断）") and len(zh) - len("~…（推断）") == INFERRED_CHIP_CHARS // 2

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+import unicodedata
 
 from treerag_core import zh_words
 from treerag_core.base.text_rules import is_unspaced, one_line
@@ -200,6 +201,19 @@ def node_kind(node: TreeNode, root: str = "root") -> str:
     return f"{kind} · {INFERRED}" if node.inferred else kind
 
 
+INFERRED_CHIP_CHARS = 36  # a chip is cut at its width: the mark after the name must show
+
+
 def inferred_name(name: str, language: str = "en") -> str:
-    """An inferred section's name as a citation shows it: "~The work presented… (inferred)"."""
+    """An inferred section's name as a citation shows it: "~The work presented… (inferred)".
+    The name (a first line, often long) is cut first, so the chip never cuts the mark."""
+    base = name.rstrip("…").rstrip()
+    kept, width = "", 0
+    for ch in base:  # a Han character is as wide as two Latin ones
+        width += 2 if unicodedata.east_asian_width(ch) in "WF" else 1
+        if width > INFERRED_CHIP_CHARS:
+            break
+        kept += ch
+    cut = base != name or kept != base
+    name = kept.rstrip() + ("…" if cut else "")
     return f"{INFERRED_PREFIX}{name}{INFERRED_SUFFIX.get(language, INFERRED_SUFFIX['en'])}"
