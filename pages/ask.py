@@ -211,7 +211,7 @@ def _story(trace, corpus, doc_ids, engine, settings, events) -> Trace | None:
         progress = st.empty()  # the same place in every run: the answer below it never moves
         if trace is None and events is None:  # beside the graph: the graph never moves
             offer_last_question()  # a reload: the question and its result, one click away
-            story.welcome(doc_ids, _ask_example)
+            story.welcome(doc_ids, _ask_example, llm=settings.llm.enabled)
     status = None
     if events is None and trace is not None:  # the run's last line stays: nothing moves up
         story.evidence_ready(progress)

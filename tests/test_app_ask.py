@@ -672,7 +672,8 @@ def test_a_reload_offers_the_last_question_and_restores_it_without_running_it(ap
     reloaded = open_app(ws=ws_id)  # F5: same ?ws=, a new session
     assert reloaded.session_state["ask_trace"] is None
     assert reloaded.text_input(key="ask_question").value == ""
-    assert f"“{PAPER_QUESTION}”" in page_text(reloaded, "info", plain=True)
+    offer = page_text(reloaded, "info", plain=True)
+    assert f"“{PAPER_QUESTION}”" in offer and "Your last question in this workspace" in offer
     count = logged(app_data)
     reloaded.button(key="ask_restore_last").click().run()
     assert not reloaded.exception, reloaded.exception
@@ -909,6 +910,8 @@ def test_llm_path_then_slider_makes_no_new_llm_call(monkeypatch):
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
         monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
         at = open_app()
+        welcome = page_text(at, "markdown")  # with an LLM on, no keyless promise
+        assert "Try a question" in welcome and "no API key needed" not in welcome
         at.multiselect(key="qs_scope_samples").set_value(["test_paper.md"]).run()
         ask(at, PAPER_QUESTION)
         trace = at.session_state["ask_trace"]

@@ -55,8 +55,8 @@ def offer_last_question() -> None:
     last = rows[0]
     when = shown_time(last["created_at"])
     st.info(
-        f"**Your last question here** (#{last['id']} in History, asked {plain(when)} on "
-        f"{key_label(last['corpus'], 'phrase')}): “{plain(last['question'])}”",
+        f"**Your last question in this workspace** (#{last['id']} in History, asked "
+        f"{plain(when)} on {key_label(last['corpus'], 'phrase')}): “{plain(last['question'])}”",
         icon=":material/history:",
     )
     st.button(

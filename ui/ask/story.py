@@ -528,9 +528,14 @@ def _question_buttons(
         )
 
 
-def welcome(doc_ids: Sequence[str], on_pick: Callable[[str], None]) -> None:
+def welcome(doc_ids: Sequence[str], on_pick: Callable[[str], None], llm: bool = False) -> None:
+    """The example questions while nothing is asked; `llm`: an LLM is switched on, so the
+    keyless promise ("no API key needed") is not made."""
     st.markdown(
-        "**Try a question** (no API key needed: a local locator and an extractive answer "
+        "**Try a question** (the LLM locates and answers; without it a local locator and an "
+        "extractive answer run offline)"
+        if llm
+        else "**Try a question** (no API key needed: a local locator and an extractive answer "
         "run offline)"
     )
     examples(doc_ids, on_pick)
