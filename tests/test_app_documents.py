@@ -578,6 +578,9 @@ def test_a_text_with_no_headings_says_its_sections_are_inferred_everywhere():
     assert not at.exception, at.exception
     assert any(f"`{sections[1].node_id}` · leaf · inferred" in m.value for m in at.markdown)
     assert "An inferred section: the document has no heading here" in page_text(at, "caption")
+    from ui.common.inspector import node_option  # the select box's entries carry the mark too
+
+    assert node_option(index, sections[1].node_id).startswith(f"{sections[1].node_id} · ~")
     # An answer's citation chip of an inferred section says so, in label and tooltip.
     at.switch_page("pages/ask.py").run()
     at.radio(key="qs_corpus").set_value("uploads").run()

@@ -13,7 +13,7 @@ from treerag_core.base.pagemap import format_pages
 from ui.common.page_view import PassageMarks, page_panel
 from ui.common.score_tables import chunk_frame
 from ui.common.text_safety import plain
-from ui.common.tree_labels import INFERRED_HELP, node_kind
+from ui.common.tree_labels import INFERRED_HELP, INFERRED_PREFIX, node_kind
 
 MAX_LEAVES = 5  # step 1 picks at most this many leaves (LocateSettings refuses more)
 
@@ -68,8 +68,16 @@ def node_picker(
         key=key,
         on_change=lambda: on_pick(st.session_state[key]),
         placeholder=placeholder,
-        format_func=lambda i: f"{i} · {index.nodes[i].heading_path or index.nodes[i].heading}",
+        format_func=lambda i: node_option(index, i),
     )
+
+
+def node_option(index: CorpusIndex, node_id: str) -> str:
+    """A node as the select box lists it: "0003 · path", with the graph's "~" before an
+    inferred section's name (no heading there: named by its first line)."""
+    node = index.nodes[node_id]
+    mark = INFERRED_PREFIX if node.inferred else ""
+    return f"{node_id} · {mark}{node.heading_path or node.heading}"
 
 
 def inspector(
