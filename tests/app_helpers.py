@@ -69,3 +69,63 @@ def graph_nodes(at: AppTest, key: str | None = None) -> dict[str, dict]:
     if key is not None:
         assert json.loads(element.proto.json_args)["key"] == key
     return {n["id"]: n for n in graph_data(element)["nodes"]}
+
+
+class Screen:
+    """What a browser shows while a run draws, rebuilt from the deltas the runs sent.
+
+    AppTest's tree holds one run's own elements. A browser keeps the last run's elements on
+    screen (faded) until a delta replaces them or an element replaces a block above them; a
+    block sent again over a block of its type keeps its children. Untouched elements go only
+    when the run ends: this shows what stands beside a run while it works."""
+
+    def __init__(self) -> None:
+        self.nodes: dict[tuple[int, ...], tuple[str, str, str]] = {}  # (kind, text, id)
+
+    def copy(self) -> Screen:
+        screen = Screen()
+        screen.nodes = dict(self.nodes)
+        return screen
+
+    def apply(self, msgs) -> Screen:
+        """Apply `msgs` as one batch: merged first as Streamlit's queue merges what it has
+        not sent yet (a later delta at a path replaces an earlier element there, so an
+        st.empty followed by a block at its place never reaches the browser)."""
+        batch: list = []
+        at: dict[tuple[int, ...], int] = {}
+        for msg in msgs:
+            kind = msg.delta.WhichOneof("type") if msg.HasField("delta") else None
+            if kind not in ("new_element", "add_block"):
+                continue
+            path = tuple(msg.metadata.delta_path)
+            if path in at and batch[at[path]].delta.WhichOneof("type") != "add_block":
+                batch[at[path]] = msg
+            else:
+                at[path] = len(batch)
+                batch.append(msg)
+        for msg in batch:
+            self._apply(msg)
+        return self
+
+    def _apply(self, msg) -> None:
+        path = tuple(msg.metadata.delta_path)
+        if msg.delta.WhichOneof("type") == "new_element":
+            element = msg.delta.new_element
+            which = element.WhichOneof("type") or ""
+            inner = getattr(element, which) if which else None
+            text = getattr(inner, "body", "") or getattr(inner, "label", "")
+            node = (which, str(text), str(getattr(inner, "id", "")))
+        else:
+            node = ("block:" + str(msg.delta.add_block.WhichOneof("type")), "", "")
+        if not (node[0].startswith("block:") and self.nodes.get(path, ("",))[0] == node[0]):
+            depth = len(path)
+            for below in [p for p in self.nodes if len(p) > depth and p[:depth] == path]:
+                del self.nodes[below]
+        self.nodes[path] = node
+
+    def texts(self) -> str:
+        return "\n".join(text for _, (_, text, _) in sorted(self.nodes.items()) if text)
+
+    def keyed(self, prefix: str) -> list[str]:
+        """The ids of the widgets whose key starts with `prefix`."""
+        return [i for _, _, i in self.nodes.values() if f"-{prefix}" in i]
