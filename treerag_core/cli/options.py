@@ -222,7 +222,7 @@ def add_retrieval_options(p: argparse.ArgumentParser) -> None:
         RERANK_CHINESE,
         action="store_true",
         default=None,  # unset: the --settings file's value, else the default (off)
-        help=f'"{chinese.label}": {chinese.help[:1].lower()}{chinese.help[1:]}',  # its one text
+        help=f'"{chinese.label}" in the explorer. {chinese.help}',  # the setting's one text
     )
     p.add_argument(
         "--drilldown-layers",
