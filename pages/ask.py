@@ -429,26 +429,20 @@ def story_fragment(corpus: Corpus, doc_ids: list[str], engine: Engine, scope) ->
         show_error(exc, "Reset the value named above.")
         return
     pending = ask.take("pending")
-    asking = pending is not None and pending["kind"] == "ask"
-    located = trace is not None and trace.locate is not None
-    waiting = _waiting_for_ask(settings, scope) if located and ask.controls is not None else []
     # Notices (errors, banners, a model's loading spinner) go in their own container above
     # the story's slot, so however many there are, the slot keeps its place and the graph
     # inside it is never remounted.
     notices, slot = st.container(), st.empty()
     box = slot.container()  # created at once: the previous run's story stays until redrawn
     with notices:
-        # The pending-settings banner has the first place: a pressed Ask is applying what it
-        # lists, so an st.empty there takes the last run's banner and button off at once
-        # (else the browser leaves them, faded, above the new run until it ends).
-        banner = st.empty() if asking or not waiting else st.container()
-        if pending is not None and (asking or trace is not None):
+        if pending is not None and (pending["kind"] == "ask" or trace is not None):
             _run_action(pending, engine, trace, settings, scope, corpus, doc_ids, box)
-        if located and waiting:  # never a rerun under the old strategy presented as the new
-            with banner:
+        if trace is not None and trace.locate is not None:
+            waiting = _waiting_for_ask(settings, scope) if ask.controls is not None else []
+            if waiting:  # never a rerun under the old strategy presented as the new one
                 _pending_banner(trace, waiting)
-        elif located:
-            trace = _maybe_rerun(trace, engine, settings, corpus)
+            else:
+                trace = _maybe_rerun(trace, engine, settings, corpus)
     _render(trace, corpus, doc_ids, engine, settings, box=box)
 
 

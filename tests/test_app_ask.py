@@ -272,51 +272,6 @@ def test_a_scope_change_waits_for_ask():
     assert "Not applied yet: Document scope" in page_text(at)
 
 
-def test_a_pressed_ask_takes_the_pending_banner_and_the_last_answer_off_at_once(monkeypatch):
-    """A step-1 setting moved, then Ask: while the new answer is written, the screen shows
-    neither the "Not applied yet" banner (this run applies it) nor the last answer's text
-    and chips under the new one; the graph's block stays (issue 25: dimmed, not remounted)."""
-    from streamlit.runtime.forward_msg_queue import ForwardMsgQueue
-
-    import treerag_core
-
-    at = ask(open_app(), PAPER_QUESTION)
-    old = at.session_state["ask_trace"]
-    sent: list = []
-    monkeypatch.setattr(ForwardMsgQueue, "_before_enqueue_msg", sent.append)
-    at.toggle(key="qs_llm_enabled").set_value(True).run()  # keyless: still a new step 1
-    assert "Not applied yet: Use an LLM" in page_text(at, plain=True), page_text(at)
-    before = app.Screen().apply(sent)  # a full run: the whole page as the browser has it
-    assert "Not applied yet" in before.texts() and before.keyed("apply_pending")
-    assert before.keyed("cite_") and f"Q: {PAPER_QUESTION}" in unescape_text(before.texts())
-    old_answer = old.answer.strip()[:30]
-    assert old_answer in unescape_text(before.texts())
-    sent.clear()
-    real, seen = treerag_core.ask, {}
-
-    def watched(*args, **kwargs):
-        for event in real(*args, **kwargs):
-            yield event
-            if event.kind == "reranked":  # the answer is being asked for: what is on screen
-                seen["screen"] = before.copy().apply(sent)
-
-    monkeypatch.setattr(treerag_core, "ask", watched)
-    new = "What does the ablation study remove?"
-    ask(at, new)
-    during = seen["screen"]
-    shown = unescape_text(during.texts())
-    assert "Not applied yet" not in shown and not during.keyed("apply_pending"), shown
-    assert not during.keyed("cite_"), during.keyed("cite_")  # the last answer's chips
-    assert f"Q: {PAPER_QUESTION}" not in shown and f"Q: {new}" in shown
-    assert old_answer not in shown  # the box holds the new answer's text only
-    assert during.keyed("ask_graph")  # the graph stays (dimmed) through the run
-    # After the run: the new answer with one set of chips, nothing pending.
-    trace = at.session_state["ask_trace"]
-    assert trace.question == new and "Not applied yet" not in page_text(at)
-    chips = [b.key for b in at.button if b.key and b.key.startswith("cite_")]
-    assert chips and len(chips) == len(set(chips))
-
-
 def test_describe_moves_never_shows_a_raw_none():
     from ui.common.query_controls import describe_moves
 

@@ -297,6 +297,7 @@ def answer_step(
     trace: Trace, index: CorpusIndex, live: Iterator[str] | None, regenerate: Callable[[], None]
 ) -> None:
     """③ The answer (streamed while it is written), its citations and what fell back."""
+    state = AskState()
     present = bool(st.session_state.get(PRESENT))
     st.subheader("③ Answer")
     if not present:  # in presentation mode the question is right above, in its box
@@ -307,29 +308,10 @@ def answer_step(
     # Presentation mode: the answer scrolls inside a box, so its first sentence and the
     # citation chips under it are on the first screen at 1280x720.
     box = st.container(height=ANSWER_BOX_PX, key="ask_answer_box") if present else st.container()
-    # What stands under the answer's text is one block. A new answer's run puts an st.empty
-    # in its place, and one in the box's first place (the text): they reach the browser at
-    # once and take the last answer's chips, doubt box and text off, instead of leaving them
-    # faded under the new one until the run ends (an st.empty followed by a block at its
-    # place is merged into that block before it is sent: the old children would stay).
-    tail = st.empty() if live is not None else st.container()
     if live is not None:
         with box:
-            st.empty().write_stream(safe_answer_stream(live))
+            st.write_stream(safe_answer_stream(live))
         return
-    with tail:
-        _answer_tail(trace, index, box, regenerate, present)
-
-
-def _answer_tail(
-    trace: Trace,
-    index: CorpusIndex,
-    box: DeltaGenerator,
-    regenerate: Callable[[], None],
-    present: bool,
-) -> None:
-    """Under the answer's text (drawn in `box`): its flags, citations and fallbacks."""
-    state = AskState()
     if state.stale_answer:
         st.warning(
             "The evidence changed since this answer was written: LLM answers are not "
