@@ -345,24 +345,7 @@ def test_a_run_goes_on_while_the_user_is_on_another_page_and_says_so_on_return(q
     """Streamlit stops a page's script run when the user leaves: the run itself goes on in its
     own thread. Back on Evaluate the page says it is still going (with its progress), then
     shows its report once it is done."""
-    import threading
-
-    import treerag_core
-
-    real, gate = treerag_core.evaluate, threading.Event()
-
-    def held(*args, **kwargs):
-        assert gate.wait(60), "the test never let the run go on"
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(treerag_core, "evaluate", held)
-    at = evaluate_page()
-    at.selectbox(key="ev_dataset").set_value("qasper")
-    at.multiselect(key="ev_strategies").set_value(STRATEGIES)
-    at.number_input(key="ev_limit").set_value(2)
-    at.button(key="ev_run").click()
-    with pytest.raises(RuntimeError, match="timed out"):  # AppTest stops the run, as a page
-        at.run(timeout=3)  # switch does: at its next Streamlit call
+    at, gate = _started_held(monkeypatch)
     job = job_of(at)
     assert job is not None and job.running
     at.switch_page("pages/ask.py").run()
@@ -384,8 +367,9 @@ def test_a_run_goes_on_while_the_user_is_on_another_page_and_says_so_on_return(q
     assert not at.success
 
 
-def _held_run(monkeypatch, let_first_question: bool):
-    """The page's run, held at its start until the returned gate is set; with
+def _started_held(monkeypatch, let_first_question: bool = True):
+    """Run evaluation pressed, its run held at its start until the returned gate is set, and
+    the page's script run stopped (as a page switch or a click does); with
     `let_first_question`, a Stop pressed meanwhile takes effect from the second question."""
     import threading
 
@@ -409,9 +393,15 @@ def _held_run(monkeypatch, let_first_question: bool):
     at.multiselect(key="ev_strategies").set_value(STRATEGIES)
     at.number_input(key="ev_limit").set_value(2)
     at.button(key="ev_run").click()
-    with pytest.raises(RuntimeError, match="timed out"):  # as a page switch or a click does
-        at.run(timeout=3)
-    at.run()  # the next run finds the run still going, with its Stop button
+    with pytest.raises(RuntimeError, match="timed out"):  # AppTest stops the run, as a page
+        at.run(timeout=3)  # switch does: at its next Streamlit call
+    return at, gate
+
+
+def _held_run(monkeypatch, let_first_question: bool):
+    """`_started_held`, then the page's next run: it finds the run still going, with Stop."""
+    at, gate = _started_held(monkeypatch, let_first_question)
+    at.run()
     return at, gate
 
 
